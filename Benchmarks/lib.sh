@@ -1,0 +1,100 @@
+# Shared helpers for the benchmark scripts: start nginx beside our server, drive both
+# with wrk, and print requests/s, latency percentiles, peak RSS and the ratio.
+# Sourced, not run. Needs: wrk, nginx (Debian packages).
+
+bench_require() {
+    local missing=()
+    command -v wrk >/dev/null || missing+=(wrk)
+    [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "installing ${missing[*]}" >&2
+        apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
+# Worker threads/processes for both servers. wrk itself keeps one of this machine's two
+# cores busy, so one worker each is the fair, uncontended default.
+BENCH_WORKERS=${BENCH_WORKERS:-1}
+
+# bench_nginx DOCROOT PORT LOCATIONS... : starts nginx serving static files with keep-alive.
+# Each LOCATION is "URI FILE CONTENT_TYPE".
+bench_nginx() {
+    local root=$1 port=$2; shift 2
+    local conf="$root/nginx.conf"
+    {
+        echo "worker_processes $BENCH_WORKERS; pid $root/nginx.pid; error_log $root/nginx-error.log; daemon on;"
+        echo "events { worker_connections 4096; }"
+        echo "http { access_log off; keepalive_requests 1000000; keepalive_timeout 75s;"
+        echo "  client_body_temp_path $root/tmp; proxy_temp_path $root/tmp; fastcgi_temp_path $root/tmp;"
+        echo "  uwsgi_temp_path $root/tmp; scgi_temp_path $root/tmp;"
+        echo "  server { listen 127.0.0.1:$port; server_tokens off;"
+        for location in "$@"; do
+            set -- $location
+            echo "    location = $1 { default_type \"$3\"; alias $2; }"
+        done
+        echo "  } }"
+    } > "$conf"
+    mkdir -p "$root/tmp"
+    chmod -R a+rX "$root"
+    /usr/sbin/nginx -c "$conf" -p "$root"
+    sleep 0.3
+}
+
+bench_nginx_stop() {
+    local root=$1
+    [ -f "$root/nginx.pid" ] && kill "$(cat "$root/nginx.pid")" 2>/dev/null || true
+}
+
+# bench_wait_port PORT: waits until something listens on 127.0.0.1:PORT.
+bench_wait_port() {
+    for _ in $(seq 1 100); do
+        (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "nothing listens on port $1" >&2
+    return 1
+}
+
+# bench_wrk NAME URL [SCRIPT]: runs wrk, prints one result line, stores rps in BENCH_RPS.
+BENCH_DURATION=${BENCH_DURATION:-10s}
+BENCH_CONNECTIONS=${BENCH_CONNECTIONS:-32}
+bench_wrk() {
+    local name=$1 url=$2 script=${3:-}
+    local args=(-t1 -c"$BENCH_CONNECTIONS" -d"$BENCH_DURATION" --latency)
+    [ -n "$script" ] && args+=(-s "$script")
+    local out
+    out=$(wrk "${args[@]}" "$url")
+    BENCH_RPS=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+    local p50 p99 non2xx errors
+    p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
+    p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+    non2xx=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' <<<"$out")
+    errors=$(awk '/Socket errors:/ {print $0}' <<<"$out")
+    printf '%-28s %10s req/s   p50 %8s   p99 %8s   non-2xx %s%s\n' "$name" "$BENCH_RPS" "$p50" "$p99" "${non2xx:-0}" "${errors:+   $errors}"
+}
+
+# bench_rss PID: peak resident set size in KiB.
+bench_rss() {
+    awk '/^VmHWM:/ {print $2 " " $3}' "/proc/$1/status"
+}
+
+# bench_nginx_rss ROOT: peak RSS summed over nginx's processes.
+bench_nginx_rss() {
+    local total=0
+    for pid in $(pgrep -f "nginx -c $1/nginx.conf") $(pgrep -P "$(cat "$1/nginx.pid")"); do
+        total=$((total + $(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)))
+    done
+    echo "$total kB"
+}
+
+bench_ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }'
+}
+
+# bench_same_body URL_A URL_B: both answer 200 with identical bodies, or the run stops.
+bench_same_body() {
+    local a b
+    a=$(curl -sf "$1") || { echo "GET $1 failed" >&2; return 1; }
+    b=$(curl -sf "$2") || { echo "GET $2 failed" >&2; curl -si "$2" >&2; return 1; }
+    [ "$a" = "$b" ] || { echo "bodies differ: $1 vs $2" >&2; return 1; }
+}

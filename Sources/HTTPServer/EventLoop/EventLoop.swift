@@ -1,0 +1,221 @@
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CLinux
+
+/// One epoll-driven thread that owns a set of connections.
+///
+/// Everything a loop owns (its connections, buffers and timers) is touched only on its
+/// own thread; other threads reach it through `execute`, which queues a job and wakes
+/// the loop through an eventfd. Loop 0 also owns the listening socket and hands new
+/// connections to the loops in turn.
+final class EventLoop: @unchecked Sendable {
+    let index: Int
+    let core: ServerCore
+    let date = DateCache()
+    private let epoll: Epoll
+    private var connections: [Connection?] = []
+    private(set) var connectionCount = 0
+    private let mailbox = Mutex<[@Sendable (EventLoop) -> Void]>([])
+    private let wakeRequested = Atomic<Bool>(false)
+
+    /// Loop 0 only: the listening socket and the loops it hands connections to.
+    private var listener: Int32 = -1
+    var peers: [EventLoop] = []
+    private var acceptCursor = 0
+    private var acceptPausedUntil: Int64 = 0
+
+    private(set) var isDraining = false
+    private var drainDeadline: Int64 = 0
+    private var stopped = false
+    private var nextConnectionID: UInt64 = 0
+    private(set) var now: Int64 = EventLoop.monotonicMilliseconds()
+    private var nextSweep: Int64 = 0
+    private let sweepInterval: Int64
+
+    init(index: Int, core: ServerCore) throws {
+        self.index = index
+        self.core = core
+        epoll = try Epoll()
+        let configuration = core.configuration
+        let shortest = min(configuration.headTimeout, configuration.bodyIdleTimeout, configuration.keepAliveTimeout, configuration.lingerTimeout)
+        sweepInterval = max(5, min(250, shortest.milliseconds / 10))
+    }
+
+    static func monotonicMilliseconds() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+
+    // MARK: Cross-thread entry points
+
+    /// Runs `job` on this loop's thread. Safe from any thread.
+    func execute(_ job: @escaping @Sendable (EventLoop) -> Void) {
+        mailbox.withLock { $0.append(job) }
+        if !wakeRequested.exchange(true, ordering: .acquiringAndReleasing) {
+            epoll.wake()
+        }
+    }
+
+    /// Makes this loop accept connections on `fd`.
+    func listen(on fd: Int32) throws {
+        listener = fd
+        try epoll.add(fd, events: Epoll.readable, token: UInt64(fd))
+    }
+
+    // MARK: The loop
+
+    /// Runs until a drain completes. Call on the loop's own thread.
+    func run() {
+        let capacity = 512
+        let events = UnsafeMutableBufferPointer<epoll_event>.allocate(capacity: capacity)
+        defer { events.deallocate() }
+        nextSweep = now + sweepInterval
+        while true {
+            let timeout = Int32(clamping: max(0, nextSweep - now))
+            let count = epoll.wait(into: events, timeout: timeout)
+            now = Self.monotonicMilliseconds()
+            date.refresh()
+            for slot in 0..<count {
+                let token = events[slot].data.u64
+                let flags = events[slot].events
+                if token == Epoll.wakeToken {
+                    epoll.drainWake()
+                    runMailbox()
+                } else if Int32(truncatingIfNeeded: token) == listener {
+                    acceptConnections()
+                } else {
+                    dispatch(fd: Int(token), flags: flags)
+                }
+            }
+            if now >= nextSweep {
+                sweep()
+                nextSweep = now + sweepInterval
+            }
+            if isDraining, connectionCount == 0 || now >= drainDeadline { break }
+        }
+        stopped = true
+        for case let connection? in connections { connection.close() }
+        runMailbox()
+    }
+
+    private func runMailbox() {
+        wakeRequested.store(false, ordering: .releasing)
+        let jobs = mailbox.withLock { jobs -> [@Sendable (EventLoop) -> Void] in
+            let taken = jobs
+            jobs.removeAll(keepingCapacity: true)
+            return taken
+        }
+        for job in jobs { job(self) }
+    }
+
+    private func dispatch(fd: Int, flags: UInt32) {
+        guard fd < connections.count, let connection = connections[fd] else { return }
+        if flags & Epoll.hangup != 0, flags & Epoll.readable == 0 {
+            connection.close()
+            return
+        }
+        if flags & Epoll.writable != 0 { connection.onWritable() }
+        if flags & Epoll.readable != 0, !connection.isClosed { connection.onReadable() }
+    }
+
+    private func sweep() {
+        if acceptPausedUntil > 0, now >= acceptPausedUntil, listener >= 0 {
+            acceptPausedUntil = 0
+            epoll.modify(listener, events: Epoll.readable, token: UInt64(listener))
+        }
+        for case let connection? in connections { connection.checkDeadlines(now: now) }
+    }
+
+    // MARK: Connections
+
+    private func acceptConnections() {
+        for _ in 0..<64 {
+            let accepted: (fd: Int32, peer: String)?
+            do {
+                accepted = try Socket.accept(listener)
+            } catch {
+                // Out of descriptors or memory: stop accepting briefly instead of spinning.
+                epoll.modify(listener, events: 0, token: UInt64(listener))
+                acceptPausedUntil = now + 100
+                return
+            }
+            guard let (fd, peer) = accepted else { return }
+            if core.openConnections.add(1, ordering: .relaxed).newValue > core.configuration.maxConnections {
+                core.openConnections.subtract(1, ordering: .relaxed)
+                ResponseWriter.overloaded.withUnsafeBytes { _ = send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                Glibc.close(fd)
+                continue
+            }
+            let target = peers[acceptCursor % peers.count]
+            acceptCursor &+= 1
+            if target === self {
+                adopt(fd: fd, peer: peer)
+            } else {
+                target.execute { $0.adopt(fd: fd, peer: peer) }
+            }
+        }
+    }
+
+    private func adopt(fd: Int32, peer: String) {
+        guard !stopped, !isDraining else {
+            Glibc.close(fd)
+            core.openConnections.subtract(1, ordering: .relaxed)
+            return
+        }
+        nextConnectionID &+= 1
+        let connection = Connection(fd: fd, id: nextConnectionID, peer: peer, loop: self)
+        let slot = Int(fd)
+        if slot >= connections.count {
+            connections.append(contentsOf: repeatElement(nil, count: max(slot + 1 - connections.count, connections.count)))
+        }
+        do {
+            try epoll.add(fd, events: Epoll.readable, token: UInt64(fd))
+        } catch {
+            Glibc.close(fd)
+            core.openConnections.subtract(1, ordering: .relaxed)
+            return
+        }
+        connections[slot] = connection
+        connectionCount += 1
+    }
+
+    /// Called by a connection when it closes its descriptor.
+    func forget(_ connection: Connection) {
+        let slot = Int(connection.fd)
+        guard slot < connections.count, connections[slot] === connection else { return }
+        connections[slot] = nil
+        connectionCount -= 1
+        core.openConnections.subtract(1, ordering: .relaxed)
+    }
+
+    func setInterest(_ fd: Int32, _ events: UInt32) {
+        epoll.modify(fd, events: events, token: UInt64(fd))
+    }
+
+    /// Delivers a deferred handler's result to its connection, if it is still waiting.
+    func complete(fd: Int32, connectionID: UInt64, with result: Result<HTTPResponse, SendableError>) {
+        let slot = Int(fd)
+        guard slot < connections.count, let connection = connections[slot], connection.id == connectionID else { return }
+        connection.complete(with: result)
+    }
+
+    // MARK: Shutdown
+
+    /// Stops accepting, closes idle connections, and lets requests in flight finish
+    /// until `deadline` (monotonic milliseconds).
+    func beginDrain(deadline: Int64) {
+        isDraining = true
+        drainDeadline = deadline
+        if listener >= 0 {
+            epoll.remove(listener)
+            Glibc.close(listener)
+            listener = -1
+        }
+        for case let connection? in connections { connection.closeIfIdleWhileDraining() }
+    }
+}

@@ -1,0 +1,145 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The header fields of a request, kept as the raw bytes of the request head plus the
+/// position of each field, so that parsing creates no `String` per line. Values are
+/// decoded only when asked for.
+public struct HTTPHeaders: Sendable, Sequence {
+    struct Field: Sendable {
+        var nameStart: Int32
+        var nameEnd: Int32
+        var valueStart: Int32
+        var valueEnd: Int32
+    }
+
+    let storage: [UInt8]
+    let fields: [Field]
+
+    init(storage: [UInt8], fields: [Field]) {
+        self.storage = storage
+        self.fields = fields
+    }
+
+    /// Creates headers from name/value pairs (useful in tests and clients).
+    public init(_ pairs: [(String, String)]) {
+        var storage: [UInt8] = []
+        var fields: [Field] = []
+        for (name, value) in pairs {
+            let nameStart = Int32(storage.count)
+            storage.append(contentsOf: name.utf8)
+            let nameEnd = Int32(storage.count)
+            storage.append(contentsOf: value.utf8)
+            fields.append(Field(nameStart: nameStart, nameEnd: nameEnd, valueStart: nameEnd, valueEnd: Int32(storage.count)))
+        }
+        self.init(storage: storage, fields: fields)
+    }
+
+    /// The number of fields, counting repeated names separately.
+    public var count: Int { fields.count }
+
+    /// The first value of the field named `name` (case-insensitive), or `nil`.
+    public subscript(name: String) -> String? {
+        guard let index = firstIndex(of: name) else { return nil }
+        return value(at: index)
+    }
+
+    /// Every value of the fields named `name`, in order.
+    public func values(for name: String) -> [String] {
+        var result: [String] = []
+        for index in fields.indices where nameEquals(index, name) {
+            result.append(value(at: index))
+        }
+        return result
+    }
+
+    /// The fields as (name, value) pairs, in the order received.
+    public func makeIterator() -> AnyIterator<(name: String, value: String)> {
+        var index = 0
+        return AnyIterator {
+            guard index < fields.count else { return nil }
+            defer { index += 1 }
+            return (name(at: index), value(at: index))
+        }
+    }
+
+    func firstIndex(of name: String) -> Int? {
+        fields.indices.first { nameEquals($0, name) }
+    }
+
+    func name(at index: Int) -> String {
+        let field = fields[index]
+        return String(decoding: storage[Int(field.nameStart)..<Int(field.nameEnd)], as: UTF8.self)
+    }
+
+    func value(at index: Int) -> String {
+        let field = fields[index]
+        return String(decoding: storage[Int(field.valueStart)..<Int(field.valueEnd)], as: UTF8.self)
+    }
+
+    func valueBytes(at index: Int) -> ArraySlice<UInt8> {
+        let field = fields[index]
+        return storage[Int(field.valueStart)..<Int(field.valueEnd)]
+    }
+
+    func nameEquals(_ index: Int, _ name: String) -> Bool {
+        let field = fields[index]
+        let length = Int(field.nameEnd - field.nameStart)
+        var start = Int(field.nameStart)
+        guard name.utf8.count == length else { return false }
+        for byte in name.utf8 {
+            guard ASCII.lowercase(storage[start]) == ASCII.lowercase(byte) else { return false }
+            start += 1
+        }
+        return true
+    }
+}
+
+/// Byte classification used by the parser and the writer.
+enum ASCII {
+    static let cr: UInt8 = 0x0D
+    static let lf: UInt8 = 0x0A
+    static let space: UInt8 = 0x20
+    static let tab: UInt8 = 0x09
+    static let colon: UInt8 = 0x3A
+
+    @inline(__always) static func lowercase(_ byte: UInt8) -> UInt8 {
+        byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+    }
+
+    /// RFC 9110 `tchar`: the characters of a token such as a method or field name.
+    static let isTokenTable: [Bool] = (0..<256).map { value in
+        let byte = UInt8(value)
+        switch byte {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
+        default: return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
+    }
+
+    /// Bytes allowed in a request target (RFC 3986 unreserved, sub-delims, ":", "@", "/", "?", "%").
+    static let isTargetTable: [Bool] = (0..<256).map { value in
+        let byte = UInt8(value)
+        switch byte {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
+        default: return Array("-._~!$&'()*+,;=:@/?%".utf8).contains(byte)
+        }
+    }
+
+    @inline(__always) static func isToken(_ byte: UInt8) -> Bool { isTokenTable[Int(byte)] }
+
+    /// RFC 9110 field-value bytes: VCHAR, obs-text, SP and HTAB.
+    @inline(__always) static func isFieldValue(_ byte: UInt8) -> Bool {
+        byte >= 0x20 ? byte != 0x7F : byte == tab
+    }
+
+    @inline(__always) static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x41...0x46: byte - 0x41 + 10
+        case 0x61...0x66: byte - 0x61 + 10
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,111 @@
+/// A parsed HTTP request as handlers see it.
+public struct HTTPRequest: Sendable {
+    /// The request method.
+    public let method: HTTPMethod
+    /// The protocol version the client spoke.
+    public let version: HTTPVersion
+    /// The path as received, still percent-encoded (`/v1/games/abc`).
+    public let path: String
+    /// The query as received, without the `?` and still percent-encoded, or `nil` when absent.
+    public let query: String?
+    /// The header fields.
+    public let headers: HTTPHeaders
+    /// The body, decoded from its transfer coding; empty when there is none.
+    public let body: [UInt8]
+    /// The values captured by the route pattern's `{name}` segments, percent-decoded.
+    public internal(set) var pathParameters: PathParameters = PathParameters()
+    /// The peer's address, such as `127.0.0.1:53422`.
+    public let remoteAddress: String
+
+    /// Creates a request; the server does this after parsing, tests may too.
+    public init(
+        method: HTTPMethod, path: String, query: String? = nil, version: HTTPVersion = .http1_1,
+        headers: HTTPHeaders = HTTPHeaders([]), body: [UInt8] = [], remoteAddress: String = ""
+    ) {
+        self.method = method
+        self.version = version
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.remoteAddress = remoteAddress
+    }
+
+    /// The query parameters in order, percent-decoded with `+` read as a space.
+    /// - Throws: ``HTTPError`` (400) when a name or value does not decode to UTF-8.
+    public func queryItems() throws(HTTPError) -> [QueryItem] {
+        guard let query, !query.isEmpty else { return [] }
+        var items: [QueryItem] = []
+        for pair in query.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = PercentDecoding.decode(parts[0], plusAsSpace: true),
+                  let value = PercentDecoding.decode(parts.count > 1 ? parts[1] : pair[pair.endIndex...], plusAsSpace: true)
+            else {
+                throw HTTPError(.badRequest, code: "invalidQuery", detail: "The query string is not valid percent-encoded UTF-8.")
+            }
+            items.append(QueryItem(name: name, value: value))
+        }
+        return items
+    }
+}
+
+/// One `name=value` pair of a query string.
+public struct QueryItem: Sendable, Hashable {
+    /// The decoded name.
+    public let name: String
+    /// The decoded value; empty when the pair had no `=`.
+    public let value: String
+
+    /// Creates a query item.
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// The named values a route pattern captured from the path.
+public struct PathParameters: Sendable {
+    private var pairs: [(name: String, value: String)] = []
+
+    /// Creates an empty set of parameters.
+    public init() {}
+
+    mutating func append(name: String, value: String) {
+        pairs.append((name, value))
+    }
+
+    /// The decoded value captured by `{name}`, or `nil` when the pattern has no such segment.
+    public subscript(name: String) -> String? {
+        pairs.first { $0.name == name }?.value
+    }
+}
+
+/// Percent-decoding of path segments and query components (RFC 3986).
+enum PercentDecoding {
+    /// Decodes `%XX` escapes (and `+` as a space when asked) and requires valid UTF-8.
+    static func decode<C: Collection>(_ bytes: C, plusAsSpace: Bool) -> String? where C.Element == UInt8 {
+        if !bytes.contains(where: { $0 == UInt8(ascii: "%") || (plusAsSpace && $0 == UInt8(ascii: "+")) }) {
+            return String(validating: bytes, as: UTF8.self)
+        }
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index != bytes.endIndex {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%") {
+                let first = bytes.index(after: index)
+                guard first != bytes.endIndex else { return nil }
+                let second = bytes.index(after: first)
+                guard second != bytes.endIndex, let high = ASCII.hexValue(bytes[first]), let low = ASCII.hexValue(bytes[second]) else {
+                    return nil
+                }
+                output.append(high << 4 | low)
+                index = bytes.index(after: second)
+            } else {
+                output.append(plusAsSpace && byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+                index = bytes.index(after: index)
+            }
+        }
+        return String(validating: output, as: UTF8.self)
+    }
+}

@@ -1,0 +1,27 @@
+/// A response a handler returns. The server adds `Content-Length`, `Date` and `Connection`.
+public struct HTTPResponse: Sendable {
+    /// The status code and reason phrase.
+    public var status: HTTPStatus
+    /// Header fields in the order they are written. Do not set `Content-Length`, `Date`
+    /// or `Connection`: the server owns those.
+    public var headers: [(name: String, value: String)]
+    /// The body bytes. The server omits them for `HEAD`, 204 and 304 but keeps the length.
+    public var body: [UInt8]
+
+    /// Creates a response.
+    public init(status: HTTPStatus = .ok, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A `text/plain; charset=utf-8` response.
+    public static func text(_ text: String, status: HTTPStatus = .ok) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array(text.utf8))
+    }
+
+    /// The first value of the header named `name` (case-insensitive), or `nil`.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+}

@@ -1,0 +1,20 @@
+/// How the body of a request is delimited.
+enum BodyFraming: Equatable {
+    case none
+    case length(Int)
+    case chunked
+}
+
+/// A complete, validated request head.
+struct RequestHead {
+    var method: HTTPMethod
+    var version: HTTPVersion
+    var path: String
+    var query: String?
+    var headers: HTTPHeaders
+    var framing: BodyFraming
+    /// Whether the connection may stay open after this exchange (HTTP/1.0 and 1.1 rules, `Connection`).
+    var keepAlive: Bool
+    /// Whether the client waits for `100 Continue` before sending the body.
+    var expectsContinue: Bool
+}

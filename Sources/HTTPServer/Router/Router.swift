@@ -1,0 +1,70 @@
+/// Maps a method and a path to a handler.
+///
+/// Unknown paths are 404; a known path with another method is 405 with `Allow`;
+/// `HEAD` is served by the `GET` route of the same path; `OPTIONS` on a known path
+/// answers 204 with `Allow`.
+public struct Router: Sendable {
+    struct Route: Sendable {
+        let method: HTTPMethod
+        let pattern: RoutePattern
+        let handler: Handler
+    }
+
+    private(set) var routes: [Route] = []
+
+    /// Creates an empty router.
+    public init() {}
+
+    /// Registers `handler` for `method` requests whose path matches `pattern`.
+    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: Handler) {
+        routes.append(Route(method: method, pattern: RoutePattern(pattern), handler: handler))
+    }
+
+    /// Every registered (method, pattern) pair, in registration order.
+    public var registeredRoutes: [(method: HTTPMethod, pattern: String)] {
+        routes.map { ($0.method, $0.pattern.description) }
+    }
+
+    /// The outcome of routing one request.
+    enum Resolution {
+        case handler(Handler, PathParameters, pattern: RoutePattern)
+        case options(allow: String)
+    }
+
+    /// Finds the handler for a request.
+    /// - Throws: ``HTTPError`` 400 (undecodable path), 404 or 405.
+    func resolve(method: HTTPMethod, path: String) throws(HTTPError) -> Resolution {
+        let segments = try Self.decodedSegments(path)
+        var allowed: [HTTPMethod] = []
+        var headFallback: (Handler, PathParameters, RoutePattern)?
+        for route in routes {
+            guard let parameters = route.pattern.match(segments) else { continue }
+            if route.method == method { return .handler(route.handler, parameters, pattern: route.pattern) }
+            if method == .HEAD, route.method == .GET, headFallback == nil { headFallback = (route.handler, parameters, route.pattern) }
+            if !allowed.contains(route.method) { allowed.append(route.method) }
+        }
+        if let (handler, parameters, pattern) = headFallback { return .handler(handler, parameters, pattern: pattern) }
+        guard !allowed.isEmpty else {
+            throw HTTPError(.notFound, code: "notFound", detail: "No resource exists at this path.")
+        }
+        if allowed.contains(.GET), !allowed.contains(.HEAD) { allowed.append(.HEAD) }
+        allowed.append(.OPTIONS)
+        let allow = HTTPMethod.allCases.filter(allowed.contains).map(\.rawValue).joined(separator: ", ")
+        if method == .OPTIONS { return .options(allow: allow) }
+        throw HTTPError(.methodNotAllowed, code: "methodNotAllowed",
+                        detail: "\(method) is not supported here; allowed: \(allow).", headers: ["Allow": allow])
+    }
+
+    static func decodedSegments(_ path: String) throws(HTTPError) -> [String] {
+        // Strict matching: "/games/" and "/v1//games" are not "/games" and "/v1/games".
+        guard path.utf8.first == UInt8(ascii: "/") else { return [path] }
+        var segments: [String] = []
+        for raw in path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
+            guard let segment = PercentDecoding.decode(raw, plusAsSpace: false) else {
+                throw HTTPError(.badRequest, code: "invalidPath", detail: "The path does not decode to UTF-8.")
+            }
+            segments.append(segment)
+        }
+        return segments
+    }
+}

@@ -1,0 +1,350 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CLinux
+
+/// One client connection: reads bytes, parses requests in order, runs their handlers and
+/// writes responses, enforcing timeouts. Owned by a single event loop thread.
+final class Connection {
+    /// Where the connection is in the request/response cycle.
+    private enum Phase {
+        /// Waiting for (the rest of) a request head.
+        case head
+        /// Reading the body of a request whose head is complete.
+        case body(RequestHead)
+        /// A deferred handler is working on the request; reading is paused.
+        case awaiting(ResponseContext)
+        /// The final response is sent and our side is shut down; input is discarded until
+        /// the client closes or the linger timeout ends.
+        case lingering
+    }
+
+    /// What writing a response needs to know about the request it answers.
+    private struct ResponseContext {
+        var path: String
+        var omitBody: Bool
+        var keepAlive: Bool
+        var version: HTTPVersion
+    }
+
+    /// What happens when `deadline` passes.
+    private enum TimeoutAction {
+        case close
+        case fail(HTTPError)
+    }
+
+    let fd: Int32
+    let id: UInt64
+    let peer: String
+    private unowned let loop: EventLoop
+    private let input = ByteBuffer(capacity: 8 * 1024)
+    private let output = ByteBuffer(capacity: 4 * 1024)
+    private var parser: RequestHeadParser
+    private var chunkedDecoder: ChunkedDecoder?
+    private var phase = Phase.head
+    private var requestStarted = false
+    private var closeAfterFlush = false
+    private var peerClosedInput = false
+    private(set) var isClosed = false
+    private var registeredEvents = Epoll.readable
+    private var deadline: Int64 = 0
+    private var deadlineAction = TimeoutAction.close
+    private var writeDeadline: Int64 = 0
+
+    /// Above this many unsent bytes the connection stops taking new requests until the
+    /// client reads (pipelining without reading cannot grow memory without bound).
+    private static let outputHighWater = 256 * 1024
+    private static let readChunk = 16 * 1024
+    private static let maxReadPerEvent = 256 * 1024
+
+    init(fd: Int32, id: UInt64, peer: String, loop: EventLoop) {
+        self.fd = fd
+        self.id = id
+        self.peer = peer
+        self.loop = loop
+        parser = RequestHeadParser(limits: loop.core.configuration.limits)
+        setDeadline(loop.core.headTimeout, .close)
+    }
+
+    // MARK: Events
+
+    func onReadable() {
+        var received = 0
+        while received < Self.maxReadPerEvent {
+            input.reserveWritable(Self.readChunk)
+            let space = input.writableSpace
+            let count = read(fd, space.baseAddress, space.count)
+            if count > 0 {
+                input.didWrite(count)
+                received += count
+                if count < space.count { break }
+            } else if count == 0 {
+                peerClosedInput = true
+                break
+            } else if errno == EINTR {
+                continue
+            } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                break
+            } else {
+                close()
+                return
+            }
+        }
+        if case .lingering = phase {
+            input.clear()
+            if peerClosedInput { close() }
+            return
+        }
+        if received > 0 {
+            switch phase {
+            case .head where !requestStarted:
+                requestStarted = true
+                setDeadline(loop.core.headTimeout, .fail(.headTimeout))
+            case .body:
+                setDeadline(loop.core.bodyIdleTimeout, .fail(.bodyTimeout))
+            default:
+                break
+            }
+        }
+        process()
+        finishTurn()
+    }
+
+    func onWritable() {
+        flush()
+        if !isClosed, case .head = phase { process() }
+        finishTurn()
+    }
+
+    /// Flushes output, applies end-of-input rules and updates the epoll interest set.
+    private func finishTurn() {
+        guard !isClosed else { return }
+        flush()
+        guard !isClosed else { return }
+        if peerClosedInput {
+            switch phase {
+            case .awaiting, .lingering:
+                break
+            case .head where !requestStarted && !output.isEmpty:
+                closeAfterFlush = true
+            default:
+                // The client closed mid-request or between requests: nothing more can come.
+                close()
+                return
+            }
+        }
+        updateInterest()
+    }
+
+    private func updateInterest() {
+        var desired: UInt32 = 0
+        if !peerClosedInput {
+            switch phase {
+            case .awaiting: break
+            case .lingering: desired |= Epoll.readable
+            case .head, .body:
+                if !closeAfterFlush && output.readableCount <= Self.outputHighWater { desired |= Epoll.readable }
+            }
+        }
+        if !output.isEmpty { desired |= Epoll.writable }
+        if desired != registeredEvents {
+            registeredEvents = desired
+            loop.setInterest(fd, desired)
+        }
+    }
+
+    // MARK: Parsing and dispatch
+
+    private func process() {
+        while !isClosed {
+            switch phase {
+            case .awaiting, .lingering:
+                return
+            case .head:
+                guard !closeAfterFlush, output.readableCount <= Self.outputHighWater, !input.isEmpty else { return }
+                let parsed: (head: RequestHead, consumed: Int)?
+                do {
+                    parsed = try parser.parse(input.readable)
+                } catch {
+                    failConnection(error, path: nil)
+                    return
+                }
+                guard let (head, consumed) = parsed else { return }
+                parser.reset()
+                input.moveReader(by: consumed)
+                if head.framing == .none {
+                    dispatch(head, body: [])
+                } else {
+                    if head.expectsContinue, input.isEmpty { output.append(ResponseWriter.continueLine) }
+                    chunkedDecoder = head.framing == .chunked ? ChunkedDecoder(limits: parser.limits) : nil
+                    phase = .body(head)
+                    setDeadline(loop.core.bodyIdleTimeout, .fail(.bodyTimeout))
+                }
+            case let .body(head):
+                var body: [UInt8] = []
+                if case let .length(length) = head.framing {
+                    guard input.readableCount >= length else { return }
+                    body = Array(UnsafeBufferPointer(rebasing: input.readable[0..<length]))
+                    input.moveReader(by: length)
+                } else if chunkedDecoder != nil {
+                    do {
+                        var decoded = pendingChunkedBody
+                        pendingChunkedBody = []
+                        let (consumed, done) = try chunkedDecoder!.decode(input.readable, into: &decoded)
+                        input.moveReader(by: consumed)
+                        guard done else {
+                            pendingChunkedBody = decoded
+                            return
+                        }
+                        body = decoded
+                        chunkedDecoder = nil
+                    } catch {
+                        failConnection(error, path: head.path)
+                        return
+                    }
+                }
+                dispatch(head, body: body)
+            }
+        }
+    }
+
+    private var pendingChunkedBody: [UInt8] = []
+
+    private func dispatch(_ head: RequestHead, body: [UInt8]) {
+        let context = ResponseContext(path: head.path, omitBody: head.method == .HEAD, keepAlive: head.keepAlive, version: head.version)
+        var request = HTTPRequest(
+            method: head.method, path: head.path, query: head.query, version: head.version,
+            headers: head.headers, body: body, remoteAddress: peer)
+        do {
+            switch try loop.core.router.resolve(method: head.method, path: head.path) {
+            case let .options(allow):
+                write(HTTPResponse(status: .noContent, headers: [("Allow", allow)]), context)
+            case let .handler(handler, parameters, _):
+                request.pathParameters = parameters
+                switch handler.kind {
+                case let .inline(handle):
+                    write(try handle(request), context)
+                case let .deferred(handle):
+                    phase = .awaiting(context)
+                    deadline = 0
+                    handle(request, Responder(loop: loop, fd: fd, connectionID: id))
+                }
+            }
+        } catch {
+            write(loop.core.render(error, path: head.path), context)
+        }
+    }
+
+    /// Receives the result of a deferred handler.
+    func complete(with result: Result<HTTPResponse, SendableError>) {
+        guard case let .awaiting(context) = phase else { return }
+        switch result {
+        case let .success(response): write(response, context)
+        case let .failure(failure): write(loop.core.render(failure.error, path: context.path), context)
+        }
+        process()
+        finishTurn()
+    }
+
+    // MARK: Writing
+
+    private func write(_ response: HTTPResponse, _ context: ResponseContext) {
+        let keepAlive = context.keepAlive && !loop.isDraining
+        ResponseWriter.write(response, into: output, omitBody: context.omitBody, keepAlive: keepAlive, version: context.version, date: loop.date)
+        if !keepAlive { closeAfterFlush = true }
+        phase = .head
+        requestStarted = !input.isEmpty
+        if requestStarted {
+            setDeadline(loop.core.headTimeout, .fail(.headTimeout))
+        } else {
+            setDeadline(loop.core.keepAliveTimeout, .close)
+        }
+    }
+
+    /// Answers a request that cannot be parsed or framed, then closes: after such an
+    /// error the position of the next request in the stream is unknown.
+    private func failConnection(_ error: any Error, path: String?) {
+        let context = ResponseContext(path: path ?? "", omitBody: false, keepAlive: false, version: .http1_1)
+        write(loop.core.render(error, path: path), context)
+        closeAfterFlush = true
+    }
+
+    private func flush() {
+        while !output.isEmpty {
+            let readable = output.readable
+            let count = send(fd, readable.baseAddress, readable.count, Int32(MSG_NOSIGNAL))
+            if count > 0 {
+                output.moveReader(by: count)
+            } else if count < 0 && errno == EINTR {
+                continue
+            } else if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if writeDeadline == 0 { writeDeadline = loop.now + loop.core.bodyIdleTimeout }
+                return
+            } else {
+                close()
+                return
+            }
+        }
+        writeDeadline = 0
+        output.shrinkIfEmpty()
+        if closeAfterFlush {
+            if case .awaiting = phase { return }
+            startLingering()
+        } else {
+            closeIfIdleWhileDraining()
+        }
+    }
+
+    /// Shuts down our sending side and discards input for a while, so the client reads
+    /// the final response instead of a reset caused by unread data.
+    private func startLingering() {
+        if case .lingering = phase { return }
+        guard !peerClosedInput else {
+            close()
+            return
+        }
+        shutdown(fd, Int32(SHUT_WR))
+        phase = .lingering
+        input.clear()
+        input.shrinkIfEmpty()
+        setDeadline(loop.core.lingerTimeout, .close)
+    }
+
+    // MARK: Timers and shutdown
+
+    private func setDeadline(_ milliseconds: Int64, _ action: TimeoutAction) {
+        deadline = loop.now + milliseconds
+        deadlineAction = action
+    }
+
+    func checkDeadlines(now: Int64) {
+        if writeDeadline > 0, now >= writeDeadline {
+            close()
+            return
+        }
+        guard deadline > 0, now >= deadline else { return }
+        deadline = 0
+        switch deadlineAction {
+        case .close:
+            close()
+        case let .fail(error):
+            failConnection(error, path: nil)
+            finishTurn()
+        }
+    }
+
+    /// During a graceful shutdown, closes the connection if it is between requests.
+    func closeIfIdleWhileDraining() {
+        guard loop.isDraining, !isClosed, case .head = phase, !requestStarted, input.isEmpty, output.isEmpty else { return }
+        close()
+    }
+
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        Glibc.close(fd)
+        loop.forget(self)
+    }
+}

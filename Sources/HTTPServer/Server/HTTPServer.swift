@@ -1,0 +1,168 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Turns any error into a response. `path` is the request path when one was parsed.
+public typealias ErrorRenderer = @Sendable (_ error: any Error, _ path: String?) -> HTTPResponse
+
+/// State shared, read-only, by every event loop of a server.
+final class ServerCore: Sendable {
+    let configuration: ServerConfiguration
+    let router: Router
+    let renderError: ErrorRenderer
+    let openConnections = Atomic<Int>(0)
+    let headTimeout: Int64
+    let bodyIdleTimeout: Int64
+    let keepAliveTimeout: Int64
+    let lingerTimeout: Int64
+
+    init(configuration: ServerConfiguration, router: Router, renderError: @escaping ErrorRenderer) {
+        self.configuration = configuration
+        self.router = router
+        self.renderError = renderError
+        headTimeout = configuration.headTimeout.milliseconds
+        bodyIdleTimeout = configuration.bodyIdleTimeout.milliseconds
+        keepAliveTimeout = configuration.keepAliveTimeout.milliseconds
+        lingerTimeout = configuration.lingerTimeout.milliseconds
+    }
+
+    func render(_ error: any Error, path: String?) -> HTTPResponse {
+        renderError((error as? SendableError)?.error ?? error, path)
+    }
+}
+
+/// An HTTP/1.1 server on non-blocking POSIX sockets and epoll, with a fixed number of
+/// event loop threads.
+///
+/// ```swift
+/// var router = Router()
+/// router.add(.GET, "/healthz", .inline { _ in .text("ok") })
+/// let server = try HTTPServer(configuration: ServerConfiguration(), router: router)
+/// try server.start()
+/// server.runUntilSignal()   // graceful shutdown on SIGTERM or SIGINT
+/// ```
+public final class HTTPServer: Sendable {
+    /// The configuration the server was created with.
+    public let configuration: ServerConfiguration
+    private let core: ServerCore
+    private let loops: [EventLoop]
+    private let state = Mutex(State())
+    private let stopped = Latch()
+
+    private struct State {
+        var port = 0
+        var started = false
+        var shuttingDown = false
+    }
+
+    /// Renders ``HTTPError`` as its problem document and any other error as a bare 500
+    /// problem that reveals nothing of the failure.
+    public static let defaultErrorRenderer: ErrorRenderer = { error, path in
+        let httpError = error as? HTTPError
+            ?? HTTPError(.internalServerError, code: "internalError", detail: "The server failed to process the request.")
+        return ProblemDocument.response(for: httpError, instance: path)
+    }
+
+    /// Creates a server; nothing listens until ``start()``.
+    public init(configuration: ServerConfiguration, router: Router, errorRenderer: @escaping ErrorRenderer = HTTPServer.defaultErrorRenderer) throws {
+        self.configuration = configuration
+        let core = ServerCore(configuration: configuration, router: router, renderError: errorRenderer)
+        self.core = core
+        let loops = try (0..<max(1, configuration.loopThreads)).map { try EventLoop(index: $0, core: core) }
+        loops[0].peers = loops
+        self.loops = loops
+    }
+
+    /// The port the server listens on (the chosen one when configured with port 0).
+    public var port: Int { state.withLock { $0.port } }
+
+    /// The number of client connections open right now.
+    public var openConnections: Int { core.openConnections.load(ordering: .relaxed) }
+
+    /// Binds the listening socket and starts the event loop threads.
+    /// - Returns: the bound port.
+    @discardableResult
+    public func start() throws -> Int {
+        signal(SIGPIPE, SIG_IGN)
+        Socket.raiseDescriptorLimit()
+        let (fd, port) = try Socket.listen(host: configuration.host, port: configuration.port, backlog: configuration.backlog)
+        try loops[0].listen(on: fd)
+        state.withLock {
+            $0.port = port
+            $0.started = true
+        }
+        let remaining = Mutex(loops.count)
+        for loop in loops {
+            let thread = Thread { [stopped] in
+                loop.run()
+                if remaining.withLock({ count -> Int in count -= 1; return count }) == 0 { stopped.open() }
+            }
+            thread.name = "http-loop-\(loop.index)"
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+        return port
+    }
+
+    /// Starts a graceful shutdown and returns at once: stop accepting, close idle
+    /// connections, let requests in flight finish, then close whatever is left when
+    /// ``ServerConfiguration/shutdownTimeout`` runs out.
+    public func beginShutdown() {
+        let first = state.withLock { state -> Bool in
+            defer { state.shuttingDown = true }
+            return state.started && !state.shuttingDown
+        }
+        guard first else { return }
+        let deadline = EventLoop.monotonicMilliseconds() + configuration.shutdownTimeout.milliseconds
+        for loop in loops { loop.execute { $0.beginDrain(deadline: deadline) } }
+    }
+
+    /// Blocks until every event loop has stopped.
+    public func waitUntilStopped() {
+        guard state.withLock({ $0.started }) else { return }
+        stopped.wait()
+    }
+
+    /// Shuts down gracefully and waits until the server has stopped.
+    public func shutdown() {
+        beginShutdown()
+        waitUntilStopped()
+    }
+
+    /// Blocks until one of `signals` arrives, then shuts down gracefully and returns once
+    /// the server has stopped.
+    public func runUntilSignal(_ signals: [Int32] = [SIGTERM, SIGINT]) {
+        let sources = signals.map { number -> DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [self] in beginShutdown() }
+            source.resume()
+            return source
+        }
+        waitUntilStopped()
+        for source in sources { source.cancel() }
+    }
+}
+
+/// A one-shot gate: `wait` blocks until `open` has been called.
+final class Latch: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var isOpen = false
+
+    func open() {
+        condition.lock()
+        isOpen = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func wait() {
+        condition.lock()
+        while !isOpen { condition.wait() }
+        condition.unlock()
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+
+/// A route's request handler, and where it runs.
+///
+/// Handlers are plain Swift functions from ``HTTPRequest`` to ``HTTPResponse``. Choose
+/// where each runs by how long it may take:
+/// - ``inline(_:)`` runs on the connection's event loop thread: the fastest path, for
+///   work measured in microseconds that never blocks (in-memory answers, short reads).
+/// - ``blocking(_:)`` runs on a pool of threads reserved for blocking work (file I/O,
+///   `fsync`, waiting on a lock), so the event loop keeps serving other connections.
+/// - ``async(_:)`` runs as a Swift concurrency task.
+///
+/// A thrown error is turned into a response by the server's error renderer.
+public struct Handler: Sendable {
+    enum Kind: Sendable {
+        case inline(@Sendable (HTTPRequest) throws -> HTTPResponse)
+        case deferred(@Sendable (HTTPRequest, Responder) -> Void)
+    }
+
+    let kind: Kind
+
+    /// A handler that runs on the event loop thread. It must not block.
+    public static func inline(_ handle: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) -> Handler {
+        Handler(kind: .inline(handle))
+    }
+
+    /// A handler that runs on the shared blocking-work pool.
+    public static func blocking(_ handle: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) -> Handler {
+        Handler(kind: .deferred { request, responder in
+            BlockingPool.shared.submit {
+                do {
+                    responder.respond(try handle(request))
+                } catch {
+                    responder.fail(error)
+                }
+            }
+        })
+    }
+
+    /// A handler that runs as a task.
+    public static func async(_ handle: @escaping @Sendable (HTTPRequest) async throws -> HTTPResponse) -> Handler {
+        Handler(kind: .deferred { request, responder in
+            Task {
+                do {
+                    responder.respond(try await handle(request))
+                } catch {
+                    responder.fail(error)
+                }
+            }
+        })
+    }
+
+    /// A handler that receives a ``Responder`` and answers through it later, from any thread.
+    /// It must answer exactly once; later answers are ignored.
+    public static func deferred(_ handle: @escaping @Sendable (HTTPRequest, Responder) -> Void) -> Handler {
+        Handler(kind: .deferred(handle))
+    }
+}
+
+/// Delivers the answer of a deferred handler back to its connection's event loop.
+public struct Responder: Sendable {
+    let loop: EventLoop
+    let fd: Int32
+    let connectionID: UInt64
+
+    /// Sends `response` to the client.
+    public func respond(_ response: HTTPResponse) {
+        let fd = fd, id = connectionID
+        loop.execute { loop in loop.complete(fd: fd, connectionID: id, with: .success(response)) }
+    }
+
+    /// Sends the response the server's error renderer makes of `error`.
+    public func fail(_ error: any Error) {
+        let fd = fd, id = connectionID
+        let failure = SendableError(error)
+        loop.execute { loop in loop.complete(fd: fd, connectionID: id, with: .failure(failure)) }
+    }
+}
+
+/// Carries any error across threads; handlers' errors are values without shared state.
+struct SendableError: Error, @unchecked Sendable {
+    let error: any Error
+    init(_ error: any Error) { self.error = error }
+}
+
+/// A fixed pool of threads for handlers that block.
+final class BlockingPool: @unchecked Sendable {
+    static let shared = BlockingPool(threads: max(8, ProcessInfo.processInfo.activeProcessorCount * 4))
+
+    private let condition = NSCondition()
+    private var jobs: [@Sendable () -> Void] = []
+    private var head = 0
+
+    init(threads: Int) {
+        for index in 0..<threads {
+            let thread = Thread { [unowned self] in self.work() }
+            thread.name = "blocking-\(index)"
+            thread.start()
+        }
+    }
+
+    func submit(_ job: @escaping @Sendable () -> Void) {
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func work() {
+        while true {
+            condition.lock()
+            while head == jobs.count { condition.wait() }
+            let job = jobs[head]
+            head += 1
+            if head == jobs.count {
+                jobs.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            condition.unlock()
+            job()
+        }
+    }
+}

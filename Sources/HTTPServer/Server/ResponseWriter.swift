@@ -1,0 +1,100 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Serializes responses into a connection's output buffer: status line, the handler's
+/// headers, `Content-Length`, `Date`, `Connection` and the body, so that head and body
+/// leave in one `write`.
+enum ResponseWriter {
+    /// Pre-rendered status lines for every standard code, indexed by code.
+    private static let statusLines: [[UInt8]] = (0..<600).map { code in
+        Array("HTTP/1.1 \(code) \(HTTPStatus.standardReason(code))\r\n".utf8)
+    }
+
+    static func write(
+        _ response: HTTPResponse, into out: ByteBuffer, omitBody: Bool, keepAlive: Bool,
+        version: HTTPVersion, date: DateCache
+    ) {
+        let status = response.status
+        if status.code >= 100, status.code < 600, status.reasonPhrase == HTTPStatus.standardReason(status.code) {
+            out.append(statusLines[status.code])
+        } else {
+            out.append("HTTP/1.1 \(status.code) ")
+            appendSanitized(status.reasonPhrase, to: out)
+            out.append("\r\n")
+        }
+        for (name, value) in response.headers {
+            appendSanitized(name, to: out)
+            out.append(byte: ASCII.colon)
+            out.append(byte: ASCII.space)
+            appendSanitized(value, to: out)
+            out.append(byte: ASCII.cr)
+            out.append(byte: ASCII.lf)
+        }
+        if !status.forbidsBody {
+            out.append(contentLengthPrefix)
+            out.append(decimal: response.body.count)
+            out.append(byte: ASCII.cr)
+            out.append(byte: ASCII.lf)
+        }
+        out.append(date.line)
+        if !keepAlive {
+            out.append(connectionClose)
+        } else if version == .http1_0 {
+            out.append(connectionKeepAlive)
+        }
+        out.append(byte: ASCII.cr)
+        out.append(byte: ASCII.lf)
+        if !omitBody && !status.forbidsBody {
+            out.append(response.body)
+        }
+    }
+
+    /// The interim response sent before reading a body the client holds back with `Expect: 100-continue`.
+    static let continueLine: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+    /// Sent to a connection over the server's limit before it is closed.
+    static let overloaded: [UInt8] = {
+        let body = #"{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"The server is at its connection limit.","code":"tooManyConnections"}"#
+        return Array("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\nRetry-After: 1\r\n\r\n\(body)".utf8)
+    }()
+
+    private static let contentLengthPrefix: [UInt8] = Array("Content-Length: ".utf8)
+    private static let connectionClose: [UInt8] = Array("Connection: close\r\n".utf8)
+    private static let connectionKeepAlive: [UInt8] = Array("Connection: keep-alive\r\n".utf8)
+
+    /// Appends `text`, replacing control characters so a header can never be split.
+    private static func appendSanitized(_ text: String, to out: ByteBuffer) {
+        var text = text
+        text.withUTF8 { bytes in
+            if !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+                out.append(UnsafeRawBufferPointer(bytes))
+            } else {
+                for byte in bytes { out.append(byte: byte < 0x20 || byte == 0x7F ? ASCII.space : byte) }
+            }
+        }
+    }
+}
+
+/// The `Date` header line, re-rendered at most once per second per event loop.
+final class DateCache {
+    private(set) var line: [UInt8] = []
+    private var second = -1
+
+    init() { refresh() }
+
+    func refresh() {
+        var now = time(nil)
+        guard now != second else { return }
+        second = now
+        var parts = tm()
+        gmtime_r(&now, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let text = "Date: \(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT\r\n"
+        line = Array(text.utf8)
+    }
+}

@@ -1,0 +1,44 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Everything the server needs to know before it starts.
+public struct ServerConfiguration: Sendable {
+    /// The address to listen on; `127.0.0.1` by default, `0.0.0.0` for every IPv4 interface.
+    public var host = "127.0.0.1"
+    /// The TCP port; 0 picks a free one (read it back from ``HTTPServer/port``).
+    public var port = 8080
+    /// How many event loop threads serve connections; one per core by default.
+    public var loopThreads = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    /// Size limits of request heads and bodies.
+    public var limits = ParserLimits()
+    /// How long a client has to send a whole request head, from its first byte
+    /// (or from connecting, for the first request). Exceeded: 408 and close.
+    public var headTimeout: Duration = .seconds(10)
+    /// How long a request body may stall between two reads. Exceeded: 408 and close.
+    /// The same bound applies to a client that stops reading its response.
+    public var bodyIdleTimeout: Duration = .seconds(30)
+    /// How long an idle keep-alive connection stays open between requests.
+    public var keepAliveTimeout: Duration = .seconds(75)
+    /// How long a graceful shutdown waits for requests in flight before closing everything.
+    public var shutdownTimeout: Duration = .seconds(10)
+    /// How long the server keeps draining a client's input after it decided to close,
+    /// so the final response is not destroyed by a TCP reset.
+    public var lingerTimeout: Duration = .seconds(2)
+    /// The most connections open at once; further ones are answered 503 and closed.
+    public var maxConnections = 10_000
+    /// The listen backlog.
+    public var backlog: Int32 = 1024
+
+    /// The defaults above.
+    public init() {}
+}
+
+extension Duration {
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}
