@@ -1,0 +1,231 @@
+import Foundation
+@testable import HTTPServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs blocking socket code on a thread of its own, so tests never block the
+/// cooperative pool that `.async` handlers need.
+func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread {
+            continuation.resume(with: Result { try body() })
+        }
+        thread.stackSize = 4 << 20
+        thread.start()
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A server on an ephemeral loopback port with routes made for testing the HTTP layer.
+final class TestServer: Sendable {
+    let server: HTTPServer
+    var port: Int { server.port }
+
+    /// A configuration with short timeouts, one loop thread and a small body limit.
+    static func configuration(_ adjust: (inout ServerConfiguration) -> Void = { _ in }) -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.loopThreads = 1
+        configuration.limits.maxBody = 64 * 1024
+        configuration.headTimeout = .milliseconds(500)
+        configuration.bodyIdleTimeout = .milliseconds(500)
+        configuration.keepAliveTimeout = .milliseconds(800)
+        configuration.lingerTimeout = .milliseconds(300)
+        configuration.shutdownTimeout = .seconds(5)
+        adjust(&configuration)
+        return configuration
+    }
+
+    static func router() -> Router {
+        var router = Router()
+        router.add(.GET, "/hello", .inline { _ in .text("hello") })
+        router.add(.POST, "/echo", .inline { request in
+            HTTPResponse(status: .ok, headers: [("Content-Type", "application/octet-stream")], body: request.body)
+        })
+        router.add(.GET, "/items/{id}", .inline { request in .text(request.pathParameters["id"] ?? "?") })
+        router.add(.DELETE, "/items/{id}", .inline { _ in HTTPResponse(status: .noContent) })
+        router.add(.GET, "/query", .inline { request in
+            .text(try request.queryItems().map { "\($0.name)=\($0.value)" }.joined(separator: "&"))
+        })
+        router.add(.GET, "/header", .inline { request in .text(request.headers["X-Probe"] ?? "-") })
+        router.add(.GET, "/slow/{ms}", .blocking { request in
+            usleep(UInt32(Int(request.pathParameters["ms"] ?? "0") ?? 0) * 1000)
+            return .text("slow done")
+        })
+        router.add(.GET, "/async", .async { _ in
+            try await Task.sleep(for: .milliseconds(10))
+            return .text("async done")
+        })
+        router.add(.GET, "/fail", .inline { _ in throw TestFailure("secret internal detail") })
+        router.add(.GET, "/teapot", .blocking { _ in
+            throw HTTPError(HTTPStatus(code: 418, reasonPhrase: "I'm a teapot"), code: "teapot", detail: "Short and stout.")
+        })
+        return router
+    }
+
+    init(_ adjust: (inout ServerConfiguration) -> Void = { _ in }) throws {
+        server = try HTTPServer(configuration: Self.configuration(adjust), router: Self.router())
+        try server.start()
+    }
+
+    deinit { server.shutdown() }
+
+    func client() throws -> RawClient { try RawClient(port: port) }
+}
+
+/// A response read off a raw socket.
+struct RawResponse: Sendable {
+    var status: Int
+    var reason: String
+    var headers: [(name: String, value: String)]
+    var body: [UInt8]
+    var text: String { String(decoding: body, as: UTF8.self) }
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+
+    /// The decoded problem document.
+    var problem: [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]
+    }
+
+    var problemCode: String? { problem?["code"] as? String }
+}
+
+/// A blocking TCP client that sends exact bytes and reads exact responses.
+final class RawClient: @unchecked Sendable {
+    let fd: Int32
+    private var buffer: [UInt8] = []
+
+    init(port: Int, receiveTimeout: Double = 10) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket failed: \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else {
+            let error = errno
+            close(fd)
+            throw TestFailure("connect failed: \(error)")
+        }
+        setReceiveTimeout(receiveTimeout)
+    }
+
+    deinit { close(fd) }
+
+    func setReceiveTimeout(_ seconds: Double) {
+        var timeout = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1_000_000))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { throw TestFailure("send failed: errno \(errno)") }
+            offset += count
+        }
+    }
+
+    /// Reads more bytes; returns false on EOF or reset.
+    private func fill() throws -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count > 0 {
+            buffer.append(contentsOf: chunk[0..<count])
+            return true
+        }
+        if count == 0 || errno == ECONNRESET { return false }
+        throw TestFailure("recv failed or timed out: errno \(errno)")
+    }
+
+    /// Reads one response. `head` says it answers a HEAD request (no body follows).
+    func readResponse(head: Bool = false) throws -> RawResponse {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        var end: Int?
+        while end == nil {
+            if let range = firstRange(of: separator) { end = range; break }
+            guard try fill() else { throw TestFailure("connection closed before a response head; got \(String(decoding: buffer, as: UTF8.self))") }
+        }
+        let headEnd = end! + 4
+        let headText = String(decoding: buffer[0..<end!], as: UTF8.self)
+        var lines = headText.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst()
+        let parts = statusLine.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, parts[0] == "HTTP/1.1", let status = Int(parts[1]) else { throw TestFailure("bad status line \(statusLine)") }
+        let headers = lines.map { line -> (String, String) in
+            let pieces = line.split(separator: ":", maxSplits: 1)
+            return (String(pieces[0]), pieces.count > 1 ? String(pieces[1]).trimmingCharacters(in: .whitespaces) : "")
+        }
+        buffer.removeFirst(headEnd)
+        var response = RawResponse(status: status, reason: parts.count > 2 ? String(parts[2]) : "", headers: headers, body: [])
+        if head || status < 200 || status == 204 || status == 304 { return response }
+        guard let lengthText = response.header("Content-Length"), let length = Int(lengthText) else {
+            throw TestFailure("response without Content-Length")
+        }
+        while buffer.count < length {
+            guard try fill() else { throw TestFailure("connection closed inside a body") }
+        }
+        response.body = Array(buffer[0..<length])
+        buffer.removeFirst(length)
+        return response
+    }
+
+    /// Waits for the server to close the connection; true when it did (EOF or reset)
+    /// before the receive timeout, with no further bytes.
+    func waitForClose() -> Bool {
+        do {
+            while try fill() {}
+            return buffer.isEmpty
+        } catch {
+            return false
+        }
+    }
+
+    /// Whether the connection is still open: nothing to read and no EOF within `seconds`.
+    func isOpen(after seconds: Double) -> Bool {
+        setReceiveTimeout(seconds)
+        defer { setReceiveTimeout(10) }
+        var byte: UInt8 = 0
+        let count = recv(fd, &byte, 1, 0)
+        return count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+    }
+
+    private func firstRange(of pattern: [UInt8]) -> Int? {
+        guard buffer.count >= pattern.count else { return nil }
+        for index in 0...(buffer.count - pattern.count) where buffer[index] == pattern[0] {
+            if Array(buffer[index..<(index + pattern.count)]) == pattern { return index }
+        }
+        return nil
+    }
+}
+
+/// Sends `request` on a fresh connection and returns the response and whether the
+/// server then closed the connection.
+func exchange(_ server: TestServer, _ request: String, head: Bool = false) throws -> (response: RawResponse, closed: Bool) {
+    let client = try server.client()
+    try client.send(request)
+    let response = try client.readResponse(head: head)
+    return (response, response.header("Connection") == "close" ? client.waitForClose() : false)
+}
+
+/// Reads this process's resident set size in KiB.
+func residentKiB() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        return Int(line.split(separator: " ")[1]) ?? 0
+    }
+    return 0
+}

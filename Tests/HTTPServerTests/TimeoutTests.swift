@@ -1,0 +1,145 @@
+import Foundation
+import Testing
+@testable import HTTPServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Head, body and keep-alive timeouts, and slow clients that must not starve others.
+@Suite struct TimeoutTests {
+    @Test func clientStallingMidHeadGets408WhileOthersAreServed() async throws {
+        let server = try TestServer { $0.headTimeout = .milliseconds(600) }
+        try await onThread {
+            let slow = try server.client()
+            try slow.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Partial: ")
+            // Meanwhile another client is served, repeatedly.
+            let other = try server.client()
+            for _ in 0..<10 {
+                try other.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(try other.readResponse().status == 200)
+            }
+            let response = try slow.readResponse()
+            #expect(response.status == 408)
+            #expect(response.problemCode == "requestTimeout")
+            #expect(slow.waitForClose())
+        }
+    }
+
+    @Test func tricklingHeadIsCutOffAtTheWholeHeadDeadline() async throws {
+        let server = try TestServer { $0.headTimeout = .milliseconds(500) }
+        let status = try await onThread { () -> Int in
+            let client = try server.client()
+            try client.send("GET /hello HTTP/1.1\r\n")
+            // Each byte arrives well within any per-read timeout, but the head never completes.
+            for _ in 0..<20 {
+                usleep(100_000)
+                guard (try? client.send("X")) != nil else { break }
+            }
+            return try client.readResponse().status
+        }
+        #expect(status == 408)
+    }
+
+    @Test func stalledBodyGets408() async throws {
+        let server = try TestServer { $0.bodyIdleTimeout = .milliseconds(400) }
+        let (response, closed) = try await onThread { () -> (RawResponse, Bool) in
+            let client = try server.client()
+            try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+            let response = try client.readResponse()
+            return (response, client.waitForClose())
+        }
+        #expect(response.status == 408)
+        #expect(closed)
+    }
+
+    @Test func idleKeepAliveConnectionIsClosedSilently() async throws {
+        let server = try TestServer { $0.keepAliveTimeout = .milliseconds(300) }
+        try await onThread {
+            let client = try server.client()
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+            #expect(client.waitForClose(), "closed with no further bytes after the keep-alive timeout")
+        }
+    }
+
+    @Test func silentNewConnectionIsClosedAtHeadTimeout() async throws {
+        let server = try TestServer { $0.headTimeout = .milliseconds(300) }
+        let closed = try await onThread { try server.client().waitForClose() }
+        #expect(closed)
+    }
+
+    @Test func thousandSlowClientsDoNotStopOthersBeingServed() async throws {
+        let server = try TestServer { $0.headTimeout = .seconds(30) }
+        try await onThread {
+            let slowClients = try (0..<1000).map { _ in try server.client() }
+            // Slowloris: each sends part of a head, then a byte now and then, never finishing.
+            for client in slowClients { try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n") }
+            for round in 0..<3 {
+                for client in slowClients { try client.send("X-\(round): y\r\n") }
+                let healthy = try server.client()
+                try healthy.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(try healthy.readResponse().status == 200)
+            }
+            #expect(server.server.openConnections >= 1000)
+        }
+    }
+}
+
+/// Graceful shutdown: in-flight requests complete, idle connections close, the server returns.
+@Suite(.serialized) struct ShutdownTests {
+    @Test func shutdownLetsAnInFlightRequestFinish() async throws {
+        let server = try TestServer()
+        try await onThread {
+            let busy = try server.client()
+            let idle = try server.client()
+            try idle.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try idle.readResponse().status == 200)
+            try busy.send("GET /slow/500 HTTP/1.1\r\nHost: x\r\n\r\n")
+            usleep(100_000)
+            let stopper = Thread { server.server.shutdown() }
+            stopper.start()
+            let response = try busy.readResponse()
+            #expect(response.status == 200)
+            #expect(response.text == "slow done")
+            #expect(response.header("Connection") == "close")
+            #expect(busy.waitForClose())
+            #expect(idle.waitForClose())
+            server.server.waitUntilStopped()
+            #expect((try? RawClient(port: server.port)) == nil, "no longer accepting")
+        }
+    }
+
+    @Test func sigtermDuringSlowRequestStillDeliversTheFullResponse() async throws {
+        let server = try TestServer()
+        try await onThread {
+            let finished = Latch()
+            let runner = Thread {
+                server.server.runUntilSignal([SIGUSR2])
+                finished.open()
+            }
+            runner.start()
+            usleep(100_000)
+            let client = try server.client()
+            try client.send("GET /slow/400 HTTP/1.1\r\nHost: x\r\n\r\n")
+            usleep(100_000)
+            kill(getpid(), SIGUSR2)
+            let response = try client.readResponse()
+            #expect(response.status == 200)
+            #expect(response.text == "slow done")
+            finished.wait()
+            #expect(server.server.openConnections == 0)
+        }
+    }
+
+    @Test func shutdownClosesStragglersAtTheDeadline() async throws {
+        let server = try TestServer { $0.shutdownTimeout = .milliseconds(300) }
+        try await onThread {
+            let client = try server.client()
+            try client.send("GET /slow/3000 HTTP/1.1\r\nHost: x\r\n\r\n")
+            usleep(50_000)
+            server.server.shutdown()
+            #expect(client.waitForClose())
+            #expect(server.server.openConnections == 0)
+        }
+    }
+}
