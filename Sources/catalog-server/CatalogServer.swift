@@ -17,7 +17,11 @@ struct CatalogServer: ParsableCommand {
     @Option(help: "Event loop threads (default: one per core).")
     var loopThreads: Int?
 
+    @Option(help: "Seconds a graceful shutdown waits for requests in flight.")
+    var shutdownTimeout = 10.0
+
     func validate() throws {
+        guard shutdownTimeout > 0, shutdownTimeout <= 3600 else { throw ValidationError("--shutdown-timeout must be between 0 and 3600 seconds.") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") }
         if let loopThreads, !(1...256).contains(loopThreads) { throw ValidationError("--loop-threads must be between 1 and 256.") }
     }
@@ -27,6 +31,7 @@ struct CatalogServer: ParsableCommand {
         configuration.host = host
         configuration.port = port
         if let loopThreads { configuration.loopThreads = loopThreads }
+        configuration.shutdownTimeout = .milliseconds(Int64(shutdownTimeout * 1000))
         let server = try CatalogApplication.makeServer(configuration: configuration)
         let bound = try server.start()
         print("catalog-server listening on http://\(host):\(bound)")

@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real `catalog-server` executable: it serves, and SIGTERM stops it with exit code 0.
+@Suite struct ExecutableTests {
+    /// The executable built beside the test bundle.
+    static var executable: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("catalog-server")
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
+                bind(fd, pointer, length)
+                return getsockname(fd, pointer, &length)
+            }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    @Test func sigtermStopsTheServerWithExitCodeZero() async throws {
+        let binary = Self.executable
+        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build catalog-server first (swift build)")
+        let port = try Self.freePort()
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["--port", String(port), "--shutdown-timeout", "5"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        let url = try #require(URL(string: "http://127.0.0.1:\(port)/healthz"))
+        var body: String?
+        for _ in 0..<100 where body == nil {
+            if let data = try? Data(contentsOf: url) { body = String(decoding: data, as: UTF8.self) } else { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(body == "ok")
+
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0)
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(printed.contains("listening on http://127.0.0.1:\(port)"))
+        #expect(printed.contains("stopped"))
+    }
+}
