@@ -220,12 +220,3 @@ func exchange(_ server: TestServer, _ request: String, head: Bool = false) throw
     let response = try client.readResponse(head: head)
     return (response, response.header("Connection") == "close" ? client.waitForClose() : false)
 }
-
-/// Reads this process's resident set size in KiB.
-func residentKiB() -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
-    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-        return Int(line.split(separator: " ")[1]) ?? 0
-    }
-    return 0
-}

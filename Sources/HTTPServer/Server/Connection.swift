@@ -70,46 +70,63 @@ final class Connection {
 
     // MARK: Events
 
+    /// Reads a chunk at a time and parses after each, so the input buffer holds at most
+    /// the current request plus one chunk, however much the client sends.
     func onReadable() {
         var received = 0
-        while received < Self.maxReadPerEvent {
+        while received < Self.maxReadPerEvent, !isClosed, !peerClosedInput {
             input.reserveWritable(Self.readChunk)
+            if input.capacity > loop.core.peakInputBuffer.load(ordering: .relaxed) {
+                loop.core.peakInputBuffer.max(input.capacity, ordering: .relaxed)
+            }
             let space = input.writableSpace
-            let count = read(fd, space.baseAddress, space.count)
-            if count > 0 {
-                input.didWrite(count)
-                received += count
-                if count < space.count { break }
-            } else if count == 0 {
+            let count = read(fd, space.baseAddress, min(space.count, Self.readChunk))
+            if count == 0 {
                 peerClosedInput = true
-                break
-            } else if errno == EINTR {
-                continue
-            } else if errno == EAGAIN || errno == EWOULDBLOCK {
+            } else if count < 0 {
+                if errno == EINTR { continue }
+                if errno != EAGAIN && errno != EWOULDBLOCK { close() }
                 break
             } else {
-                close()
-                return
+                input.didWrite(count)
+                received += count
+                didReceive()
+                if count < Self.readChunk || !wantsInput { break }
             }
         }
         if case .lingering = phase {
-            input.clear()
             if peerClosedInput { close() }
             return
         }
-        if received > 0 {
-            switch phase {
-            case .head where !requestStarted:
-                requestStarted = true
-                setDeadline(loop.core.headTimeout, .fail(.headTimeout))
-            case .body:
-                setDeadline(loop.core.bodyIdleTimeout, .fail(.bodyTimeout))
-            default:
-                break
-            }
+        finishTurn()
+    }
+
+    /// Applies the bytes just read: lingering discards them, otherwise timers move and
+    /// requests are parsed.
+    private func didReceive() {
+        switch phase {
+        case .lingering:
+            input.clear()
+            return
+        case .head where !requestStarted:
+            requestStarted = true
+            setDeadline(loop.core.headTimeout, .fail(.headTimeout))
+        case .body:
+            setDeadline(loop.core.bodyIdleTimeout, .fail(.bodyTimeout))
+        default:
+            break
         }
         process()
-        finishTurn()
+    }
+
+    /// Whether more input is useful now (not while a handler runs, after a decision to
+    /// close, or while the client is not reading its responses).
+    private var wantsInput: Bool {
+        switch phase {
+        case .awaiting: false
+        case .lingering: true
+        case .head, .body: !closeAfterFlush && output.readableCount <= Self.outputHighWater
+        }
     }
 
     func onWritable() {
@@ -140,14 +157,7 @@ final class Connection {
 
     private func updateInterest() {
         var desired: UInt32 = 0
-        if !peerClosedInput {
-            switch phase {
-            case .awaiting: break
-            case .lingering: desired |= Epoll.readable
-            case .head, .body:
-                if !closeAfterFlush && output.readableCount <= Self.outputHighWater { desired |= Epoll.readable }
-            }
-        }
+        if !peerClosedInput && wantsInput { desired |= Epoll.readable }
         if !output.isEmpty { desired |= Epoll.writable }
         if desired != registeredEvents {
             registeredEvents = desired

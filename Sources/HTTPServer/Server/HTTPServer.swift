@@ -15,6 +15,8 @@ final class ServerCore: Sendable {
     let router: Router
     let renderError: ErrorRenderer
     let openConnections = Atomic<Int>(0)
+    /// The largest input buffer any connection has needed, in bytes.
+    let peakInputBuffer = Atomic<Int>(0)
     let headTimeout: Int64
     let bodyIdleTimeout: Int64
     let keepAliveTimeout: Int64
@@ -82,6 +84,10 @@ public final class HTTPServer: Sendable {
 
     /// The number of client connections open right now.
     public var openConnections: Int { core.openConnections.load(ordering: .relaxed) }
+
+    /// The largest input buffer any connection has grown to, in bytes: evidence that
+    /// oversized requests are refused without being buffered.
+    public var peakInputBufferBytes: Int { core.peakInputBuffer.load(ordering: .relaxed) }
 
     /// Binds the listening socket and starts the event loop threads.
     /// - Returns: the bound port.
