@@ -5,20 +5,30 @@ let package = Package(
     name: "Catalog",
     platforms: [.macOS(.v15)],
     products: [
+        .library(name: "CatalogModels", targets: ["CatalogModels"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .executable(name: "catalog-server", targets: ["catalog-server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
+        // Shared wire types (Foundation only): what client apps import.
+        .target(name: "CatalogModels"),
         // Sockets, event loops, the HTTP/1.1 parser and writer, and the router.
         // Knows nothing of the catalog.
         .target(name: "HTTPServer", dependencies: ["CLinux"]),
         // epoll and eventfd headers for Swift.
         .target(name: "CLinux"),
+        // SQLite through GRDB: migrations runner, group-committing writer, one file of
+        // queries per resource, the demo catalog.
+        .target(
+            name: "CatalogStore",
+            dependencies: ["CatalogModels", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         // Wiring: routes, handlers and error mapping for the catalog service.
-        .target(name: "CatalogService", dependencies: ["HTTPServer"]),
+        .target(name: "CatalogService", dependencies: ["CatalogModels", "CatalogStore", "HTTPServer"]),
         // Thin executable: parse configuration, start, wait for a signal.
         .executableTarget(
             name: "catalog-server",
@@ -28,8 +38,10 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .testTarget(name: "CatalogModelsTests", dependencies: ["CatalogModels"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "HTTPServer"]),
+        .testTarget(name: "CatalogStoreTests", dependencies: ["CatalogStore", "CatalogModels"]),
+        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "CatalogStore", "CatalogModels", "HTTPServer"]),
     ],
     swiftLanguageModes: [.v6]
 )

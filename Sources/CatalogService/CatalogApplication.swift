@@ -1,23 +1,66 @@
+import CatalogModels
+import CatalogStore
+import Foundation
 import HTTPServer
 
-/// Builds the catalog's HTTP server: the one place that wires routes, handlers and
-/// error mapping, used by both the executable and the tests.
-public enum CatalogApplication {
-    /// The routes the service serves.
-    public static func makeRouter() -> Router {
+/// Everything the catalog service is configured with.
+public struct CatalogConfiguration: Sendable {
+    /// The HTTP server's settings.
+    public var server = ServerConfiguration()
+    /// The SQLite database file; its folder is created if missing.
+    public var databasePath = "./data/catalog.sqlite"
+    /// The folder of `NNNN_description.sql` migrations.
+    public var migrationsDirectory = Migration.defaultDirectory()
+    /// Whether to load the demo catalog into an empty database.
+    public var seedDemoCatalog = true
+
+    /// The defaults above.
+    public init() {}
+}
+
+/// The assembled service: store, routes and server. The one place that wires routes,
+/// handlers and error mapping, used by both the executable and the tests.
+public final class CatalogApplication: Sendable {
+    /// The HTTP server.
+    public let server: HTTPServer
+    /// The database.
+    public let store: CatalogStore
+    /// Whether this start loaded the demo catalog.
+    public let seeded: Bool
+
+    /// Opens the database (applying migrations and, when asked and empty, the demo
+    /// catalog) and builds the server. Nothing listens until ``start()``.
+    public init(configuration: CatalogConfiguration) throws {
+        let migrations = try Migration.load(from: configuration.migrationsDirectory)
+        store = try CatalogStore(path: configuration.databasePath, migrations: migrations,
+                                 readers: configuration.server.loopThreads + 2)
+        seeded = configuration.seedDemoCatalog ? try store.seedDemoCatalogIfEmpty() : false
+        server = try HTTPServer(configuration: configuration.server, router: Self.router(store), errorRenderer: ErrorMapping.render)
+    }
+
+    /// Every route the service serves.
+    static func router(_ store: CatalogStore) -> Router {
         var router = Router()
-        router.add(.GET, "/healthz", .inline { _ in HealthHandlers.liveness })
+        router.add(.GET, "/healthz", .inline { _ in Health.liveness })
+        PlayableItems.endpoints(store).register(in: &router)
+        Games.endpoints(store).register(in: &router)
+        Locations.endpoints(store).register(in: &router)
         return router
     }
 
-    /// Creates (but does not start) the server for `configuration`.
-    public static func makeServer(configuration: ServerConfiguration) throws -> HTTPServer {
-        try HTTPServer(configuration: configuration, router: makeRouter())
-    }
-}
+    /// Starts listening. - Returns: the bound port.
+    @discardableResult
+    public func start() throws -> Int { try server.start() }
 
-/// Operational endpoints.
-enum HealthHandlers {
-    /// `GET /healthz`: the process is alive and serving.
-    static let liveness = HTTPResponse.text("ok")
+    /// Serves until SIGTERM or SIGINT, then drains and closes the database.
+    public func runUntilSignal() throws {
+        server.runUntilSignal()
+        try store.close()
+    }
+
+    /// Drains the server and closes the database.
+    public func shutdown() throws {
+        server.shutdown()
+        try store.close()
+    }
 }

@@ -1,0 +1,96 @@
+import Foundation
+
+/// A streaming video.
+public struct PlayableItem: Codable, Sendable, Hashable, Identifiable {
+    /// The server-generated identifier.
+    public var id: CatalogID
+    /// The title shown to viewers (1…200 characters).
+    public var title: String
+    /// A longer description (up to 5,000 characters; may be empty).
+    public var description: String
+    /// Where the video streams from: an absolute http(s) URL, such as an HLS playlist.
+    public var streamURL: URL
+    /// An optional poster image.
+    public var thumbnailURL: URL?
+    /// The running time in seconds, when known.
+    public var durationSeconds: Double?
+    /// When the item was created.
+    public var createdAt: Date
+    /// When the item last changed.
+    public var updatedAt: Date
+    /// Increases by one on every change; the `ETag` is this number in quotes.
+    public var version: Int
+
+    /// Creates an item value.
+    public init(id: CatalogID, title: String, description: String, streamURL: URL, thumbnailURL: URL? = nil,
+                durationSeconds: Double? = nil, createdAt: Date, updatedAt: Date, version: Int) {
+        self.id = id
+        self.title = title
+        self.description = description
+        self.streamURL = streamURL
+        self.thumbnailURL = thumbnailURL
+        self.durationSeconds = durationSeconds
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.version = version
+    }
+}
+
+/// The body of `POST /v1/playable-items` and `PUT /v1/playable-items/{id}`.
+public struct PlayableItemInput: Codable, Sendable, Hashable, Validatable {
+    /// 1…200 characters.
+    public var title: String
+    /// Up to 5,000 characters; empty when absent.
+    public var description: String
+    /// An absolute http(s) URL, up to 2,048 characters.
+    public var streamURL: URL
+    /// An absolute http(s) URL, up to 2,048 characters.
+    public var thumbnailURL: URL?
+    /// 0…1,000,000 seconds.
+    public var durationSeconds: Double?
+
+    /// The allowed title length.
+    public static let titleLength = 1...200
+    /// The allowed description length.
+    public static let descriptionLength = 0...5000
+    /// The allowed duration.
+    public static let durationRange = 0.0...1_000_000.0
+
+    /// Creates an input value.
+    public init(title: String, description: String = "", streamURL: URL, thumbnailURL: URL? = nil, durationSeconds: Double? = nil) {
+        self.title = title
+        self.description = description
+        self.streamURL = streamURL
+        self.thumbnailURL = thumbnailURL
+        self.durationSeconds = durationSeconds
+    }
+
+    /// Decodes a body; `description` may be absent.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        title = try container.decode(String.self, forKey: .title)
+        description = try container.decodeIfPresent(String.self, forKey: .description) ?? ""
+        streamURL = try container.decode(URL.self, forKey: .streamURL)
+        thumbnailURL = try container.decodeIfPresent(URL.self, forKey: .thumbnailURL)
+        durationSeconds = try container.decodeIfPresent(Double.self, forKey: .durationSeconds)
+    }
+
+    /// Every rule this input breaks.
+    public func validationErrors() -> [FieldError] {
+        var errors: [FieldError] = []
+        if let violation = Rules.text(title, length: Self.titleLength) { errors.append(violation.at("/title")) }
+        if let violation = Rules.text(description, length: Self.descriptionLength) { errors.append(violation.at("/description")) }
+        if let violation = Rules.webURL(streamURL.absoluteString) { errors.append(violation.at("/streamURL")) }
+        if let thumbnailURL, let violation = Rules.webURL(thumbnailURL.absoluteString) { errors.append(violation.at("/thumbnailURL")) }
+        if let durationSeconds, let violation = Rules.number(durationSeconds, in: Self.durationRange) { errors.append(violation.at("/durationSeconds")) }
+        return errors
+    }
+}
+
+extension PlayableItemInput {
+    /// The input that recreates `item` (for editing it).
+    public init(_ item: PlayableItem) {
+        self.init(title: item.title, description: item.description, streamURL: item.streamURL,
+                  thumbnailURL: item.thumbnailURL, durationSeconds: item.durationSeconds)
+    }
+}

@@ -1,0 +1,30 @@
+/// An RFC 9457 problem document, the body of every error response
+/// (`application/problem+json`).
+public struct Problem: Codable, Sendable, Hashable, Error {
+    /// A URI reference identifying the problem type (`about:blank` when the status says it all).
+    public var type: String
+    /// A short summary of the problem type.
+    public var title: String
+    /// The HTTP status code.
+    public var status: Int
+    /// An explanation of this occurrence.
+    public var detail: String?
+    /// The request path this occurrence concerns.
+    public var instance: String?
+    /// A stable machine-readable code, such as `validationFailed` or `notFound`.
+    public var code: String?
+    /// One entry per failing field, on 422 responses.
+    public var errors: [FieldError]?
+
+    /// Creates a problem.
+    public init(type: String = "about:blank", title: String, status: Int, detail: String? = nil,
+                instance: String? = nil, code: String? = nil, errors: [FieldError]? = nil) {
+        self.type = type
+        self.title = title
+        self.status = status
+        self.detail = detail
+        self.instance = instance
+        self.code = code
+        self.errors = errors
+    }
+}

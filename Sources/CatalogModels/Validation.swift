@@ -1,0 +1,109 @@
+import Foundation
+
+/// One failing field of a request body, as listed in a 422 problem's `errors`.
+public struct FieldError: Codable, Sendable, Hashable {
+    /// A JSON Pointer (RFC 6901) to the field, such as `/title`.
+    public var pointer: String
+    /// A stable machine-readable code, one of ``Violation/Code``.
+    public var code: String
+    /// A human-readable explanation.
+    public var message: String
+
+    /// Creates a field error.
+    public init(pointer: String, code: String, message: String) {
+        self.pointer = pointer
+        self.code = code
+        self.message = message
+    }
+}
+
+/// Why a value breaks a rule, before it is attached to a field.
+public struct Violation: Sendable, Hashable {
+    /// The codes a violation can carry.
+    public enum Code: String, Sendable {
+        case required, tooShort, tooLong, invalidURL, outOfRange, invalidFormat, invalidType, unknownField, readOnly
+    }
+
+    /// The rule that was broken.
+    public var code: Code
+    /// A human-readable explanation.
+    public var message: String
+
+    /// Creates a violation.
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// This violation attached to the field at `pointer`.
+    public func at(_ pointer: String) -> FieldError {
+        FieldError(pointer: pointer, code: code.rawValue, message: message)
+    }
+}
+
+/// The validation rules shared by the server and its clients. Each returns `nil` when
+/// the value is acceptable.
+public enum Rules {
+    /// Text whose length in characters lies in `range`.
+    public static func text(_ value: String, length range: ClosedRange<Int>) -> Violation? {
+        let count = value.count
+        if count < range.lowerBound {
+            return range.lowerBound == 1 ? Violation(.tooShort, "Must not be empty.") : Violation(.tooShort, "Must be at least \(range.lowerBound) characters.")
+        }
+        if count > range.upperBound { return Violation(.tooLong, "Must be at most \(range.upperBound) characters.") }
+        return nil
+    }
+
+    /// The longest URL accepted, in characters.
+    public static let maxURLLength = 2048
+
+    /// An absolute `http` or `https` URL with a host, at most ``maxURLLength`` characters.
+    public static func webURL(_ value: String) -> Violation? {
+        if value.count > maxURLLength { return Violation(.tooLong, "Must be at most \(maxURLLength) characters.") }
+        guard let components = URLComponents(string: value),
+              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = components.host, !host.isEmpty, URL(string: value) != nil
+        else { return Violation(.invalidURL, "Must be an absolute http or https URL.") }
+        return nil
+    }
+
+    /// A finite number in `range`.
+    public static func number(_ value: Double, in range: ClosedRange<Double>) -> Violation? {
+        guard value.isFinite, range.contains(value) else {
+            return Violation(.outOfRange, "Must be between \(format(range.lowerBound)) and \(format(range.upperBound)).")
+        }
+        return nil
+    }
+
+    /// An ISO 3166-1 alpha-2 code: two upper-case ASCII letters.
+    public static func countryCode(_ value: String) -> Violation? {
+        let bytes = Array(value.utf8)
+        guard bytes.count == 2, bytes.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }) else {
+            return Violation(.invalidFormat, "Must be an ISO 3166-1 alpha-2 code: two upper-case letters, such as FR.")
+        }
+        return nil
+    }
+
+    /// An asset name: 1…200 letters, digits, `-`, `_` or `.`, not starting with `.`.
+    public static func assetName(_ value: String) -> Violation? {
+        if let violation = text(value, length: 1...200) { return violation }
+        let allowed = value.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+        }
+        guard allowed, value.first != "." else {
+            return Violation(.invalidFormat, "Must contain only letters, digits, '-', '_' and '.', and not start with '.'.")
+        }
+        return nil
+    }
+
+    private static func format(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
+    }
+}
+
+/// A request body that can check itself against the shared rules.
+public protocol Validatable {
+    /// Every rule the value breaks, one entry per failing field; empty when valid.
+    func validationErrors() -> [FieldError]
+}

@@ -1,0 +1,7 @@
+import HTTPServer
+
+/// Operational endpoints.
+enum Health {
+    /// `GET /healthz`: the process is alive and serving.
+    static let liveness = HTTPResponse.text("ok")
+}

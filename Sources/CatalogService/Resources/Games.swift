@@ -1,0 +1,22 @@
+import CatalogModels
+import CatalogStore
+
+/// `/v1/games`: arcade games.
+enum Games {
+    static func endpoints(_ store: CatalogStore) -> ResourceEndpoints<Game, GameInput> {
+        ResourceEndpoints(
+            path: "/v1/games", store: store.games,
+            options: ListOptions(sortFields: ["createdAt", "name"], searchable: true),
+            readInput: read, inputOf: GameInput.init)
+    }
+
+    static func read(_ object: [String: JSONValue]) throws(APIError) -> GameInput {
+        var reader = FieldReader(object, fields: ["name", "description", "imageName"])
+        let name = reader.string("name", required: true) { Rules.text($0, length: GameInput.nameLength) }
+        let description = reader.string("description", required: false) { Rules.text($0, length: GameInput.descriptionLength) }
+        let imageName = reader.string("imageName", required: true, rule: Rules.assetName)
+        try reader.finish()
+        guard let name, let imageName else { throw .validation(reader.errors) }
+        return GameInput(name: name, description: description ?? "", imageName: imageName)
+    }
+}

@@ -1,0 +1,23 @@
+import CatalogModels
+import CatalogStore
+
+/// `/v1/locations`: named places, with `near`/`radius` and `bbox` filters.
+enum Locations {
+    static func endpoints(_ store: CatalogStore) -> ResourceEndpoints<Location, LocationInput> {
+        ResourceEndpoints(
+            path: "/v1/locations", store: store.locations,
+            options: ListOptions(sortFields: ["createdAt", "name"], searchable: false, geographic: true),
+            readInput: read, inputOf: LocationInput.init)
+    }
+
+    static func read(_ object: [String: JSONValue]) throws(APIError) -> LocationInput {
+        var reader = FieldReader(object, fields: ["name", "countryCode", "latitude", "longitude"])
+        let name = reader.string("name", required: true) { Rules.text($0, length: LocationInput.nameLength) }
+        let countryCode = reader.string("countryCode", required: true, rule: Rules.countryCode)
+        let latitude = reader.number("latitude", required: true) { Rules.number($0, in: LocationInput.latitudeRange) }
+        let longitude = reader.number("longitude", required: true) { Rules.number($0, in: LocationInput.longitudeRange) }
+        try reader.finish()
+        guard let name, let countryCode, let latitude, let longitude else { throw .validation(reader.errors) }
+        return LocationInput(name: name, countryCode: countryCode, latitude: latitude, longitude: longitude)
+    }
+}

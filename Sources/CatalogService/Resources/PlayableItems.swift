@@ -1,0 +1,24 @@
+import CatalogModels
+import CatalogStore
+
+/// `/v1/playable-items`: streaming videos.
+enum PlayableItems {
+    static func endpoints(_ store: CatalogStore) -> ResourceEndpoints<PlayableItem, PlayableItemInput> {
+        ResourceEndpoints(
+            path: "/v1/playable-items", store: store.items,
+            options: ListOptions(sortFields: ["createdAt", "title"], searchable: true),
+            readInput: read, inputOf: PlayableItemInput.init)
+    }
+
+    static func read(_ object: [String: JSONValue]) throws(APIError) -> PlayableItemInput {
+        var reader = FieldReader(object, fields: ["title", "description", "streamURL", "thumbnailURL", "durationSeconds"])
+        let title = reader.string("title", required: true) { Rules.text($0, length: PlayableItemInput.titleLength) }
+        let description = reader.string("description", required: false) { Rules.text($0, length: PlayableItemInput.descriptionLength) }
+        let streamURL = reader.url("streamURL", required: true)
+        let thumbnailURL = reader.url("thumbnailURL", required: false)
+        let duration = reader.number("durationSeconds", required: false) { Rules.number($0, in: PlayableItemInput.durationRange) }
+        try reader.finish()
+        guard let title, let streamURL else { throw .validation(reader.errors) }
+        return PlayableItemInput(title: title, description: description ?? "", streamURL: streamURL, thumbnailURL: thumbnailURL, durationSeconds: duration)
+    }
+}

@@ -1,0 +1,117 @@
+import CatalogModels
+import CatalogStore
+import Foundation
+import HTTPServer
+
+/// The REST endpoints every resource has, following the API conventions:
+/// list, get, create, replace, merge-patch and delete, with ETags and conditional requests.
+///
+/// Reads run inline on the event loop (a single indexed SQLite statement); writes go
+/// through the store's group-committing writer and answer once durable.
+struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sendable {
+    /// The collection path, such as `/v1/games`.
+    let path: String
+    let store: ResourceStore<Model, Input>
+    let options: ListOptions
+    /// Reads and validates a body object into an input.
+    let readInput: @Sendable ([String: JSONValue]) throws(APIError) -> Input
+    /// The input that would recreate a model (the document a merge patch applies to).
+    let inputOf: @Sendable (Model) -> Input
+
+    func register(in router: inout Router) {
+        let item = path + "/{id}"
+        router.add(.GET, path, .inline(list))
+        router.add(.POST, path, Self.write(create))
+        router.add(.GET, item, .inline(get))
+        router.add(.PUT, item, Self.write(replace))
+        router.add(.PATCH, item, Self.write(patch))
+        router.add(.DELETE, item, Self.write(delete))
+    }
+
+    // MARK: Reads
+
+    private func list(_ request: HTTPRequest) throws -> HTTPResponse {
+        let page = try store.list(ListParameters.parse(request, options: options))
+        var headers: [(name: String, value: String)] = []
+        if let cursor = page.nextCursor {
+            headers.append(("Link", "<\(path)?\(ListParameters.nextQuery(request, cursor: cursor))>; rel=\"next\""))
+        }
+        return try JSONResponse.make(Page(items: page.items, nextCursor: page.nextCursor), headers: headers)
+    }
+
+    private func get(_ request: HTTPRequest) throws -> HTTPResponse {
+        let id = try Self.id(request)
+        guard let model = try store.get(id) else { throw APIError.notFound }
+        let etag = ETag.header(model.version)
+        if try ETag.noneMatch(request, version: model.version) {
+            return HTTPResponse(status: .notModified, headers: [("ETag", etag)])
+        }
+        return try JSONResponse.make(model, headers: [("ETag", etag)])
+    }
+
+    // MARK: Writes
+
+    private func create(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+        let input = try readInput(RequestBody.object(request, mediaType: RequestBody.json))
+        store.create(input) { [path] result in
+            done(result.flatMap { model in
+                Result {
+                    try JSONResponse.make(model, status: .created, headers: [("Location", "\(path)/\(model.id)"), ("ETag", ETag.header(model.version))])
+                }
+            })
+        }
+    }
+
+    private func replace(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+        let id = try Self.id(request)
+        let ifMatch = try ETag.ifMatch(request)
+        let input = try readInput(RequestBody.object(request, mediaType: RequestBody.json))
+        store.replace(id, with: input, ifMatch: ifMatch) { done(Self.updated($0)) }
+    }
+
+    private func patch(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+        let id = try Self.id(request)
+        let ifMatch = try ETag.ifMatch(request)
+        let changes = JSONValue.object(try RequestBody.object(request, mediaType: RequestBody.mergePatch))
+        store.update(id, ifMatch: ifMatch, completion: { done(Self.updated($0)) }) { [inputOf, readInput] model throws in
+            let document = try JSONDecoder().decode(JSONValue.self, from: JSONResponse.encoder.encode(inputOf(model)))
+            guard case let .object(merged) = JSONValue.mergePatch(document, changes) else { throw APIError.validation([]) }
+            return try readInput(merged)
+        }
+    }
+
+    private func delete(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+        let id = try Self.id(request)
+        let ifMatch = try ETag.ifMatch(request)
+        store.delete(id, ifMatch: ifMatch) { result in
+            done(result.map { HTTPResponse(status: .noContent) })
+        }
+    }
+
+    // MARK: Helpers
+
+    typealias Completion = @Sendable (Result<HTTPResponse, any Error>) -> Void
+
+    /// A handler whose work finishes later (a durable write) and answers through `done`.
+    private static func write(_ body: @escaping @Sendable (HTTPRequest, @escaping Completion) throws -> Void) -> Handler {
+        .deferred { request, responder in
+            let done: Completion = { result in
+                switch result {
+                case let .success(response): responder.respond(response)
+                case let .failure(error): responder.fail(error)
+                }
+            }
+            do { try body(request, done) } catch { responder.fail(error) }
+        }
+    }
+
+    private static func updated(_ result: Result<Model, any Error>) -> Result<HTTPResponse, any Error> {
+        result.flatMap { model in Result { try JSONResponse.make(model, headers: [("ETag", ETag.header(model.version))]) } }
+    }
+
+    static func id(_ request: HTTPRequest) throws(APIError) -> CatalogID {
+        let text = request.pathParameters["id"] ?? ""
+        guard let id = CatalogID(text) else { throw .invalidID(text) }
+        return id
+    }
+}

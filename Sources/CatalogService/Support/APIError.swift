@@ -1,0 +1,32 @@
+import CatalogModels
+import HTTPServer
+
+/// A client mistake found by the catalog's handlers, as a typed value. Rendered, with
+/// every other error, by ``ErrorMapping``.
+struct APIError: Error, Sendable {
+    var status: HTTPStatus
+    var code: String
+    var detail: String
+    var errors: [FieldError]?
+    var headers: [(name: String, value: String)] = []
+
+    static func invalidParameter(_ name: String, _ detail: String) -> APIError {
+        APIError(status: .badRequest, code: "invalidParameter", detail: "Query parameter '\(name)': \(detail)")
+    }
+
+    static func invalidID(_ text: String) -> APIError {
+        APIError(status: .badRequest, code: "invalidId", detail: "'\(text.prefix(64))' is not a valid id (a UUID such as 4b7f8c2e-0f7a-4c64-9a55-0e6bb1c4a6d2).")
+    }
+
+    static func invalidHeader(_ name: String, _ detail: String) -> APIError {
+        APIError(status: .badRequest, code: "invalidHeader", detail: "Header '\(name)': \(detail)")
+    }
+
+    static func validation(_ errors: [FieldError]) -> APIError {
+        let fields = errors.map(\.pointer).joined(separator: ", ")
+        return APIError(status: .unprocessableContent, code: "validationFailed",
+                        detail: "The body has \(errors.count) invalid field\(errors.count == 1 ? "" : "s"): \(fields).", errors: errors)
+    }
+
+    static let notFound = APIError(status: .notFound, code: "notFound", detail: "No resource exists with this id.")
+}

@@ -1,0 +1,45 @@
+import CatalogModels
+import CatalogStore
+import Foundation
+import HTTPServer
+
+/// The one place where errors become responses: every error, from the HTTP parser to
+/// the store, is rendered as an RFC 9457 `application/problem+json` document.
+enum ErrorMapping {
+    private static let encoder = CatalogJSON.makeEncoder()
+
+    static func render(_ error: any Error, path: String?) -> HTTPResponse {
+        let failure = apiError(for: error)
+        let problem = Problem(title: failure.status.reasonPhrase, status: failure.status.code, detail: failure.detail,
+                              instance: path, code: failure.code, errors: failure.errors)
+        let body = (try? encoder.encode(problem)).map(Array.init) ?? Array(#"{"title":"Internal Server Error","status":500}"#.utf8)
+        return HTTPResponse(status: failure.status, headers: [("Content-Type", ProblemDocument.contentType)] + failure.headers, body: body)
+    }
+
+    static func apiError(for error: any Error) -> APIError {
+        switch error {
+        case let error as APIError:
+            return error
+        case let error as HTTPError:
+            return APIError(status: error.status, code: error.code, detail: error.detail,
+                            headers: error.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        case let error as StoreError:
+            switch error {
+            case .notFound:
+                return .notFound
+            case let .versionMismatch(current):
+                return APIError(status: .preconditionFailed, code: "preconditionFailed",
+                                detail: "If-Match does not name the current version (\(current)); fetch the resource again and retry.",
+                                headers: [("ETag", ETag.header(current))])
+            case let .invalidCursor(detail):
+                return .invalidParameter("cursor", detail)
+            case let .conflict(detail):
+                return APIError(status: .conflict, code: "conflict", detail: detail)
+            case let .unavailable(detail):
+                return APIError(status: .serviceUnavailable, code: "unavailable", detail: detail, headers: [("Retry-After", "1")])
+            }
+        default:
+            return APIError(status: .internalServerError, code: "internalError", detail: "The server failed to process the request.")
+        }
+    }
+}

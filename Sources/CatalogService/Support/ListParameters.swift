@@ -1,0 +1,141 @@
+import CatalogStore
+import HTTPServer
+
+/// What a list endpoint accepts besides `limit` and `cursor`.
+struct ListOptions: Sendable {
+    /// Sortable fields, the first being the default.
+    var sortFields: [String]
+    /// Whether `q` (full-text search) is accepted.
+    var searchable: Bool
+    /// Whether `near`/`radius` and `bbox` are accepted.
+    var geographic: Bool = false
+}
+
+/// Parses and validates list query parameters into a ``ListRequest``. Unknown or
+/// repeated parameters and invalid values are 400s naming the parameter.
+enum ListParameters {
+    static let limitRange = 1...100
+    static let defaultLimit = 20
+    static let maxSearchLength = 200
+    /// Half the Earth's circumference: every point is within it.
+    static let maxRadius = 20_037_509.0
+
+    static func parse(_ request: HTTPRequest, options: ListOptions) throws(APIError) -> ListRequest {
+        var allowed: Set<String> = ["limit", "cursor", "sort"]
+        if options.searchable { allowed.insert("q") }
+        if options.geographic { allowed.formUnion(["near", "radius", "bbox"]) }
+        var values: [String: String] = [:]
+        let items: [QueryItem]
+        do { items = try request.queryItems() } catch { throw APIError(status: .badRequest, code: error.code, detail: error.detail) }
+        for item in items {
+            guard allowed.contains(item.name) else {
+                throw .invalidParameter(item.name, "unknown parameter; this list accepts \(allowed.sorted().joined(separator: ", ")).")
+            }
+            guard values[item.name] == nil else { throw .invalidParameter(item.name, "given more than once.") }
+            values[item.name] = item.value
+        }
+
+        var list = ListRequest()
+        if let text = values["limit"] {
+            guard text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber), let limit = Int(text), limitRange.contains(limit) else {
+                throw .invalidParameter("limit", "must be an integer from \(limitRange.lowerBound) to \(limitRange.upperBound).")
+            }
+            list.limit = limit
+        } else {
+            list.limit = defaultLimit
+        }
+        if let cursor = values["cursor"] {
+            guard !cursor.isEmpty else { throw .invalidParameter("cursor", "must not be empty.") }
+            list.cursor = cursor
+        }
+        if let query = values["q"] {
+            guard query.count <= maxSearchLength, SearchQuery.fts5(query) != nil else {
+                throw .invalidParameter("q", "must contain a letter or digit and be at most \(maxSearchLength) characters.")
+            }
+            list.search = query
+        }
+        list.area = try area(values)
+        list.order = try order(values["sort"], list: list, options: options)
+        return list
+    }
+
+    private static func order(_ sort: String?, list: ListRequest, options: ListOptions) throws(APIError) -> ListRequest.Order {
+        if case .near = list.area {
+            guard sort == nil else { throw .invalidParameter("sort", "results near a point are ordered by distance; omit sort.") }
+            return .distance
+        }
+        guard let sort else {
+            return list.search != nil ? .relevance : .field(options.sortFields[0], descending: false)
+        }
+        let descending = sort.hasPrefix("-")
+        let field = descending ? String(sort.dropFirst()) : sort
+        guard options.sortFields.contains(field) else {
+            let choices = options.sortFields.flatMap { [$0, "-\($0)"] }.joined(separator: ", ")
+            throw .invalidParameter("sort", "must be one of \(choices).")
+        }
+        return .field(field, descending: descending)
+    }
+
+    private static func area(_ values: [String: String]) throws(APIError) -> ListRequest.Area? {
+        let near = values["near"], radius = values["radius"], bbox = values["bbox"]
+        if near != nil, bbox != nil { throw .invalidParameter("bbox", "cannot be combined with near.") }
+        if let near {
+            let point = try numbers(near, count: 2, name: "near", shape: "lat,lon")
+            guard let radiusText = radius else { throw .invalidParameter("radius", "is required with near (meters).") }
+            guard let meters = Double(radiusText), meters.isFinite, meters > 0, meters <= maxRadius else {
+                throw .invalidParameter("radius", "must be a number of meters greater than 0 and at most \(Int(maxRadius)).")
+            }
+            try checkLatitude(point[0], "near")
+            try checkLongitude(point[1], "near")
+            return .near(latitude: point[0], longitude: point[1], radiusMeters: meters)
+        }
+        if radius != nil { throw .invalidParameter("radius", "is only allowed with near.") }
+        if let bbox {
+            let box = try numbers(bbox, count: 4, name: "bbox", shape: "minLon,minLat,maxLon,maxLat")
+            try checkLongitude(box[0], "bbox")
+            try checkLatitude(box[1], "bbox")
+            try checkLongitude(box[2], "bbox")
+            try checkLatitude(box[3], "bbox")
+            guard box[1] <= box[3] else { throw .invalidParameter("bbox", "minLat must not exceed maxLat.") }
+            return .boundingBox(minLongitude: box[0], minLatitude: box[1], maxLongitude: box[2], maxLatitude: box[3])
+        }
+        return nil
+    }
+
+    private static func numbers(_ text: String, count: Int, name: String, shape: String) throws(APIError) -> [Double] {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false)
+        let values = parts.compactMap { Double($0) }.filter(\.isFinite)
+        guard parts.count == count, values.count == count else { throw .invalidParameter(name, "must be \(shape) (decimal degrees).") }
+        return values
+    }
+
+    private static func checkLatitude(_ value: Double, _ name: String) throws(APIError) {
+        guard (-90...90).contains(value) else { throw .invalidParameter(name, "latitude must be between -90 and 90.") }
+    }
+
+    private static func checkLongitude(_ value: Double, _ name: String) throws(APIError) {
+        guard (-180...180).contains(value) else { throw .invalidParameter(name, "longitude must be between -180 and 180.") }
+    }
+
+    /// The query string of the next page: the same parameters with the new cursor.
+    static func nextQuery(_ request: HTTPRequest, cursor: String) -> String {
+        let kept = ((try? request.queryItems()) ?? []).filter { $0.name != "cursor" }
+        return (kept + [QueryItem(name: "cursor", value: cursor)])
+            .map { "\(percentEncode($0.name))=\(percentEncode($0.value))" }
+            .joined(separator: "&")
+    }
+
+    private static func percentEncode(_ text: String) -> String {
+        var result = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: ","):
+                result.unicodeScalars.append(UnicodeScalar(byte))
+            default:
+                result += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+            }
+        }
+        return result
+    }
+}

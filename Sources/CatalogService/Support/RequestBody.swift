@@ -1,0 +1,114 @@
+import CatalogModels
+import Foundation
+import HTTPServer
+
+/// Reads JSON request bodies: media type, syntax, shape, then each field against the
+/// shared validation rules, collecting one error per failing field.
+enum RequestBody {
+    static let json = "application/json"
+    static let mergePatch = "application/merge-patch+json"
+
+    /// The body as a JSON object, after checking its media type is `mediaType`.
+    static func object(_ request: HTTPRequest, mediaType: String) throws(APIError) -> [String: JSONValue] {
+        try checkMediaType(request, mediaType)
+        guard !request.body.isEmpty else {
+            throw APIError(status: .badRequest, code: "bodyRequired", detail: "The request needs a JSON object body.")
+        }
+        let value: JSONValue
+        do {
+            value = try JSONDecoder().decode(JSONValue.self, from: Data(request.body))
+        } catch {
+            throw APIError(status: .badRequest, code: "malformedJSON", detail: "The body is not valid JSON.")
+        }
+        guard case let .object(object) = value else {
+            throw APIError(status: .badRequest, code: "malformedJSON", detail: "The body must be a JSON object, not \(value.typeName).")
+        }
+        return object
+    }
+
+    private static func checkMediaType(_ request: HTTPRequest, _ expected: String) throws(APIError) {
+        let header = request.headers["Content-Type"] ?? ""
+        let parts = header.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        let charsetOK = parts.dropFirst().allSatisfy { parameter in
+            !parameter.hasPrefix("charset=") || ["charset=utf-8", "charset=\"utf-8\""].contains(parameter)
+        }
+        guard parts.first == expected, charsetOK else {
+            var failure = APIError(status: .unsupportedMediaType, code: "unsupportedMediaType",
+                                   detail: "The body must be sent as \(expected)\(header.isEmpty ? "" : ", not \(header)").")
+            failure.headers = expected == mergePatch ? [("Accept-Patch", mergePatch)] : []
+            throw failure
+        }
+    }
+}
+
+/// Reads the fields of one JSON object, checking each against its rule and collecting
+/// every failure; unknown and read-only members are failures too.
+struct FieldReader {
+    private let object: [String: JSONValue]
+    private(set) var errors: [FieldError] = []
+
+    /// Members every resource has but no client may set.
+    static let readOnly: Set<String> = ["id", "createdAt", "updatedAt", "version"]
+
+    init(_ object: [String: JSONValue], fields: Set<String>) {
+        self.object = object
+        for key in object.keys.sorted() where !fields.contains(key) {
+            if Self.readOnly.contains(key) {
+                errors.append(Violation(.readOnly, "'\(key)' is set by the server and cannot be written.").at(Self.pointer(key)))
+            } else {
+                errors.append(Violation(.unknownField, "'\(key)' is not a field of this resource.").at(Self.pointer(key)))
+            }
+        }
+    }
+
+    /// A string member; `null` counts as absent.
+    mutating func string(_ key: String, required: Bool, rule: (String) -> Violation?) -> String? {
+        switch object[key] {
+        case nil, .null?:
+            if required { errors.append(Violation(.required, "'\(key)' is required.").at(Self.pointer(key))) }
+            return nil
+        case let .string(value)?:
+            if let violation = rule(value) {
+                errors.append(violation.at(Self.pointer(key)))
+                return nil
+            }
+            return value
+        case let other?:
+            errors.append(Violation(.invalidType, "Must be a string, not \(other.typeName).").at(Self.pointer(key)))
+            return nil
+        }
+    }
+
+    /// A number member; `null` counts as absent.
+    mutating func number(_ key: String, required: Bool, rule: (Double) -> Violation?) -> Double? {
+        switch object[key] {
+        case nil, .null?:
+            if required { errors.append(Violation(.required, "'\(key)' is required.").at(Self.pointer(key))) }
+            return nil
+        case let .number(value)?:
+            if let violation = rule(value) {
+                errors.append(violation.at(Self.pointer(key)))
+                return nil
+            }
+            return value
+        case let other?:
+            errors.append(Violation(.invalidType, "Must be a number, not \(other.typeName).").at(Self.pointer(key)))
+            return nil
+        }
+    }
+
+    /// An absolute http(s) URL member; `null` counts as absent.
+    mutating func url(_ key: String, required: Bool) -> URL? {
+        string(key, required: required, rule: Rules.webURL).flatMap(URL.init(string:))
+    }
+
+    /// Fails with every collected error, if any.
+    func finish() throws(APIError) {
+        if !errors.isEmpty { throw .validation(errors) }
+    }
+
+    /// RFC 6901 pointer to a top-level member.
+    static func pointer(_ key: String) -> String {
+        "/" + key.replacingOccurrences(of: "~", with: "~0").replacingOccurrences(of: "/", with: "~1")
+    }
+}

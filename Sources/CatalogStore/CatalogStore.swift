@@ -1,0 +1,75 @@
+import CatalogModels
+import Foundation
+import GRDB
+
+/// The catalog's storage: one SQLite database with every resource.
+public final class CatalogStore: Sendable {
+    /// Streaming videos.
+    public let items: ResourceStore<PlayableItem, PlayableItemInput>
+    /// Arcade games.
+    public let games: ResourceStore<Game, GameInput>
+    /// Places.
+    public let locations: ResourceStore<Location, LocationInput>
+    /// The migrations this open applied (empty when the schema was already current).
+    public let appliedMigrations: [String]
+    /// The database file.
+    public let path: String
+
+    private let database: CatalogDatabase
+
+    /// Opens (creating if needed, with its folder) the database at `path`, checks the
+    /// recorded migrations against `migrations` and applies the missing ones.
+    /// - Throws: ``MigrationError`` naming the file at fault, or the open error.
+    public init(path: String, migrations: [Migration], readers: Int = 4) throws {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        database = try CatalogDatabase(path: path, readers: readers)
+        do {
+            appliedMigrations = try MigrationRunner.migrate(database.pool, migrations: migrations)
+        } catch {
+            try? database.close()
+            throw error
+        }
+        self.path = path
+        items = ResourceStore(PlayableItemTable.self, database: database)
+        games = ResourceStore(GameTable.self, database: database)
+        locations = ResourceStore(LocationTable.self, database: database)
+    }
+
+    /// The SQLite library version, such as `3.40.1`.
+    public var sqliteVersion: String {
+        (try? database.read { db in try String.fetchOne(db, sql: "SELECT sqlite_version()") }) ?? "unknown"
+    }
+
+    /// Loads ``DemoCatalog`` when the catalog holds nothing at all.
+    /// - Returns: whether it did.
+    @discardableResult
+    public func seedDemoCatalogIfEmpty() throws -> Bool {
+        try database.writes.write { db -> Bool in
+            let existing = try Int.fetchOne(db, sql: "SELECT (SELECT count(*) FROM playable_items) + (SELECT count(*) FROM games) + (SELECT count(*) FROM locations)") ?? 0
+            guard existing == 0 else { return false }
+            // Distinct, increasing creation times keep the demo's order stable.
+            var clock = Timestamp.milliseconds(Date()) - 60_000
+            func insert<Table: ResourceTable>(_ table: Table.Type, _ inputs: [Table.Input]) throws {
+                for input in inputs {
+                    clock += 1
+                    try db.execute(sql: Table.insertSQL, arguments: StatementArguments([CatalogID().rawValue] + Table.values(input) + [clock, clock, 1]))
+                }
+            }
+            try insert(GameTable.self, DemoCatalog.games)
+            try insert(LocationTable.self, DemoCatalog.locations)
+            try insert(PlayableItemTable.self, DemoCatalog.items)
+            return true
+        }
+    }
+
+    /// Whether the database answers and every migration is applied.
+    public func isReady(migrations: [Migration]) -> Bool {
+        (try? database.read { db in try MigrationRunner.isCurrent(db, migrations: migrations) }) ?? false
+    }
+
+    /// Finishes queued writes and closes the database.
+    public func close() throws {
+        try database.close()
+    }
+}

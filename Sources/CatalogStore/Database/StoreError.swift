@@ -1,0 +1,14 @@
+/// Failures of the store that callers map to responses. Storage-engine errors never
+/// leave the store as anything but these.
+public enum StoreError: Error, Equatable, Sendable {
+    /// No resource has this id.
+    case notFound
+    /// `If-Match` named another version than the current one.
+    case versionMismatch(current: Int)
+    /// A list cursor that is malformed, or was made for another sort or filter.
+    case invalidCursor(String)
+    /// A write conflicts with existing data.
+    case conflict(String)
+    /// The database is busy, full or failing; the request may be retried.
+    case unavailable(String)
+}

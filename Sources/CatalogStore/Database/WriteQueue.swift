@@ -1,0 +1,132 @@
+import Foundation
+import GRDB
+
+/// The single writer, with group commit.
+///
+/// Writes queue up while a transaction is being committed; the writer thread then runs
+/// every queued write in one transaction (each in its own savepoint, so one failing write
+/// does not undo the others) and commits once. With `synchronous=FULL` that is one
+/// `fsync` for the whole batch, and each completion is called only after its data is
+/// durable.
+final class WriteQueue: @unchecked Sendable {
+    private struct Job {
+        /// Runs the write; returns what to call once the transaction has committed.
+        let run: (Database) throws -> @Sendable () -> Void
+        let fail: @Sendable (any Error) -> Void
+    }
+
+    private let writer: DatabasePool
+    private let condition = NSCondition()
+    private var pending: [Job] = []
+    private var stopped = false
+    private let maxBatch = 512
+    private let finished = NSCondition()
+    private var running = true
+
+    init(writer: DatabasePool) {
+        self.writer = writer
+        let thread = Thread { [self] in loop() }
+        thread.name = "catalog-writer"
+        thread.start()
+    }
+
+    /// Queues `work`; `completion` receives its result after the commit (or the failure).
+    func submit<T: Sendable>(_ work: @escaping (Database) throws -> T, completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        let job = Job(
+            run: { db in
+                let value = try work(db)
+                return { completion(.success(value)) }
+            },
+            fail: { completion(.failure($0)) })
+        condition.lock()
+        if stopped {
+            condition.unlock()
+            job.fail(StoreError.unavailable("The store is shutting down."))
+            return
+        }
+        pending.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Runs `work` through the queue and waits for its durable result.
+    func write<T: Sendable>(_ work: @escaping (Database) throws -> T) throws -> T {
+        let done = NSCondition()
+        nonisolated(unsafe) var outcome: Result<T, any Error>?
+        submit(work) { result in
+            done.lock()
+            outcome = result
+            done.signal()
+            done.unlock()
+        }
+        done.lock()
+        while outcome == nil { done.wait() }
+        done.unlock()
+        return try outcome!.get()
+    }
+
+    /// Finishes the queued writes, then stops the writer thread.
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.signal()
+        condition.unlock()
+        finished.lock()
+        while running { finished.wait() }
+        finished.unlock()
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while pending.isEmpty && !stopped { condition.wait() }
+            if pending.isEmpty && stopped {
+                condition.unlock()
+                break
+            }
+            let batch = Array(pending.prefix(maxBatch))
+            pending.removeFirst(batch.count)
+            condition.unlock()
+            commit(batch)
+        }
+        finished.lock()
+        running = false
+        finished.broadcast()
+        finished.unlock()
+    }
+
+    private func commit(_ batch: [Job]) {
+        var completions: [@Sendable () -> Void] = []
+        var failures: [(Job, any Error)] = []
+        var committed: [Job] = []
+        do {
+            try writer.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    for job in batch {
+                        do {
+                            var completion: (@Sendable () -> Void)?
+                            try db.inSavepoint {
+                                completion = try job.run(db)
+                                return .commit
+                            }
+                            if let completion {
+                                completions.append(completion)
+                                committed.append(job)
+                            }
+                        } catch {
+                            failures.append((job, error))
+                        }
+                    }
+                    return .commit
+                }
+            }
+        } catch {
+            // The commit itself failed: nothing in the batch is durable.
+            for job in committed { job.fail(error) }
+            for (job, failure) in failures { job.fail(failure) }
+            return
+        }
+        for completion in completions { completion() }
+        for (job, failure) in failures { job.fail(failure) }
+    }
+}

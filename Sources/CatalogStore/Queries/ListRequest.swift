@@ -1,0 +1,81 @@
+import CatalogModels
+
+/// What a list call asks for. Validated by the caller; the store checks only the cursor.
+public struct ListRequest: Sendable, Hashable {
+    /// The order of a list.
+    public enum Order: Sendable, Hashable {
+        /// By a sortable field (its API name, such as `createdAt` or `title`), then by id.
+        case field(String, descending: Bool)
+        /// By full-text relevance to ``ListRequest/search``, best first.
+        case relevance
+        /// By distance from the ``Area/near(latitude:longitude:radiusMeters:)`` point, nearest first.
+        case distance
+    }
+
+    /// A geographic filter on locations.
+    public enum Area: Sendable, Hashable {
+        /// Inside the box; `minLongitude > maxLongitude` means it crosses the antimeridian.
+        case boundingBox(minLongitude: Double, minLatitude: Double, maxLongitude: Double, maxLatitude: Double)
+        /// Within `radiusMeters` of the point (great-circle distance).
+        case near(latitude: Double, longitude: Double, radiusMeters: Double)
+    }
+
+    /// The page size.
+    public var limit: Int
+    /// The order.
+    public var order: Order
+    /// The `nextCursor` of the previous page, if any.
+    public var cursor: String?
+    /// Full-text search terms.
+    public var search: String?
+    /// A geographic filter (locations only).
+    public var area: Area?
+
+    /// Creates a request.
+    public init(limit: Int = 20, order: Order = .field("createdAt", descending: false), cursor: String? = nil, search: String? = nil, area: Area? = nil) {
+        self.limit = limit
+        self.order = order
+        self.cursor = cursor
+        self.search = search
+        self.area = area
+    }
+
+    /// What the cursor is bound to: the order and every filter.
+    var fingerprint: String {
+        let orderText: String = switch order {
+        case let .field(name, descending): (descending ? "-" : "") + name
+        case .relevance: "relevance"
+        case .distance: "distance"
+        }
+        return "\(orderText)|\(search ?? "")|\(area.map { "\($0)" } ?? "")"
+    }
+}
+
+/// One page of results.
+public struct ListPage<Model: Sendable>: Sendable {
+    /// The items, in order.
+    public let items: [Model]
+    /// The cursor of the next page; `nil` on the last one.
+    public let nextCursor: String?
+}
+
+/// Turns user search text into a safe FTS5 query: every word becomes a quoted prefix
+/// term, all of which must match. No FTS5 syntax from the user is ever interpreted.
+public enum SearchQuery {
+    /// The FTS5 query, or `nil` when the text holds no letter or digit.
+    public static func fts5(_ text: String) -> String? {
+        var terms: [String] = []
+        var current = ""
+        for character in text {
+            if character.isLetter || character.isNumber {
+                current.append(character)
+            } else if !current.isEmpty {
+                terms.append(current)
+                current = ""
+            }
+        }
+        if !current.isEmpty { terms.append(current) }
+        guard !terms.isEmpty else { return nil }
+        return terms.prefix(16).map { "\"\($0)\"*" }.joined(separator: " ")
+    }
+}

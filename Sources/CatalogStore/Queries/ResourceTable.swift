@@ -1,0 +1,248 @@
+import CatalogModels
+import Foundation
+import GRDB
+
+/// How one resource maps to its table. Every table has `pk`, `id`, `created_at`,
+/// `updated_at` and `version` besides the resource's own columns.
+protocol ResourceTable: Sendable {
+    associatedtype Model: Sendable
+    associatedtype Input: Sendable
+
+    /// The table's name.
+    static var table: String { get }
+    /// The resource's own columns, in the order of ``values(_:)``.
+    static var dataColumns: [String] { get }
+    /// Sortable API field names and their columns.
+    static var sortColumns: [String: String] { get }
+    /// The FTS5 table over the resource, and its column weights for `bm25`.
+    static var search: (table: String, weights: String)? { get }
+
+    /// The column values of `input`, in the order of ``dataColumns``.
+    static func values(_ input: Input) -> [(any DatabaseValueConvertible)?]
+    /// The model in `row` (a `SELECT *` of the table, possibly with `sort_key`).
+    static func model(_ row: Row) -> Model
+}
+
+extension ResourceTable {
+    static var insertSQL: String {
+        let columns = ["id"] + dataColumns + ["created_at", "updated_at", "version"]
+        return "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+    }
+
+    static var updateSQL: String {
+        let assignments = dataColumns.map { "\($0) = ?" } + ["updated_at = max(?, created_at)", "version = version + 1"]
+        return "UPDATE \(table) SET \(assignments.joined(separator: ", ")) WHERE id = ?"
+    }
+
+    static var selectByID: String { "SELECT * FROM \(table) WHERE id = ?" }
+
+    /// Reads the columns every resource has.
+    static func meta(_ row: Row) -> (id: CatalogID, createdAt: Date, updatedAt: Date, version: Int) {
+        let id = CatalogID(row["id"] as String) ?? CatalogID()
+        return (id, Timestamp.date(milliseconds: row["created_at"]), Timestamp.date(milliseconds: row["updated_at"]), row["version"])
+    }
+}
+
+/// The operations every resource supports, over any ``ResourceTable``.
+public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
+    private let database: CatalogDatabase
+    private let table: String
+    private let insertSQL: String
+    private let updateSQL: String
+    private let selectSQL: String
+    private let sortColumns: [String: String]
+    private let search: (table: String, weights: String)?
+    private let values: @Sendable (Input) -> [(any DatabaseValueConvertible)?]
+    private let decode: @Sendable (Row) -> Model
+
+    init<Table: ResourceTable>(_ table: Table.Type, database: CatalogDatabase) where Table.Model == Model, Table.Input == Input {
+        self.database = database
+        self.table = Table.table
+        insertSQL = Table.insertSQL
+        updateSQL = Table.updateSQL
+        selectSQL = Table.selectByID
+        sortColumns = Table.sortColumns
+        search = Table.search
+        values = { Table.values($0) }
+        decode = { Table.model($0) }
+    }
+
+    /// The API names of the fields lists can sort by.
+    public var sortableFields: [String] { sortColumns.keys.sorted() }
+
+    /// Whether lists accept full-text search.
+    public var isSearchable: Bool { search != nil }
+
+    // MARK: Reads
+
+    /// The resource with `id`, or `nil`.
+    public func get(_ id: CatalogID) throws(StoreError) -> Model? {
+        try guarded {
+            try database.read { db in
+                try Row.fetchOne(db.cachedStatement(sql: selectSQL), arguments: [id.rawValue]).map(decode)
+            }
+        }
+    }
+
+    /// One page of the list described by `request`.
+    public func list(_ request: ListRequest) throws(StoreError) -> ListPage<Model> {
+        let cursor = try request.cursor.map { text throws(StoreError) in try Cursor(decoding: text, fingerprint: request.fingerprint) }
+        let (sql, arguments) = try listQuery(request, after: cursor)
+        let rows = try guarded {
+            try database.read { db in try Row.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments)) }
+        }
+        let pageRows = rows.prefix(request.limit)
+        var next: String?
+        if rows.count > request.limit, let last = pageRows.last, let key = Cursor.Key(last["sort_key"] as DatabaseValue) {
+            next = Cursor(fingerprint: request.fingerprint, key: key, id: last["id"]).encoded()
+        }
+        return ListPage(items: pageRows.map(decode), nextCursor: next)
+    }
+
+    /// Builds `SELECT * FROM (rows with their sort_key) WHERE keyset ORDER BY sort_key, id LIMIT n+1`.
+    /// Plain lists seek straight to the cursor on the (column, id) index, so a page costs
+    /// the same at any depth; filtered lists sort only their matches.
+    private func listQuery(_ request: ListRequest, after cursor: Cursor?) throws(StoreError) -> (String, [(any DatabaseValueConvertible)?]) {
+        var from = "\(table) t"
+        var filters: [String] = []
+        var outerFilters: [String] = []
+        var arguments: [(any DatabaseValueConvertible)?] = []
+        var keyExpression: String
+        var descending = false
+        var keyArguments: [(any DatabaseValueConvertible)?] = []
+
+        switch request.order {
+        case let .field(name, isDescending):
+            guard let column = sortColumns[name] else { throw .invalidCursor("Cannot sort by \(name).") }
+            keyExpression = "t.\(column)"
+            descending = isDescending
+        case .relevance:
+            guard let search, request.search != nil else { throw .invalidCursor("Relevance order needs a search.") }
+            keyExpression = "bm25(\(search.table), \(search.weights))"
+        case .distance:
+            guard case let .near(latitude, longitude, _) = request.area else { throw .invalidCursor("Distance order needs a point.") }
+            keyExpression = Geo.distanceSQL
+            keyArguments = [latitude, latitude, longitude]
+        }
+
+        if let text = request.search, let search, let match = SearchQuery.fts5(text) {
+            if case .relevance = request.order {
+                from = "\(search.table) JOIN \(table) t ON t.pk = \(search.table).rowid"
+                filters.append("\(search.table) MATCH ?")
+            } else {
+                filters.append("t.pk IN (SELECT rowid FROM \(search.table) WHERE \(search.table) MATCH ?)")
+            }
+            arguments.append(match)
+        }
+        if let area = request.area {
+            let (filter, filterArguments) = Geo.filter(area)
+            filters.append(filter)
+            arguments += filterArguments
+        }
+        var outerArguments: [(any DatabaseValueConvertible)?] = []
+        if case let .near(_, _, radius) = request.area {
+            outerFilters.append("sort_key <= ?")
+            outerArguments.append(radius)
+        }
+        if let cursor {
+            outerFilters.append("(sort_key, id) \(descending ? "<" : ">") (?, ?)")
+            outerArguments += [cursor.key.databaseValue, cursor.id]
+        }
+        let direction = descending ? "DESC" : "ASC"
+        let distanceColumn = request.order == .distance ? ", sort_key AS distance_meters" : ""
+        var sql = "SELECT *\(distanceColumn) FROM (SELECT t.*, \(keyExpression) AS sort_key FROM \(from)"
+        if !filters.isEmpty { sql += " WHERE " + filters.joined(separator: " AND ") }
+        sql += ")"
+        if !outerFilters.isEmpty { sql += " WHERE " + outerFilters.joined(separator: " AND ") }
+        sql += " ORDER BY sort_key \(direction), id \(direction) LIMIT ?"
+        return (sql, keyArguments + arguments + outerArguments + [request.limit + 1])
+    }
+
+    // MARK: Writes (durable when the completion runs)
+
+    /// Creates a resource from `input`.
+    public func create(_ input: Input, completion: @escaping @Sendable (Result<Model, any Error>) -> Void) {
+        let id = CatalogID()
+        submit(completion) { [self] db in
+            let now = Timestamp.milliseconds(Date())
+            try db.cachedStatement(sql: insertSQL).execute(arguments: StatementArguments([id.rawValue] + values(input) + [now, now, 1]))
+            return try fetch(db, id)
+        }
+    }
+
+    /// Replaces the resource `id` with `input`; `ifMatch` is the version the caller
+    /// last saw, when it sent `If-Match`.
+    public func replace(_ id: CatalogID, with input: Input, ifMatch: Set<Int>?, completion: @escaping @Sendable (Result<Model, any Error>) -> Void) {
+        update(id, ifMatch: ifMatch, completion: completion) { _ in input }
+    }
+
+    /// Changes the resource `id` to what `transform` makes of its current value, inside
+    /// the write transaction (so concurrent changes cannot interleave). An error thrown
+    /// by `transform` fails the call with that same error.
+    public func update(_ id: CatalogID, ifMatch: Set<Int>?, completion: @escaping @Sendable (Result<Model, any Error>) -> Void,
+                       transform: @escaping @Sendable (Model) throws -> Input) {
+        submit(completion) { [self] db in
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: selectSQL), arguments: [id.rawValue]) else { throw StoreError.notFound }
+            let current: Int = row["version"]
+            if let ifMatch, !ifMatch.contains(current) { throw StoreError.versionMismatch(current: current) }
+            let input = try transform(decode(row))
+            try db.cachedStatement(sql: updateSQL).execute(
+                arguments: StatementArguments(values(input) + [Timestamp.milliseconds(Date()), id.rawValue]))
+            return try fetch(db, id)
+        }
+    }
+
+    /// Deletes the resource `id`.
+    public func delete(_ id: CatalogID, ifMatch: Set<Int>?, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        submit(completion) { [self] db in
+            guard let current = try Int.fetchOne(db.cachedStatement(sql: "SELECT version FROM \(table) WHERE id = ?"), arguments: [id.rawValue]) else {
+                throw StoreError.notFound
+            }
+            if let ifMatch, !ifMatch.contains(current) { throw StoreError.versionMismatch(current: current) }
+            try db.cachedStatement(sql: "DELETE FROM \(table) WHERE id = ?").execute(arguments: [id.rawValue])
+        }
+    }
+
+    /// How many resources exist.
+    public func count() throws(StoreError) -> Int {
+        try guarded { try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") ?? 0 } }
+    }
+
+    private func fetch(_ db: Database, _ id: CatalogID) throws -> Model {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: selectSQL), arguments: [id.rawValue]) else { throw StoreError.notFound }
+        return decode(row)
+    }
+
+    /// Submits a write. Database errors reach `completion` as ``StoreError``; errors
+    /// thrown by the caller's own code (a transform) pass through unchanged.
+    private func submit<T: Sendable>(_ completion: @escaping @Sendable (Result<T, any Error>) -> Void, _ work: @escaping (Database) throws -> T) {
+        database.writes.submit(work) { result in
+            completion(result.mapError { $0 is DatabaseError ? StoreError.from($0) : $0 })
+        }
+    }
+}
+
+extension StoreError {
+    /// Maps storage-engine errors to store errors; store errors pass through.
+    static func from(_ error: any Error) -> StoreError {
+        if let error = error as? StoreError { return error }
+        if let error = error as? DatabaseError {
+            switch error.resultCode {
+            case .SQLITE_CONSTRAINT: return .conflict("The change conflicts with existing data.")
+            case .SQLITE_BUSY, .SQLITE_LOCKED: return .unavailable("The database is busy; retry shortly.")
+            case .SQLITE_FULL: return .unavailable("The database is full.")
+            default: return .unavailable("The database failed to complete the request.")
+            }
+        }
+        return .unavailable("The request could not be completed.")
+    }
+}
+
+/// Runs `body`, mapping any error to ``StoreError``.
+func guarded<T>(_ body: () throws -> T) throws(StoreError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw StoreError.from(error)
+    }
+}

@@ -1,0 +1,303 @@
+import CatalogModels
+import Foundation
+import Testing
+
+/// `/v1/playable-items` over a real server and a real database file.
+@Suite struct PlayableItemAPITests {
+    static var valid: [String: Any] { [
+        "title": "Caminandes", "description": "A llama and a fence.",
+        "streamURL": "https://example.com/caminandes/master.m3u8", "thumbnailURL": "https://example.com/c.jpg", "durationSeconds": 146.5,
+    ] }
+
+    func create(_ catalog: TestCatalog, _ body: [String: Any] = valid) async throws -> PlayableItem {
+        let response = try await catalog.client.send("POST", "/v1/playable-items", json: body)
+        #expect(response.status == 201, "\(response.text)")
+        return try response.decode()
+    }
+
+    @Test func seededCatalogListsInCreationOrder() async throws {
+        let catalog = try TestCatalog()
+        let response = try await catalog.client.get("/v1/playable-items")
+        #expect(response.status == 200)
+        #expect(response.header("Content-Type") == "application/json")
+        let page = try response.decode(Page<PlayableItem>.self)
+        #expect(page.items.count == DemoCatalogCounts.items)
+        #expect(page.nextCursor == nil)
+        #expect(response.header("Link") == nil)
+        #expect(page.items.first?.title == "Big Buck Bunny")
+        #expect(page.items.map(\.createdAt) == page.items.map(\.createdAt).sorted())
+    }
+
+    @Test func pagesFollowCursorsAndLinkHeaders() async throws {
+        let catalog = try TestCatalog()
+        let first = try await catalog.client.get("/v1/playable-items?limit=5&sort=-createdAt")
+        let page = try first.decode(Page<PlayableItem>.self)
+        #expect(page.items.count == 5)
+        let cursor = try #require(page.nextCursor)
+        #expect(first.header("Link") == "</v1/playable-items?limit=5&sort=-createdAt&cursor=\(cursor)>; rel=\"next\"")
+        let all = try await catalog.client.all("/v1/playable-items?limit=5&sort=-createdAt", as: PlayableItem.self)
+        #expect(all.count == DemoCatalogCounts.items)
+        #expect(Set(all.map(\.id)).count == all.count, "no item twice")
+        #expect(all.map(\.createdAt) == all.map(\.createdAt).sorted(by: >))
+    }
+
+    @Test func sortByTitleIsCaseInsensitiveBothWays() async throws {
+        let catalog = try TestCatalog()
+        _ = try await create(catalog, Self.valid.merging(["title": "aardvark"]) { $1 })
+        let ascending = try await catalog.client.all("/v1/playable-items?sort=title&limit=3", as: PlayableItem.self)
+        #expect(ascending.first?.title == "aardvark")
+        #expect(ascending.map { $0.title.lowercased() } == ascending.map { $0.title.lowercased() }.sorted())
+        let descending = try await catalog.client.all("/v1/playable-items?sort=-title&limit=4", as: PlayableItem.self)
+        #expect(descending.map(\.id) == ascending.map(\.id).reversed())
+    }
+
+    @Test func cursorReusedWithAnotherSortIs400() async throws {
+        let catalog = try TestCatalog()
+        let page = try await catalog.client.get("/v1/playable-items?limit=2").decode(Page<PlayableItem>.self)
+        let cursor = try #require(page.nextCursor)
+        for query in ["sort=title", "sort=-createdAt", "q=bunny"] {
+            let response = try await catalog.client.get("/v1/playable-items?limit=2&\(query)&cursor=\(cursor)")
+            #expect(response.status == 400, "\(query)")
+            #expect(response.problem?.code == "invalidParameter")
+            #expect(response.problem?.detail?.contains("cursor") == true)
+        }
+        let garbage = try await catalog.client.get("/v1/playable-items?cursor=not-a-cursor")
+        #expect(garbage.status == 400)
+    }
+
+    @Test(arguments: ["limit=0", "limit=101", "limit=abc", "limit=-1", "limit=1.5", "sort=duration", "sort=", "q=%20%20", "page=2", "limit=2&limit=3", "near=1,2"])
+    func invalidListParametersAre400NamingTheParameter(_ query: String) async throws {
+        let catalog = try TestCatalog(seed: false)
+        let response = try await catalog.client.get("/v1/playable-items?\(query)")
+        #expect(response.status == 400)
+        #expect(response.header("Content-Type") == "application/problem+json")
+        let problem = try #require(response.problem)
+        #expect(problem.code == "invalidParameter")
+        let name = String(query.prefix { $0 != "=" })
+        #expect(problem.detail?.contains("'\(name)'") == true, "\(problem.detail ?? "")")
+    }
+
+    @Test func searchRanksByRelevance() async throws {
+        let catalog = try TestCatalog()
+        let bunny = try await catalog.client.get("/v1/playable-items?q=bunny").decode(Page<PlayableItem>.self)
+        #expect(bunny.items.map(\.title) == ["Big Buck Bunny"])
+        // "Blender" appears in several descriptions; a title match must rank first.
+        _ = try await create(catalog, Self.valid.merging(["title": "Blender Reel", "description": "Showreel."]) { $1 })
+        let blender = try await catalog.client.get("/v1/playable-items?q=blender").decode(Page<PlayableItem>.self)
+        #expect(blender.items.count >= 4)
+        #expect(blender.items.first?.title == "Blender Reel")
+        let prefix = try await catalog.client.get("/v1/playable-items?q=ste").decode(Page<PlayableItem>.self)
+        #expect(prefix.items.contains { $0.title == "Tears of Steel" })
+        let paged = try await catalog.client.all("/v1/playable-items?q=blender&limit=1", as: PlayableItem.self)
+        #expect(paged.map(\.id) == blender.items.map(\.id))
+        let sorted = try await catalog.client.get("/v1/playable-items?q=blender&sort=title").decode(Page<PlayableItem>.self)
+        #expect(sorted.items.map(\.title) == blender.items.map(\.title).sorted { $0.lowercased() < $1.lowercased() })
+        let quotes = try await catalog.client.get("/v1/playable-items?q=%22bunny%20OR%20*%22")
+        #expect(quotes.status == 200, "FTS syntax in q is never interpreted")
+    }
+
+    @Test func getReturnsETagAndHonoursIfNoneMatch() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let item = try await create(catalog)
+        let response = try await catalog.client.get("/v1/playable-items/\(item.id)")
+        #expect(response.status == 200)
+        #expect(response.header("ETag") == "\"1\"")
+        #expect(try response.decode(PlayableItem.self) == item)
+        let notModified = try await catalog.client.get("/v1/playable-items/\(item.id)", headers: ["If-None-Match": "\"1\""])
+        #expect(notModified.status == 304)
+        #expect(notModified.body.isEmpty)
+        #expect(notModified.header("ETag") == "\"1\"")
+        let weak = try await catalog.client.get("/v1/playable-items/\(item.id)", headers: ["If-None-Match": "W/\"1\", \"7\""])
+        #expect(weak.status == 304)
+        let changed = try await catalog.client.get("/v1/playable-items/\(item.id)", headers: ["If-None-Match": "\"2\""])
+        #expect(changed.status == 200)
+        let head = try await catalog.client.send("HEAD", "/v1/playable-items/\(item.id)")
+        #expect(head.status == 200)
+        #expect(head.body.isEmpty)
+        #expect(head.header("Content-Length") == response.header("Content-Length"))
+    }
+
+    @Test func malformedIdIs400AndUnknownIs404() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let malformed = try await catalog.client.get("/v1/playable-items/not-a-uuid")
+        #expect(malformed.status == 400)
+        #expect(malformed.problem?.code == "invalidId")
+        let unknown = try await catalog.client.get("/v1/playable-items/\(CatalogID())")
+        #expect(unknown.status == 404)
+        #expect(unknown.problem?.code == "notFound")
+        #expect(unknown.problem?.instance?.hasPrefix("/v1/playable-items/") == true)
+        for method in ["PUT", "PATCH", "DELETE"] {
+            let response = try await catalog.client.send(method, "/v1/playable-items/\(CatalogID())", json: Self.valid,
+                                                         contentType: method == "PATCH" ? "application/merge-patch+json" : "application/json")
+            #expect(response.status == 404, "\(method)")
+        }
+    }
+
+    @Test func createReturns201WithLocationETagAndBody() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let response = try await catalog.client.send("POST", "/v1/playable-items", json: Self.valid)
+        #expect(response.status == 201)
+        let item = try response.decode(PlayableItem.self)
+        #expect(response.header("Location") == "/v1/playable-items/\(item.id)")
+        #expect(response.header("ETag") == "\"1\"")
+        #expect(item.title == "Caminandes")
+        #expect(item.durationSeconds == 146.5)
+        #expect(item.version == 1)
+        #expect(item.createdAt == item.updatedAt)
+        #expect(item.id.rawValue == item.id.rawValue.lowercased())
+        let fetched = try await catalog.client.get("/v1/playable-items/\(item.id)").decode(PlayableItem.self)
+        #expect(fetched == item)
+    }
+
+    @Test func invalidBodyIs422ListingEveryField() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let body: [String: Any] = [
+            "title": "", "description": String(repeating: "d", count: 5001), "streamURL": "ftp://example.com/a",
+            "thumbnailURL": 42, "durationSeconds": -1, "id": "x", "createdAt": "2020-01-01T00:00:00Z", "colour": "red",
+        ]
+        let response = try await catalog.client.send("POST", "/v1/playable-items", json: body)
+        #expect(response.status == 422)
+        let problem = try #require(response.problem)
+        #expect(problem.code == "validationFailed")
+        let codes = Dictionary(uniqueKeysWithValues: (problem.errors ?? []).map { ($0.pointer, $0.code) })
+        #expect(codes == [
+            "/title": "tooShort", "/description": "tooLong", "/streamURL": "invalidURL", "/thumbnailURL": "invalidType",
+            "/durationSeconds": "outOfRange", "/id": "readOnly", "/createdAt": "readOnly", "/colour": "unknownField",
+        ])
+        let missing = try await catalog.client.send("POST", "/v1/playable-items", json: ["description": "no title"])
+        #expect(Set(missing.problem?.errors?.map(\.pointer) ?? []) == ["/title", "/streamURL"])
+        #expect(missing.problem?.errors?.allSatisfy { $0.code == "required" } == true)
+        let longURL = try await catalog.client.send("POST", "/v1/playable-items", json: ["title": "t", "streamURL": "https://e.com/" + String(repeating: "a", count: 2048)])
+        #expect(longURL.problem?.errors?.first?.code == "tooLong")
+    }
+
+    @Test func bodyMediaTypeAndSyntaxAreChecked() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let body = try JSONSerialization.data(withJSONObject: Self.valid)
+        let text = try await catalog.client.send("POST", "/v1/playable-items", headers: ["Content-Type": "text/plain"], body: body)
+        #expect(text.status == 415)
+        #expect(text.problem?.code == "unsupportedMediaType")
+        let charset = try await catalog.client.send("POST", "/v1/playable-items", headers: ["Content-Type": "application/json; charset=utf-8"], body: body)
+        #expect(charset.status == 201)
+        let latin = try await catalog.client.send("POST", "/v1/playable-items", headers: ["Content-Type": "application/json; charset=latin1"], body: body)
+        #expect(latin.status == 415)
+        let malformed = try await catalog.client.send("POST", "/v1/playable-items", headers: ["Content-Type": "application/json"], body: Data("{\"title\":".utf8))
+        #expect(malformed.status == 400)
+        #expect(malformed.problem?.code == "malformedJSON")
+        let array = try await catalog.client.send("POST", "/v1/playable-items", json: [1, 2])
+        #expect(array.status == 400)
+        let empty = try await catalog.client.send("POST", "/v1/playable-items", headers: ["Content-Type": "application/json"], body: Data())
+        #expect(empty.status == 400)
+        #expect(empty.problem?.code == "bodyRequired")
+        let boolean = try await catalog.client.send("POST", "/v1/playable-items", json: Self.valid.merging(["durationSeconds": true]) { $1 })
+        #expect(boolean.problem?.errors?.first?.code == "invalidType", "a boolean is not a number")
+    }
+
+    @Test func putReplacesAndHonoursIfMatch() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let item = try await create(catalog)
+        let replacement: [String: Any] = ["title": "Caminandes 2", "streamURL": "https://example.com/c2.m3u8"]
+        let stale = try await catalog.client.send("PUT", "/v1/playable-items/\(item.id)", json: replacement, headers: ["If-Match": "\"7\""])
+        #expect(stale.status == 412)
+        #expect(stale.header("ETag") == "\"1\"")
+        let weak = try await catalog.client.send("PUT", "/v1/playable-items/\(item.id)", json: replacement, headers: ["If-Match": "W/\"1\""])
+        #expect(weak.status == 412, "If-Match uses strong comparison")
+        let badHeader = try await catalog.client.send("PUT", "/v1/playable-items/\(item.id)", json: replacement, headers: ["If-Match": "1"])
+        #expect(badHeader.status == 400)
+        let response = try await catalog.client.send("PUT", "/v1/playable-items/\(item.id)", json: replacement, headers: ["If-Match": "\"1\""])
+        #expect(response.status == 200)
+        #expect(response.header("ETag") == "\"2\"")
+        let replaced = try response.decode(PlayableItem.self)
+        #expect(replaced.title == "Caminandes 2")
+        #expect(replaced.description == "")
+        #expect(replaced.thumbnailURL == nil)
+        #expect(replaced.durationSeconds == nil)
+        #expect(replaced.version == 2)
+        #expect(replaced.createdAt == item.createdAt)
+        #expect(replaced.updatedAt >= item.updatedAt)
+        let star = try await catalog.client.send("PUT", "/v1/playable-items/\(item.id)", json: replacement, headers: ["If-Match": "*"])
+        #expect(star.status == 200)
+        #expect(star.header("ETag") == "\"3\"")
+        let invalid = try await catalog.client.send("PUT", "/v1/playable-items/\(item.id)", json: ["title": "only"])
+        #expect(invalid.status == 422)
+    }
+
+    @Test func patchMergesAndRemovesWithNull() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let item = try await create(catalog)
+        let patch: [String: Any] = ["description": "Updated.", "thumbnailURL": NSNull()]
+        let wrongType = try await catalog.client.send("PATCH", "/v1/playable-items/\(item.id)", json: patch)
+        #expect(wrongType.status == 415)
+        #expect(wrongType.header("Accept-Patch") == "application/merge-patch+json")
+        let response = try await catalog.client.send("PATCH", "/v1/playable-items/\(item.id)", json: patch,
+                                                     contentType: "application/merge-patch+json", headers: ["If-Match": "\"1\""])
+        #expect(response.status == 200, "\(response.text)")
+        let patched = try response.decode(PlayableItem.self)
+        #expect(patched.description == "Updated.")
+        #expect(patched.thumbnailURL == nil)
+        #expect(patched.title == item.title)
+        #expect(patched.durationSeconds == item.durationSeconds)
+        #expect(patched.version == 2)
+        let readOnly = try await catalog.client.send("PATCH", "/v1/playable-items/\(item.id)", json: ["id": "x", "version": 9],
+                                                     contentType: "application/merge-patch+json")
+        #expect(readOnly.status == 422)
+        #expect(Set(readOnly.problem?.errors?.map(\.code) ?? []) == ["readOnly"])
+        let invalid = try await catalog.client.send("PATCH", "/v1/playable-items/\(item.id)", json: ["title": NSNull()],
+                                                    contentType: "application/merge-patch+json")
+        #expect(invalid.status == 422)
+        #expect(invalid.problem?.errors?.first?.pointer == "/title")
+        let stale = try await catalog.client.send("PATCH", "/v1/playable-items/\(item.id)", json: ["title": "t"],
+                                                  contentType: "application/merge-patch+json", headers: ["If-Match": "\"1\""])
+        #expect(stale.status == 412)
+        let unchanged = try await catalog.client.get("/v1/playable-items/\(item.id)").decode(PlayableItem.self)
+        #expect(unchanged.version == 2, "failed patches change nothing")
+    }
+
+    @Test func deleteRemovesAndHonoursIfMatch() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let item = try await create(catalog)
+        let stale = try await catalog.client.send("DELETE", "/v1/playable-items/\(item.id)", headers: ["If-Match": "\"2\""])
+        #expect(stale.status == 412)
+        let deleted = try await catalog.client.send("DELETE", "/v1/playable-items/\(item.id)", headers: ["If-Match": "\"1\""])
+        #expect(deleted.status == 204)
+        #expect(deleted.body.isEmpty)
+        #expect(try await catalog.client.get("/v1/playable-items/\(item.id)").status == 404)
+        #expect(try await catalog.client.send("DELETE", "/v1/playable-items/\(item.id)").status == 404)
+        let search = try await catalog.client.get("/v1/playable-items?q=caminandes").decode(Page<PlayableItem>.self)
+        #expect(search.items.isEmpty, "the search index follows deletes")
+    }
+
+    @Test func concurrentCreatesAreAllDurableAndDistinct() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let ids = try await withThrowingTaskGroup(of: CatalogID.self) { group in
+            for index in 0..<64 {
+                group.addTask { try await create(catalog, Self.valid.merging(["title": "Item \(index)"]) { $1 }).id }
+            }
+            return try await group.reduce(into: Set<CatalogID>()) { $0.insert($1) }
+        }
+        #expect(ids.count == 64)
+        let directory = catalog.directory
+        try catalog.stop()
+        // Reopen the same file: every acknowledged write is there.
+        let reopened = try TestCatalog(seed: false, databaseDirectory: directory)
+        let all = try await reopened.client.all("/v1/playable-items?limit=100", as: PlayableItem.self)
+        #expect(Set(all.map(\.id)) == ids)
+    }
+
+    @Test func unknownRoutesAndMethodsAreProblems() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let unknown = try await catalog.client.get("/v1/nothing-here")
+        #expect(unknown.status == 404)
+        #expect(unknown.header("Content-Type") == "application/problem+json")
+        let method = try await catalog.client.send("PUT", "/v1/playable-items", json: [:])
+        #expect(method.status == 405)
+        #expect(method.header("Allow") == "GET, HEAD, POST, OPTIONS")
+    }
+}
+
+/// Sizes of the demo catalog the tests rely on.
+enum DemoCatalogCounts {
+    static let items = 12
+    static let games = 4
+    static let locations = 28
+}

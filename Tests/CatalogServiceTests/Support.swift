@@ -1,0 +1,111 @@
+import CatalogModels
+import CatalogService
+import Foundation
+import HTTPServer
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The repository's migrations folder.
+let migrationsDirectory = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("Migrations")
+
+/// A running catalog on an ephemeral loopback port, over a fresh SQLite file in a
+/// temporary directory.
+final class TestCatalog: Sendable {
+    let application: CatalogApplication
+    let directory: URL
+    let client: APIClient
+
+    init(seed: Bool = true, databaseDirectory: URL? = nil) throws {
+        directory = databaseDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("catalog-tests-\(UUID().uuidString)")
+        var configuration = CatalogConfiguration()
+        configuration.server.port = 0
+        configuration.server.loopThreads = 1
+        configuration.databasePath = directory.appendingPathComponent("catalog.sqlite").path
+        configuration.migrationsDirectory = migrationsDirectory
+        configuration.seedDemoCatalog = seed
+        application = try CatalogApplication(configuration: configuration)
+        let port = try application.start()
+        client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+    }
+
+    /// Stops the server and closes the database, keeping the file.
+    func stop() throws { try application.shutdown() }
+
+    deinit {
+        try? application.shutdown()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// A response as the tests see it.
+struct APIResponse: Sendable {
+    let status: Int
+    let headers: [String: String]
+    let body: Data
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.key.lowercased() == name.lowercased() }?.value
+    }
+
+    func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+        try CatalogJSON.makeDecoder().decode(T.self, from: body)
+    }
+
+    var problem: Problem? { try? decode(Problem.self) }
+    var text: String { String(decoding: body, as: UTF8.self) }
+}
+
+/// A thin URLSession wrapper: exact requests, no caching, no redirects followed.
+struct APIClient: Sendable {
+    let baseURL: URL
+    private let session: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.urlCache = nil
+        return URLSession(configuration: configuration)
+    }()
+
+    init(baseURL: URL) { self.baseURL = baseURL }
+
+    func send(_ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil) async throws -> APIResponse {
+        guard let url = URL(string: baseURL.absoluteString + path) else { throw URLError(.badURL) }
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.httpBody = body
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await session.data(for: request)
+        guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }
+        var fields: [String: String] = [:]
+        for (name, value) in http.allHeaderFields { fields["\(name)"] = "\(value)" }
+        return APIResponse(status: http.statusCode, headers: fields, body: data)
+    }
+
+    func get(_ path: String, headers: [String: String] = [:]) async throws -> APIResponse {
+        try await send("GET", path, headers: headers)
+    }
+
+    /// Sends `json` (any JSON-serializable value) with the given content type.
+    func send(_ method: String, _ path: String, json: Any, contentType: String = "application/json", headers: [String: String] = [:]) async throws -> APIResponse {
+        let body = try JSONSerialization.data(withJSONObject: json, options: [.fragmentsAllowed])
+        return try await send(method, path, headers: headers.merging(["Content-Type": contentType]) { $1 }, body: body)
+    }
+
+    /// Follows `nextCursor` through every page of a list.
+    func all<T: Codable & Sendable & Hashable>(_ path: String, as type: T.Type) async throws -> [T] {
+        var items: [T] = []
+        var next: String? = path
+        while let current = next {
+            let response = try await get(current)
+            #expect(response.status == 200, "GET \(current): \(response.text)")
+            let page = try response.decode(Page<T>.self)
+            items += page.items
+            let separator = path.contains("?") ? "&" : "?"
+            next = page.nextCursor.map { path + separator + "cursor=" + $0 }
+        }
+        return items
+    }
+}
