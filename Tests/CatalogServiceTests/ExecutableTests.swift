@@ -33,7 +33,10 @@ import Glibc
         let port = try Self.freePort()
         let process = Process()
         process.executableURL = binary
-        process.arguments = ["--port", String(port), "--shutdown-timeout", "5"]
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-exec-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        process.arguments = ["--port", String(port), "--shutdown-timeout", "5",
+                             "--database", directory.appendingPathComponent("db/catalog.sqlite").path, "--migrations", migrationsDirectory.path]
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -51,6 +54,8 @@ import Glibc
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 0)
         let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(printed.contains("applied migration 0001_create_catalog.sql"))
+        #expect(printed.contains("loaded the demo catalog"))
         #expect(printed.contains("listening on http://127.0.0.1:\(port)"))
         #expect(printed.contains("stopped"))
     }

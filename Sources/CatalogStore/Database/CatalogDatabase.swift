@@ -14,11 +14,14 @@ final class CatalogDatabase: Sendable {
         configuration.maximumReaderCount = max(2, readers)
         configuration.persistentReadOnlyConnections = true
         configuration.label = "catalog"
-        configuration.prepareDatabase { db in
-            // GRDB's pool default is NORMAL: an acknowledged write must survive power loss.
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
         pool = try DatabasePool(path: path, configuration: configuration)
+        // GRDB sets NORMAL on the writer when it enables WAL; an acknowledged write must
+        // survive power loss, so the one writer connection commits with FULL.
+        let synchronous = try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            return try Int.fetchOne(db, sql: "PRAGMA synchronous")
+        }
+        guard synchronous == 2 else { throw StoreError.unavailable("SQLite refused synchronous=FULL.") }
         writes = WriteQueue(writer: pool)
     }
 

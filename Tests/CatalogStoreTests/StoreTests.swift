@@ -1,0 +1,193 @@
+import CatalogModels
+import Foundation
+import GRDB
+import Testing
+@testable import CatalogStore
+
+let repositoryMigrations = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("Migrations")
+
+/// A temporary folder with a copy of the repository's migrations and room for a database.
+final class Scratch {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-store-\(UUID().uuidString)")
+    var migrations: URL { directory.appendingPathComponent("Migrations") }
+    var database: String { directory.appendingPathComponent("data/catalog.sqlite").path }
+
+    init() throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: repositoryMigrations, to: migrations)
+    }
+
+    func open() throws -> CatalogStore {
+        try CatalogStore(path: database, migrations: Migration.load(from: migrations))
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+}
+
+/// Waits for a completion-style store write.
+func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> Void) -> Void) throws -> T {
+    let done = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var outcome: Result<T, any Error>?
+    start { result in
+        outcome = result
+        done.signal()
+    }
+    done.wait()
+    return try outcome!.get()
+}
+
+@Suite struct MigrationTests {
+    @Test func appliesOnceAndRecordsChecksums() throws {
+        let scratch = try Scratch()
+        let first = try scratch.open()
+        #expect(first.appliedMigrations == ["0001_create_catalog.sql"])
+        try first.close()
+        let second = try scratch.open()
+        #expect(second.appliedMigrations.isEmpty)
+        try second.close()
+        let queue = try DatabaseQueue(path: scratch.database)
+        let row = try queue.read { try Row.fetchOne($0, sql: "SELECT file_name, checksum FROM schema_migrations WHERE version = 1") }
+        let data = try Data(contentsOf: scratch.migrations.appendingPathComponent("0001_create_catalog.sql"))
+        #expect(row?["checksum"] == SHA256.hex(Array(data)))
+    }
+
+    @Test func aMigrationChangedAfterApplyingStopsStartupNamingTheFile() throws {
+        let scratch = try Scratch()
+        try scratch.open().close()
+        let file = scratch.migrations.appendingPathComponent("0001_create_catalog.sql")
+        try (String(contentsOf: file, encoding: .utf8) + "\n-- edited\n").write(to: file, atomically: true, encoding: .utf8)
+        #expect(throws: MigrationError.modifiedAfterApplying("0001_create_catalog.sql")) { try scratch.open() }
+        #expect("\(MigrationError.modifiedAfterApplying("0001_create_catalog.sql"))".contains("0001_create_catalog.sql"))
+    }
+
+    @Test func aNewMigrationIsAppliedInOrderAndAFailingOneRollsBack() throws {
+        let scratch = try Scratch()
+        try scratch.open().close()
+        try "ALTER TABLE games ADD COLUMN publisher TEXT;".write(to: scratch.migrations.appendingPathComponent("0002_add_publisher.sql"), atomically: true, encoding: .utf8)
+        let store = try scratch.open()
+        #expect(store.appliedMigrations == ["0002_add_publisher.sql"])
+        try store.close()
+        try "CREATE TABLE t (x); SELECT no_such_function();".write(to: scratch.migrations.appendingPathComponent("0003_broken.sql"), atomically: true, encoding: .utf8)
+        #expect(throws: MigrationError.self) { try scratch.open() }
+        let queue = try DatabaseQueue(path: scratch.database)
+        #expect(try queue.read { try $0.tableExists("t") } == false, "a failed migration leaves nothing behind")
+    }
+
+    @Test func anAppliedMigrationMissingFromThisBuildIsRefused() throws {
+        let scratch = try Scratch()
+        try "SELECT 1;".write(to: scratch.migrations.appendingPathComponent("0002_noop.sql"), atomically: true, encoding: .utf8)
+        try scratch.open().close()
+        try FileManager.default.removeItem(at: scratch.migrations.appendingPathComponent("0002_noop.sql"))
+        #expect(throws: MigrationError.unknownApplied(version: 2, fileName: "0002_noop.sql")) { try scratch.open() }
+    }
+
+    @Test func misnamedFilesAreRefused() throws {
+        let scratch = try Scratch()
+        try "SELECT 1;".write(to: scratch.migrations.appendingPathComponent("2_oops.sql"), atomically: true, encoding: .utf8)
+        #expect(throws: MigrationError.misnamed("2_oops.sql")) { try scratch.open() }
+    }
+
+    @Test func sha256KnownAnswers() {
+        #expect(SHA256.hex([]) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SHA256.hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SHA256.hex(Array(String(repeating: "a", count: 1000).utf8)) == "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3")
+    }
+}
+
+@Suite struct StoreBehaviourTests {
+    @Test func connectionsAreConfiguredForDurability() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        let database = try #require(Mirror(reflecting: store).descendant("database") as? CatalogDatabase)
+        let (journal, synchronous, foreignKeys) = try database.pool.write { db in
+            (try String.fetchOne(db, sql: "PRAGMA journal_mode"), try Int.fetchOne(db, sql: "PRAGMA synchronous"), try Int.fetchOne(db, sql: "PRAGMA foreign_keys"))
+        }
+        #expect(journal == "wal")
+        #expect(synchronous == 2, "FULL")
+        #expect(foreignKeys == 1)
+        #expect(store.sqliteVersion.hasPrefix("3."))
+    }
+
+    @Test func seedsOnlyAnEmptyCatalog() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        #expect(try store.seedDemoCatalogIfEmpty())
+        #expect(try store.games.count() == 4)
+        #expect(try store.locations.count() >= 20)
+        #expect(try store.items.count() >= 10)
+        #expect(try store.seedDemoCatalogIfEmpty() == false)
+        #expect(try store.games.count() == 4)
+    }
+
+    @Test func keysetPagesCoverEveryOrderExactly() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        // Many equal titles and identical timestamps force the id tie-break.
+        for index in 0..<300 {
+            _ = try wait { store.games.create(GameInput(name: ["Alpha", "beta", "Gamma"][index % 3], imageName: "g\(index)"), completion: $0) }
+        }
+        let all = try store.games.list(ListRequest(limit: 100, order: .field("name", descending: false)))
+        #expect(all.items.count == 100)
+        for order in [ListRequest.Order.field("name", descending: false), .field("name", descending: true),
+                      .field("createdAt", descending: false), .field("createdAt", descending: true)] {
+            var seen: [CatalogID] = []
+            var cursor: String?
+            repeat {
+                let page = try store.games.list(ListRequest(limit: 7, order: order, cursor: cursor))
+                seen += page.items.map(\.id)
+                cursor = page.nextCursor
+            } while cursor != nil
+            #expect(seen.count == 300, "\(order)")
+            #expect(Set(seen).count == 300, "\(order): no duplicates")
+        }
+        let first = try store.games.list(ListRequest(limit: 5, order: .field("name", descending: false)))
+        #expect(throws: StoreError.self) {
+            try store.games.list(ListRequest(limit: 5, order: .field("name", descending: true), cursor: first.nextCursor))
+        }
+    }
+
+    @Test func fullTextIndexFollowsUpdatesAndDeletes() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        let game = try wait { store.games.create(GameInput(name: "Tempest", description: "Vector shooter", imageName: "tempest"), completion: $0) }
+        #expect(try store.games.list(ListRequest(order: .relevance, search: "vector")).items.map(\.id) == [game.id])
+        _ = try wait { store.games.replace(game.id, with: GameInput(name: "Robotron", description: "Twin-stick", imageName: "r"), ifMatch: [1], completion: $0) }
+        #expect(try store.games.list(ListRequest(order: .relevance, search: "vector")).items.isEmpty)
+        #expect(try store.games.list(ListRequest(order: .relevance, search: "twin")).items.map(\.id) == [game.id])
+        try wait { store.games.delete(game.id, ifMatch: nil, completion: $0) }
+        #expect(try store.games.list(ListRequest(order: .relevance, search: "twin")).items.isEmpty)
+    }
+
+    @Test func failedWritesInABatchDoNotUndoOthers() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        let group = DispatchGroup()
+        let results = Mutex<[Bool]>([])
+        for index in 0..<50 {
+            group.enter()
+            if index % 5 == 0 {
+                store.games.delete(CatalogID(), ifMatch: nil) { result in
+                    results.withLock { $0.append((try? result.get()) != nil) }
+                    group.leave()
+                }
+            } else {
+                store.games.create(GameInput(name: "G\(index)", imageName: "g")) { result in
+                    results.withLock { $0.append((try? result.get()) != nil) }
+                    group.leave()
+                }
+            }
+        }
+        group.wait()
+        #expect(results.withLock { $0.filter { $0 }.count } == 40)
+        #expect(try store.games.count() == 40)
+    }
+}
+
+import Synchronization
