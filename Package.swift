@@ -25,7 +25,11 @@ let package = Package(
         // queries per resource, the demo catalog.
         .target(
             name: "CatalogStore",
-            dependencies: ["CatalogModels", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "CatalogModels",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
         ),
         // Wiring: routes, handlers and error mapping for the catalog service.
         .target(name: "CatalogService", dependencies: ["CatalogModels", "CatalogStore", "HTTPServer"]),

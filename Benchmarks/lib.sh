@@ -17,7 +17,8 @@ bench_require() {
 BENCH_WORKERS=${BENCH_WORKERS:-1}
 
 # bench_nginx DOCROOT PORT LOCATIONS... : starts nginx serving static files with keep-alive.
-# Each LOCATION is "URI FILE CONTENT_TYPE".
+# Each LOCATION is "URI FILE CONTENT_TYPE"; when FILE is a directory, URI is a prefix
+# served from that root (the file for /a/b is ROOT/a/b).
 bench_nginx() {
     local root=$1 port=$2; shift 2
     local conf="$root/nginx.conf"
@@ -30,7 +31,11 @@ bench_nginx() {
         echo "  server { listen 127.0.0.1:$port; server_tokens off;"
         for location in "$@"; do
             set -- $location
-            echo "    location = $1 { default_type \"$3\"; alias $2; }"
+            if [ -d "$2" ]; then
+                echo "    location $1 { default_type \"$3\"; root $2; }"
+            else
+                echo "    location = $1 { default_type \"$3\"; alias $2; }"
+            fi
         done
         echo "  } }"
     } > "$conf"

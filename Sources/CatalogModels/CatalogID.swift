@@ -5,15 +5,45 @@ public struct CatalogID: Hashable, Comparable, Sendable, Codable, CustomStringCo
     /// The canonical lowercase text, such as `4b7f8c2e-0f7a-4c64-9a55-0e6bb1c4a6d2`.
     public let rawValue: String
 
-    /// A new random identifier.
+    /// A new random (version 4) identifier.
     public init() {
-        rawValue = UUID().uuidString.lowercased()
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes[6] = bytes[6] & 0x0F | 0x40
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        let hex = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        for (index, byte) in bytes.enumerated() {
+            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0x0F)])
+        }
+        rawValue = String(decoding: text, as: UTF8.self)
     }
 
-    /// Parses the canonical 36-character form (either case); `nil` for anything else.
+    /// Parses the canonical 36-character form `8-4-4-4-12` hex digits (either case);
+    /// `nil` for anything else.
     public init?(_ text: String) {
-        guard text.utf8.count == 36, let uuid = UUID(uuidString: text) else { return nil }
-        rawValue = uuid.uuidString.lowercased()
+        var lowered: [UInt8] = []
+        lowered.reserveCapacity(36)
+        for (index, byte) in text.utf8.enumerated() {
+            guard index < 36 else { return nil }
+            switch byte {
+            case UInt8(ascii: "-") where index == 8 || index == 13 || index == 18 || index == 23:
+                lowered.append(byte)
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"):
+                guard index != 8, index != 13, index != 18, index != 23 else { return nil }
+                lowered.append(byte)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"):
+                guard index != 8, index != 13, index != 18, index != 23 else { return nil }
+                lowered.append(byte | 0x20)
+            default:
+                return nil
+            }
+        }
+        guard lowered.count == 36 else { return nil }
+        rawValue = String(decoding: lowered, as: UTF8.self)
     }
 
     /// The canonical lowercase text.

@@ -15,18 +15,39 @@ public enum Timestamp {
 
     /// Formats `date` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
     public static func string(from date: Date) -> String {
-        let total = milliseconds(date)
+        string(milliseconds: milliseconds(date))
+    }
+
+    /// Formats the instant `total` milliseconds after 1970 as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+    public static func string(milliseconds total: Int64) -> String {
+        var bytes: [UInt8] = []
+        appendUTF8(milliseconds: total, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the UTF-8 of ``string(milliseconds:)`` to `bytes` (for writers that
+    /// render JSON without building strings).
+    public static func appendUTF8(milliseconds total: Int64, to bytes: inout [UInt8]) {
         let millis = Int(((total % 1000) + 1000) % 1000)
         let seconds = (total - Int64(millis)) / 1000
         let days = Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
         let secondOfDay = Int(seconds - Int64(days) * 86_400)
         let (year, month, day) = civil(fromDays: days)
-        var text = ""
-        text.reserveCapacity(24)
-        text += pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T"
-        text += pad(secondOfDay / 3600, 2) + ":" + pad(secondOfDay / 60 % 60, 2) + ":" + pad(secondOfDay % 60, 2)
-        text += "." + pad(millis, 3) + "Z"
-        return text
+        func digits(_ value: Int, _ width: Int) {
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            var remaining = max(0, value)
+            if remaining >= divisor * 10 { bytes.append(contentsOf: String(remaining).utf8); return }
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(remaining / divisor))
+                remaining %= divisor
+                divisor /= 10
+            }
+        }
+        digits(year, 4); bytes.append(UInt8(ascii: "-")); digits(month, 2); bytes.append(UInt8(ascii: "-")); digits(day, 2)
+        bytes.append(UInt8(ascii: "T"))
+        digits(secondOfDay / 3600, 2); bytes.append(UInt8(ascii: ":")); digits(secondOfDay / 60 % 60, 2); bytes.append(UInt8(ascii: ":"))
+        digits(secondOfDay % 60, 2); bytes.append(UInt8(ascii: ".")); digits(millis, 3); bytes.append(UInt8(ascii: "Z"))
     }
 
     /// Parses RFC 3339 (`T` or `t`, `Z` or an offset, any number of fractional digits).
@@ -77,11 +98,6 @@ public enum Timestamp {
         let days = self.days(fromCivil: year, month, day)
         let seconds = Double(days) * 86_400 + Double(hour * 3600 + minute * 60 + second - offset) + fraction
         return Date(timeIntervalSince1970: seconds)
-    }
-
-    private static func pad(_ value: Int, _ width: Int) -> String {
-        let digits = String(value)
-        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
     }
 
     /// Howard Hinnant's days-from-civil algorithm (proleptic Gregorian calendar).

@@ -6,8 +6,9 @@ import HTTPServer
 /// The REST endpoints every resource has, following the API conventions:
 /// list, get, create, replace, merge-patch and delete, with ETags and conditional requests.
 ///
-/// Reads run inline on the event loop (a single indexed SQLite statement); writes go
-/// through the store's group-committing writer and answer once durable.
+/// Reads run inline on the event loop (a single indexed SQLite statement, rendered
+/// straight from the row to JSON); writes go through the store's group-committing
+/// writer and answer once durable.
 struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sendable {
     /// The collection path, such as `/v1/games`.
     let path: String
@@ -31,22 +32,22 @@ struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sen
     // MARK: Reads
 
     private func list(_ request: HTTPRequest) throws -> HTTPResponse {
-        let page = try store.list(ListParameters.parse(request, options: options))
-        var headers: [(name: String, value: String)] = []
+        let page = try store.renderedList(ListParameters.parse(request, options: options))
+        var headers: [(name: String, value: String)] = [("Content-Type", JSONResponse.contentType)]
         if let cursor = page.nextCursor {
             headers.append(("Link", "<\(path)?\(ListParameters.nextQuery(request, cursor: cursor))>; rel=\"next\""))
         }
-        return try JSONResponse.make(Page(items: page.items, nextCursor: page.nextCursor), headers: headers)
+        return HTTPResponse(status: .ok, headers: headers, body: page.json)
     }
 
     private func get(_ request: HTTPRequest) throws -> HTTPResponse {
         let id = try Self.id(request)
-        guard let model = try store.get(id) else { throw APIError.notFound }
-        let etag = ETag.header(model.version)
-        if try ETag.noneMatch(request, version: model.version) {
+        guard let resource = try store.rendered(id) else { throw APIError.notFound }
+        let etag = ETag.header(resource.version)
+        if try ETag.noneMatch(request, version: resource.version) {
             return HTTPResponse(status: .notModified, headers: [("ETag", etag)])
         }
-        return try JSONResponse.make(model, headers: [("ETag", etag)])
+        return HTTPResponse(status: .ok, headers: [("Content-Type", JSONResponse.contentType), ("ETag", etag)], body: resource.json)
     }
 
     // MARK: Writes

@@ -1,8 +1,8 @@
-import Foundation
 import GRDB
+import GRDBSQLite
 
 /// An opaque list cursor: the sort key and id of the last item of a page, bound to the
-/// request's order and filters by a fingerprint. base64url text.
+/// request's order and filters by a fingerprint hash. base64url text, no padding.
 struct Cursor {
     enum Key {
         case integer(Int64)
@@ -25,53 +25,23 @@ struct Cursor {
             default: return nil
             }
         }
+
+        /// The key in column `column` of the statement's current row.
+        init?(_ statement: SQLiteStatement, _ column: Int32) {
+            switch sqlite3_column_type(statement, column) {
+            case SQLITE_INTEGER: self = .integer(sqlite3_column_int64(statement, column))
+            case SQLITE_FLOAT: self = .real(sqlite3_column_double(statement, column))
+            case SQLITE_TEXT: self = .text(String(decoding: RowRenderer.text(statement, column), as: UTF8.self))
+            default: return nil
+            }
+        }
     }
 
     let fingerprint: String
     let key: Key
     let id: String
 
-    private static let separator: Character = "\u{1F}"
-
-    func encoded() -> String {
-        let keyText: String = switch key {
-        case let .integer(value): "i\(value)"
-        case let .text(value): "s\(value)"
-        case let .real(value): "d\(String(value.bitPattern, radix: 16))"
-        }
-        let plain = "1\(Self.separator)\(Self.hash(fingerprint))\(Self.separator)\(id)\(Self.separator)\(keyText)"
-        return Data(plain.utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-    }
-
-    /// Decodes `text` and checks it was made for a request with this fingerprint.
-    init(decoding text: String, fingerprint: String) throws(StoreError) {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard text.utf8.count <= 4096, let data = Data(base64Encoded: base64), let plain = String(data: data, encoding: .utf8) else {
-            throw .invalidCursor("The cursor is malformed.")
-        }
-        let parts = plain.split(separator: Self.separator, maxSplits: 3, omittingEmptySubsequences: false)
-        guard parts.count == 4, parts[0] == "1", let kind = parts[3].first else { throw .invalidCursor("The cursor is malformed.") }
-        guard parts[1] == Self.hash(fingerprint) else {
-            throw .invalidCursor("The cursor belongs to a list with another sort or filter; start again without it.")
-        }
-        let value = parts[3].dropFirst()
-        switch kind {
-        case "i":
-            guard let number = Int64(value) else { throw .invalidCursor("The cursor is malformed.") }
-            key = .integer(number)
-        case "s":
-            key = .text(String(value))
-        case "d":
-            guard let bits = UInt64(value, radix: 16) else { throw .invalidCursor("The cursor is malformed.") }
-            key = .real(Double(bitPattern: bits))
-        default:
-            throw .invalidCursor("The cursor is malformed.")
-        }
-        id = String(parts[2])
-        self.fingerprint = fingerprint
-    }
+    private static let separator = UInt8(0x1F)
 
     init(fingerprint: String, key: Key, id: String) {
         self.fingerprint = fingerprint
@@ -79,7 +49,101 @@ struct Cursor {
         self.id = id
     }
 
-    private static func hash(_ text: String) -> String {
-        String(SHA256.hex(Array(text.utf8)).prefix(12))
+    /// `1 ␟ fingerprint-hash ␟ id ␟ kind+value`, base64url-encoded.
+    func encoded() -> String {
+        var plain: [UInt8] = [UInt8(ascii: "1"), Self.separator]
+        plain += Array(String(Self.hash(fingerprint), radix: 36).utf8)
+        plain.append(Self.separator)
+        plain += Array(id.utf8)
+        plain.append(Self.separator)
+        switch key {
+        case let .integer(value): plain += Array("i\(value)".utf8)
+        case let .text(value): plain += Array("s\(value)".utf8)
+        case let .real(value): plain += Array("d\(String(value.bitPattern, radix: 16))".utf8)
+        }
+        return Base64URL.encode(plain)
+    }
+
+    /// Decodes `text` and checks it was made for a request with this fingerprint.
+    init(decoding text: String, fingerprint: String) throws(StoreError) {
+        guard text.utf8.count <= 4096, let plain = Base64URL.decode(text) else { throw .invalidCursor("The cursor is malformed.") }
+        let parts = plain.split(separator: Self.separator, maxSplits: 3, omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0].elementsEqual([UInt8(ascii: "1")]), let kind = parts[3].first,
+              let id = String(validating: parts[2], as: UTF8.self), let value = String(validating: parts[3].dropFirst(), as: UTF8.self)
+        else { throw .invalidCursor("The cursor is malformed.") }
+        guard parts[1].elementsEqual(String(Self.hash(fingerprint), radix: 36).utf8) else {
+            throw .invalidCursor("The cursor belongs to a list with another sort or filter; start again without it.")
+        }
+        switch kind {
+        case UInt8(ascii: "i"):
+            guard let number = Int64(value) else { throw .invalidCursor("The cursor is malformed.") }
+            key = .integer(number)
+        case UInt8(ascii: "s"):
+            key = .text(value)
+        case UInt8(ascii: "d"):
+            guard let bits = UInt64(value, radix: 16) else { throw .invalidCursor("The cursor is malformed.") }
+            key = .real(Double(bitPattern: bits))
+        default:
+            throw .invalidCursor("The cursor is malformed.")
+        }
+        self.id = id
+        self.fingerprint = fingerprint
+    }
+
+    /// FNV-1a: binds a cursor to its list; not a secret (cursors are opaque, not signed).
+    private static func hash(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return hash
+    }
+}
+
+/// RFC 4648 §5 base64url without padding.
+enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let values: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (index, byte) in alphabet.enumerated() { table[Int(byte)] = UInt8(index) }
+        return table
+    }()
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var index = 0
+        while index < bytes.count {
+            let chunk = bytes[index..<min(index + 3, bytes.count)]
+            let b0 = chunk[chunk.startIndex]
+            let b1 = chunk.count > 1 ? chunk[chunk.startIndex + 1] : 0
+            let b2 = chunk.count > 2 ? chunk[chunk.startIndex + 2] : 0
+            output.append(alphabet[Int(b0 >> 2)])
+            output.append(alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)])
+            if chunk.count > 1 { output.append(alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)]) }
+            if chunk.count > 2 { output.append(alphabet[Int(b2 & 0x3F)]) }
+            index += 3
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    static func decode(_ text: String) -> [UInt8]? {
+        var output: [UInt8] = []
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for byte in text.utf8 {
+            let value = values[Int(byte)]
+            guard value != 0xFF else { return nil }
+            accumulator = accumulator << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+            }
+        }
+        // Leftover bits must be zero padding of fewer than 6 bits.
+        guard bits < 6, accumulator & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
+        return output
     }
 }

@@ -8,6 +8,11 @@ enum GameTable: ResourceTable {
     static let dataColumns = ["name", "description", "image_name"]
     static let sortColumns = ["createdAt": "created_at", "name": "name"]
     static let search: (table: String, weights: String)? = ("games_fts", "10.0, 1.0")
+    static let renderer = RowRenderer([
+        RenderedField("id", "id", .text), RenderedField("name", "name", .text), RenderedField("description", "description", .text),
+        RenderedField("imageName", "image_name", .text), RenderedField("createdAt", "created_at", .timestamp),
+        RenderedField("updatedAt", "updated_at", .timestamp), RenderedField("version", "version", .integer),
+    ])
 
     static func values(_ input: GameInput) -> [(any DatabaseValueConvertible)?] {
         [input.name, input.description, input.imageName]

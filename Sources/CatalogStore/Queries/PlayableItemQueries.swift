@@ -8,6 +8,12 @@ enum PlayableItemTable: ResourceTable {
     static let dataColumns = ["title", "description", "stream_url", "thumbnail_url", "duration_seconds"]
     static let sortColumns = ["createdAt": "created_at", "title": "title"]
     static let search: (table: String, weights: String)? = ("playable_items_fts", "10.0, 1.0")
+    static let renderer = RowRenderer([
+        RenderedField("id", "id", .text), RenderedField("title", "title", .text), RenderedField("description", "description", .text),
+        RenderedField("streamURL", "stream_url", .text), RenderedField("thumbnailURL", "thumbnail_url", .optionalText),
+        RenderedField("durationSeconds", "duration_seconds", .optionalReal), RenderedField("createdAt", "created_at", .timestamp),
+        RenderedField("updatedAt", "updated_at", .timestamp), RenderedField("version", "version", .integer),
+    ])
 
     static func values(_ input: PlayableItemInput) -> [(any DatabaseValueConvertible)?] {
         [input.title, input.description, input.streamURL.absoluteString, input.thumbnailURL?.absoluteString, input.durationSeconds]

@@ -1,6 +1,7 @@
 import CatalogModels
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// How one resource maps to its table. Every table has `pk`, `id`, `created_at`,
 /// `updated_at` and `version` besides the resource's own columns.
@@ -16,6 +17,9 @@ protocol ResourceTable: Sendable {
     static var sortColumns: [String: String] { get }
     /// The FTS5 table over the resource, and its column weights for `bm25`.
     static var search: (table: String, weights: String)? { get }
+
+    /// Renders rows straight to the model's JSON.
+    static var renderer: RowRenderer { get }
 
     /// The column values of `input`, in the order of ``dataColumns``.
     static func values(_ input: Input) -> [(any DatabaseValueConvertible)?]
@@ -54,6 +58,9 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
     private let search: (table: String, weights: String)?
     private let values: @Sendable (Input) -> [(any DatabaseValueConvertible)?]
     private let decode: @Sendable (Row) -> Model
+    private let renderer: RowRenderer
+    private let renderedSelectSQL: String
+    private let versionIndex: Int32
 
     init<Table: ResourceTable>(_ table: Table.Type, database: CatalogDatabase) where Table.Model == Model, Table.Input == Input {
         self.database = database
@@ -65,6 +72,15 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         search = Table.search
         values = { Table.values($0) }
         decode = { Table.model($0) }
+        renderer = Table.renderer
+        versionIndex = Table.renderer.index(of: "version")
+        renderedSelectSQL = "SELECT \(Self.selectList(Table.renderer, distance: nil)) FROM \(Table.table) t WHERE id = ?"
+    }
+
+    /// The renderer's columns; the distance column is the sort key in distance-ordered
+    /// lists and NULL elsewhere.
+    private static func selectList(_ renderer: RowRenderer, distance: String?) -> String {
+        renderer.columns.map { $0 == Geo.distanceColumn ? "\(distance ?? "NULL") AS \($0)" : "t.\($0)" }.joined(separator: ", ")
     }
 
     /// The API names of the fields lists can sort by.
@@ -84,19 +100,87 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         }
     }
 
+    /// The resource with `id` as its JSON document, with its version; `nil` when absent.
+    /// Rendered straight from the statement: the fast path for `GET /…/{id}`.
+    public func rendered(_ id: CatalogID) throws(StoreError) -> (version: Int, json: [UInt8])? {
+        try guarded {
+            try database.read { db -> (Int, [UInt8])? in
+                let statement = try db.cachedStatement(sql: renderedSelectSQL)
+                // The cursor must outlive the reads: releasing it resets the statement.
+                let rows = try Row.fetchCursor(statement, arguments: [id.rawValue])
+                return try withExtendedLifetime(rows) { () -> (Int, [UInt8])? in
+                    guard try rows.next() != nil else { return nil }
+                    var writer = JSONWriter()
+                    renderer.render(statement.sqliteStatement, into: &writer)
+                    return (Int(sqlite3_column_int64(statement.sqliteStatement, versionIndex)), writer.bytes)
+                }
+            }
+        }
+    }
+
     /// One page of the list described by `request`.
     public func list(_ request: ListRequest) throws(StoreError) -> ListPage<Model> {
-        let cursor = try request.cursor.map { text throws(StoreError) in try Cursor(decoding: text, fingerprint: request.fingerprint) }
-        let (sql, arguments) = try listQuery(request, after: cursor)
+        let (rows, next) = try listRows(request)
+        return ListPage(items: rows.map(decode), nextCursor: next)
+    }
+
+    /// One page as the JSON document of a `Page` (`{"items":[…],"nextCursor":"…"}`),
+    /// rendered straight from the statement: the fast path for list endpoints.
+    public func renderedList(_ request: ListRequest) throws(StoreError) -> (json: [UInt8], nextCursor: String?) {
+        let (sql, arguments) = try listQuery(request, after: decodeCursor(request))
+        let sortKeyIndex = Int32(renderer.fields.count)
+        let idIndex = renderer.index(of: "id")
+        return try guarded {
+            try database.read { db in
+                let statement = try db.cachedStatement(sql: sql)
+                let rows = try Row.fetchCursor(statement, arguments: StatementArguments(arguments))
+                let sqlite = statement.sqliteStatement
+                var writer = JSONWriter(capacity: 256 + request.limit * 512)
+                writer.raw("{\"items\":[")
+                var count = 0
+                var lastOnPage: Cursor?
+                var next: String?
+                while try rows.next() != nil {
+                    if count == request.limit {
+                        next = lastOnPage?.encoded()
+                        break
+                    }
+                    if count > 0 { writer.byte(UInt8(ascii: ",")) }
+                    renderer.render(sqlite, into: &writer)
+                    count += 1
+                    if count == request.limit, let key = Cursor.Key(sqlite, sortKeyIndex) {
+                        lastOnPage = Cursor(fingerprint: request.fingerprint, key: key,
+                                            id: String(decoding: RowRenderer.text(sqlite, idIndex), as: UTF8.self))
+                    }
+                }
+                writer.byte(UInt8(ascii: "]"))
+                if let next {
+                    writer.raw(",\"nextCursor\":")
+                    writer.string(next)
+                }
+                writer.byte(UInt8(ascii: "}"))
+                return (writer.bytes, next)
+            }
+        }
+    }
+
+    private func decodeCursor(_ request: ListRequest) throws(StoreError) -> Cursor? {
+        guard let text = request.cursor else { return nil }
+        return try Cursor(decoding: text, fingerprint: request.fingerprint)
+    }
+
+    /// The rows of one page (renderer columns first, then `sort_key`) and the next cursor.
+    private func listRows(_ request: ListRequest) throws(StoreError) -> ([Row], String?) {
+        let (sql, arguments) = try listQuery(request, after: decodeCursor(request))
         let rows = try guarded {
             try database.read { db in try Row.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments)) }
         }
-        let pageRows = rows.prefix(request.limit)
+        let page = Array(rows.prefix(request.limit))
         var next: String?
-        if rows.count > request.limit, let last = pageRows.last, let key = Cursor.Key(last["sort_key"] as DatabaseValue) {
+        if rows.count > request.limit, let last = page.last, let key = Cursor.Key(last["sort_key"] as DatabaseValue) {
             next = Cursor(fingerprint: request.fingerprint, key: key, id: last["id"]).encoded()
         }
-        return ListPage(items: pageRows.map(decode), nextCursor: next)
+        return (page, next)
     }
 
     /// Builds `SELECT * FROM (rows with their sort_key) WHERE keyset ORDER BY sort_key, id LIMIT n+1`.
@@ -149,10 +233,10 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
             outerArguments += [cursor.key.databaseValue, cursor.id]
         }
         let direction = descending ? "DESC" : "ASC"
-        let distanceColumn = request.order == .distance ? ", sort_key AS distance_meters" : ""
-        var sql = "SELECT *\(distanceColumn) FROM (SELECT t.*, \(keyExpression) AS sort_key FROM \(from)"
+        let columns = Self.selectList(renderer, distance: request.order == .distance ? "t.sort_key" : nil)
+        var sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*, \(keyExpression) AS sort_key FROM \(from)"
         if !filters.isEmpty { sql += " WHERE " + filters.joined(separator: " AND ") }
-        sql += ")"
+        sql += ") t"
         if !outerFilters.isEmpty { sql += " WHERE " + outerFilters.joined(separator: " AND ") }
         sql += " ORDER BY sort_key \(direction), id \(direction) LIMIT ?"
         return (sql, keyArguments + arguments + outerArguments + [request.limit + 1])

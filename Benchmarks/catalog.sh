@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The catalog's hot paths on a 10,000-item database, each beside nginx serving
+# byte-identical bodies from static files (same worker count, keep-alive), in one run:
+#   1. GET /v1/playable-items/{random id}
+#   2. GET /v1/playable-items?limit=20&cursor={random page}
+#   3. POST /v1/playable-items (every 201 durable: WAL, synchronous=FULL, group commit)
+#      vs nginx serving a static response of the same size.
+# Usage: Benchmarks/catalog.sh   (env: BENCH_DURATION=10s BENCH_WORKERS=1 BENCH_ITEMS=10000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. Benchmarks/lib.sh
+bench_require
+command -v sqlite3 >/dev/null || apt-get install -y -qq sqlite3 >/dev/null
+swift build -c release --product catalog-server >/dev/null
+server=.build/release/catalog-server
+items=${BENCH_ITEMS:-10000}
+
+work=$(mktemp -d)
+database="$work/catalog.sqlite"
+ours_port=18280 nginx_port=18281
+ours=
+trap '[ -n "$ours" ] && kill $ours 2>/dev/null; bench_nginx_stop "$work"; rm -rf "$work"' EXIT
+
+# The database is built before the server starts (no second process ever opens a live file).
+"$server" migrate --database "$database" >/dev/null
+sqlite3 "$database" <<SQL
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $items)
+INSERT INTO playable_items (id, title, description, stream_url, thumbnail_url, duration_seconds, created_at, updated_at, version)
+SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-'
+             || substr('89ab', 1 + abs(random()) % 4, 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
+       'Sample video ' || i,
+       'Sample video number ' || i || ', a typical catalog entry with a sentence or two of description for the player screen.',
+       'https://videos.example.com/' || i || '/master.m3u8', 'https://videos.example.com/' || i || '/poster.jpg',
+       60 + i % 3600, 1763000000000 + i * 1000, 1763000000000 + i * 1000, 1
+FROM n;
+SQL
+sqlite3 "$database" "SELECT id FROM playable_items" > "$work/ids.txt"
+
+"$server" --port "$ours_port" --loop-threads "$BENCH_WORKERS" --database "$database" --no-seed >/dev/null &
+ours=$!
+bench_wait_port "$ours_port"
+
+# Static copies of exactly what our server answers, for nginx.
+mkdir -p "$work/static/v1/playable-items" "$work/static/pages"
+sed "s|.*|url = \"http://127.0.0.1:$ours_port/v1/playable-items/&\"\noutput = \"$work/static/v1/playable-items/&\"|" "$work/ids.txt" > "$work/fetch.conf"
+curl -sf -K "$work/fetch.conf"
+cursor=""
+: > "$work/cursors.txt"
+for page in $(seq 1 $((items / 20))); do
+    url="http://127.0.0.1:$ours_port/v1/playable-items?limit=20${cursor:+&cursor=$cursor}"
+    curl -sf "$url" -o "$work/static/pages/$page"
+    echo "$cursor" >> "$work/cursors.txt"
+    cursor=$(grep -o '"nextCursor":"[^"]*"' "$work/static/pages/$page" | cut -d'"' -f4 || true)
+    [ -n "$cursor" ] || break
+done
+post_body='{"title":"Benchmark upload","description":"Posted by wrk.","streamURL":"https://videos.example.com/new/master.m3u8","durationSeconds":42}'
+curl -sf -X POST -H 'Content-Type: application/json' -d "$post_body" "http://127.0.0.1:$ours_port/v1/playable-items" -o "$work/static/created"
+
+bench_nginx "$work" "$nginx_port" "/v1/playable-items/ $work/static application/json" "/pages/ $work/static application/json" \
+    "/created $work/static/created application/json"
+
+# wrk scripts: the same random choice of resource for both servers.
+{
+    echo "ids = {"; sed 's/.*/"&",/' "$work/ids.txt"; echo "}"
+    echo 'request = function() return wrk.format("GET", "/v1/playable-items/" .. ids[math.random(#ids)]) end'
+} > "$work/get.lua"
+pages=$(wc -l < "$work/cursors.txt")
+{
+    echo "cursors = {"; sed 's/.*/"&",/' "$work/cursors.txt"; echo "}"
+    echo 'request = function()'
+    echo '  local c = cursors[math.random(#cursors)]'
+    echo '  if c == "" then return wrk.format("GET", "/v1/playable-items?limit=20") end'
+    echo '  return wrk.format("GET", "/v1/playable-items?limit=20&cursor=" .. c) end'
+} > "$work/list.lua"
+echo "request = function() return wrk.format(\"GET\", \"/pages/\" .. math.random($pages)) end" > "$work/pages.lua"
+cat > "$work/post.lua" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '$post_body'
+LUA
+
+bench_same_body "http://127.0.0.1:$ours_port/v1/playable-items/$(head -1 "$work/ids.txt")" "http://127.0.0.1:$nginx_port/v1/playable-items/$(head -1 "$work/ids.txt")"
+bench_same_body "http://127.0.0.1:$ours_port/v1/playable-items?limit=20" "http://127.0.0.1:$nginx_port/pages/1"
+
+echo "database: $items playable items, $pages list pages; workers: $BENCH_WORKERS each; wrk -t1 -c$BENCH_CONNECTIONS -d$BENCH_DURATION"
+BENCH_DURATION=3s bench_wrk "warm-up" "http://127.0.0.1:$ours_port" "$work/get.lua" >/dev/null
+BENCH_DURATION=3s bench_wrk "warm-up" "http://127.0.0.1:$nginx_port" "$work/get.lua" >/dev/null
+
+echo "GET /v1/playable-items/{random id}"
+bench_wrk "  catalog-server" "http://127.0.0.1:$ours_port" "$work/get.lua"; a=$BENCH_RPS
+bench_wrk "  nginx" "http://127.0.0.1:$nginx_port" "$work/get.lua"; b=$BENCH_RPS
+echo "  ours/nginx: $(bench_ratio "$a" "$b")   (target 35%)"
+
+echo "GET /v1/playable-items?limit=20&cursor={random}"
+bench_wrk "  catalog-server" "http://127.0.0.1:$ours_port" "$work/list.lua"; a=$BENCH_RPS
+bench_wrk "  nginx" "http://127.0.0.1:$nginx_port" "$work/pages.lua"; b=$BENCH_RPS
+echo "  ours/nginx: $(bench_ratio "$a" "$b")   (target 17%)"
+
+echo "POST /v1/playable-items (durable) vs a same-sized static GET"
+bench_wrk "  catalog-server" "http://127.0.0.1:$ours_port/v1/playable-items" "$work/post.lua"; a=$BENCH_RPS
+bench_wrk "  nginx" "http://127.0.0.1:$nginx_port/created"; b=$BENCH_RPS
+echo "  ours/nginx: $(bench_ratio "$a" "$b")   (target 25%)"
+
+echo "peak RSS: catalog-server $(bench_rss $ours), nginx $(bench_nginx_rss "$work")"
