@@ -1,15 +1,26 @@
 import Foundation
 
-/// The identifier of a catalog resource: a server-generated UUID, written in lowercase.
+/// The identifier of a catalog resource: a server-generated UUID (version 7), written in lowercase.
 public struct CatalogID: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
     /// The canonical lowercase text, such as `4b7f8c2e-0f7a-4c64-9a55-0e6bb1c4a6d2`.
     public let rawValue: String
 
-    /// A new random (version 4) identifier.
+    /// A new identifier: a version 7 UUID (RFC 9562), whose first 48 bits are the
+    /// creation time in milliseconds and the rest random, so new ids sort after older
+    /// ones and database indexes grow at their end.
     public init() {
+        self.init(milliseconds: UInt64(max(0, Date().timeIntervalSince1970 * 1000)))
+    }
+
+    /// A version 7 UUID for the instant `milliseconds` after 1970.
+    public init(milliseconds: UInt64) {
         var generator = SystemRandomNumberGenerator()
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        bytes[6] = bytes[6] & 0x0F | 0x40
+        let random: UInt64 = generator.next()
+        let more: UInt64 = generator.next()
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: milliseconds >> UInt64(40 - index * 8)) }
+        for index in 6..<16 { bytes[index] = UInt8(truncatingIfNeeded: (index < 14 ? random : more) >> UInt64((index % 8) * 8)) }
+        bytes[6] = bytes[6] & 0x0F | 0x70
         bytes[8] = bytes[8] & 0x3F | 0x80
         let hex = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []

@@ -45,7 +45,7 @@ public final class CatalogStore: Sendable {
     /// - Returns: whether it did.
     @discardableResult
     public func seedDemoCatalogIfEmpty() throws -> Bool {
-        try database.writes.write { db -> Bool in
+        try database.writes.write(atomic: true) { db -> Bool in
             let existing = try Int.fetchOne(db, sql: "SELECT (SELECT count(*) FROM playable_items) + (SELECT count(*) FROM games) + (SELECT count(*) FROM locations)") ?? 0
             guard existing == 0 else { return false }
             // Distinct, increasing creation times keep the demo's order stable.

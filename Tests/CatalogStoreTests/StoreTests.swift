@@ -1,6 +1,7 @@
 import CatalogModels
 import Foundation
 import GRDB
+import Synchronization
 import Testing
 @testable import CatalogStore
 
@@ -188,6 +189,31 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         #expect(results.withLock { $0.filter { $0 }.count } == 40)
         #expect(try store.games.count() == 40)
     }
-}
 
-import Synchronization
+    @Test func atomicWritesAreAllOrNothingAndOthersInTheBatchSurvive() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        let database = try #require(Mirror(reflecting: store).descendant("database") as? CatalogDatabase)
+        struct Abort: Error {}
+        let insert = "INSERT INTO games (id, name, description, image_name, created_at, updated_at, version) VALUES (?, 'G', '', 'g', 0, 0, 1)"
+        let group = DispatchGroup()
+        let outcomes = Mutex<[String: Bool]>([:])
+        for name in ["first", "atomic", "last"] {
+            group.enter()
+            database.writes.submit(atomic: name == "atomic", { db in
+                try db.execute(sql: insert, arguments: [CatalogID().rawValue])
+                if name == "atomic" {
+                    try db.execute(sql: insert, arguments: [CatalogID().rawValue])
+                    throw Abort()
+                }
+            }, completion: { result in
+                outcomes.withLock { $0[name] = (try? result.get()) != nil }
+                group.leave()
+            })
+        }
+        group.wait()
+        #expect(outcomes.withLock { $0 } == ["first": true, "atomic": false, "last": true])
+        #expect(try store.games.count() == 2, "the failed atomic write left none of its two rows")
+    }
+}

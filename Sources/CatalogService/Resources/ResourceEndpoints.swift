@@ -43,11 +43,10 @@ struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sen
     private func get(_ request: HTTPRequest) throws -> HTTPResponse {
         let id = try Self.id(request)
         guard let resource = try store.rendered(id) else { throw APIError.notFound }
-        let etag = ETag.header(resource.version)
         if try ETag.noneMatch(request, version: resource.version) {
-            return HTTPResponse(status: .notModified, headers: [("ETag", etag)])
+            return HTTPResponse(status: .notModified, headers: [("ETag", ETag.header(resource.version))])
         }
-        return HTTPResponse(status: .ok, headers: [("Content-Type", JSONResponse.contentType), ("ETag", etag)], body: resource.json)
+        return Self.response(resource)
     }
 
     // MARK: Writes
@@ -55,10 +54,8 @@ struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sen
     private func create(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let input = try readInput(RequestBody.object(request, mediaType: RequestBody.json))
         store.create(input) { [path] result in
-            done(result.flatMap { model in
-                Result {
-                    try JSONResponse.make(model, status: .created, headers: [("Location", "\(path)/\(model.id)"), ("ETag", ETag.header(model.version))])
-                }
+            done(result.map { resource in
+                Self.response(resource, status: .created, headers: [("Location", "\(path)/\(resource.id)")])
             })
         }
     }
@@ -106,8 +103,14 @@ struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sen
         }
     }
 
-    private static func updated(_ result: Result<Model, any Error>) -> Result<HTTPResponse, any Error> {
-        result.flatMap { model in Result { try JSONResponse.make(model, headers: [("ETag", ETag.header(model.version))]) } }
+    private static func updated(_ result: Result<RenderedResource, any Error>) -> Result<HTTPResponse, any Error> {
+        result.map { response($0) }
+    }
+
+    /// A rendered resource with its `ETag`.
+    private static func response(_ resource: RenderedResource, status: HTTPStatus = .ok, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", JSONResponse.contentType), ("ETag", ETag.header(resource.version))] + headers,
+                     body: resource.json)
     }
 
     static func id(_ request: HTTPRequest) throws(APIError) -> CatalogID {

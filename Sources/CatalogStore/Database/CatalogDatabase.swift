@@ -6,6 +6,7 @@ import GRDB
 final class CatalogDatabase: Sendable {
     let pool: DatabasePool
     let writes: WriteQueue
+    let checkpointer: Checkpointer
 
     init(path: String, readers: Int) throws {
         var configuration = Configuration()
@@ -14,15 +15,26 @@ final class CatalogDatabase: Sendable {
         configuration.maximumReaderCount = max(2, readers)
         configuration.persistentReadOnlyConnections = true
         configuration.label = "catalog"
+        configuration.prepareDatabase { db in
+            // Each connection keeps up to 16 MiB of pages in memory.
+            try db.execute(sql: "PRAGMA cache_size = -16384")
+        }
         pool = try DatabasePool(path: path, configuration: configuration)
         // GRDB sets NORMAL on the writer when it enables WAL; an acknowledged write must
         // survive power loss, so the one writer connection commits with FULL.
+        // Checkpoints run on their own connection and thread, off the writer's path.
         let synchronous = try pool.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY")
             return try Int.fetchOne(db, sql: "PRAGMA synchronous")
         }
         guard synchronous == 2 else { throw StoreError.unavailable("SQLite refused synchronous=FULL.") }
-        writes = WriteQueue(writer: pool)
+        let checkpointer = try Checkpointer(path: path)
+        self.checkpointer = checkpointer
+        writes = WriteQueue(writer: pool) { db in
+            if checkpointer.needsRestart.exchange(false, ordering: .relaxed) {
+                _ = try? Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(RESTART)")
+            }
+        }
     }
 
     /// Runs a read on a pooled reader connection. Single statements need no transaction.
@@ -30,8 +42,11 @@ final class CatalogDatabase: Sendable {
         try pool.unsafeRead(body)
     }
 
+    /// Finishes queued writes, copies the whole WAL into the database file and truncates it.
     func close() throws {
         writes.stop()
+        checkpointer.stop()
+        try pool.writeWithoutTransaction { db in _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         try pool.close()
     }
 }

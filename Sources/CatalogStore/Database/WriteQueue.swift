@@ -4,8 +4,12 @@ import GRDB
 /// The single writer, with group commit.
 ///
 /// Writes queue up while a transaction is being committed; the writer thread then runs
-/// every queued write in one transaction (each in its own savepoint, so one failing write
-/// does not undo the others) and commits once. With `synchronous=FULL` that is one
+/// every queued write in one transaction and commits once. One failing write never
+/// undoes the others: a single SQL statement is atomic by itself (SQLite rolls back a
+/// failed statement, triggers included), and writes made of several statements are
+/// submitted as `atomic`, which runs them in a savepoint of their own. (Savepoints are
+/// not the default: they cost about a third of the write throughput.) Jobs should do only database work: their
+/// completions run on the writer thread after the commit and must be quick. With `synchronous=FULL` that is one
 /// `fsync` for the whole batch, and each completion is called only after its data is
 /// durable.
 final class WriteQueue: @unchecked Sendable {
@@ -13,6 +17,8 @@ final class WriteQueue: @unchecked Sendable {
         /// Runs the write; returns what to call once the transaction has committed.
         let run: (Database) throws -> @Sendable () -> Void
         let fail: @Sendable (any Error) -> Void
+        /// Whether `run` needs a savepoint to be all-or-nothing (several modifying statements).
+        let atomic: Bool
     }
 
     private let writer: DatabasePool
@@ -23,21 +29,28 @@ final class WriteQueue: @unchecked Sendable {
     private let finished = NSCondition()
     private var running = true
 
-    init(writer: DatabasePool) {
+    /// Runs on the writer connection between batches (WAL maintenance).
+    private let betweenBatches: (Database) -> Void
+
+    init(writer: DatabasePool, betweenBatches: @escaping (Database) -> Void = { _ in }) {
         self.writer = writer
+        self.betweenBatches = betweenBatches
         let thread = Thread { [self] in loop() }
         thread.name = "catalog-writer"
         thread.start()
     }
 
     /// Queues `work`; `completion` receives its result after the commit (or the failure).
-    func submit<T: Sendable>(_ work: @escaping (Database) throws -> T, completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+    /// - Parameter atomic: pass `true` when `work` runs more than one modifying statement.
+    func submit<T: Sendable>(atomic: Bool = false, _ work: @escaping (Database) throws -> T,
+                             completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
         let job = Job(
             run: { db in
                 let value = try work(db)
                 return { completion(.success(value)) }
             },
-            fail: { completion(.failure($0)) })
+            fail: { completion(.failure($0)) },
+            atomic: atomic)
         condition.lock()
         if stopped {
             condition.unlock()
@@ -50,10 +63,10 @@ final class WriteQueue: @unchecked Sendable {
     }
 
     /// Runs `work` through the queue and waits for its durable result.
-    func write<T: Sendable>(_ work: @escaping (Database) throws -> T) throws -> T {
+    func write<T: Sendable>(atomic: Bool = false, _ work: @escaping (Database) throws -> T) throws -> T {
         let done = NSCondition()
         nonisolated(unsafe) var outcome: Result<T, any Error>?
-        submit(work) { result in
+        submit(atomic: atomic, work) { result in
             done.lock()
             outcome = result
             done.signal()
@@ -102,23 +115,23 @@ final class WriteQueue: @unchecked Sendable {
         do {
             try writer.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {
+                    let savepoint = try db.cachedStatement(sql: "SAVEPOINT job")
+                    let release = try db.cachedStatement(sql: "RELEASE job")
+                    let rollback = try db.cachedStatement(sql: "ROLLBACK TO job")
                     for job in batch {
+                        if job.atomic { try savepoint.execute() }
                         do {
-                            var completion: (@Sendable () -> Void)?
-                            try db.inSavepoint {
-                                completion = try job.run(db)
-                                return .commit
-                            }
-                            if let completion {
-                                completions.append(completion)
-                                committed.append(job)
-                            }
+                            completions.append(try job.run(db))
+                            committed.append(job)
                         } catch {
+                            if job.atomic { try rollback.execute() }
                             failures.append((job, error))
                         }
+                        if job.atomic { try release.execute() }
                     }
                     return .commit
                 }
+                betweenBatches(db)
             }
         } catch {
             // The commit itself failed: nothing in the batch is durable.

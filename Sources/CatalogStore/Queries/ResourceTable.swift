@@ -47,6 +47,16 @@ extension ResourceTable {
     }
 }
 
+/// A resource as its JSON document, rendered from its row.
+public struct RenderedResource: Sendable {
+    /// The resource's id.
+    public let id: CatalogID
+    /// Its version (the `ETag` is this number in quotes).
+    public let version: Int
+    /// The JSON document, byte for byte what the Codable model encodes to.
+    public let json: [UInt8]
+}
+
 /// The operations every resource supports, over any ``ResourceTable``.
 public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
     private let database: CatalogDatabase
@@ -102,19 +112,20 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
 
     /// The resource with `id` as its JSON document, with its version; `nil` when absent.
     /// Rendered straight from the statement: the fast path for `GET /…/{id}`.
-    public func rendered(_ id: CatalogID) throws(StoreError) -> (version: Int, json: [UInt8])? {
-        try guarded {
-            try database.read { db -> (Int, [UInt8])? in
-                let statement = try db.cachedStatement(sql: renderedSelectSQL)
-                // The cursor must outlive the reads: releasing it resets the statement.
-                let rows = try Row.fetchCursor(statement, arguments: [id.rawValue])
-                return try withExtendedLifetime(rows) { () -> (Int, [UInt8])? in
-                    guard try rows.next() != nil else { return nil }
-                    var writer = JSONWriter()
-                    renderer.render(statement.sqliteStatement, into: &writer)
-                    return (Int(sqlite3_column_int64(statement.sqliteStatement, versionIndex)), writer.bytes)
-                }
-            }
+    public func rendered(_ id: CatalogID) throws(StoreError) -> RenderedResource? {
+        try guarded { try database.read { db in try render(db, id) } }
+    }
+
+    /// Renders the row of `id` as read by `db` (inside a write transaction, what it will commit).
+    private func render(_ db: Database, _ id: CatalogID) throws -> RenderedResource? {
+        let statement = try db.cachedStatement(sql: renderedSelectSQL)
+        // The cursor must outlive the reads: releasing it resets the statement.
+        let rows = try Row.fetchCursor(statement, arguments: [id.rawValue])
+        return try withExtendedLifetime(rows) { () -> RenderedResource? in
+            guard try rows.next() != nil else { return nil }
+            var writer = JSONWriter()
+            renderer.render(statement.sqliteStatement, into: &writer)
+            return RenderedResource(id: id, version: Int(sqlite3_column_int64(statement.sqliteStatement, versionIndex)), json: writer.bytes)
         }
     }
 
@@ -245,25 +256,25 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
     // MARK: Writes (durable when the completion runs)
 
     /// Creates a resource from `input`.
-    public func create(_ input: Input, completion: @escaping @Sendable (Result<Model, any Error>) -> Void) {
+    public func create(_ input: Input, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         let id = CatalogID()
         submit(completion) { [self] db in
             let now = Timestamp.milliseconds(Date())
             try db.cachedStatement(sql: insertSQL).execute(arguments: StatementArguments([id.rawValue] + values(input) + [now, now, 1]))
-            return try fetch(db, id)
+            return try renderWritten(db, id)
         }
     }
 
     /// Replaces the resource `id` with `input`; `ifMatch` is the version the caller
     /// last saw, when it sent `If-Match`.
-    public func replace(_ id: CatalogID, with input: Input, ifMatch: Set<Int>?, completion: @escaping @Sendable (Result<Model, any Error>) -> Void) {
+    public func replace(_ id: CatalogID, with input: Input, ifMatch: Set<Int>?, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         update(id, ifMatch: ifMatch, completion: completion) { _ in input }
     }
 
     /// Changes the resource `id` to what `transform` makes of its current value, inside
     /// the write transaction (so concurrent changes cannot interleave). An error thrown
     /// by `transform` fails the call with that same error.
-    public func update(_ id: CatalogID, ifMatch: Set<Int>?, completion: @escaping @Sendable (Result<Model, any Error>) -> Void,
+    public func update(_ id: CatalogID, ifMatch: Set<Int>?, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void,
                        transform: @escaping @Sendable (Model) throws -> Input) {
         submit(completion) { [self] db in
             guard let row = try Row.fetchOne(db.cachedStatement(sql: selectSQL), arguments: [id.rawValue]) else { throw StoreError.notFound }
@@ -272,7 +283,7 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
             let input = try transform(decode(row))
             try db.cachedStatement(sql: updateSQL).execute(
                 arguments: StatementArguments(values(input) + [Timestamp.milliseconds(Date()), id.rawValue]))
-            return try fetch(db, id)
+            return try renderWritten(db, id)
         }
     }
 
@@ -292,9 +303,9 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         try guarded { try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") ?? 0 } }
     }
 
-    private func fetch(_ db: Database, _ id: CatalogID) throws -> Model {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: selectSQL), arguments: [id.rawValue]) else { throw StoreError.notFound }
-        return decode(row)
+    private func renderWritten(_ db: Database, _ id: CatalogID) throws -> RenderedResource {
+        guard let rendered = try render(db, id) else { throw StoreError.notFound }
+        return rendered
     }
 
     /// Submits a write. Database errors reach `completion` as ``StoreError``; errors
