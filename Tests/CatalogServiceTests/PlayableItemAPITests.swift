@@ -184,6 +184,10 @@ import Testing
         let malformed = try await catalog.client.send("POST", "/v1/playable-items", headers: ["Content-Type": "application/json"], body: Data("{\"title\":".utf8))
         #expect(malformed.status == 400)
         #expect(malformed.problem?.code == "malformedJSON")
+        let duplicate = try await catalog.client.send("POST", "/v1/playable-items", headers: ["Content-Type": "application/json"],
+                                                      body: Data(#"{"title":"a","title":"b","streamURL":"https://e.com/x"}"#.utf8))
+        #expect(duplicate.status == 400)
+        #expect(duplicate.problem?.detail?.contains("duplicate member 'title'") == true)
         let array = try await catalog.client.send("POST", "/v1/playable-items", json: [1, 2])
         #expect(array.status == 400)
         let empty = try await catalog.client.send("POST", "/v1/playable-items", headers: ["Content-Type": "application/json"], body: Data())

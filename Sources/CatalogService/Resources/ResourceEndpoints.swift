@@ -72,7 +72,7 @@ struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sen
         let ifMatch = try ETag.ifMatch(request)
         let changes = JSONValue.object(try RequestBody.object(request, mediaType: RequestBody.mergePatch))
         store.update(id, ifMatch: ifMatch, completion: { done(Self.updated($0)) }) { [inputOf, readInput] model throws in
-            let document = try JSONDecoder().decode(JSONValue.self, from: JSONResponse.encoder.encode(inputOf(model)))
+            let document = try JSONValue.parse(JSONResponse.encoder.encode(inputOf(model)))
             guard case let .object(merged) = JSONValue.mergePatch(document, changes) else { throw APIError.validation([]) }
             return try readInput(merged)
         }

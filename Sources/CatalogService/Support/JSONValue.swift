@@ -1,8 +1,9 @@
 import Foundation
 
-/// Any JSON value, decoded strictly (a number is never a boolean and vice versa), for
-/// reading request bodies field by field and applying merge patches.
-enum JSONValue: Codable, Equatable, Sendable {
+/// Any JSON value, parsed strictly by ``parse(_:)``: a number is never a boolean and
+/// vice versa, duplicate member names and nesting deeper than ``maxDepth`` are errors.
+/// Used to read request bodies field by field and to apply merge patches.
+enum JSONValue: Equatable, Sendable {
     case null
     case bool(Bool)
     case number(Double)
@@ -10,33 +11,19 @@ enum JSONValue: Codable, Equatable, Sendable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
+    /// The deepest nesting of arrays and objects accepted.
+    static let maxDepth = 64
+
+    /// Why a document is not JSON, and where.
+    struct ParseError: Error, Equatable {
+        let offset: Int
+        let reason: String
     }
 
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case let .bool(value): try container.encode(value)
-        case let .number(value): try container.encode(value)
-        case let .string(value): try container.encode(value)
-        case let .array(value): try container.encode(value)
-        case let .object(value): try container.encode(value)
-        }
+    /// Parses one JSON text (RFC 8259), with nothing but whitespace around it.
+    static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(ParseError) -> JSONValue {
+        var parser = JSONParser(Array(bytes))
+        return try parser.document()
     }
 
     /// The JSON type's name, for error messages.

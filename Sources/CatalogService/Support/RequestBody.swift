@@ -16,9 +16,9 @@ enum RequestBody {
         }
         let value: JSONValue
         do {
-            value = try JSONDecoder().decode(JSONValue.self, from: Data(request.body))
+            value = try JSONValue.parse(request.body)
         } catch {
-            throw APIError(status: .badRequest, code: "malformedJSON", detail: "The body is not valid JSON.")
+            throw APIError(status: .badRequest, code: "malformedJSON", detail: "The body is not valid JSON: \(error.reason) at byte \(error.offset).")
         }
         guard case let .object(object) = value else {
             throw APIError(status: .badRequest, code: "malformedJSON", detail: "The body must be a JSON object, not \(value.typeName).")
