@@ -5,7 +5,7 @@
 #   2. GET /v1/playable-items?limit=20&cursor={random page}
 #   3. POST /v1/playable-items (every 201 durable: WAL, synchronous=FULL, group commit)
 #      vs nginx serving a static response of the same size.
-# Usage: Benchmarks/catalog.sh   (env: BENCH_DURATION=10s BENCH_WORKERS=1 BENCH_ITEMS=10000)
+# Usage: Benchmarks/catalog.sh   (env: BENCH_DURATION=10s BENCH_ROUNDS=2 BENCH_WORKERS=1 BENCH_ITEMS=10000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/lib.sh
@@ -82,23 +82,29 @@ LUA
 bench_same_body "http://127.0.0.1:$ours_port/v1/playable-items/$(head -1 "$work/ids.txt")" "http://127.0.0.1:$nginx_port/v1/playable-items/$(head -1 "$work/ids.txt")"
 bench_same_body "http://127.0.0.1:$ours_port/v1/playable-items?limit=20" "http://127.0.0.1:$nginx_port/pages/1"
 
-echo "database: $items playable items, $pages list pages; workers: $BENCH_WORKERS each; wrk -t1 -c$BENCH_CONNECTIONS -d$BENCH_DURATION"
-BENCH_DURATION=3s bench_wrk "warm-up" "http://127.0.0.1:$ours_port" "$work/get.lua" >/dev/null
-BENCH_DURATION=3s bench_wrk "warm-up" "http://127.0.0.1:$nginx_port" "$work/get.lua" >/dev/null
+echo "database: $items playable items, $pages list pages; workers: $BENCH_WORKERS each; wrk -t1 -c$BENCH_CONNECTIONS -d$BENCH_DURATION, ${BENCH_ROUNDS:-2} rounds"
 
-echo "GET /v1/playable-items/{random id}"
-bench_wrk "  catalog-server" "http://127.0.0.1:$ours_port" "$work/get.lua"; a=$BENCH_RPS
-bench_wrk "  nginx" "http://127.0.0.1:$nginx_port" "$work/get.lua"; b=$BENCH_RPS
-echo "  ours/nginx: $(bench_ratio "$a" "$b")   (target 35%)"
+# scenario TITLE TARGET OURS_URL OURS_SCRIPT NGINX_URL [NGINX_SCRIPT]: warm-up, then
+# interleaved rounds of ours and nginx; prints each round's ratio and their mean.
+scenario() {
+    local title=$1 target=$2 ours_url=$3 ours_script=$4 nginx_url=$5 nginx_script=${6:-}
+    echo "$title"
+    BENCH_DURATION=2s bench_wrk "  (warm-up)" "$ours_url" "$ours_script" >/dev/null
+    BENCH_DURATION=2s bench_wrk "  (warm-up)" "$nginx_url" "$nginx_script" >/dev/null
+    local ratios=()
+    for round in $(seq 1 "${BENCH_ROUNDS:-2}"); do
+        bench_wrk "  catalog-server" "$ours_url" "$ours_script"; local a=$BENCH_RPS
+        bench_wrk "  nginx" "$nginx_url" "$nginx_script"; local b=$BENCH_RPS
+        ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", 100 * a / b }')")
+    done
+    echo "  ours/nginx: $(printf '%s%% ' "${ratios[@]}")-> mean $(printf '%s\n' "${ratios[@]}" | awk '{ s += $1 } END { printf "%.1f%%", s / NR }')   (target $target)"
+}
 
-echo "GET /v1/playable-items?limit=20&cursor={random}"
-bench_wrk "  catalog-server" "http://127.0.0.1:$ours_port" "$work/list.lua"; a=$BENCH_RPS
-bench_wrk "  nginx" "http://127.0.0.1:$nginx_port" "$work/pages.lua"; b=$BENCH_RPS
-echo "  ours/nginx: $(bench_ratio "$a" "$b")   (target 17%)"
-
-echo "POST /v1/playable-items (durable) vs a same-sized static GET"
-bench_wrk "  catalog-server" "http://127.0.0.1:$ours_port/v1/playable-items" "$work/post.lua"; a=$BENCH_RPS
-bench_wrk "  nginx" "http://127.0.0.1:$nginx_port/created"; b=$BENCH_RPS
-echo "  ours/nginx: $(bench_ratio "$a" "$b")   (target 25%)"
+scenario "GET /v1/playable-items/{random id}" 35% \
+    "http://127.0.0.1:$ours_port" "$work/get.lua" "http://127.0.0.1:$nginx_port" "$work/get.lua"
+scenario "GET /v1/playable-items?limit=20&cursor={random page}" 17% \
+    "http://127.0.0.1:$ours_port" "$work/list.lua" "http://127.0.0.1:$nginx_port" "$work/pages.lua"
+scenario "POST /v1/playable-items (each 201 durable) vs a same-sized static GET" 25% \
+    "http://127.0.0.1:$ours_port/v1/playable-items" "$work/post.lua" "http://127.0.0.1:$nginx_port/created"
 
 echo "peak RSS: catalog-server $(bench_rss $ours), nginx $(bench_nginx_rss "$work")"

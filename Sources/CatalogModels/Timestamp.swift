@@ -33,21 +33,27 @@ public enum Timestamp {
         let days = Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
         let secondOfDay = Int(seconds - Int64(days) * 86_400)
         let (year, month, day) = civil(fromDays: days)
-        func digits(_ value: Int, _ width: Int) {
-            var divisor = 1
-            for _ in 1..<width { divisor *= 10 }
-            var remaining = max(0, value)
-            if remaining >= divisor * 10 { bytes.append(contentsOf: String(remaining).utf8); return }
-            while divisor > 0 {
-                bytes.append(UInt8(ascii: "0") + UInt8(remaining / divisor))
-                remaining %= divisor
-                divisor /= 10
-            }
+        func two(_ value: Int) {
+            bytes.append(UInt8(ascii: "0") + UInt8(value / 10))
+            bytes.append(UInt8(ascii: "0") + UInt8(value % 10))
         }
-        digits(year, 4); bytes.append(UInt8(ascii: "-")); digits(month, 2); bytes.append(UInt8(ascii: "-")); digits(day, 2)
+        func digits(_ value: Int, _ width: Int) {
+            let text = String(value)
+            bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: max(0, width - text.utf8.count)))
+            bytes.append(contentsOf: text.utf8)
+        }
+        if (0...9999).contains(year) {
+            two(year / 100)
+            two(year % 100)
+        } else {
+            digits(year, 4)
+        }
+        bytes.append(UInt8(ascii: "-")); two(month); bytes.append(UInt8(ascii: "-")); two(day)
         bytes.append(UInt8(ascii: "T"))
-        digits(secondOfDay / 3600, 2); bytes.append(UInt8(ascii: ":")); digits(secondOfDay / 60 % 60, 2); bytes.append(UInt8(ascii: ":"))
-        digits(secondOfDay % 60, 2); bytes.append(UInt8(ascii: ".")); digits(millis, 3); bytes.append(UInt8(ascii: "Z"))
+        two(secondOfDay / 3600); bytes.append(UInt8(ascii: ":")); two(secondOfDay / 60 % 60); bytes.append(UInt8(ascii: ":"))
+        two(secondOfDay % 60); bytes.append(UInt8(ascii: "."))
+        bytes.append(UInt8(ascii: "0") + UInt8(millis / 100)); two(millis % 100)
+        bytes.append(UInt8(ascii: "Z"))
     }
 
     /// Parses RFC 3339 (`T` or `t`, `Z` or an offset, any number of fractional digits).

@@ -118,15 +118,11 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
 
     /// Renders the row of `id` as read by `db` (inside a write transaction, what it will commit).
     private func render(_ db: Database, _ id: CatalogID) throws -> RenderedResource? {
-        let statement = try db.cachedStatement(sql: renderedSelectSQL)
-        // The cursor must outlive the reads: releasing it resets the statement.
-        let rows = try Row.fetchCursor(statement, arguments: [id.rawValue])
-        return try withExtendedLifetime(rows) { () -> RenderedResource? in
-            guard try rows.next() != nil else { return nil }
-            var writer = JSONWriter()
-            renderer.render(statement.sqliteStatement, into: &writer)
-            return RenderedResource(id: id, version: Int(sqlite3_column_int64(statement.sqliteStatement, versionIndex)), json: writer.bytes)
-        }
+        let rows = try RawRows(db, sql: renderedSelectSQL, arguments: [id.rawValue])
+        guard try rows.step() else { return nil }
+        var writer = JSONWriter()
+        renderer.render(rows.statement, into: &writer)
+        return RenderedResource(id: id, version: Int(sqlite3_column_int64(rows.statement, versionIndex)), json: writer.bytes)
     }
 
     /// One page of the list described by `request`.
@@ -143,15 +139,14 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         let idIndex = renderer.index(of: "id")
         return try guarded {
             try database.read { db in
-                let statement = try db.cachedStatement(sql: sql)
-                let rows = try Row.fetchCursor(statement, arguments: StatementArguments(arguments))
-                let sqlite = statement.sqliteStatement
+                let rows = try RawRows(db, sql: sql, arguments: StatementArguments(arguments))
+                let sqlite = rows.statement
                 var writer = JSONWriter(capacity: 256 + request.limit * 512)
                 writer.raw("{\"items\":[")
                 var count = 0
                 var lastOnPage: Cursor?
                 var next: String?
-                while try rows.next() != nil {
+                while try rows.step() {
                     if count == request.limit {
                         next = lastOnPage?.encoded()
                         break
