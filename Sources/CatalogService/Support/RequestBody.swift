@@ -28,6 +28,7 @@ enum RequestBody {
 
     private static func checkMediaType(_ request: HTTPRequest, _ expected: String) throws(APIError) {
         let header = request.headers["Content-Type"] ?? ""
+        if header == expected { return }
         let parts = header.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         let charsetOK = parts.dropFirst().allSatisfy { parameter in
             !parameter.hasPrefix("charset=") || ["charset=utf-8", "charset=\"utf-8\""].contains(parameter)

@@ -71,12 +71,15 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
     private let renderer: RowRenderer
     private let renderedSelectSQL: String
     private let versionIndex: Int32
+    private let idIndex: Int32
 
     init<Table: ResourceTable>(_ table: Table.Type, database: CatalogDatabase) where Table.Model == Model, Table.Input == Input {
         self.database = database
         self.table = Table.table
-        insertSQL = Table.insertSQL
-        updateSQL = Table.updateSQL
+        // Writes return the written row, rendered like a read, without a second query.
+        let returning = " RETURNING " + Self.selectList(Table.renderer, distance: nil, qualifier: "")
+        insertSQL = Table.insertSQL + returning
+        updateSQL = Table.updateSQL + returning
         selectSQL = Table.selectByID
         sortColumns = Table.sortColumns
         search = Table.search
@@ -84,13 +87,14 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         decode = { Table.model($0) }
         renderer = Table.renderer
         versionIndex = Table.renderer.index(of: "version")
+        idIndex = Table.renderer.index(of: "id")
         renderedSelectSQL = "SELECT \(Self.selectList(Table.renderer, distance: nil)) FROM \(Table.table) t WHERE id = ?"
     }
 
     /// The renderer's columns; the distance column is the sort key in distance-ordered
     /// lists and NULL elsewhere.
-    private static func selectList(_ renderer: RowRenderer, distance: String?) -> String {
-        renderer.columns.map { $0 == Geo.distanceColumn ? "\(distance ?? "NULL") AS \($0)" : "t.\($0)" }.joined(separator: ", ")
+    private static func selectList(_ renderer: RowRenderer, distance: String?, qualifier: String = "t.") -> String {
+        renderer.columns.map { $0 == Geo.distanceColumn ? "\(distance ?? "NULL") AS \($0)" : qualifier + $0 }.joined(separator: ", ")
     }
 
     /// The API names of the fields lists can sort by.
@@ -136,7 +140,6 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
     public func renderedList(_ request: ListRequest) throws(StoreError) -> (json: [UInt8], nextCursor: String?) {
         let (sql, arguments) = try listQuery(request, after: decodeCursor(request))
         let sortKeyIndex = Int32(renderer.fields.count)
-        let idIndex = renderer.index(of: "id")
         return try guarded {
             try database.read { db in
                 let rows = try RawRows(db, sql: sql, arguments: StatementArguments(arguments))
@@ -255,8 +258,7 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         let id = CatalogID()
         submit(completion) { [self] db in
             let now = Timestamp.milliseconds(Date())
-            try db.cachedStatement(sql: insertSQL).execute(arguments: StatementArguments([id.rawValue] + values(input) + [now, now, 1]))
-            return try renderWritten(db, id)
+            return try renderWritten(db, insertSQL, StatementArguments([id.rawValue] + values(input) + [now, now, 1]))
         }
     }
 
@@ -276,9 +278,7 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
             let current: Int = row["version"]
             if let ifMatch, !ifMatch.contains(current) { throw StoreError.versionMismatch(current: current) }
             let input = try transform(decode(row))
-            try db.cachedStatement(sql: updateSQL).execute(
-                arguments: StatementArguments(values(input) + [Timestamp.milliseconds(Date()), id.rawValue]))
-            return try renderWritten(db, id)
+            return try renderWritten(db, updateSQL, StatementArguments(values(input) + [Timestamp.milliseconds(Date()), id.rawValue]))
         }
     }
 
@@ -298,9 +298,19 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         try guarded { try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") ?? 0 } }
     }
 
-    private func renderWritten(_ db: Database, _ id: CatalogID) throws -> RenderedResource {
-        guard let rendered = try render(db, id) else { throw StoreError.notFound }
-        return rendered
+    /// Runs an INSERT or UPDATE … RETURNING and renders the row it returns.
+    private func renderWritten(_ db: Database, _ sql: String, _ arguments: StatementArguments) throws -> RenderedResource {
+        let statement = try db.cachedStatement(sql: sql)
+        // GRDB steps the write (keeping its own bookkeeping); the cursor must outlive the
+        // column reads, since releasing it resets the statement.
+        let rows = try Row.fetchCursor(statement, arguments: arguments)
+        return try withExtendedLifetime(rows) {
+            guard try rows.next() != nil else { throw StoreError.notFound }
+            var writer = JSONWriter()
+            renderer.render(statement.sqliteStatement, into: &writer)
+            let id = CatalogID(String(decoding: RowRenderer.text(statement.sqliteStatement, idIndex), as: UTF8.self)) ?? CatalogID()
+            return RenderedResource(id: id, version: Int(sqlite3_column_int64(statement.sqliteStatement, versionIndex)), json: writer.bytes)
+        }
     }
 
     /// Submits a write. Database errors reach `completion` as ``StoreError``; errors
