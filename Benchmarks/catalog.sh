@@ -89,8 +89,8 @@ echo "database: $items playable items, $pages list pages; workers: $BENCH_WORKER
 scenario() {
     local title=$1 target=$2 ours_url=$3 ours_script=$4 nginx_url=$5 nginx_script=${6:-}
     echo "$title"
-    BENCH_DURATION=2s bench_wrk "  (warm-up)" "$ours_url" "$ours_script" >/dev/null
-    BENCH_DURATION=2s bench_wrk "  (warm-up)" "$nginx_url" "$nginx_script" >/dev/null
+    BENCH_DURATION=5s bench_wrk "  (warm-up)" "$ours_url" "$ours_script" >/dev/null
+    BENCH_DURATION=5s bench_wrk "  (warm-up)" "$nginx_url" "$nginx_script" >/dev/null
     local ratios=()
     for round in $(seq 1 "${BENCH_ROUNDS:-2}"); do
         bench_wrk "  catalog-server" "$ours_url" "$ours_script"; local a=$BENCH_RPS

@@ -4,11 +4,20 @@ import HTTPServer
 /// What a list endpoint accepts besides `limit` and `cursor`.
 struct ListOptions: Sendable {
     /// Sortable fields, the first being the default.
-    var sortFields: [String]
+    let sortFields: [String]
     /// Whether `q` (full-text search) is accepted.
-    var searchable: Bool
+    let searchable: Bool
     /// Whether `near`/`radius` and `bbox` are accepted.
-    var geographic: Bool = false
+    let geographic: Bool
+    /// Every query parameter the list accepts.
+    let parameters: Set<String>
+
+    init(sortFields: [String], searchable: Bool, geographic: Bool = false) {
+        self.sortFields = sortFields
+        self.searchable = searchable
+        self.geographic = geographic
+        parameters = Set(["limit", "cursor", "sort"] + (searchable ? ["q"] : []) + (geographic ? ["near", "radius", "bbox"] : []))
+    }
 }
 
 /// Parses and validates list query parameters into a ``ListRequest``. Unknown or
@@ -21,9 +30,7 @@ enum ListParameters {
     static let maxRadius = 20_037_509.0
 
     static func parse(_ request: HTTPRequest, options: ListOptions) throws(APIError) -> ListRequest {
-        var allowed: Set<String> = ["limit", "cursor", "sort"]
-        if options.searchable { allowed.insert("q") }
-        if options.geographic { allowed.formUnion(["near", "radius", "bbox"]) }
+        let allowed = options.parameters
         var values: [String: String] = [:]
         let items: [QueryItem]
         do { items = try request.queryItems() } catch { throw APIError(status: .badRequest, code: error.code, detail: error.detail) }
