@@ -5,9 +5,7 @@ import CatalogStore
 enum Games {
     static func endpoints(_ store: CatalogStore) -> ResourceEndpoints<Game, GameInput> {
         ResourceEndpoints(
-            path: "/v1/games", store: store.games,
-            options: ListOptions(sortFields: ["createdAt", "name"], searchable: true),
-            readInput: read, inputOf: GameInput.init)
+            path: "/v1/games", store: store.games, readInput: read, inputOf: GameInput.init)
     }
 
     static func read(_ object: [String: JSONValue]) throws(APIError) -> GameInput {

@@ -5,9 +5,7 @@ import CatalogStore
 enum Locations {
     static func endpoints(_ store: CatalogStore) -> ResourceEndpoints<Location, LocationInput> {
         ResourceEndpoints(
-            path: "/v1/locations", store: store.locations,
-            options: ListOptions(sortFields: ["createdAt", "name"], searchable: false, geographic: true),
-            readInput: read, inputOf: LocationInput.init)
+            path: "/v1/locations", store: store.locations, geographic: true, readInput: read, inputOf: LocationInput.init)
     }
 
     static func read(_ object: [String: JSONValue]) throws(APIError) -> LocationInput {

@@ -5,9 +5,7 @@ import CatalogStore
 enum PlayableItems {
     static func endpoints(_ store: CatalogStore) -> ResourceEndpoints<PlayableItem, PlayableItemInput> {
         ResourceEndpoints(
-            path: "/v1/playable-items", store: store.items,
-            options: ListOptions(sortFields: ["createdAt", "title"], searchable: true),
-            readInput: read, inputOf: PlayableItemInput.init)
+            path: "/v1/playable-items", store: store.items, readInput: read, inputOf: PlayableItemInput.init)
     }
 
     static func read(_ object: [String: JSONValue]) throws(APIError) -> PlayableItemInput {

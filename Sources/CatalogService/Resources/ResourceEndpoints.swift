@@ -19,6 +19,19 @@ struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sen
     /// The input that would recreate a model (the document a merge patch applies to).
     let inputOf: @Sendable (Model) -> Input
 
+    /// Endpoints at `path` over `store`, whose sorts and search lists offer; `geographic`
+    /// adds `near`/`radius` and `bbox`.
+    init(path: String, store: ResourceStore<Model, Input>, geographic: Bool = false,
+         readInput: @escaping @Sendable ([String: JSONValue]) throws(APIError) -> Input, inputOf: @escaping @Sendable (Model) -> Input) {
+        self.path = path
+        self.store = store
+        let sorts = store.sortableFields
+        options = ListOptions(sortFields: sorts.filter { $0 == "createdAt" } + sorts.filter { $0 != "createdAt" },
+                              searchable: store.isSearchable, geographic: geographic)
+        self.readInput = readInput
+        self.inputOf = inputOf
+    }
+
     func register(in router: inout Router) {
         let item = path + "/{id}"
         router.add(.GET, path, .inline(list))

@@ -64,38 +64,34 @@ struct FieldReader {
 
     /// A string member; `null` counts as absent.
     mutating func string(_ key: String, required: Bool, rule: (String) -> Violation?) -> String? {
-        switch object[key] {
-        case nil, .null?:
-            if required { errors.append(Violation(.required, "'\(key)' is required.").at(Self.pointer(key))) }
-            return nil
-        case let .string(value)?:
-            if let violation = rule(value) {
-                errors.append(violation.at(Self.pointer(key)))
-                return nil
-            }
-            return value
-        case let other?:
-            errors.append(Violation(.invalidType, "Must be a string, not \(other.typeName).").at(Self.pointer(key)))
-            return nil
+        member(key, required: required, expected: "a string", rule: rule) { value in
+            if case let .string(text) = value { text } else { nil }
         }
     }
 
     /// A number member; `null` counts as absent.
     mutating func number(_ key: String, required: Bool, rule: (Double) -> Violation?) -> Double? {
-        switch object[key] {
-        case nil, .null?:
+        member(key, required: required, expected: "a number", rule: rule) { value in
+            if case let .number(number) = value { number } else { nil }
+        }
+    }
+
+    /// Reads `key` with `extract`, recording a missing, mistyped or rule-breaking value.
+    private mutating func member<Value>(_ key: String, required: Bool, expected: String, rule: (Value) -> Violation?,
+                                        extract: (JSONValue) -> Value?) -> Value? {
+        guard let raw = object[key], raw != .null else {
             if required { errors.append(Violation(.required, "'\(key)' is required.").at(Self.pointer(key))) }
             return nil
-        case let .number(value)?:
-            if let violation = rule(value) {
-                errors.append(violation.at(Self.pointer(key)))
-                return nil
-            }
-            return value
-        case let other?:
-            errors.append(Violation(.invalidType, "Must be a number, not \(other.typeName).").at(Self.pointer(key)))
+        }
+        guard let value = extract(raw) else {
+            errors.append(Violation(.invalidType, "Must be \(expected), not \(raw.typeName).").at(Self.pointer(key)))
             return nil
         }
+        if let violation = rule(value) {
+            errors.append(violation.at(Self.pointer(key)))
+            return nil
+        }
+        return value
     }
 
     /// An absolute http(s) URL member; `null` counts as absent.

@@ -11,7 +11,7 @@ enum LocationTable: ResourceTable {
     static let renderer = RowRenderer([
         RenderedField("id", "id", .text), RenderedField("name", "name", .text), RenderedField("countryCode", "country_code", .text),
         RenderedField("latitude", "latitude", .real), RenderedField("longitude", "longitude", .real),
-        RenderedField("distanceMeters", Geo.distanceColumn, .optionalReal), RenderedField("createdAt", "created_at", .timestamp),
+        RenderedField("distanceMeters", Geo.distanceColumn, .real), RenderedField("createdAt", "created_at", .timestamp),
         RenderedField("updatedAt", "updated_at", .timestamp), RenderedField("version", "version", .integer),
     ])
 

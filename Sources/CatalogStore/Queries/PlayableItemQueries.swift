@@ -10,8 +10,8 @@ enum PlayableItemTable: ResourceTable {
     static let search: (table: String, weights: String)? = ("playable_items_fts", "10.0, 1.0")
     static let renderer = RowRenderer([
         RenderedField("id", "id", .text), RenderedField("title", "title", .text), RenderedField("description", "description", .text),
-        RenderedField("streamURL", "stream_url", .text), RenderedField("thumbnailURL", "thumbnail_url", .optionalText),
-        RenderedField("durationSeconds", "duration_seconds", .optionalReal), RenderedField("createdAt", "created_at", .timestamp),
+        RenderedField("streamURL", "stream_url", .text), RenderedField("thumbnailURL", "thumbnail_url", .text),
+        RenderedField("durationSeconds", "duration_seconds", .real), RenderedField("createdAt", "created_at", .timestamp),
         RenderedField("updatedAt", "updated_at", .timestamp), RenderedField("version", "version", .integer),
     ])
 

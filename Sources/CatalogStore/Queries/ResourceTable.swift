@@ -105,15 +105,6 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
 
     // MARK: Reads
 
-    /// The resource with `id`, or `nil`.
-    public func get(_ id: CatalogID) throws(StoreError) -> Model? {
-        try guarded {
-            try database.read { db in
-                try Row.fetchOne(db.cachedStatement(sql: selectSQL), arguments: [id.rawValue]).map(decode)
-            }
-        }
-    }
-
     /// The resource with `id` as its JSON document, with its version; `nil` when absent.
     /// Rendered straight from the statement: the fast path for `GET /…/{id}`.
     public func rendered(_ id: CatalogID) throws(StoreError) -> RenderedResource? {

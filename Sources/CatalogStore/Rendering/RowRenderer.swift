@@ -5,7 +5,12 @@ import GRDBSQLite
 /// One member of a resource's JSON object and the column it comes from.
 struct RenderedField: Sendable {
     enum Kind: Sendable {
-        case text, optionalText, real, optionalReal, integer, timestamp
+        /// A string; NULL (for optional fields) is omitted, as for every kind.
+        case text
+        case real
+        case integer
+        /// Milliseconds since 1970, written as an RFC 3339 string.
+        case timestamp
     }
 
     /// The JSON key, quoted, with its colon (`"title":`).
@@ -52,9 +57,9 @@ struct RowRenderer: Sendable {
             first = false
             writer.raw(field.key)
             switch field.kind {
-            case .text, .optionalText:
+            case .text:
                 writer.string(utf8: Self.text(statement, column))
-            case .real, .optionalReal:
+            case .real:
                 writer.number(sqlite3_column_double(statement, column))
             case .integer:
                 writer.integer(sqlite3_column_int64(statement, column))

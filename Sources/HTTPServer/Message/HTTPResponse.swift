@@ -19,9 +19,4 @@ public struct HTTPResponse: Sendable {
     public static func text(_ text: String, status: HTTPStatus = .ok) -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array(text.utf8))
     }
-
-    /// The first value of the header named `name` (case-insensitive), or `nil`.
-    public func header(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
-    }
 }

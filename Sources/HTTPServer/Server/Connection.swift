@@ -43,6 +43,8 @@ final class Connection {
     private let output = ByteBuffer(capacity: 4 * 1024)
     private var parser: RequestHeadParser
     private var chunkedDecoder: ChunkedDecoder?
+    /// The part of a chunked body decoded so far.
+    private var pendingChunkedBody: [UInt8] = []
     private var phase = Phase.head
     private var requestStarted = false
     private var closeAfterFlush = false
@@ -219,8 +221,6 @@ final class Connection {
             }
         }
     }
-
-    private var pendingChunkedBody: [UInt8] = []
 
     private func dispatch(_ head: RequestHead, body: [UInt8]) {
         let context = ResponseContext(path: head.path, omitBody: head.method == .HEAD, keepAlive: head.keepAlive, version: head.version)
