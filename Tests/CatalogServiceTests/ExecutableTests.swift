@@ -1,3 +1,5 @@
+import CatalogModels
+import CatalogStore
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -25,6 +27,35 @@ import Glibc
             }
         }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    @Test func anAcknowledgedWriteSurvivesKill9() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-kill-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("catalog.sqlite").path
+        let port = try Self.freePort()
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = ["--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--no-seed"]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+        var created: APIResponse?
+        for _ in 0..<100 where created == nil {
+            created = try? await client.send("POST", "/v1/games", json: ["name": "Durable", "imageName": "durable"])
+            if created == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let response = try #require(created)
+        #expect(response.status == 201)
+        let game = try response.decode(Game.self)
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        // A fresh open of the same file (recovering the WAL) finds the acknowledged write.
+        let store = try CatalogStore(path: database, migrations: Migration.load(from: migrationsDirectory))
+        defer { try? store.close() }
+        #expect(try store.games.rendered(game.id)?.version == 1)
     }
 
     @Test func sigtermStopsTheServerWithExitCodeZero() async throws {
