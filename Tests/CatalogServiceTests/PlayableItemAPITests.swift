@@ -111,6 +111,10 @@ import Testing
         #expect(weak.status == 304)
         let changed = try await catalog.client.get("/v1/playable-items/\(item.id)", headers: ["If-None-Match": "\"2\""])
         #expect(changed.status == 200)
+        for lookalike in ["\"01\"", "\"+1\"", "\"1 \""] {
+            let response = try await catalog.client.get("/v1/playable-items/\(item.id)", headers: ["If-None-Match": lookalike])
+            #expect(response.status == 200, "tags compare as text: \(lookalike)")
+        }
         let head = try await catalog.client.send("HEAD", "/v1/playable-items/\(item.id)")
         #expect(head.status == 200)
         #expect(head.body.isEmpty)
@@ -224,6 +228,12 @@ import Testing
         #expect(star.header("ETag") == "\"3\"")
         let invalid = try await catalog.client.send("PUT", "/v1/playable-items/\(item.id)", json: ["title": "only"])
         #expect(invalid.status == 422)
+        let noneMatchAny = try await catalog.client.send("PUT", "/v1/playable-items/\(item.id)", json: replacement, headers: ["If-None-Match": "*"])
+        #expect(noneMatchAny.status == 412, "If-None-Match: * on an existing resource")
+        let noneMatchCurrent = try await catalog.client.send("PUT", "/v1/playable-items/\(item.id)", json: replacement, headers: ["If-None-Match": "W/\"3\""])
+        #expect(noneMatchCurrent.status == 412, "If-None-Match uses weak comparison")
+        let matchAnyUnknown = try await catalog.client.send("PUT", "/v1/playable-items/\(CatalogID())", json: replacement, headers: ["If-Match": "*"])
+        #expect(matchAnyUnknown.status == 412, "If-Match: * is false when nothing exists (RFC 9110 13.1.1)")
     }
 
     @Test func patchMergesAndRemovesWithNull() async throws {

@@ -158,10 +158,10 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         defer { try? store.close() }
         let game = try wait { store.games.create(GameInput(name: "Tempest", description: "Vector shooter", imageName: "tempest"), completion: $0) }
         #expect(try store.games.list(ListRequest(order: .relevance, search: "vector")).items.map(\.id) == [game.id])
-        _ = try wait { store.games.replace(game.id, with: GameInput(name: "Robotron", description: "Twin-stick", imageName: "r"), ifMatch: [1], completion: $0) }
+        _ = try wait { store.games.replace(game.id, with: GameInput(name: "Robotron", description: "Twin-stick", imageName: "r"), preconditions: WritePreconditions(ifMatch: .versions([1])), completion: $0) }
         #expect(try store.games.list(ListRequest(order: .relevance, search: "vector")).items.isEmpty)
         #expect(try store.games.list(ListRequest(order: .relevance, search: "twin")).items.map(\.id) == [game.id])
-        try wait { store.games.delete(game.id, ifMatch: nil, completion: $0) }
+        try wait { store.games.delete(game.id, preconditions: WritePreconditions(), completion: $0) }
         #expect(try store.games.list(ListRequest(order: .relevance, search: "twin")).items.isEmpty)
     }
 
@@ -174,7 +174,7 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         for index in 0..<50 {
             group.enter()
             if index % 5 == 0 {
-                store.games.delete(CatalogID(), ifMatch: nil) { result in
+                store.games.delete(CatalogID(), preconditions: WritePreconditions()) { result in
                     results.withLock { $0.append((try? result.get()) != nil) }
                     group.leave()
                 }

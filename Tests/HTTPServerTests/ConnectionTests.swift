@@ -142,6 +142,26 @@ import Testing
         #expect(response.header("Content-Length") == nil)
     }
 
+    @Test func rootPathAndAsteriskOptions() async throws {
+        let server = try TestServer()
+        let (root, _) = try await onThread { try exchange(server, "GET / HTTP/1.1\r\nHost: x\r\n\r\n") }
+        #expect(root.text == "root")
+        let (options, _) = try await onThread { try exchange(server, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n") }
+        #expect(options.status == 204)
+        #expect(options.header("Allow") == "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+    }
+
+    @Test func aRepeatedDeferredAnswerNeverReachesTheNextRequest() async throws {
+        let server = try TestServer()
+        try await onThread {
+            let client = try server.client()
+            try client.send("GET /twice HTTP/1.1\r\nHost: x\r\n\r\nGET /slow/50 HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().text == "first")
+            #expect(try client.readResponse().text == "slow done")
+            #expect(try client.readResponse().text == "hello")
+        }
+    }
+
     @Test func unknownPathIs404Problem() async throws {
         let server = try TestServer()
         let (response, _) = try await onThread { try exchange(server, "GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n") }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import HTTPServer
 
@@ -27,6 +28,19 @@ import Testing
         // "GET " + path + " HTTP/1.1" is exactly 8 KiB.
         let path = "/items/" + String(repeating: "a", count: 8 * 1024 - 4 - 9 - 7)
         let (response, _) = try await onThread { try exchange(server, "GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n") }
+        #expect(response.status == 200)
+    }
+
+    @Test func requestLineAtLimitIsAcceptedWhenItsCRLFArrivesSplit() async throws {
+        let server = try TestServer()
+        let path = "/items/" + String(repeating: "a", count: 8 * 1024 - 4 - 9 - 7)
+        let response = try await onThread { () -> RawResponse in
+            let client = try server.client()
+            try client.send("GET \(path) HTTP/1.1\r")
+            usleep(50_000)
+            try client.send("\nHost: x\r\n\r\n")
+            return try client.readResponse()
+        }
         #expect(response.status == 200)
     }
 
@@ -124,6 +138,8 @@ import Testing
         "5\r\nhelloXX0\r\n\r\n",                // no CRLF after data
         "5\nhello\r\n0\r\n\r\n",                // bare LF after size
         "5\r\nhello\r\n0\r\n X: folded\r\n\r\n", // obs-fold in trailers
+        "5 junk\r\nhello\r\n0\r\n\r\n",       // whitespace not followed by an extension
+        "5\r\nhello\r\n0\r\nno colon\r\n\r\n",  // trailer line without a colon
     ])
     func malformedChunksAre400(_ body: String) async throws {
         let server = try TestServer()

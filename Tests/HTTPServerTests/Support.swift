@@ -43,7 +43,12 @@ final class TestServer: Sendable {
 
     static func router() -> Router {
         var router = Router()
+        router.add(.GET, "/", .inline { _ in .text("root") })
         router.add(.GET, "/hello", .inline { _ in .text("hello") })
+        router.add(.GET, "/twice", .deferred { _, responder in
+            responder.respond(.text("first"))
+            responder.respond(.text("second, ignored"))
+        })
         router.add(.POST, "/echo", .inline { request in
             HTTPResponse(status: .ok, headers: [("Content-Type", "application/octet-stream")], body: request.body)
         })

@@ -75,16 +75,16 @@ struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sen
 
     private func replace(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
-        let ifMatch = try ETag.ifMatch(request)
+        let preconditions = try ETag.preconditions(request)
         let input = try readInput(RequestBody.object(request, mediaType: RequestBody.json))
-        store.replace(id, with: input, ifMatch: ifMatch) { done(Self.updated($0)) }
+        store.replace(id, with: input, preconditions: preconditions) { done(Self.updated($0)) }
     }
 
     private func patch(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
-        let ifMatch = try ETag.ifMatch(request)
+        let preconditions = try ETag.preconditions(request)
         let changes = JSONValue.object(try RequestBody.object(request, mediaType: RequestBody.mergePatch))
-        store.update(id, ifMatch: ifMatch, completion: { done(Self.updated($0)) }) { [inputOf, readInput] model throws in
+        store.update(id, preconditions: preconditions, completion: { done(Self.updated($0)) }) { [inputOf, readInput] model throws in
             let document = try JSONValue.parse(JSONResponse.encoder.encode(inputOf(model)))
             guard case let .object(merged) = JSONValue.mergePatch(document, changes) else { throw APIError.validation([]) }
             return try readInput(merged)
@@ -93,8 +93,8 @@ struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sen
 
     private func delete(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
-        let ifMatch = try ETag.ifMatch(request)
-        store.delete(id, ifMatch: ifMatch) { result in
+        let preconditions = try ETag.preconditions(request)
+        store.delete(id, preconditions: preconditions) { result in
             done(result.map { HTTPResponse(status: .noContent) })
         }
     }

@@ -27,10 +27,13 @@ enum ErrorMapping {
             switch error {
             case .notFound:
                 return .notFound
-            case let .versionMismatch(current):
+            case let .preconditionFailed(current?):
                 return APIError(status: .preconditionFailed, code: "preconditionFailed",
-                                detail: "If-Match does not name the current version (\(current)); fetch the resource again and retry.",
+                                detail: "A precondition failed against the current version (\(current)); fetch the resource again and retry.",
                                 headers: [("ETag", ETag.header(current))])
+            case .preconditionFailed(nil):
+                return APIError(status: .preconditionFailed, code: "preconditionFailed",
+                                detail: "If-Match was given but no resource exists with this id.")
             case let .invalidCursor(detail):
                 return .invalidParameter("cursor", detail)
             case let .conflict(detail):

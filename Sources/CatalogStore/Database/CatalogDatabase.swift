@@ -30,11 +30,10 @@ final class CatalogDatabase: Sendable {
         guard synchronous == 2 else { throw StoreError.unavailable("SQLite refused synchronous=FULL.") }
         let checkpointer = try Checkpointer(path: path)
         self.checkpointer = checkpointer
-        writes = WriteQueue(writer: pool) { db in
-            if checkpointer.needsRestart.exchange(false, ordering: .relaxed) {
-                _ = try? Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(RESTART)")
-            }
-        }
+        writes = WriteQueue(
+            writer: pool,
+            needsMaintenance: { checkpointer.needsRestart.exchange(false, ordering: .relaxed) },
+            maintain: { db in _ = try? Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(RESTART)") })
     }
 
     /// Runs a read on a pooled reader connection. Single statements need no transaction.

@@ -3,8 +3,9 @@
 public enum StoreError: Error, Equatable, Sendable {
     /// No resource has this id.
     case notFound
-    /// `If-Match` named another version than the current one.
-    case versionMismatch(current: Int)
+    /// A precondition (`If-Match`, `If-None-Match`) is false; `current` is the
+    /// resource's version, `nil` when it does not exist.
+    case preconditionFailed(current: Int?)
     /// A list cursor that is malformed, or was made for another sort or filter.
     case invalidCursor(String)
     /// A write conflicts with existing data.

@@ -29,12 +29,15 @@ final class WriteQueue: @unchecked Sendable {
     private let finished = NSCondition()
     private var running = true
 
-    /// Runs on the writer connection between batches (WAL maintenance).
-    private let betweenBatches: (Database) -> Void
+    /// Asked after each batch whether ``maintain`` should run on the writer connection
+    /// (WAL maintenance between batches).
+    private let needsMaintenance: () -> Bool
+    private let maintain: (Database) -> Void
 
-    init(writer: DatabasePool, betweenBatches: @escaping (Database) -> Void = { _ in }) {
+    init(writer: DatabasePool, needsMaintenance: @escaping () -> Bool = { false }, maintain: @escaping (Database) -> Void = { _ in }) {
         self.writer = writer
-        self.betweenBatches = betweenBatches
+        self.needsMaintenance = needsMaintenance
+        self.maintain = maintain
         let thread = Thread { [self] in loop() }
         thread.name = "catalog-writer"
         thread.start()
@@ -109,37 +112,41 @@ final class WriteQueue: @unchecked Sendable {
     }
 
     private func commit(_ batch: [Job]) {
-        var completions: [@Sendable () -> Void] = []
-        var failures: [(Job, any Error)] = []
-        var committed: [Job] = []
+        // Every job gets exactly one answer: its completion after the commit, or a failure.
+        var completions: [(@Sendable () -> Void)?] = Array(repeating: nil, count: batch.count)
+        var failures: [(any Error)?] = Array(repeating: nil, count: batch.count)
         do {
             try writer.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {
                     let savepoint = try db.cachedStatement(sql: "SAVEPOINT job")
                     let release = try db.cachedStatement(sql: "RELEASE job")
                     let rollback = try db.cachedStatement(sql: "ROLLBACK TO job")
-                    for job in batch {
+                    for (index, job) in batch.enumerated() {
                         if job.atomic { try savepoint.execute() }
                         do {
-                            completions.append(try job.run(db))
-                            committed.append(job)
+                            completions[index] = try job.run(db)
                         } catch {
+                            failures[index] = error
                             if job.atomic { try rollback.execute() }
-                            failures.append((job, error))
                         }
                         if job.atomic { try release.execute() }
                     }
                     return .commit
                 }
-                betweenBatches(db)
             }
         } catch {
-            // The commit itself failed: nothing in the batch is durable.
-            for job in committed { job.fail(error) }
-            for (job, failure) in failures { job.fail(failure) }
+            // The transaction failed as a whole (busy, full, I/O): nothing in it is durable.
+            for (index, job) in batch.enumerated() { job.fail(failures[index] ?? error) }
             return
         }
-        for completion in completions { completion() }
-        for (job, failure) in failures { job.fail(failure) }
+        for (index, job) in batch.enumerated() {
+            if let completion = completions[index] {
+                completion()
+            } else {
+                job.fail(failures[index] ?? StoreError.unavailable("The write did not run."))
+            }
+        }
+        // Maintenance only after every answer has gone out.
+        if needsMaintenance() { writer.writeWithoutTransaction { db in maintain(db) } }
     }
 }

@@ -253,33 +253,31 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         }
     }
 
-    /// Replaces the resource `id` with `input`; `ifMatch` is the version the caller
-    /// last saw, when it sent `If-Match`.
-    public func replace(_ id: CatalogID, with input: Input, ifMatch: Set<Int>?, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
-        update(id, ifMatch: ifMatch, completion: completion) { _ in input }
+    /// Replaces the resource `id` with `input`, if `preconditions` hold.
+    public func replace(_ id: CatalogID, with input: Input, preconditions: WritePreconditions,
+                        completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+        update(id, preconditions: preconditions, completion: completion) { _ in input }
     }
 
     /// Changes the resource `id` to what `transform` makes of its current value, inside
     /// the write transaction (so concurrent changes cannot interleave). An error thrown
     /// by `transform` fails the call with that same error.
-    public func update(_ id: CatalogID, ifMatch: Set<Int>?, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void,
+    public func update(_ id: CatalogID, preconditions: WritePreconditions, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void,
                        transform: @escaping @Sendable (Model) throws -> Input) {
         submit(completion) { [self] db in
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: selectSQL), arguments: [id.rawValue]) else { throw StoreError.notFound }
-            let current: Int = row["version"]
-            if let ifMatch, !ifMatch.contains(current) { throw StoreError.versionMismatch(current: current) }
+            let row = try Row.fetchOne(db.cachedStatement(sql: selectSQL), arguments: [id.rawValue])
+            try preconditions.check(current: row?["version"])
+            guard let row else { throw StoreError.notFound }
             let input = try transform(decode(row))
             return try renderWritten(db, updateSQL, StatementArguments(values(input) + [Timestamp.milliseconds(Date()), id.rawValue]))
         }
     }
 
-    /// Deletes the resource `id`.
-    public func delete(_ id: CatalogID, ifMatch: Set<Int>?, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+    /// Deletes the resource `id`, if `preconditions` hold.
+    public func delete(_ id: CatalogID, preconditions: WritePreconditions, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         submit(completion) { [self] db in
-            guard let current = try Int.fetchOne(db.cachedStatement(sql: "SELECT version FROM \(table) WHERE id = ?"), arguments: [id.rawValue]) else {
-                throw StoreError.notFound
-            }
-            if let ifMatch, !ifMatch.contains(current) { throw StoreError.versionMismatch(current: current) }
+            let current = try Int.fetchOne(db.cachedStatement(sql: "SELECT version FROM \(table) WHERE id = ?"), arguments: [id.rawValue])
+            try preconditions.check(current: current)
             try db.cachedStatement(sql: "DELETE FROM \(table) WHERE id = ?").execute(arguments: [id.rawValue])
         }
     }

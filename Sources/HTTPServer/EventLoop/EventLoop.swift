@@ -19,7 +19,13 @@ final class EventLoop: @unchecked Sendable {
     private let epoll: Epoll
     private var connections: [Connection?] = []
     private(set) var connectionCount = 0
-    private let mailbox = Mutex<[@Sendable (EventLoop) -> Void]>([])
+    private let mailbox = Mutex<Mailbox>(Mailbox())
+
+    private struct Mailbox {
+        var jobs: [@Sendable (EventLoop) -> Void] = []
+        /// Set when the loop has stopped: later jobs are refused.
+        var closed = false
+    }
     private let wakeRequested = Atomic<Bool>(false)
 
     /// Loop 0 only: the listening socket and the loops it hands connections to.
@@ -54,11 +60,18 @@ final class EventLoop: @unchecked Sendable {
     // MARK: Cross-thread entry points
 
     /// Runs `job` on this loop's thread. Safe from any thread.
-    func execute(_ job: @escaping @Sendable (EventLoop) -> Void) {
-        mailbox.withLock { $0.append(job) }
-        if !wakeRequested.exchange(true, ordering: .acquiringAndReleasing) {
+    /// - Returns: false when the loop has stopped and the job was dropped.
+    @discardableResult
+    func execute(_ job: @escaping @Sendable (EventLoop) -> Void) -> Bool {
+        let accepted = mailbox.withLock { mailbox -> Bool in
+            guard !mailbox.closed else { return false }
+            mailbox.jobs.append(job)
+            return true
+        }
+        if accepted, !wakeRequested.exchange(true, ordering: .acquiringAndReleasing) {
             epoll.wake()
         }
+        return accepted
     }
 
     /// Makes this loop accept connections on `fd`.
@@ -100,14 +113,15 @@ final class EventLoop: @unchecked Sendable {
         }
         stopped = true
         for case let connection? in connections { connection.close() }
-        runMailbox()
+        runMailbox(closing: true)
     }
 
-    private func runMailbox() {
+    private func runMailbox(closing: Bool = false) {
         wakeRequested.store(false, ordering: .releasing)
-        let jobs = mailbox.withLock { jobs -> [@Sendable (EventLoop) -> Void] in
-            let taken = jobs
-            jobs.removeAll(keepingCapacity: true)
+        let jobs = mailbox.withLock { mailbox -> [@Sendable (EventLoop) -> Void] in
+            let taken = mailbox.jobs
+            mailbox.jobs.removeAll(keepingCapacity: true)
+            mailbox.closed = mailbox.closed || closing
             return taken
         }
         for job in jobs { job(self) }
@@ -155,8 +169,10 @@ final class EventLoop: @unchecked Sendable {
             acceptCursor &+= 1
             if target === self {
                 adopt(fd: fd, peer: peer)
-            } else {
-                target.execute { $0.adopt(fd: fd, peer: peer) }
+            } else if !target.execute({ $0.adopt(fd: fd, peer: peer) }) {
+                // That loop already finished a shutdown.
+                Glibc.close(fd)
+                core.openConnections.subtract(1, ordering: .relaxed)
             }
         }
     }
@@ -198,10 +214,10 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Delivers a deferred handler's result to its connection, if it is still waiting.
-    func complete(fd: Int32, connectionID: UInt64, with result: Result<HTTPResponse, SendableError>) {
+    func complete(fd: Int32, connectionID: UInt64, sequence: UInt64, with result: Result<HTTPResponse, SendableError>) {
         let slot = Int(fd)
         guard slot < connections.count, let connection = connections[slot], connection.id == connectionID else { return }
-        connection.complete(with: result)
+        connection.complete(sequence: sequence, with: result)
     }
 
     // MARK: Shutdown

@@ -6,13 +6,14 @@
 struct ChunkedDecoder {
     private enum State {
         case size(value: Int, digits: Int, lineLength: Int)
+        case sizeWhitespace(value: Int, lineLength: Int)
         case sizeExtension(value: Int, lineLength: Int)
         case sizeLineFeed(value: Int)
         case data(remaining: Int)
         case dataCarriageReturn
         case dataLineFeed
-        case trailerLine(length: Int)
-        case trailerLineFeed(length: Int)
+        case trailerLine(length: Int, sawColon: Bool)
+        case trailerLineFeed(length: Int, sawColon: Bool)
         case done
     }
 
@@ -48,9 +49,18 @@ struct ChunkedDecoder {
                     guard digits > 0 else { throw .invalidChunk }
                     switch byte {
                     case ASCII.cr: state = .sizeLineFeed(value: value)
-                    case UInt8(ascii: ";"), ASCII.space, ASCII.tab: state = .sizeExtension(value: value, lineLength: lineLength + 1)
+                    case UInt8(ascii: ";"): state = .sizeExtension(value: value, lineLength: lineLength + 1)
+                    case ASCII.space, ASCII.tab: state = .sizeWhitespace(value: value, lineLength: lineLength + 1)
                     default: throw .invalidChunk
                     }
+                }
+            case let .sizeWhitespace(value, lineLength):
+                // BWS is allowed only before a chunk extension.
+                guard lineLength < limits.maxChunkSizeLine else { throw .chunkSizeLineTooLong }
+                switch byte {
+                case ASCII.space, ASCII.tab: state = .sizeWhitespace(value: value, lineLength: lineLength + 1)
+                case UInt8(ascii: ";"): state = .sizeExtension(value: value, lineLength: lineLength + 1)
+                default: throw .invalidChunk
                 }
             case let .sizeExtension(value, lineLength):
                 guard lineLength < limits.maxChunkSizeLine else { throw .chunkSizeLineTooLong }
@@ -63,10 +73,9 @@ struct ChunkedDecoder {
             case let .sizeLineFeed(value):
                 guard byte == ASCII.lf else { throw .invalidChunk }
                 if value == 0 {
-                    state = .trailerLine(length: 0)
+                    state = .trailerLine(length: 0, sawColon: false)
                 } else {
                     guard body.count + value <= limits.maxBody else { throw .contentTooLarge(limit: limits.maxBody) }
-                    body.reserveCapacity(body.count + value)
                     state = .data(remaining: value)
                 }
             case .dataCarriageReturn:
@@ -75,24 +84,25 @@ struct ChunkedDecoder {
             case .dataLineFeed:
                 guard byte == ASCII.lf else { throw .invalidChunk }
                 state = .size(value: 0, digits: 0, lineLength: 0)
-            case let .trailerLine(length):
+            case let .trailerLine(length, sawColon):
                 if byte == ASCII.cr {
-                    state = .trailerLineFeed(length: length)
+                    state = .trailerLineFeed(length: length, sawColon: sawColon)
                 } else {
                     if length == 0 && (byte == ASCII.space || byte == ASCII.tab) { throw .obsoleteLineFolding }
                     guard ASCII.isFieldValue(byte) else { throw byte == ASCII.lf ? .bareLineFeed : .invalidHeaderValue }
                     guard length < limits.maxHeaderLine else { throw .headerLineTooLong }
-                    state = .trailerLine(length: length + 1)
+                    state = .trailerLine(length: length + 1, sawColon: sawColon || byte == ASCII.colon)
                 }
-            case let .trailerLineFeed(length):
+            case let .trailerLineFeed(length, sawColon):
                 guard byte == ASCII.lf else { throw .bareCarriageReturn }
                 if length == 0 {
                     state = .done
                     return (index + 1, true)
                 }
+                guard sawColon else { throw .invalidChunk }
                 trailerCount += 1
                 guard trailerCount <= limits.maxHeaderCount else { throw .tooManyHeaders }
-                state = .trailerLine(length: 0)
+                state = .trailerLine(length: 0, sawColon: false)
             }
             index += 1
         }

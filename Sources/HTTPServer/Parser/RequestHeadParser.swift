@@ -65,7 +65,9 @@ struct RequestHeadParser {
             }
         }
         scanned = count
-        try checkLength(of: count - lineStart, headEnd: count)
+        // A final CR may be the first half of the line's CRLF: it does not count.
+        let pending = count - lineStart - (count > lineStart && bytes[count - 1] == ASCII.cr ? 1 : 0)
+        try checkLength(of: pending, headEnd: count)
         return nil
     }
 

@@ -34,6 +34,9 @@ public struct Router: Sendable {
     /// Finds the handler for a request.
     /// - Throws: ``HTTPError`` 400 (undecodable path), 404 or 405.
     func resolve(method: HTTPMethod, path: String) throws(HTTPError) -> Resolution {
+        if method == .OPTIONS, path == "*" {
+            return .options(allow: HTTPMethod.allCases.map(\.rawValue).joined(separator: ", "))
+        }
         let segments = try Self.decodedSegments(path)
         var allowed: [HTTPMethod] = []
         var headFallback: (Handler, PathParameters, RoutePattern)?
@@ -58,6 +61,7 @@ public struct Router: Sendable {
     static func decodedSegments(_ path: String) throws(HTTPError) -> [String] {
         // Strict matching: "/games/" and "/v1//games" are not "/games" and "/v1/games".
         guard path.utf8.first == UInt8(ascii: "/") else { return [path] }
+        if path == "/" { return [] }
         var segments: [String] = []
         for raw in path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
             guard let segment = PercentDecoding.decode(raw, plusAsSpace: false) else {

@@ -23,6 +23,9 @@ final class Connection {
 
     /// What writing a response needs to know about the request it answers.
     private struct ResponseContext {
+        /// Which request of the connection this is, so a late or repeated deferred
+        /// answer can never be taken for the answer to a later request.
+        var sequence: UInt64
         var path: String
         var omitBody: Bool
         var keepAlive: Bool
@@ -54,6 +57,7 @@ final class Connection {
     private var deadline: Int64 = 0
     private var deadlineAction = TimeoutAction.close
     private var writeDeadline: Int64 = 0
+    private var requestSequence: UInt64 = 0
 
     /// Above this many unsent bytes the connection stops taking new requests until the
     /// client reads (pipelining without reading cannot grow memory without bound).
@@ -75,6 +79,11 @@ final class Connection {
     /// Reads a chunk at a time and parses after each, so the input buffer holds at most
     /// the current request plus one chunk, however much the client sends.
     func onReadable() {
+        // The event may predate a decision (in `onWritable`) to stop reading.
+        guard wantsInput else {
+            updateInterest()
+            return
+        }
         var received = 0
         while received < Self.maxReadPerEvent, !isClosed, !peerClosedInput {
             input.reserveWritable(Self.readChunk)
@@ -223,7 +232,9 @@ final class Connection {
     }
 
     private func dispatch(_ head: RequestHead, body: [UInt8]) {
-        let context = ResponseContext(path: head.path, omitBody: head.method == .HEAD, keepAlive: head.keepAlive, version: head.version)
+        requestSequence &+= 1
+        let context = ResponseContext(sequence: requestSequence, path: head.path, omitBody: head.method == .HEAD,
+                                      keepAlive: head.keepAlive, version: head.version)
         var request = HTTPRequest(
             method: head.method, path: head.path, query: head.query, version: head.version,
             headers: head.headers, body: body, remoteAddress: peer)
@@ -239,7 +250,7 @@ final class Connection {
                 case let .deferred(handle):
                     phase = .awaiting(context)
                     deadline = 0
-                    handle(request, Responder(loop: loop, fd: fd, connectionID: id))
+                    handle(request, Responder(loop: loop, fd: fd, connectionID: id, sequence: requestSequence))
                 }
             }
         } catch {
@@ -248,8 +259,8 @@ final class Connection {
     }
 
     /// Receives the result of a deferred handler.
-    func complete(with result: Result<HTTPResponse, SendableError>) {
-        guard case let .awaiting(context) = phase else { return }
+    func complete(sequence: UInt64, with result: Result<HTTPResponse, SendableError>) {
+        guard case let .awaiting(context) = phase, context.sequence == sequence else { return }
         switch result {
         case let .success(response): write(response, context)
         case let .failure(failure): write(loop.core.render(failure.error, path: context.path), context)
@@ -276,9 +287,11 @@ final class Connection {
     /// Answers a request that cannot be parsed or framed, then closes: after such an
     /// error the position of the next request in the stream is unknown.
     private func failConnection(_ error: any Error, path: String?) {
-        let context = ResponseContext(path: path ?? "", omitBody: false, keepAlive: false, version: .http1_1)
+        let context = ResponseContext(sequence: requestSequence, path: path ?? "", omitBody: false, keepAlive: false, version: .http1_1)
         write(loop.core.render(error, path: path), context)
         closeAfterFlush = true
+        // No further timeout response: the write deadline and lingering bound the rest.
+        deadline = 0
     }
 
     private func flush() {
@@ -287,6 +300,7 @@ final class Connection {
             let count = send(fd, readable.baseAddress, readable.count, Int32(MSG_NOSIGNAL))
             if count > 0 {
                 output.moveReader(by: count)
+                writeDeadline = 0  // an idle bound: progress restarts it
             } else if count < 0 && errno == EINTR {
                 continue
             } else if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {

@@ -93,6 +93,7 @@ public final class HTTPServer: Sendable {
     /// - Returns: the bound port.
     @discardableResult
     public func start() throws -> Int {
+        guard !state.withLock({ $0.started }) else { throw SystemError("start: the server was already started", errno: EINVAL) }
         signal(SIGPIPE, SIG_IGN)
         Socket.raiseDescriptorLimit()
         let (fd, port) = try Socket.listen(host: configuration.host, port: configuration.port, backlog: configuration.backlog)
@@ -119,8 +120,9 @@ public final class HTTPServer: Sendable {
     /// ``ServerConfiguration/shutdownTimeout`` runs out.
     public func beginShutdown() {
         let first = state.withLock { state -> Bool in
-            defer { state.shuttingDown = true }
-            return state.started && !state.shuttingDown
+            guard state.started, !state.shuttingDown else { return false }
+            state.shuttingDown = true
+            return true
         }
         guard first else { return }
         let deadline = EventLoop.monotonicMilliseconds() + configuration.shutdownTimeout.milliseconds

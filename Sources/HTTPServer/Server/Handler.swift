@@ -62,18 +62,21 @@ public struct Responder: Sendable {
     let loop: EventLoop
     let fd: Int32
     let connectionID: UInt64
+    let sequence: UInt64
 
     /// Sends `response` to the client.
     public func respond(_ response: HTTPResponse) {
-        let fd = fd, id = connectionID
-        loop.execute { loop in loop.complete(fd: fd, connectionID: id, with: .success(response)) }
+        deliver(.success(response))
     }
 
     /// Sends the response the server's error renderer makes of `error`.
     public func fail(_ error: any Error) {
-        let fd = fd, id = connectionID
-        let failure = SendableError(error)
-        loop.execute { loop in loop.complete(fd: fd, connectionID: id, with: .failure(failure)) }
+        deliver(.failure(SendableError(error)))
+    }
+
+    private func deliver(_ result: Result<HTTPResponse, SendableError>) {
+        let fd = fd, id = connectionID, sequence = sequence
+        loop.execute { loop in loop.complete(fd: fd, connectionID: id, sequence: sequence, with: result) }
     }
 }
 
@@ -88,7 +91,7 @@ final class BlockingPool: @unchecked Sendable {
     static let shared = BlockingPool(threads: max(8, ProcessInfo.processInfo.activeProcessorCount * 4))
 
     private let condition = NSCondition()
-    private var jobs: [@Sendable () -> Void] = []
+    private var jobs: [(@Sendable () -> Void)?] = []
     private var head = 0
 
     init(threads: Int) {
@@ -111,13 +114,16 @@ final class BlockingPool: @unchecked Sendable {
             condition.lock()
             while head == jobs.count { condition.wait() }
             let job = jobs[head]
+            jobs[head] = nil
             head += 1
-            if head == jobs.count {
-                jobs.removeAll(keepingCapacity: true)
+            // Drop taken slots once they are the larger part, so the queue never grows
+            // with finished work.
+            if head == jobs.count || (head > 1024 && head * 2 > jobs.count) {
+                jobs.removeFirst(head)
                 head = 0
             }
             condition.unlock()
-            job()
+            job?()
         }
     }
 }
