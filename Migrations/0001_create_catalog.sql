@@ -91,3 +91,9 @@ CREATE TRIGGER locations_rtree_update AFTER UPDATE OF latitude, longitude ON loc
     UPDATE locations_rtree SET min_lat = new.latitude, max_lat = new.latitude, min_lon = new.longitude, max_lon = new.longitude
     WHERE pk = new.pk;
 END;
+
+-- Facts about the catalog itself, such as whether the demo catalog was ever offered.
+CREATE TABLE catalog_metadata (
+    key TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+) WITHOUT ROWID;

@@ -41,11 +41,16 @@ public final class CatalogStore: Sendable {
         (try? database.read { db in try String.fetchOne(db, sql: "SELECT sqlite_version()") }) ?? "unknown"
     }
 
-    /// Loads ``DemoCatalog`` when the catalog holds nothing at all.
+    /// Loads ``DemoCatalog`` into a new, empty catalog, once in the database's life: a
+    /// catalog emptied later stays empty.
     /// - Returns: whether it did.
     @discardableResult
     public func seedDemoCatalogIfEmpty() throws -> Bool {
         try database.writes.write(atomic: true) { db -> Bool in
+            let marker = "demoCatalogOffered"
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM catalog_metadata WHERE key = ?", arguments: [marker]) == nil else { return false }
+            try db.execute(sql: "INSERT INTO catalog_metadata (key, value) VALUES (?, ?)",
+                           arguments: [marker, Timestamp.string(from: Date())])
             let existing = try Int.fetchOne(db, sql: "SELECT (SELECT count(*) FROM playable_items) + (SELECT count(*) FROM games) + (SELECT count(*) FROM locations)") ?? 0
             guard existing == 0 else { return false }
             // Distinct, increasing creation times keep the demo's order stable.

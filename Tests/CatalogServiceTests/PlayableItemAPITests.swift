@@ -63,6 +63,8 @@ import Testing
         }
         let garbage = try await catalog.client.get("/v1/playable-items?cursor=not-a-cursor")
         #expect(garbage.status == 400)
+        let otherList = try await catalog.client.get("/v1/games?limit=2&cursor=\(cursor)")
+        #expect(otherList.status == 400, "a cursor is bound to its list")
     }
 
     @Test(arguments: ["limit=0", "limit=101", "limit=abc", "limit=-1", "limit=1.5", "sort=duration", "sort=", "q=%20%20", "page=2", "limit=2&limit=3", "near=1,2"])

@@ -122,6 +122,12 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         #expect(try store.items.count() >= 10)
         #expect(try store.seedDemoCatalogIfEmpty() == false)
         #expect(try store.games.count() == 4)
+        // Emptied by its users, the catalog stays empty across restarts.
+        for page in try store.games.list(ListRequest(limit: 100)).items {
+            try wait { store.games.delete(page.id, preconditions: WritePreconditions(), completion: $0) }
+        }
+        #expect(try store.seedDemoCatalogIfEmpty() == false)
+        #expect(try store.games.count() == 0)
     }
 
     @Test func keysetPagesCoverEveryOrderExactly() throws {
@@ -149,6 +155,28 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         let first = try store.games.list(ListRequest(limit: 5, order: .field("name", descending: false)))
         #expect(throws: StoreError.self) {
             try store.games.list(ListRequest(limit: 5, order: .field("name", descending: true), cursor: first.nextCursor))
+        }
+    }
+
+    @Test func cursorsOfTheWrongShapeAreRefused() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        let byCreation = ListRequest(limit: 5, order: .field("createdAt", descending: false))
+        let byRelevance = ListRequest(limit: 5, order: .relevance, search: "joust")
+        let cases: [(ListRequest, ListCursor.Key, String, Bool)] = [
+            (byCreation, .integer(5), CatalogID().rawValue, true),
+            (byCreation, .text("5"), CatalogID().rawValue, false),
+            (byCreation, .integer(5), "not-an-id", false),
+            (byRelevance, .real(-1.5), CatalogID().rawValue, true),
+            (byRelevance, .real(.nan), CatalogID().rawValue, false),
+            (byRelevance, .integer(1), CatalogID().rawValue, false),
+        ]
+        for (request, key, id, accepted) in cases {
+            var withCursor = request
+            withCursor.cursor = ListCursor(fingerprint: "games|\(request.fingerprint)", key: key, id: id).encoded()
+            let outcome = Result { () throws(StoreError) in try store.games.renderedList(withCursor) }
+            #expect(((try? outcome.get()) != nil) == accepted, "\(request.order) \(key) \(id)")
         }
     }
 

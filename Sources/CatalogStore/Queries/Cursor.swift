@@ -3,7 +3,7 @@ import GRDBSQLite
 
 /// An opaque list cursor: the sort key and id of the last item of a page, bound to the
 /// request's order and filters by a fingerprint hash. base64url text, no padding.
-struct Cursor {
+struct ListCursor {
     enum Key {
         case integer(Int64)
         case text(String)

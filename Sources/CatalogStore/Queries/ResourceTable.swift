@@ -138,7 +138,7 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
                 var writer = JSONWriter(capacity: 256 + request.limit * 512)
                 writer.raw("{\"items\":[")
                 var count = 0
-                var lastOnPage: Cursor?
+                var lastOnPage: ListCursor?
                 var next: String?
                 while try rows.step() {
                     if count == request.limit {
@@ -148,8 +148,8 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
                     if count > 0 { writer.byte(UInt8(ascii: ",")) }
                     renderer.render(sqlite, into: &writer)
                     count += 1
-                    if count == request.limit, let key = Cursor.Key(sqlite, sortKeyIndex) {
-                        lastOnPage = Cursor(fingerprint: request.fingerprint, key: key,
+                    if count == request.limit, let key = ListCursor.Key(sqlite, sortKeyIndex) {
+                        lastOnPage = ListCursor(fingerprint: fingerprint(request), key: key,
                                             id: String(decoding: RowRenderer.text(sqlite, idIndex), as: UTF8.self))
                     }
                 }
@@ -164,9 +164,24 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         }
     }
 
-    private func decodeCursor(_ request: ListRequest) throws(StoreError) -> Cursor? {
+    /// Decodes the request's cursor and checks that it was made by this list: same
+    /// table, order and filters, an id, and a key of the kind the order sorts by.
+    private func decodeCursor(_ request: ListRequest) throws(StoreError) -> ListCursor? {
         guard let text = request.cursor else { return nil }
-        return try Cursor(decoding: text, fingerprint: request.fingerprint)
+        let cursor = try ListCursor(decoding: text, fingerprint: fingerprint(request))
+        let keyFits: Bool = switch (request.order, cursor.key) {
+        case let (.field(name, _), .integer): sortColumns[name] == "created_at"
+        case let (.field(name, _), .text): sortColumns[name] != "created_at"
+        case let (.relevance, .real(value)), let (.distance, .real(value)): value.isFinite
+        default: false
+        }
+        guard keyFits, CatalogID(cursor.id) != nil else { throw .invalidCursor("The cursor is malformed.") }
+        return cursor
+    }
+
+    /// What a cursor of `request` is bound to: this table, the order and the filters.
+    private func fingerprint(_ request: ListRequest) -> String {
+        "\(table)|\(request.fingerprint)"
     }
 
     /// The rows of one page (renderer columns first, then `sort_key`) and the next cursor.
@@ -177,8 +192,8 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         }
         let page = Array(rows.prefix(request.limit))
         var next: String?
-        if rows.count > request.limit, let last = page.last, let key = Cursor.Key(last["sort_key"] as DatabaseValue) {
-            next = Cursor(fingerprint: request.fingerprint, key: key, id: last["id"]).encoded()
+        if rows.count > request.limit, let last = page.last, let key = ListCursor.Key(last["sort_key"] as DatabaseValue) {
+            next = ListCursor(fingerprint: fingerprint(request), key: key, id: last["id"]).encoded()
         }
         return (page, next)
     }
@@ -186,7 +201,7 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
     /// Builds `SELECT * FROM (rows with their sort_key) WHERE keyset ORDER BY sort_key, id LIMIT n+1`.
     /// Plain lists seek straight to the cursor on the (column, id) index, so a page costs
     /// the same at any depth; filtered lists sort only their matches.
-    private func listQuery(_ request: ListRequest, after cursor: Cursor?) throws(StoreError) -> (String, [(any DatabaseValueConvertible)?]) {
+    private func listQuery(_ request: ListRequest, after cursor: ListCursor?) throws(StoreError) -> (String, [(any DatabaseValueConvertible)?]) {
         var from = "\(table) t"
         var filters: [String] = []
         var outerFilters: [String] = []
