@@ -99,10 +99,10 @@ final class EventLoop: @unchecked Sendable {
                 if token == Epoll.wakeToken {
                     epoll.drainWake()
                     runMailbox()
-                } else if Int32(truncatingIfNeeded: token) == listener {
+                } else if token == UInt64(UInt32(bitPattern: listener)) {
                     acceptConnections()
                 } else {
-                    dispatch(fd: Int(token), flags: flags)
+                    dispatch(token: token, flags: flags)
                 }
             }
             if now >= nextSweep {
@@ -127,8 +127,16 @@ final class EventLoop: @unchecked Sendable {
         for job in jobs { job(self) }
     }
 
-    private func dispatch(fd: Int, flags: UInt32) {
-        guard fd < connections.count, let connection = connections[fd] else { return }
+    /// A connection's epoll token: its descriptor in the low 32 bits and the low 32 bits
+    /// of its id above, so an event queued for a closed connection is never delivered to
+    /// a new one that reused the descriptor in the same `epoll_wait` batch.
+    static func token(fd: Int32, id: UInt64) -> UInt64 {
+        UInt64(UInt32(bitPattern: fd)) | (id & 0xFFFF_FFFF) << 32
+    }
+
+    private func dispatch(token: UInt64, flags: UInt32) {
+        let fd = Int(token & 0xFFFF_FFFF)
+        guard fd < connections.count, let connection = connections[fd], Self.token(fd: connection.fd, id: connection.id) == token else { return }
         if flags & Epoll.hangup != 0, flags & Epoll.readable == 0 {
             connection.close()
             return
@@ -190,7 +198,7 @@ final class EventLoop: @unchecked Sendable {
             connections.append(contentsOf: repeatElement(nil, count: max(slot + 1 - connections.count, connections.count)))
         }
         do {
-            try epoll.add(fd, events: Epoll.readable, token: UInt64(fd))
+            try epoll.add(fd, events: Epoll.readable, token: Self.token(fd: fd, id: nextConnectionID))
         } catch {
             Glibc.close(fd)
             core.openConnections.subtract(1, ordering: .relaxed)
@@ -209,8 +217,8 @@ final class EventLoop: @unchecked Sendable {
         core.openConnections.subtract(1, ordering: .relaxed)
     }
 
-    func setInterest(_ fd: Int32, _ events: UInt32) {
-        epoll.modify(fd, events: events, token: UInt64(fd))
+    func setInterest(_ connection: Connection, _ events: UInt32) {
+        epoll.modify(connection.fd, events: events, token: Self.token(fd: connection.fd, id: connection.id))
     }
 
     /// Delivers a deferred handler's result to its connection, if it is still waiting.

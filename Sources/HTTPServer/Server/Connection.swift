@@ -172,7 +172,7 @@ final class Connection {
         if !output.isEmpty { desired |= Epoll.writable }
         if desired != registeredEvents {
             registeredEvents = desired
-            loop.setInterest(fd, desired)
+            loop.setInterest(self, desired)
         }
     }
 
