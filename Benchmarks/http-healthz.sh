@@ -11,11 +11,12 @@ swift build -c release --product catalog-server >/dev/null
 
 work=$(mktemp -d)
 ours_port=18180 nginx_port=18181
+ours=
+trap '[ -n "$ours" ] && kill $ours 2>/dev/null; bench_nginx_stop "$work"; rm -rf "$work"' EXIT
 printf 'ok' > "$work/healthz"
 bench_nginx "$work" "$nginx_port" "/healthz $work/healthz text/plain;charset=utf-8"
-.build/release/catalog-server --port "$ours_port" --loop-threads "$BENCH_WORKERS" >/dev/null &
+.build/release/catalog-server --port "$ours_port" --loop-threads "$BENCH_WORKERS" --database "$work/catalog.sqlite" >/dev/null &
 ours=$!
-trap 'kill $ours 2>/dev/null; bench_nginx_stop "$work"; rm -rf "$work"' EXIT
 bench_wait_port "$ours_port"
 
 bench_same_body "http://127.0.0.1:$ours_port/healthz" "http://127.0.0.1:$nginx_port/healthz"
