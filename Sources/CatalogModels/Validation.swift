@@ -18,7 +18,7 @@ public struct FieldError: Codable, Sendable, Hashable {
 }
 
 /// Why a value breaks a rule, before it is attached to a field.
-public struct Violation: Sendable, Hashable {
+public struct Violation: Error, Sendable, Hashable {
     /// The codes a violation can carry.
     public enum Code: String, Sendable {
         case required, tooShort, tooLong, invalidURL, outOfRange, invalidFormat, invalidType, unknownField, readOnly
@@ -59,12 +59,17 @@ public enum Rules {
 
     /// An absolute `http` or `https` URL with a host, at most ``maxURLLength`` characters.
     public static func webURL(_ value: String) -> Violation? {
-        if value.count > maxURLLength { return Violation(.tooLong, "Must be at most \(maxURLLength) characters.") }
-        guard let components = URLComponents(string: value),
-              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = components.host, !host.isEmpty, URL(string: value) != nil
-        else { return Violation(.invalidURL, "Must be an absolute http or https URL.") }
+        if case let .failure(violation) = parseWebURL(value) { return violation }
         return nil
+    }
+
+    /// Parses `value` once, checking it as ``webURL(_:)`` does.
+    public static func parseWebURL(_ value: String) -> Result<URL, Violation> {
+        if value.count > maxURLLength { return .failure(Violation(.tooLong, "Must be at most \(maxURLLength) characters.")) }
+        guard let url = URL(string: value), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = url.host, !host.isEmpty
+        else { return .failure(Violation(.invalidURL, "Must be an absolute http or https URL.")) }
+        return .success(url)
     }
 
     /// A finite number in `range`.

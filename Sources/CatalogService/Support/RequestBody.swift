@@ -96,7 +96,17 @@ struct FieldReader {
 
     /// An absolute http(s) URL member; `null` counts as absent.
     mutating func url(_ key: String, required: Bool) -> URL? {
-        string(key, required: required, rule: Rules.webURL).flatMap(URL.init(string:))
+        let text = member(key, required: required, expected: "a string", rule: { _ in nil }) { value -> String? in
+            if case let .string(text) = value { text } else { nil }
+        }
+        guard let text else { return nil }
+        switch Rules.parseWebURL(text) {
+        case let .success(url):
+            return url
+        case let .failure(violation):
+            errors.append(violation.at(Self.pointer(key)))
+            return nil
+        }
     }
 
     /// Fails with every collected error, if any.
