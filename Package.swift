@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "CatalogModels", targets: ["CatalogModels"]),
+        .library(name: "CatalogClient", targets: ["CatalogClient"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .executable(name: "catalog-server", targets: ["catalog-server"]),
     ],
@@ -16,6 +17,8 @@ let package = Package(
     targets: [
         // Shared wire types (Foundation only): what client apps import.
         .target(name: "CatalogModels"),
+        // Async client library over URLSession, built on the shared models only.
+        .target(name: "CatalogClient", dependencies: ["CatalogModels"]),
         // Sockets, event loops, the HTTP/1.1 parser and writer, and the router.
         // Knows nothing of the catalog.
         .target(name: "HTTPServer", dependencies: ["CLinux"]),
@@ -45,7 +48,10 @@ let package = Package(
         .testTarget(name: "CatalogModelsTests", dependencies: ["CatalogModels"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "CatalogStoreTests", dependencies: ["CatalogStore", "CatalogModels"]),
-        .testTarget(name: "CatalogServiceTests", dependencies: ["CatalogService", "CatalogStore", "CatalogModels", "HTTPServer"]),
+        .testTarget(
+            name: "CatalogServiceTests",
+            dependencies: ["CatalogService", "CatalogStore", "CatalogModels", "CatalogClient", "HTTPServer"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

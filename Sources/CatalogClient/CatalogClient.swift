@@ -1,0 +1,121 @@
+import CatalogModels
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An async client for the catalog's HTTP API, built on `URLSession` and the shared
+/// models, usable unchanged from iOS, macOS and Linux.
+///
+/// ```swift
+/// let client = CatalogClient(baseURL: URL(string: "http://127.0.0.1:8080")!)
+/// for try await game in client.games.all(ListQuery(sort: "name")) { print(game.name) }
+/// var item = try await client.playableItems.get(id)
+/// item = try await client.playableItems.patch(id, MergePatch().set("title", "New"), ifMatch: item.etag)
+/// ```
+public struct CatalogClient: Sendable {
+    /// Where the API lives, such as `http://127.0.0.1:8080`.
+    public let baseURL: URL
+    /// Headers sent with every request (for example an API key).
+    public let headers: [String: String]
+    /// How long one request may take, in seconds.
+    public let timeout: TimeInterval
+    let session: URLSession
+
+    /// Creates a client.
+    public init(baseURL: URL, headers: [String: String] = [:], timeout: TimeInterval = 30, session: URLSession? = nil) {
+        self.baseURL = baseURL
+        self.headers = headers
+        self.timeout = timeout
+        self.session = session ?? {
+            let configuration = URLSessionConfiguration.ephemeral
+            configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+            configuration.urlCache = nil
+            return URLSession(configuration: configuration)
+        }()
+    }
+
+    /// `/v1/playable-items`.
+    public var playableItems: ResourceClient<PlayableItem, PlayableItemInput> { ResourceClient(client: self, path: "/v1/playable-items") }
+    /// `/v1/games`.
+    public var games: ResourceClient<Game, GameInput> { ResourceClient(client: self, path: "/v1/games") }
+    /// `/v1/locations`.
+    public var locations: ResourceClient<Location, LocationInput> { ResourceClient(client: self, path: "/v1/locations") }
+
+    /// Whether the server answers `/healthz`.
+    public func isHealthy() async -> Bool {
+        (try? await send("GET", "/healthz").response.statusCode) == 200
+    }
+
+    // MARK: Transport
+
+    /// Sends one request and returns the body and response; non-2xx/304 statuses become
+    /// ``CatalogClientError``.
+    func send(_ method: String, _ path: String, query: [URLQueryItem] = [], body: Data? = nil, contentType: String? = nil,
+              headers extra: [String: String] = [:]) async throws(CatalogClientError) -> (data: Data, response: HTTPURLResponse) {
+        guard var components = URLComponents(url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false) else {
+            throw .invalidResponse("Cannot build a URL from \(baseURL) and \(path).")
+        }
+        if !query.isEmpty { components.queryItems = query }
+        guard let url = components.url else { throw .invalidResponse("Cannot build a URL for \(path).") }
+        var request = URLRequest(url: url, timeoutInterval: timeout)
+        request.httpMethod = method
+        request.httpBody = body
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+        for (name, value) in headers.merging(extra, uniquingKeysWith: { $1 }) { request.setValue(value, forHTTPHeaderField: name) }
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await session.data(for: request)
+        } catch {
+            throw .transport(error.localizedDescription)
+        }
+        guard let http = response as? HTTPURLResponse else { throw .invalidResponse("Not an HTTP response.") }
+        guard (200..<300).contains(http.statusCode) || http.statusCode == 304 else {
+            let problem = (try? CatalogJSON.makeDecoder().decode(Problem.self, from: data))
+                ?? Problem(title: HTTPURLResponse.localizedString(forStatusCode: http.statusCode), status: http.statusCode,
+                           detail: String(decoding: data.prefix(500), as: UTF8.self))
+            throw http.statusCode == 412 ? .preconditionFailed(problem) : .problem(problem)
+        }
+        return (data, http)
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(CatalogClientError) -> T {
+        do {
+            return try CatalogJSON.makeDecoder().decode(T.self, from: data)
+        } catch {
+            throw .invalidResponse("Cannot decode \(T.self): \(error)")
+        }
+    }
+}
+
+/// Why a client call failed.
+public enum CatalogClientError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The server answered with a problem document (any non-2xx status but 412).
+    case problem(Problem)
+    /// `If-Match` named a version that is no longer current (412): fetch again, then retry.
+    case preconditionFailed(Problem)
+    /// The request never got an HTTP answer.
+    case transport(String)
+    /// The answer was not what the API promises.
+    case invalidResponse(String)
+
+    /// The problem document, for `problem` and `preconditionFailed`.
+    public var problem: Problem? {
+        switch self {
+        case let .problem(problem), let .preconditionFailed(problem): problem
+        default: nil
+        }
+    }
+
+    /// A one-line explanation.
+    public var description: String {
+        switch self {
+        case let .problem(problem), let .preconditionFailed(problem):
+            "\(problem.status) \(problem.title)" + (problem.detail.map { ": \($0)" } ?? "")
+        case let .transport(message): "transport: \(message)"
+        case let .invalidResponse(message): "invalid response: \(message)"
+        }
+    }
+}

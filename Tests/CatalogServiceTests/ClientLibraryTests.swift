@@ -1,0 +1,82 @@
+import CatalogClient
+import CatalogModels
+import Foundation
+import Testing
+
+/// The client library against a real server: typed results, ETags, distinct 412s,
+/// problem documents and lists that follow cursors.
+@Suite struct ClientLibraryTests {
+    func client(_ catalog: TestCatalog) -> CatalogClient {
+        CatalogClient(baseURL: catalog.client.baseURL, headers: ["X-Client": "tests"], timeout: 10)
+    }
+
+    @Test func createGetPatchReplaceDeleteWithETags() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let games = client(catalog).games
+        let created = try await games.create(GameInput(name: "Tempest", imageName: "tempest"))
+        #expect(created.etag == "\"1\"")
+        #expect(created.value.name == "Tempest")
+        let fetched = try await games.get(created.value.id)
+        #expect(fetched == created)
+        let patched = try await games.patch(created.value.id, MergePatch().set("description", "Vector shooter"), ifMatch: fetched.etag)
+        #expect(patched.value.description == "Vector shooter")
+        #expect(patched.etag == "\"2\"")
+        do {
+            _ = try await games.replace(created.value.id, with: GameInput(name: "Stale", imageName: "s"), ifMatch: fetched.etag)
+            Issue.record("a stale ETag must fail")
+        } catch {
+            guard case let .preconditionFailed(problem) = error else { throw error }
+            #expect(problem.status == 412)
+        }
+        let replaced = try await games.replace(created.value.id, with: GameInput(name: "Tempest 2000", imageName: "t2k"), ifMatch: patched.etag)
+        #expect(replaced.value.description == "")
+        try await games.delete(created.value.id, ifMatch: replaced.etag)
+        do {
+            _ = try await games.get(created.value.id)
+            Issue.record("a deleted game must be gone")
+        } catch {
+            #expect(error.problem?.status == 404)
+            #expect(error.problem?.code == "notFound")
+        }
+    }
+
+    @Test func validationProblemsAreTyped() async throws {
+        let catalog = try TestCatalog(seed: false)
+        do {
+            _ = try await client(catalog).locations.create(LocationInput(name: "", countryCode: "fr", latitude: 91, longitude: 0))
+            Issue.record("invalid input must fail")
+        } catch {
+            guard case let .problem(problem) = error else { throw error }
+            #expect(problem.status == 422)
+            #expect(Set(problem.errors?.map(\.pointer) ?? []) == ["/name", "/countryCode", "/latitude"])
+        }
+    }
+
+    @Test func allFollowsCursorsAcrossPages() async throws {
+        let catalog = try TestCatalog()
+        var names: [String] = []
+        for try await location in client(catalog).locations.all(ListQuery(limit: 5, sort: "name")) {
+            names.append(location.name)
+        }
+        #expect(names.count == DemoCatalogCounts.locations)
+        #expect(names == names.sorted())
+        var near = ListQuery(limit: 2)
+        near.near = (latitude: 48.8566, longitude: 2.3522, radius: 600_000)
+        let page = try await client(catalog).locations.list(near)
+        #expect(page.items.first?.countryCode == "FR")
+        #expect(page.items.first?.distanceMeters != nil)
+        let search = try await client(catalog).playableItems.list(ListQuery(search: "steel"))
+        #expect(search.items.map(\.title) == ["Tears of Steel"])
+        #expect(await client(catalog).isHealthy())
+    }
+
+    @Test func transportErrorsAreDistinct() async throws {
+        let unreachable = CatalogClient(baseURL: URL(string: "http://127.0.0.1:1")!, timeout: 2)
+        do {
+            _ = try await unreachable.games.list()
+            Issue.record("nothing listens on port 1")
+        } catch {
+            guard case .transport = error else { throw error }
+        }
+    }
+}
