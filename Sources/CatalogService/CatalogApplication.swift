@@ -13,6 +13,8 @@ public struct CatalogConfiguration: Sendable {
     public var migrationsDirectory = Migration.defaultDirectory()
     /// Whether to load the demo catalog into an empty database.
     public var seedDemoCatalog = true
+    /// The OpenAPI document served at `GET /openapi.yaml`.
+    public var openAPIDocument = InstalledFiles.locate("openapi.yaml")
 
     /// The defaults above.
     public init() {}
@@ -35,13 +37,15 @@ public final class CatalogApplication: Sendable {
         store = try CatalogStore(path: configuration.databasePath, migrations: migrations,
                                  readers: configuration.server.loopThreads + 2)
         seeded = configuration.seedDemoCatalog ? try store.seedDemoCatalogIfEmpty() : false
-        server = try HTTPServer(configuration: configuration.server, router: Self.router(store), errorRenderer: ErrorMapping.render)
+        let contract = Contract(document: configuration.openAPIDocument)
+        server = try HTTPServer(configuration: configuration.server, router: Self.router(store, contract: contract), errorRenderer: ErrorMapping.render)
     }
 
     /// Every route the service serves.
-    static func router(_ store: CatalogStore) -> Router {
+    static func router(_ store: CatalogStore, contract: Contract) -> Router {
         var router = Router()
         router.add(.GET, "/healthz", .inline { _ in Health.liveness })
+        router.add(.GET, "/openapi.yaml", .inline { _ in try contract.response() })
         PlayableItems.endpoints(store).register(in: &router)
         Games.endpoints(store).register(in: &router)
         Locations.endpoints(store).register(in: &router)

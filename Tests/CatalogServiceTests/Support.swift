@@ -27,6 +27,7 @@ final class TestCatalog: Sendable {
         configuration.databasePath = directory.appendingPathComponent("catalog.sqlite").path
         configuration.migrationsDirectory = migrationsDirectory
         configuration.seedDemoCatalog = seed
+        configuration.openAPIDocument = migrationsDirectory.deletingLastPathComponent().appendingPathComponent("openapi.yaml")
         application = try CatalogApplication(configuration: configuration)
         let port = try application.start()
         client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)

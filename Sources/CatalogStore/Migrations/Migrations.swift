@@ -34,14 +34,9 @@ public struct Migration: Sendable, Hashable {
         return migrations
     }
 
-    /// The migrations folder to use when none is configured: `./Migrations`, then
-    /// `Migrations` beside the executable (as in the Docker image).
+    /// The migrations folder to use when none is configured (see ``InstalledFiles``).
     public static func defaultDirectory() -> URL {
-        let candidates = [
-            URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("Migrations"),
-            URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent("Migrations"),
-        ]
-        return candidates.first { FileManager.default.fileExists(atPath: $0.path) } ?? candidates[0]
+        InstalledFiles.locate("Migrations")
     }
 }
 
@@ -115,5 +110,18 @@ enum MigrationRunner {
         guard try db.tableExists(historyTable) else { return migrations.isEmpty }
         let applied = try Set(Int.fetchAll(db, sql: "SELECT version FROM \(historyTable)"))
         return migrations.allSatisfy { applied.contains($0.version) }
+    }
+}
+
+/// Files the service reads at run time (migrations, the OpenAPI document): looked up in
+/// the working directory (a checkout), then beside the executable (an installed image).
+public enum InstalledFiles {
+    /// The first existing candidate for `name`, or the working-directory one.
+    public static func locate(_ name: String) -> URL {
+        let candidates = [
+            URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(name),
+            URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent(name),
+        ]
+        return candidates.first { FileManager.default.fileExists(atPath: $0.path) } ?? candidates[0]
     }
 }

@@ -1,0 +1,49 @@
+import Foundation
+import Testing
+@testable import CatalogService
+import HTTPServer
+
+/// `openapi.yaml` and the server describe the same API.
+@Suite struct ContractTests {
+    static let document = migrationsDirectory.deletingLastPathComponent().appendingPathComponent("openapi.yaml")
+
+    /// (METHOD, path) pairs under `paths:`, read with the document's fixed indentation.
+    static func documentedRoutes() throws -> Set<String> {
+        let text = try String(contentsOf: document, encoding: .utf8)
+        var routes = Set<String>()
+        var inPaths = false
+        var path: String?
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line == "paths:" { inPaths = true; continue }
+            if inPaths, let first = line.first, first != " " { break }
+            guard inPaths else { continue }
+            if line.hasPrefix("  /"), line.hasSuffix(":"), !line.hasPrefix("   ") {
+                path = String(line.dropFirst(2).dropLast())
+            } else if let path, line.hasPrefix("    "), !line.hasPrefix("     ") {
+                let key = line.dropFirst(4).prefix { $0 != ":" }
+                if ["get", "put", "post", "patch", "delete", "head", "options"].contains(key) {
+                    routes.insert("\(key.uppercased()) \(path)")
+                }
+            }
+        }
+        return routes
+    }
+
+    @Test func everyServedRouteIsDocumentedAndViceVersa() throws {
+        let catalog = try TestCatalog(seed: false)
+        let router = CatalogApplication.router(catalog.application.store, contract: Contract(document: Self.document))
+        let served = Set(router.registeredRoutes.map { "\($0.method) \($0.pattern)" })
+        let documented = try Self.documentedRoutes()
+        #expect(documented.count >= 15)
+        #expect(served.subtracting(documented).isEmpty, "served but not documented: \(served.subtracting(documented).sorted())")
+        #expect(documented.subtracting(served).isEmpty, "documented but not served: \(documented.subtracting(served).sorted())")
+    }
+
+    @Test func theDocumentIsServed() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let response = try await catalog.client.get("/openapi.yaml")
+        #expect(response.status == 200)
+        #expect(response.header("Content-Type") == "application/yaml")
+        #expect(response.body == (try Data(contentsOf: Self.document)))
+    }
+}
