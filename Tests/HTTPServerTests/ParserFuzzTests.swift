@@ -18,7 +18,7 @@ import Testing
     }
 
     enum Outcome: Equatable {
-        case parsed(method: HTTPMethod, path: String, query: String?, fields: Int, framing: String, keepAlive: Bool)
+        case parsed(method: HTTPMethod?, path: String, query: String?, fields: Int, framing: String, keepAlive: Bool)
         case needMore
         case rejected(status: Int)
     }

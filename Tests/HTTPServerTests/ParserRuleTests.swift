@@ -225,8 +225,23 @@ import Testing
         #expect(response.problemCode == "invalidPath")
     }
 
-    @Test func unknownMethodIs501() async throws {
-        try await expectRejected("BREW /hello HTTP/1.1\r\nHost: x\r\n\r\n", status: 501, code: "methodNotImplemented")
+    @Test(arguments: ["BREW", "TRACE", "CONNECT"])
+    func unimplementedMethodIs405OnAKnownPathAnd501Elsewhere(_ method: String) async throws {
+        let server = try TestServer()
+        try await onThread {
+            let client = try server.client()
+            try client.send("\(method) /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+            let known = try client.readResponse()
+            #expect(known.status == 405)
+            #expect(known.header("Allow") == "GET, HEAD, OPTIONS")
+            try client.send("\(method) /nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
+            let unknown = try client.readResponse()
+            #expect(unknown.status == 501)
+            #expect(unknown.problemCode == "methodNotImplemented")
+            // The body was framed, so the connection stays usable.
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+        }
     }
 
     @Test func invalidMethodTokenIs400() async throws {

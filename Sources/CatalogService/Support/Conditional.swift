@@ -18,39 +18,47 @@ enum ETag {
                            ifNoneMatch: try tags(request, "If-None-Match", weakMatches: true))
     }
 
-    /// Parses every `name` field as `*` or a list of entity tags; `nil` when absent.
-    /// Weak tags (`W/"3"`) count only when `weakMatches`.
+    /// Parses every `name` field as `*` or a list of entity tags (RFC 9110 §8.8.3; a tag
+    /// may contain commas); `nil` when absent. Weak tags (`W/"3"`) count only when `weakMatches`.
     private static func tags(_ request: HTTPRequest, _ name: String, weakMatches: Bool) throws(APIError) -> WritePreconditions.Tags? {
         let fields = request.headers.values(for: name)
         guard !fields.isEmpty else { return nil }
-        let elements = fields.joined(separator: ",").split(separator: ",").map { $0.trimmingCharacters(in: " \t") }.filter { !$0.isEmpty }
-        if elements == ["*"] { return .any }
-        guard !elements.isEmpty else { throw malformed(name) }
+        let text = Array(fields.joined(separator: ",").utf8)
+        let isSpace: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        if String(decoding: text.drop(while: isSpace).reversed().drop(while: isSpace).reversed(), as: UTF8.self) == "*" { return .any }
         var versions = Set<Int>()
-        for element in elements {
-            var tag = element[...]
-            let weak = tag.hasPrefix("W/")
-            if weak { tag = tag.dropFirst(2) }
-            guard tag.count >= 2, tag.first == "\"", tag.last == "\"" else { throw malformed(name) }
-            let opaque = tag.dropFirst().dropLast()
-            guard !opaque.contains("\"") else { throw malformed(name) }
+        var index = 0
+        var sawTag = false
+        while index < text.count {
+            // Separators: whitespace and empty list elements.
+            if isSpace(text[index]) || text[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            var weak = false
+            if text.count - index >= 2, text[index] == UInt8(ascii: "W"), text[index + 1] == UInt8(ascii: "/") {
+                weak = true
+                index += 2
+            }
+            guard index < text.count, text[index] == UInt8(ascii: "\"") else { throw malformed(name) }
+            let start = index + 1
+            guard let end = text[start...].firstIndex(of: UInt8(ascii: "\"")) else { throw malformed(name) }
+            // etagc: %x21 / %x23-7E / obs-text.
+            guard text[start..<end].allSatisfy({ $0 == 0x21 || ($0 >= 0x23 && $0 != 0x7F) }) else { throw malformed(name) }
+            index = end + 1
+            while index < text.count, isSpace(text[index]) { index += 1 }
+            guard index == text.count || text[index] == UInt8(ascii: ",") else { throw malformed(name) }
+            sawTag = true
             // Only a canonical decimal names one of our versions.
+            let opaque = String(decoding: text[start..<end], as: UTF8.self)
             if weak && !weakMatches { continue }
             if let version = Int(opaque), String(version) == opaque { versions.insert(version) }
         }
+        guard sawTag else { throw malformed(name) }
         return .versions(versions)
     }
 
     private static func malformed(_ name: String) -> APIError {
         .invalidHeader(name, "expected * or a list of entity tags such as \"3\".")
-    }
-}
-
-private extension Substring {
-    func trimmingCharacters(in set: String) -> Substring {
-        var slice = self
-        while let first = slice.first, set.contains(first) { slice = slice.dropFirst() }
-        while let last = slice.last, set.contains(last) { slice = slice.dropLast() }
-        return slice
     }
 }

@@ -280,10 +280,14 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
     public func update(_ id: CatalogID, preconditions: WritePreconditions, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void,
                        transform: @escaping @Sendable (Model) throws -> Input) {
         submit(completion) { [self] db in
-            let row = try Row.fetchOne(db.cachedStatement(sql: selectSQL), arguments: [id.rawValue])
-            try preconditions.check(current: row?["version"])
-            guard let row else { throw StoreError.notFound }
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: selectSQL), arguments: [id.rawValue]) else {
+                try preconditions.check(current: nil)
+                throw StoreError.notFound
+            }
+            // The content is checked first (422 before 412), as for PUT, whose body is
+            // validated before it reaches the store.
             let input = try transform(decode(row))
+            try preconditions.check(current: row["version"])
             return try renderWritten(db, updateSQL, StatementArguments(values(input) + [Timestamp.milliseconds(Date()), id.rawValue]))
         }
     }

@@ -7,7 +7,9 @@ enum BodyFraming: Equatable {
 
 /// A complete, validated request head.
 struct RequestHead {
-    var method: HTTPMethod
+    /// The method, or `nil` for a valid token the server does not implement (the router
+    /// then answers 405 on a known path, 501 elsewhere).
+    var method: HTTPMethod?
     var version: HTTPVersion
     var path: String
     var query: String?

@@ -207,8 +207,6 @@ struct RequestHeadParser {
         case _ where semantics.hostCount > 1: throw .duplicateHost
         default: break
         }
-        guard let method = line.method else { throw .methodNotImplemented }
-
         var framing = BodyFraming.none
         if let codings = semantics.transferCodings {
             guard semantics.contentLength == nil else { throw .conflictingFraming }
@@ -226,7 +224,7 @@ struct RequestHeadParser {
         }
         let keepAlive = line.version == .http1_1 ? !semantics.connectionClose : (semantics.connectionKeepAlive && !semantics.connectionClose)
         return RequestHead(
-            method: method,
+            method: line.method,
             version: line.version,
             path: String(decoding: UnsafeBufferPointer(rebasing: bytes[line.path]), as: UTF8.self),
             query: line.query.map { String(decoding: UnsafeBufferPointer(rebasing: bytes[$0]), as: UTF8.self) },

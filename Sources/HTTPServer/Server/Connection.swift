@@ -235,11 +235,15 @@ final class Connection {
         requestSequence &+= 1
         let context = ResponseContext(sequence: requestSequence, path: head.path, omitBody: head.method == .HEAD,
                                       keepAlive: head.keepAlive, version: head.version)
+        guard let method = head.method else {
+            write(loop.core.render(unimplementedMethodError(path: head.path), path: head.path), context)
+            return
+        }
         var request = HTTPRequest(
-            method: head.method, path: head.path, query: head.query, version: head.version,
+            method: method, path: head.path, query: head.query, version: head.version,
             headers: head.headers, body: body, remoteAddress: peer)
         do {
-            switch try loop.core.router.resolve(method: head.method, path: head.path) {
+            switch try loop.core.router.resolve(method: method, path: head.path) {
             case let .options(allow):
                 write(HTTPResponse(status: .noContent, headers: [("Allow", allow)]), context)
             case let .handler(handler, parameters, _):
@@ -256,6 +260,14 @@ final class Connection {
         } catch {
             write(loop.core.render(error, path: head.path), context)
         }
+    }
+
+    /// A method token the server does not implement: 405 with `Allow` on a known path,
+    /// 501 elsewhere.
+    private func unimplementedMethodError(path: String) -> HTTPError {
+        guard case let .options(allow)? = try? loop.core.router.resolve(method: .OPTIONS, path: path) else { return .methodNotImplemented }
+        return HTTPError(.methodNotAllowed, code: "methodNotAllowed", detail: "This method is not supported here; allowed: \(allow).",
+                         headers: ["Allow": allow])
     }
 
     /// Receives the result of a deferred handler.
