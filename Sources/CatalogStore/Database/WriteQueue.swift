@@ -76,9 +76,11 @@ final class WriteQueue: @unchecked Sendable {
             done.unlock()
         }
         done.lock()
-        while outcome == nil { done.wait() }
-        done.unlock()
-        return try outcome!.get()
+        defer { done.unlock() }
+        while true {
+            if let outcome { return try outcome.get() }
+            done.wait()
+        }
     }
 
     /// Finishes the queued writes, then stops the writer thread.

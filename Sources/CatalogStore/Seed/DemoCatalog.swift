@@ -59,13 +59,14 @@ public enum DemoCatalog {
     private static let samples = "https://storage.googleapis.com/gtv-videos-bucket/sample/"
     private static let apple = "https://devstreaming-cdn.apple.com/videos/streaming/examples/"
 
-    private static func item(_ title: String, _ description: String, _ stream: String, _ thumbnail: String?, _ duration: Double?) -> PlayableItemInput {
-        PlayableItemInput(title: title, description: description, streamURL: URL(string: stream)!,
-                          thumbnailURL: thumbnail.flatMap(URL.init(string:)), durationSeconds: duration)
+    private static func item(_ title: String, _ description: String, _ stream: String, _ thumbnail: String?, _ duration: Double?) -> PlayableItemInput? {
+        URL(string: stream).map {
+            PlayableItemInput(title: title, description: description, streamURL: $0, thumbnailURL: thumbnail.flatMap(URL.init(string:)), durationSeconds: duration)
+        }
     }
 
     /// Public sample videos: HLS examples from Apple, open movies from the Blender Foundation.
-    public static let items: [PlayableItemInput] = [
+    public static let items: [PlayableItemInput] = ([
         item("Big Buck Bunny", "A large and lovable rabbit deals with three tiny bullies, led by a flying squirrel, who are determined to squelch his happiness. An open movie from the Blender Institute.", samples + "BigBuckBunny.mp4", samples + "images/BigBuckBunny.jpg", 596),
         item("Elephants Dream", "The first Blender open movie, from 2006: two strange characters explore a capricious and seemingly infinite machine.", samples + "ElephantsDream.mp4", samples + "images/ElephantsDream.jpg", 653),
         item("For Bigger Blazes", "HBO GO now works with Chromecast -- the easiest way to enjoy online video on your TV.", samples + "ForBiggerBlazes.mp4", samples + "images/ForBiggerBlazes.jpg", 15),
@@ -78,5 +79,5 @@ public enum DemoCatalog {
         item("BipBop Advanced (HLS, fMP4)", "Apple's advanced HTTP Live Streaming example: HEVC and H.264 variants in fragmented MP4, with alternate audio and subtitles.", apple + "img_bipbop_adv_example_fmp4/master.m3u8", nil, 1800),
         item("BipBop 16x9 (HLS)", "Apple's basic HTTP Live Streaming example in 16:9, with several bit rates.", apple + "bipbop_16x9/bipbop_16x9_variant.m3u8", nil, 1800),
         item("BipBop 4x3 (HLS)", "Apple's basic HTTP Live Streaming example in 4:3, with several bit rates.", apple + "bipbop_4x3/bipbop_4x3_variant.m3u8", nil, 1800),
-    ]
+    ] as [PlayableItemInput?]).compactMap { $0 }
 }

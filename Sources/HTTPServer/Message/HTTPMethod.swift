@@ -33,9 +33,7 @@ public enum HTTPMethod: String, Sendable, Hashable, CaseIterable, CustomStringCo
     }
 
     private static func equal(_ bytes: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
-        literal.withUTF8Buffer { expected in
-            expected.count == bytes.count && memcmp(expected.baseAddress!, bytes.baseAddress!, bytes.count) == 0
-        }
+        literal.withUTF8Buffer { expected in expected.elementsEqual(bytes) }
     }
 }
 

@@ -209,11 +209,12 @@ final class Connection {
                     guard input.readableCount >= length else { return }
                     body = Array(UnsafeBufferPointer(rebasing: input.readable[0..<length]))
                     input.moveReader(by: length)
-                } else if chunkedDecoder != nil {
+                } else if var decoder = chunkedDecoder {
                     do {
                         var decoded = pendingChunkedBody
                         pendingChunkedBody = []
-                        let (consumed, done) = try chunkedDecoder!.decode(input.readable, into: &decoded)
+                        let (consumed, done) = try decoder.decode(input.readable, into: &decoded)
+                        chunkedDecoder = decoder
                         input.moveReader(by: consumed)
                         guard done else {
                             pendingChunkedBody = decoded
