@@ -38,7 +38,7 @@ import Testing
             let page = try store.items.renderedList(ListRequest(limit: 3, order: order))
             try expectParity(page.json, as: Page<PlayableItem>.self)
         }
-        let near = try store.locations.renderedList(ListRequest(order: .distance, area: .near(latitude: 10, longitude: 10, radiusMeters: 20_000_000)))
+        let near = try store.locations.renderedList(ListRequest(order: .distance, areas: [.near(latitude: 10, longitude: 10, radiusMeters: 20_000_000)]))
         try expectParity(near.json, as: Page<Location>.self)
         let decoded = try CatalogJSON.makeDecoder().decode(Page<Location>.self, from: Data(near.json))
         #expect(decoded.items.allSatisfy { $0.distanceMeters != nil })

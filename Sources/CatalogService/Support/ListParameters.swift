@@ -61,13 +61,13 @@ enum ListParameters {
             }
             list.search = query
         }
-        list.area = try area(values)
+        list.areas = try areas(values)
         list.order = try order(values["sort"], list: list, options: options)
         return list
     }
 
     private static func order(_ sort: String?, list: ListRequest, options: ListOptions) throws(APIError) -> ListRequest.Order {
-        if case .near = list.area {
+        if list.near != nil {
             guard sort == nil else { throw .invalidParameter("sort", "results near a point are ordered by distance; omit sort.") }
             return .distance
         }
@@ -83,9 +83,10 @@ enum ListParameters {
         return .field(field, descending: descending)
     }
 
-    private static func area(_ values: [String: String]) throws(APIError) -> ListRequest.Area? {
+    /// `near`/`radius` and `bbox`; when both are given, results must satisfy both.
+    private static func areas(_ values: [String: String]) throws(APIError) -> [ListRequest.Area] {
+        var areas: [ListRequest.Area] = []
         let near = values["near"], radius = values["radius"], bbox = values["bbox"]
-        if near != nil, bbox != nil { throw .invalidParameter("bbox", "cannot be combined with near.") }
         if let near {
             let point = try numbers(near, count: 2, name: "near", shape: "lat,lon")
             guard let radiusText = radius else { throw .invalidParameter("radius", "is required with near (meters).") }
@@ -94,9 +95,10 @@ enum ListParameters {
             }
             try checkLatitude(point[0], "near")
             try checkLongitude(point[1], "near")
-            return .near(latitude: point[0], longitude: point[1], radiusMeters: meters)
+            areas.append(.near(latitude: point[0], longitude: point[1], radiusMeters: meters))
+        } else if radius != nil {
+            throw .invalidParameter("radius", "is only allowed with near.")
         }
-        if radius != nil { throw .invalidParameter("radius", "is only allowed with near.") }
         if let bbox {
             let box = try numbers(bbox, count: 4, name: "bbox", shape: "minLon,minLat,maxLon,maxLat")
             try checkLongitude(box[0], "bbox")
@@ -104,9 +106,9 @@ enum ListParameters {
             try checkLongitude(box[2], "bbox")
             try checkLatitude(box[3], "bbox")
             guard box[1] <= box[3] else { throw .invalidParameter("bbox", "minLat must not exceed maxLat.") }
-            return .boundingBox(minLongitude: box[0], minLatitude: box[1], maxLongitude: box[2], maxLatitude: box[3])
+            areas.append(.boundingBox(minLongitude: box[0], minLatitude: box[1], maxLongitude: box[2], maxLatitude: box[3]))
         }
-        return nil
+        return areas
     }
 
     private static func numbers(_ text: String, count: Int, name: String, shape: String) throws(APIError) -> [Double] {

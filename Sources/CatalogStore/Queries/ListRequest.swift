@@ -28,16 +28,17 @@ public struct ListRequest: Sendable, Hashable {
     public var cursor: String?
     /// Full-text search terms.
     public var search: String?
-    /// A geographic filter (locations only).
-    public var area: Area?
+    /// Geographic filters (locations only), all of which must hold: at most one circle
+    /// and one box.
+    public var areas: [Area]
 
     /// Creates a request.
-    public init(limit: Int = 20, order: Order = .field("createdAt", descending: false), cursor: String? = nil, search: String? = nil, area: Area? = nil) {
+    public init(limit: Int = 20, order: Order = .field("createdAt", descending: false), cursor: String? = nil, search: String? = nil, areas: [Area] = []) {
         self.limit = limit
         self.order = order
         self.cursor = cursor
         self.search = search
-        self.area = area
+        self.areas = areas
     }
 
     /// What the cursor is bound to: the order and every filter.
@@ -47,7 +48,13 @@ public struct ListRequest: Sendable, Hashable {
         case .relevance: "relevance"
         case .distance: "distance"
         }
-        return "\(orderText)|\(search ?? "")|\(area.map { "\($0)" } ?? "")"
+        return "\(orderText)|\(search ?? "")|\(areas.map { "\($0)" }.joined(separator: "&"))"
+    }
+
+    /// The circle of a `near` filter, if any.
+    public var near: (latitude: Double, longitude: Double, radiusMeters: Double)? {
+        for case let .near(latitude, longitude, radius) in areas { return (latitude, longitude, radius) }
+        return nil
     }
 }
 

@@ -219,7 +219,7 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
             guard let search, request.search != nil else { throw .invalidCursor("Relevance order needs a search.") }
             keyExpression = "bm25(\(search.table), \(search.weights))"
         case .distance:
-            guard case let .near(latitude, longitude, _) = request.area else { throw .invalidCursor("Distance order needs a point.") }
+            guard let (latitude, longitude, _) = request.near else { throw .invalidCursor("Distance order needs a point.") }
             keyExpression = Geo.distanceSQL
             keyArguments = [latitude, latitude, longitude]
         }
@@ -233,13 +233,13 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
             }
             arguments.append(match)
         }
-        if let area = request.area {
+        for area in request.areas {
             let (filter, filterArguments) = Geo.filter(area)
             filters.append(filter)
             arguments += filterArguments
         }
         var outerArguments: [(any DatabaseValueConvertible)?] = []
-        if case let .near(_, _, radius) = request.area {
+        if let (_, _, radius) = request.near {
             outerFilters.append("sort_key <= ?")
             outerArguments.append(radius)
         }
