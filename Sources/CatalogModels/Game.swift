@@ -62,7 +62,7 @@ public struct GameInput: Codable, Sendable, Hashable, Validatable {
     public func validationErrors() -> [FieldError] {
         var errors: [FieldError] = []
         if let violation = Rules.text(name, length: Self.nameLength) { errors.append(violation.at("/name")) }
-        if let violation = Rules.text(description, length: Self.descriptionLength) { errors.append(violation.at("/description")) }
+        if let violation = Rules.text(description, length: Self.descriptionLength, multiline: true) { errors.append(violation.at("/description")) }
         if let violation = Rules.assetName(imageName) { errors.append(violation.at("/imageName")) }
         return errors
     }

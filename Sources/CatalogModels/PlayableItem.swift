@@ -79,7 +79,7 @@ public struct PlayableItemInput: Codable, Sendable, Hashable, Validatable {
     public func validationErrors() -> [FieldError] {
         var errors: [FieldError] = []
         if let violation = Rules.text(title, length: Self.titleLength) { errors.append(violation.at("/title")) }
-        if let violation = Rules.text(description, length: Self.descriptionLength) { errors.append(violation.at("/description")) }
+        if let violation = Rules.text(description, length: Self.descriptionLength, multiline: true) { errors.append(violation.at("/description")) }
         if let violation = Rules.webURL(streamURL.absoluteString) { errors.append(violation.at("/streamURL")) }
         if let thumbnailURL, let violation = Rules.webURL(thumbnailURL.absoluteString) { errors.append(violation.at("/thumbnailURL")) }
         if let durationSeconds, let violation = Rules.number(durationSeconds, in: Self.durationRange) { errors.append(violation.at("/durationSeconds")) }

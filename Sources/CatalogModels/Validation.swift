@@ -44,8 +44,15 @@ public struct Violation: Error, Sendable, Hashable {
 /// The validation rules shared by the server and its clients. Each returns `nil` when
 /// the value is acceptable.
 public enum Rules {
-    /// Text whose length in characters lies in `range`.
-    public static func text(_ value: String, length range: ClosedRange<Int>) -> Violation? {
+    /// Text whose length in characters lies in `range`, without control characters
+    /// (a `multiline` text may hold tabs and line breaks). NUL in particular never reaches
+    /// storage, where it would cut the text short.
+    public static func text(_ value: String, length range: ClosedRange<Int>, multiline: Bool = false) -> Violation? {
+        let allowed: Set<Unicode.Scalar> = multiline ? ["\t", "\n", "\r"] : []
+        if value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && !allowed.contains($0) }) {
+            return Violation(.invalidFormat, multiline ? "Must not contain control characters other than tabs and line breaks."
+                                                       : "Must not contain control characters or line breaks.")
+        }
         let count = value.count
         if count < range.lowerBound {
             return range.lowerBound == 1 ? Violation(.tooShort, "Must not be empty.") : Violation(.tooShort, "Must be at least \(range.lowerBound) characters.")

@@ -85,6 +85,10 @@ import Testing
         #expect(Rules.text("", length: 1...200)?.code == .tooShort)
         #expect(Rules.text(String(repeating: "é", count: 200), length: 1...200) == nil, "length counts characters, not bytes")
         #expect(Rules.text(String(repeating: "x", count: 201), length: 1...200)?.code == .tooLong)
+        #expect(Rules.text("a\u{0}b", length: 1...200)?.code == .invalidFormat, "NUL would truncate the stored text")
+        #expect(Rules.text("two\nlines", length: 1...200)?.code == .invalidFormat)
+        #expect(Rules.text("two\nlines\tand a tab", length: 0...5000, multiline: true) == nil)
+        #expect(Rules.text("bell\u{7}", length: 0...5000, multiline: true)?.code == .invalidFormat)
         #expect(Rules.webURL("https://example.com/a.m3u8") == nil)
         #expect(Rules.webURL("HTTP://EXAMPLE.COM/") == nil)
         for bad in ["ftp://example.com/a", "/relative", "https://", "javascript:alert(1)", "https://exa mple.com/"] {

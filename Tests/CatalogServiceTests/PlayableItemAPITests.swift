@@ -174,6 +174,8 @@ import Testing
             "/title": "tooShort", "/description": "tooLong", "/streamURL": "invalidURL", "/thumbnailURL": "invalidType",
             "/durationSeconds": "outOfRange", "/id": "readOnly", "/createdAt": "readOnly", "/colour": "unknownField",
         ])
+        let nul = try await catalog.client.send("POST", "/v1/playable-items", json: ["title": "a\u{0}b", "streamURL": "https://e.com/x"])
+        #expect(nul.problem?.errors?.map(\.code) == ["invalidFormat"], "NUL is refused, not truncated in storage")
         let missing = try await catalog.client.send("POST", "/v1/playable-items", json: ["description": "no title"])
         #expect(Set(missing.problem?.errors?.map(\.pointer) ?? []) == ["/title", "/streamURL"])
         #expect(missing.problem?.errors?.allSatisfy { $0.code == "required" } == true)

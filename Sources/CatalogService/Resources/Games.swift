@@ -11,7 +11,7 @@ enum Games {
     static func read(_ object: [String: JSONValue]) throws(APIError) -> GameInput {
         var reader = FieldReader(object, fields: ["name", "description", "imageName"])
         let name = reader.string("name", required: true) { Rules.text($0, length: GameInput.nameLength) }
-        let description = reader.string("description", required: false) { Rules.text($0, length: GameInput.descriptionLength) }
+        let description = reader.string("description", required: false) { Rules.text($0, length: GameInput.descriptionLength, multiline: true) }
         let imageName = reader.string("imageName", required: true, rule: Rules.assetName)
         try reader.finish()
         guard let name, let imageName else { throw .validation(reader.errors) }

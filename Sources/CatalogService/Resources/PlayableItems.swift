@@ -11,7 +11,7 @@ enum PlayableItems {
     static func read(_ object: [String: JSONValue]) throws(APIError) -> PlayableItemInput {
         var reader = FieldReader(object, fields: ["title", "description", "streamURL", "thumbnailURL", "durationSeconds"])
         let title = reader.string("title", required: true) { Rules.text($0, length: PlayableItemInput.titleLength) }
-        let description = reader.string("description", required: false) { Rules.text($0, length: PlayableItemInput.descriptionLength) }
+        let description = reader.string("description", required: false) { Rules.text($0, length: PlayableItemInput.descriptionLength, multiline: true) }
         let streamURL = reader.url("streamURL", required: true)
         let thumbnailURL = reader.url("thumbnailURL", required: false)
         let duration = reader.number("durationSeconds", required: false) { Rules.number($0, in: PlayableItemInput.durationRange) }
