@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "CatalogClient", targets: ["CatalogClient"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .executable(name: "catalog-server", targets: ["catalog-server"]),
+        .executable(name: "catalog", targets: ["catalog"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -44,6 +45,11 @@ let package = Package(
                 "HTTPServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        // The command-line client, on the client library.
+        .executableTarget(
+            name: "catalog",
+            dependencies: ["CatalogClient", "CatalogModels", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(name: "CatalogModelsTests", dependencies: ["CatalogModels"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),

@@ -1,0 +1,163 @@
+import ArgumentParser
+import CatalogClient
+import CatalogModels
+import Foundation
+
+struct Games: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Arcade games.", subcommands: [List.self, Get.self, Create.self, Delete.self])
+
+    static func fields(_ game: Game) -> [(String, String)] {
+        [("id", game.id.rawValue), ("name", game.name), ("imageName", game.imageName), ("description", game.description), ("version", "\(game.version)")]
+    }
+
+    struct List: AsyncParsableCommand {
+        @OptionGroup var connection: Connection
+        @OptionGroup var options: ListOptions
+        @Option(name: .customLong("q"), help: "Full-text search.") var search: String?
+
+        func run() async throws {
+            var query = options.query
+            query.search = search
+            try await Output.run {
+                try await Output.list(connection.client().games, query, options: options, connection: connection,
+                                      columns: ["id", "name", "imageName"]) { [$0.id.rawValue, $0.name, $0.imageName] }
+            }
+        }
+    }
+
+    struct Get: AsyncParsableCommand {
+        @OptionGroup var connection: Connection
+        @Argument(help: "The game's id.") var id: String
+
+        func run() async throws {
+            let id = try Output.id(id)
+            try await Output.run { try Output.one(try await connection.client().games.get(id), connection: connection, fields: Games.fields) }
+        }
+    }
+
+    struct Create: AsyncParsableCommand {
+        @OptionGroup var connection: Connection
+        @Option var name: String
+        @Option var imageName: String
+        @Option var description = ""
+
+        func run() async throws {
+            let input = GameInput(name: name, description: description, imageName: imageName)
+            try await Output.run { try Output.one(try await connection.client().games.create(input), connection: connection, fields: Games.fields) }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        @OptionGroup var connection: Connection
+        @Argument(help: "The game's id.") var id: String
+        @Option(help: "Delete only if the game is still at this ETag.") var ifMatch: String?
+
+        func run() async throws {
+            let id = try Output.id(id)
+            try await Output.run { try await connection.client().games.delete(id, ifMatch: ifMatch) }
+        }
+    }
+}
+
+struct Items: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Playable items (streaming videos).", subcommands: [List.self, Get.self, Create.self, Delete.self])
+
+    static func fields(_ item: PlayableItem) -> [(String, String)] {
+        [("id", item.id.rawValue), ("title", item.title), ("streamURL", item.streamURL.absoluteString),
+         ("thumbnailURL", item.thumbnailURL?.absoluteString ?? ""), ("durationSeconds", item.durationSeconds.map { "\($0)" } ?? ""),
+         ("description", item.description), ("version", "\(item.version)")]
+    }
+
+    struct List: AsyncParsableCommand {
+        @OptionGroup var connection: Connection
+        @OptionGroup var options: ListOptions
+        @Option(name: .customLong("q"), help: "Full-text search.") var search: String?
+
+        func run() async throws {
+            var query = options.query
+            query.search = search
+            try await Output.run {
+                try await Output.list(connection.client().playableItems, query, options: options, connection: connection,
+                                      columns: ["id", "title", "streamURL"]) { [$0.id.rawValue, $0.title, $0.streamURL.absoluteString] }
+            }
+        }
+    }
+
+    struct Get: AsyncParsableCommand {
+        @OptionGroup var connection: Connection
+        @Argument(help: "The item's id.") var id: String
+
+        func run() async throws {
+            let id = try Output.id(id)
+            try await Output.run { try Output.one(try await connection.client().playableItems.get(id), connection: connection, fields: Items.fields) }
+        }
+    }
+
+    struct Create: AsyncParsableCommand {
+        @OptionGroup var connection: Connection
+        @Option var title: String
+        @Option(help: "An absolute http(s) URL, such as an HLS playlist.") var streamURL: String
+        @Option var description = ""
+        @Option var thumbnailURL: String?
+        @Option var duration: Double?
+
+        func run() async throws {
+            guard let stream = URL(string: streamURL) else { throw ValidationError("--stream-url must be a URL.") }
+            let input = PlayableItemInput(title: title, description: description, streamURL: stream,
+                                          thumbnailURL: thumbnailURL.flatMap(URL.init(string:)), durationSeconds: duration)
+            try await Output.run { try Output.one(try await connection.client().playableItems.create(input), connection: connection, fields: Items.fields) }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        @OptionGroup var connection: Connection
+        @Argument(help: "The item's id.") var id: String
+        @Option(help: "Delete only if the item is still at this ETag.") var ifMatch: String?
+
+        func run() async throws {
+            let id = try Output.id(id)
+            try await Output.run { try await connection.client().playableItems.delete(id, ifMatch: ifMatch) }
+        }
+    }
+}
+
+struct Locations: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Named places.", subcommands: [List.self, Get.self])
+
+    static func fields(_ location: Location) -> [(String, String)] {
+        [("id", location.id.rawValue), ("name", location.name), ("countryCode", location.countryCode),
+         ("latitude", "\(location.latitude)"), ("longitude", "\(location.longitude)"), ("version", "\(location.version)")]
+    }
+
+    struct List: AsyncParsableCommand {
+        @OptionGroup var connection: Connection
+        @OptionGroup var options: ListOptions
+        @Option(help: "lat,lon: order by distance from this point (needs --radius).") var near: String?
+        @Option(help: "Meters from --near.") var radius: Double?
+
+        func run() async throws {
+            var query = options.query
+            if let near {
+                let parts = near.split(separator: ",").compactMap { Double($0) }
+                guard parts.count == 2, let radius else { throw ValidationError("--near takes lat,lon and needs --radius.") }
+                query.near = (latitude: parts[0], longitude: parts[1], radius: radius)
+            }
+            try await Output.run {
+                try await Output.list(connection.client().locations, query, options: options, connection: connection,
+                                      columns: ["id", "name", "country", "distance (m)"]) {
+                    [$0.id.rawValue, $0.name, $0.countryCode, $0.distanceMeters.map { String(Int($0.rounded())) } ?? ""]
+                }
+            }
+        }
+    }
+
+    struct Get: AsyncParsableCommand {
+        @OptionGroup var connection: Connection
+        @Argument(help: "The location's id.") var id: String
+
+        func run() async throws {
+            let id = try Output.id(id)
+            try await Output.run { try Output.one(try await connection.client().locations.get(id), connection: connection, fields: Locations.fields) }
+        }
+    }
+}
