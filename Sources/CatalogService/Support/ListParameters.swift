@@ -1,4 +1,5 @@
 import CatalogStore
+import Foundation
 import HTTPServer
 
 /// What a list endpoint accepts besides `limit` and `cursor`.
@@ -126,25 +127,16 @@ enum ListParameters {
         guard (-180...180).contains(value) else { throw .invalidParameter(name, "longitude must be between -180 and 180.") }
     }
 
-    /// The query string of the next page: the same parameters with the new cursor.
+    /// The query string of the next page: the request's own parameters, as it sent them,
+    /// with the new cursor (base64url, so it needs no escaping) in place of the old one.
     static func nextQuery(_ request: HTTPRequest, cursor: String) -> String {
-        let kept = ((try? request.queryItems()) ?? []).filter { $0.name != "cursor" }
-        return (kept + [QueryItem(name: "cursor", value: cursor)])
-            .map { "\(percentEncode($0.name))=\(percentEncode($0.value))" }
-            .joined(separator: "&")
-    }
-
-    private static func percentEncode(_ text: String) -> String {
-        var result = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: ","):
-                result.unicodeScalars.append(UnicodeScalar(byte))
-            default:
-                result += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
-            }
+        var query = ""
+        for pair in (request.query ?? "").split(separator: "&", omittingEmptySubsequences: true) {
+            let name = pair.prefix { $0 != "=" }
+            if name == "cursor" || (name.contains("%") && name.removingPercentEncoding == "cursor") { continue }
+            query += pair
+            query += "&"
         }
-        return result
+        return query + "cursor=" + cursor
     }
 }

@@ -71,6 +71,8 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
     private let renderer: RowRenderer
     private let renderedSelectSQL: String
     private let versionIndex: Int32
+    /// The select lists of list queries: plain, and with the distance column filled.
+    private let listColumns: (plain: String, distance: String)
     private let idIndex: Int32
 
     init<Table: ResourceTable>(_ table: Table.Type, database: CatalogDatabase) where Table.Model == Model, Table.Input == Input {
@@ -87,6 +89,7 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         decode = { Table.model($0) }
         renderer = Table.renderer
         versionIndex = Table.renderer.index(of: "version")
+        listColumns = (Self.selectList(Table.renderer, distance: nil), Self.selectList(Table.renderer, distance: "t.sort_key"))
         idIndex = Table.renderer.index(of: "id")
         renderedSelectSQL = "SELECT \(Self.selectList(Table.renderer, distance: nil)) FROM \(Table.table) t WHERE id = ?"
     }
@@ -248,7 +251,7 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
             outerArguments += [cursor.key.databaseValue, cursor.id]
         }
         let direction = descending ? "DESC" : "ASC"
-        let columns = Self.selectList(renderer, distance: request.order == .distance ? "t.sort_key" : nil)
+        let columns = request.order == .distance ? listColumns.distance : listColumns.plain
         var sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*, \(keyExpression) AS sort_key FROM \(from)"
         if !filters.isEmpty { sql += " WHERE " + filters.joined(separator: " AND ") }
         sql += ") t"
