@@ -31,12 +31,20 @@ struct JSONWriter {
     mutating func string(utf8: UnsafeBufferPointer<UInt8>) {
         bytes.append(UInt8(ascii: "\""))
         var start = 0
-        for (index, byte) in utf8.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+        var index = 0
+        let count = utf8.count
+        while index < count {
+            let byte = utf8[index]
+            if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
+                index += 1
+                continue
+            }
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index]))
             escape(byte)
-            start = index + 1
+            index += 1
+            start = index
         }
-        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<count]))
         bytes.append(UInt8(ascii: "\""))
     }
 
