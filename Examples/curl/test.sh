@@ -3,8 +3,9 @@
 # compares what each prints with expected/*.txt. Used by CI.
 # Usage: Examples/curl/test.sh [path/to/catalog-server]   (default .build/debug/catalog-server)
 set -euo pipefail
-cd "$(dirname "$0")"
-server=${1:-../../.build/debug/catalog-server}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+server=$(realpath "${1:-$root/.build/debug/catalog-server}")
+cd "$root/Examples/curl"
 work=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
