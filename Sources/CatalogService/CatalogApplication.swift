@@ -38,13 +38,19 @@ public final class CatalogApplication: Sendable {
                                  readers: configuration.server.loopThreads + 2)
         seeded = configuration.seedDemoCatalog ? try store.seedDemoCatalogIfEmpty() : false
         let contract = Contract(document: configuration.openAPIDocument)
-        server = try HTTPServer(configuration: configuration.server, router: Self.router(store, contract: contract), errorRenderer: ErrorMapping.render)
+        let reference = ServerReference()
+        let router = Self.router(store, contract: contract, migrations: migrations, server: reference)
+        server = try HTTPServer(configuration: configuration.server, router: router, errorRenderer: ErrorMapping.render)
+        reference.set(server)
     }
 
     /// Every route the service serves.
-    static func router(_ store: CatalogStore, contract: Contract) -> Router {
+    static func router(_ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference) -> Router {
         var router = Router()
         router.add(.GET, "/healthz", .inline { _ in Health.liveness })
+        router.add(.GET, "/readyz", .inline { _ in
+            try Health.readiness(draining: server.isShuttingDown, databaseReady: store.isReady(migrations: migrations))
+        })
         router.add(.GET, "/openapi.yaml", .inline { _ in try contract.response() })
         PlayableItems.endpoints(store).register(in: &router)
         Games.endpoints(store).register(in: &router)

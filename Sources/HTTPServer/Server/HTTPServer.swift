@@ -82,6 +82,9 @@ public final class HTTPServer: Sendable {
     /// The port the server listens on (the chosen one when configured with port 0).
     public var port: Int { state.withLock { $0.port } }
 
+    /// Whether a graceful shutdown has begun (the server is draining or stopped).
+    public var isShuttingDown: Bool { state.withLock { $0.shuttingDown } }
+
     /// The number of client connections open right now.
     public var openConnections: Int { core.openConnections.load(ordering: .relaxed) }
 
