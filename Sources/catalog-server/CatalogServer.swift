@@ -4,91 +4,117 @@ import CatalogStore
 import Foundation
 import HTTPServer
 
+/// `catalog-server`: serves the catalog (and, as `migrate`, only migrates it).
+///
+/// Every setting has a flag and an environment variable: a flag wins over the
+/// environment, which wins over the default. An invalid value stops startup with one
+/// line naming the setting, and exit code 64.
 @main
 struct CatalogServer: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "catalog-server",
         abstract: "Serves the video catalog over HTTP/1.1.",
-        subcommands: [Serve.self, Migrate.self],
-        defaultSubcommand: Serve.self)
-}
+        discussion: "Every option can also be set with the environment variable in brackets; a flag wins over the environment, which wins over the default.",
+        subcommands: [Migrate.self])
 
-/// Options shared by every subcommand that opens the database.
-struct DatabaseOptions: ParsableArguments {
-    @Option(help: "The SQLite database file (its folder is created if missing).")
-    var database = "./data/catalog.sqlite"
+    @Option(help: "The address to listen on [CATALOG_HOST, default 127.0.0.1]; 0.0.0.0 for every interface.")
+    var host: String?
 
-    @Option(help: "The folder of NNNN_description.sql migrations (default: ./Migrations, else beside the executable).")
-    var migrations: String?
+    @Option(help: "The TCP port [CATALOG_PORT, default 8080]; 0 picks a free one.")
+    var port: String?
 
-    var migrationsDirectory: URL {
-        migrations.map { URL(fileURLWithPath: $0) } ?? Migration.defaultDirectory()
-    }
-}
+    @Option(help: "Event loop threads [CATALOG_LOOP_THREADS, default: one per core].")
+    var loopThreads: String?
 
-struct Serve: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Apply pending migrations and serve (the default).")
+    @Option(help: "Most simultaneous connections [CATALOG_MAX_CONNECTIONS, default 10000].")
+    var maxConnections: String?
 
-    @Option(help: "The address to listen on.")
-    var host = "127.0.0.1"
+    @Option(help: "Largest request body in bytes [CATALOG_MAX_BODY_SIZE, default 1048576].")
+    var maxBodySize: String?
 
-    @Option(help: "The TCP port to listen on (0 picks a free one).")
-    var port = 8080
+    @Option(help: "Seconds to receive a whole request head [CATALOG_HEAD_TIMEOUT, default 10].")
+    var headTimeout: String?
 
-    @Option(help: "Event loop threads (default: one per core).")
-    var loopThreads: Int?
+    @Option(help: "Seconds a request body may stall [CATALOG_BODY_TIMEOUT, default 30].")
+    var bodyTimeout: String?
 
-    @Option(help: "Seconds a graceful shutdown waits for requests in flight.")
-    var shutdownTimeout = 10.0
+    @Option(help: "Seconds an idle keep-alive connection stays open [CATALOG_KEEP_ALIVE_TIMEOUT, default 75].")
+    var keepAliveTimeout: String?
 
-    @Flag(help: "Do not load the demo catalog into an empty database.")
+    @Option(help: "Seconds a graceful shutdown waits for requests in flight [CATALOG_SHUTDOWN_TIMEOUT, default 10].")
+    var shutdownTimeout: String?
+
+    @Flag(help: "Do not load the demo catalog into an empty database [CATALOG_SEED=false].")
     var noSeed = false
 
-    @OptionGroup var storage: DatabaseOptions
-
-    func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") }
-        if let loopThreads, !(1...256).contains(loopThreads) { throw ValidationError("--loop-threads must be between 1 and 256.") }
-        guard shutdownTimeout > 0, shutdownTimeout <= 3600 else { throw ValidationError("--shutdown-timeout must be between 0 and 3600 seconds.") }
-    }
+    @OptionGroup var storage: StorageOptions
 
     func run() throws {
-        var configuration = CatalogConfiguration()
-        configuration.server.host = host
-        configuration.server.port = port
-        if let loopThreads { configuration.server.loopThreads = loopThreads }
-        configuration.server.shutdownTimeout = .milliseconds(Int64(shutdownTimeout * 1000))
-        configuration.databasePath = storage.database
-        configuration.migrationsDirectory = storage.migrationsDirectory
-        configuration.seedDemoCatalog = !noSeed
+        let configuration = try Settings.resolving { settings throws(SettingError) in try self.configuration(settings) }
         let application: CatalogApplication
         do {
             application = try CatalogApplication(configuration: configuration)
         } catch let error as MigrationError {
-            throw ValidationError("cannot start: \(error)")
+            Settings.fail("cannot start: \(error)")
         }
         for name in application.store.appliedMigrations { say("applied migration \(name)") }
         if application.seeded { say("loaded the demo catalog") }
         let bound = try application.start()
-        say("catalog-server listening on http://\(host):\(bound) (database \(storage.database), SQLite \(application.store.sqliteVersion))")
+        say("catalog-server listening on http://\(configuration.server.host):\(bound) (database \(configuration.databasePath), SQLite \(application.store.sqliteVersion))")
         try application.runUntilSignal()
         say("catalog-server stopped")
+    }
+
+    private func configuration(_ settings: Settings) throws(SettingError) -> CatalogConfiguration {
+        var configuration = CatalogConfiguration()
+        configuration.server.host = try settings.text(host, "CATALOG_HOST", default: "127.0.0.1")
+        configuration.server.port = try settings.integer(port, "CATALOG_PORT", default: 8080, in: 0...65535)
+        configuration.server.loopThreads = try settings.integer(loopThreads, "CATALOG_LOOP_THREADS", default: configuration.server.loopThreads, in: 1...256)
+        configuration.server.maxConnections = try settings.integer(maxConnections, "CATALOG_MAX_CONNECTIONS", default: 10_000, in: 1...1_000_000)
+        configuration.server.limits.maxBody = try settings.integer(maxBodySize, "CATALOG_MAX_BODY_SIZE", default: 1024 * 1024, in: 1...(1 << 30))
+        configuration.server.headTimeout = try settings.seconds(headTimeout, "CATALOG_HEAD_TIMEOUT", default: 10)
+        configuration.server.bodyIdleTimeout = try settings.seconds(bodyTimeout, "CATALOG_BODY_TIMEOUT", default: 30)
+        configuration.server.keepAliveTimeout = try settings.seconds(keepAliveTimeout, "CATALOG_KEEP_ALIVE_TIMEOUT", default: 75)
+        configuration.server.shutdownTimeout = try settings.seconds(shutdownTimeout, "CATALOG_SHUTDOWN_TIMEOUT", default: 10)
+        configuration.seedDemoCatalog = noSeed ? false : try settings.boolean(nil, "CATALOG_SEED", default: true)
+        configuration.databasePath = try storage.database(settings)
+        configuration.migrationsDirectory = try storage.migrationsDirectory(settings)
+        return configuration
+    }
+}
+
+/// Where the database and its migrations are.
+struct StorageOptions: ParsableArguments {
+    @Option(help: "The SQLite database file; its folder is created if missing [CATALOG_DATABASE, default ./data/catalog.sqlite].")
+    var database: String?
+
+    @Option(help: "The folder of NNNN_description.sql migrations [CATALOG_MIGRATIONS, default ./Migrations, else beside the executable].")
+    var migrations: String?
+
+    func database(_ settings: Settings) throws(SettingError) -> String {
+        try settings.text(database, "CATALOG_DATABASE", default: "./data/catalog.sqlite")
+    }
+
+    func migrationsDirectory(_ settings: Settings) throws(SettingError) -> URL {
+        try settings.optionalText(migrations, "CATALOG_MIGRATIONS").map { URL(fileURLWithPath: $0) } ?? Migration.defaultDirectory()
     }
 }
 
 struct Migrate: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Apply pending migrations without serving.")
 
-    @OptionGroup var storage: DatabaseOptions
+    @OptionGroup var storage: StorageOptions
 
     func run() throws {
-        let migrations = try Migration.load(from: storage.migrationsDirectory)
+        let (path, directory) = try Settings.resolving { settings throws(SettingError) in
+            (try storage.database(settings), try storage.migrationsDirectory(settings))
+        }
         do {
-            let store = try CatalogStore(path: storage.database, migrations: migrations)
+            let store = try CatalogStore(path: path, migrations: Migration.load(from: directory))
             say(store.appliedMigrations.isEmpty ? "the schema is up to date" : store.appliedMigrations.map { "applied migration \($0)" }.joined(separator: "\n"))
             try store.close()
         } catch let error as MigrationError {
-            throw ValidationError("\(error)")
+            Settings.fail("\(error)")
         }
     }
 }
@@ -96,6 +122,5 @@ struct Migrate: ParsableCommand {
 /// Writes one line to standard output at once (unbuffered, so pipes and `docker logs`
 /// see it immediately).
 func say(_ line: String) {
-    let text = line + "\n"
-    FileHandle.standardOutput.write(Data(text.utf8))
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }

@@ -58,6 +58,51 @@ import Glibc
         #expect(try store.games.rendered(game.id)?.version == 1)
     }
 
+    @Test func settingsComeFromFlagsThenEnvironmentAndBadValuesStopStartup() async throws {
+        func run(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, errors: String) {
+            let process = Process()
+            process.executableURL = Self.executable
+            process.arguments = arguments
+            process.environment = environment
+            let errors = Pipe()
+            process.standardError = errors
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return (process.terminationStatus, text)
+        }
+        let bad = try run([], environment: ["CATALOG_PORT": "eighty"])
+        #expect(bad.status == 64)
+        #expect(bad.errors == "catalog-server: CATALOG_PORT must be an integer from 0 to 65535, not 'eighty'\n")
+        let flagWins = try run(["--port", "99999"], environment: ["CATALOG_PORT": "8080"])
+        #expect(flagWins.errors == "catalog-server: --port must be an integer from 0 to 65535, not '99999'\n")
+        let timeout = try run([], environment: ["CATALOG_KEEP_ALIVE_TIMEOUT": "0"])
+        #expect(timeout.errors.hasPrefix("catalog-server: CATALOG_KEEP_ALIVE_TIMEOUT must be a number of seconds"))
+
+        // A valid environment configures the server.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-env-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let port = try Self.freePort()
+        let process = Process()
+        process.executableURL = Self.executable
+        process.environment = ["CATALOG_PORT": String(port), "CATALOG_DATABASE": directory.appendingPathComponent("c.sqlite").path,
+                               "CATALOG_MIGRATIONS": migrationsDirectory.path, "CATALOG_SEED": "false"]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+        var games: Page<Game>?
+        for _ in 0..<100 where games == nil {
+            games = try? await client.get("/v1/games").decode(Page<Game>.self)
+            if games == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(games?.items.isEmpty == true, "CATALOG_SEED=false")
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+    }
+
     @Test func sigtermStopsTheServerWithExitCodeZero() async throws {
         let binary = Self.executable
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build catalog-server first (swift build)")

@@ -1,0 +1,75 @@
+import Foundation
+
+/// A setting with an invalid value, named as the user wrote it.
+struct SettingError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Resolves each setting from its flag, else its environment variable, else its default,
+/// checking the value.
+struct Settings {
+    let environment: [String: String]
+
+    /// Runs `body` with the process environment; an invalid setting prints one line to
+    /// stderr and exits with code 64.
+    static func resolving<T>(_ body: (Settings) throws(SettingError) -> T) throws -> T {
+        do {
+            return try body(Settings(environment: ProcessInfo.processInfo.environment))
+        } catch {
+            fail(error.description)
+        }
+    }
+
+    /// Prints `message` as one line on stderr and exits with code 64 (usage error).
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("catalog-server: \(message)\n".utf8))
+        exit(64)
+    }
+
+    /// The flag's value with its name, else the environment's, else nil.
+    private func raw(_ flag: String?, _ variable: String) -> (value: String, source: String)? {
+        if let flag { return (flag, "--" + Self.flagName(variable)) }
+        if let value = environment[variable] { return (value, variable) }
+        return nil
+    }
+
+    /// `CATALOG_KEEP_ALIVE_TIMEOUT` → `keep-alive-timeout`.
+    private static func flagName(_ variable: String) -> String {
+        variable.dropFirst("CATALOG_".count).lowercased().replacingOccurrences(of: "_", with: "-")
+    }
+
+    func text(_ flag: String?, _ variable: String, default value: String) throws(SettingError) -> String {
+        try optionalText(flag, variable) ?? value
+    }
+
+    func optionalText(_ flag: String?, _ variable: String) throws(SettingError) -> String? {
+        guard let (value, source) = raw(flag, variable) else { return nil }
+        guard !value.trimmingCharacters(in: .whitespaces).isEmpty else { throw SettingError(description: "\(source) must not be empty") }
+        return value
+    }
+
+    func integer(_ flag: String?, _ variable: String, default value: Int, in range: ClosedRange<Int>) throws(SettingError) -> Int {
+        guard let (text, source) = raw(flag, variable) else { return value }
+        guard let number = Int(text), range.contains(number) else {
+            throw SettingError(description: "\(source) must be an integer from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+        }
+        return number
+    }
+
+    func seconds(_ flag: String?, _ variable: String, default value: Double) throws(SettingError) -> Duration {
+        guard let (text, source) = raw(flag, variable) else { return .milliseconds(Int64(value * 1000)) }
+        guard let number = Double(text), number.isFinite, number > 0, number <= 86_400 else {
+            throw SettingError(description: "\(source) must be a number of seconds greater than 0 and at most 86400, not '\(text)'")
+        }
+        return .milliseconds(Int64(number * 1000))
+    }
+
+    func boolean(_ flag: String?, _ variable: String, default value: Bool) throws(SettingError) -> Bool {
+        guard let (text, source) = raw(flag, variable) else { return value }
+        switch text.lowercased() {
+        case "true", "1", "yes": return true
+        case "false", "0", "no": return false
+        default: throw SettingError(description: "\(source) must be true or false, not '\(text)'")
+        }
+    }
+}
