@@ -15,7 +15,7 @@ struct CatalogServer: ParsableCommand {
         commandName: "catalog-server",
         abstract: "Serves the video catalog over HTTP/1.1.",
         discussion: "Every option can also be set with the environment variable in brackets; a flag wins over the environment, which wins over the default.",
-        subcommands: [Migrate.self])
+        subcommands: [Migrate.self, Healthcheck.self])
 
     @Option(help: "The address to listen on [CATALOG_HOST, default 127.0.0.1]; 0.0.0.0 for every interface.")
     var host: String?
@@ -123,4 +123,23 @@ struct Migrate: ParsableCommand {
 /// see it immediately).
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// `catalog-server healthcheck`: exits 0 when the server on this machine answers
+/// `GET /healthz` with 200 (for Docker's `HEALTHCHECK`, which has no curl). It checks
+/// the port the server reads, `CATALOG_PORT` (default 8080).
+struct Healthcheck: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Exit 0 if the server on 127.0.0.1:$CATALOG_PORT (default 8080) answers /healthz, else 1.")
+
+    @Option(help: "Seconds to wait for the answer.")
+    var timeout = 3.0
+
+    func run() throws {
+        let number = try Settings.resolving { settings throws(SettingError) in try settings.integer(nil, "CATALOG_PORT", default: 8080, in: 1...65535) }
+        guard let answer = HealthProbe.get(port: number, path: "/healthz", timeout: timeout), answer.hasPrefix("HTTP/1.1 200 ") else {
+            FileHandle.standardError.write(Data("catalog-server: no healthy answer on 127.0.0.1:\(number)\n".utf8))
+            throw ExitCode.failure
+        }
+        say("healthy")
+    }
 }

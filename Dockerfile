@@ -1,0 +1,44 @@
+# syntax=docker/dockerfile:1
+# Build: docker build -t catalog .
+# Run:   docker run -p 8080:8080 -v catalog-data:/data catalog
+
+# --- Build stage: Swift 6 on Debian 12 with the C libraries the package links. ---
+FROM swift:6.1-bookworm AS build
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libsqlite3-dev libssl-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /build
+# Resolve dependencies in their own layer, reused while only sources change.
+COPY Package.swift ./
+RUN swift package resolve
+COPY Sources ./Sources
+COPY Tests ./Tests
+RUN swift build -c release --static-swift-stdlib --product catalog-server \
+    && mkdir -p /staging \
+    && cp "$(swift build -c release --static-swift-stdlib --show-bin-path)/catalog-server" /staging/
+
+# --- Runtime stage: the binary, its migrations and contract, and the libraries it loads. ---
+FROM debian:bookworm-slim
+# Unpinned on purpose: the runtime takes Debian 12's security updates at each build.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libsqlite3-0 libssl3 libstdc++6 ca-certificates tzdata \
+    && rm -rf /var/lib/apt/lists/* \
+    && groupadd --system --gid 10001 catalog \
+    && useradd --system --uid 10001 --gid catalog --home-dir /app --shell /usr/sbin/nologin catalog \
+    && mkdir -p /data \
+    && chown 10001:10001 /data
+WORKDIR /app
+COPY --from=build /staging/catalog-server /app/catalog-server
+COPY Migrations /app/Migrations
+COPY openapi.yaml /app/openapi.yaml
+ENV CATALOG_HOST=0.0.0.0 \
+    CATALOG_PORT=8080 \
+    CATALOG_DATABASE=/data/catalog.sqlite
+VOLUME ["/data"]
+EXPOSE 8080
+USER 10001:10001
+HEALTHCHECK --interval=10s --timeout=5s --start-period=15s --retries=3 CMD ["/app/catalog-server", "healthcheck"]
+# Exec form: the server is PID 1 and receives SIGTERM for its graceful shutdown.
+ENTRYPOINT ["/app/catalog-server"]
