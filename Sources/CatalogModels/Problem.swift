@@ -15,10 +15,13 @@ public struct Problem: Codable, Sendable, Hashable, Error {
     public var code: String?
     /// One entry per failing field, on 422 responses.
     public var errors: [FieldError]?
+    /// The request's id (also in the `X-Request-Id` header), to quote when reporting it.
+    public var requestId: String?
 
     /// Creates a problem.
     public init(type: String = "about:blank", title: String, status: Int, detail: String? = nil,
-                instance: String? = nil, code: String? = nil, errors: [FieldError]? = nil) {
+                instance: String? = nil, code: String? = nil, errors: [FieldError]? = nil, requestId: String? = nil) {
+        self.requestId = requestId
         self.type = type
         self.title = title
         self.status = status

@@ -40,7 +40,7 @@ public final class CatalogApplication: Sendable {
         let contract = Contract(document: configuration.openAPIDocument)
         let reference = ServerReference()
         let router = Self.router(store, contract: contract, migrations: migrations, server: reference)
-        server = try HTTPServer(configuration: configuration.server, router: router, errorRenderer: ErrorMapping.render)
+        server = try HTTPServer(configuration: configuration.server, router: router, errorRenderer: { ErrorMapping.render($0, context: $1) })
         reference.set(server)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 import Testing
 @testable import CatalogService
 @testable import CatalogStore
@@ -21,7 +22,7 @@ import Testing
             do {
                 _ = try Health.readiness(draining: draining, databaseReady: databaseReady)
             } catch {
-                let response = ErrorMapping.render(error, path: "/readyz")
+                let response = ErrorMapping.render(error, context: ErrorContext(path: "/readyz", requestID: "r"))
                 #expect(response.status.code == 503)
                 #expect(response.headers.contains { $0.name == "Retry-After" })
             }

@@ -136,6 +136,8 @@ import Testing
         #expect(unknown.status == 404)
         #expect(unknown.problem?.code == "notFound")
         #expect(unknown.problem?.instance?.hasPrefix("/v1/playable-items/") == true)
+        #expect(unknown.problem?.requestId != nil)
+        #expect(unknown.problem?.requestId == unknown.header("X-Request-Id"))
         for method in ["PUT", "PATCH", "DELETE"] {
             let response = try await catalog.client.send(method, "/v1/playable-items/\(CatalogID())", json: Self.valid,
                                                          contentType: method == "PATCH" ? "application/merge-patch+json" : "application/json")

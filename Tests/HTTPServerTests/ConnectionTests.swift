@@ -217,6 +217,29 @@ import Testing
         #expect(date.count == 29, "IMF-fixdate, e.g. Sun, 06 Nov 1994 08:49:37 GMT")
     }
 
+    @Test func everyResponseCarriesARequestID() async throws {
+        let server = try TestServer()
+        try await onThread {
+            let client = try server.client()
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            let first = try #require(try client.readResponse().header("X-Request-Id"))
+            let second = try #require(try client.readResponse().header("X-Request-Id"))
+            #expect(first.count == 16 && first.allSatisfy(\.isHexDigit))
+            #expect(first != second)
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Request-Id: client-abc.123:7\r\n\r\n")
+            #expect(try client.readResponse().header("X-Request-Id") == "client-abc.123:7")
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Request-Id: has spaces\r\n\r\n")
+            #expect(try client.readResponse().header("X-Request-Id")?.count == 16, "an unsafe id is replaced")
+            try client.send("GET /nowhere HTTP/1.1\r\nHost: x\r\nX-Request-Id: trace-1\r\n\r\n")
+            let problem = try client.readResponse()
+            #expect(problem.header("X-Request-Id") == "trace-1")
+            #expect(problem.problem?["requestId"] as? String == "trace-1")
+        }
+        let (rejected, _) = try await onThread { try exchange(server, "GET /hello HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n") }
+        #expect(rejected.status == 400)
+        #expect(rejected.problem?["requestId"] as? String == rejected.header("X-Request-Id"))
+    }
+
     @Test func noContentHasNoContentLength() async throws {
         let server = try TestServer()
         let (response, _) = try await onThread { try exchange(server, "DELETE /items/1 HTTP/1.1\r\nHost: x\r\n\r\n") }

@@ -8,10 +8,10 @@ import HTTPServer
 enum ErrorMapping {
     private static let encoder = CatalogJSON.makeEncoder()
 
-    static func render(_ error: any Error, path: String?) -> HTTPResponse {
+    static func render(_ error: any Error, context: ErrorContext) -> HTTPResponse {
         let failure = apiError(for: error)
         let problem = Problem(title: failure.status.reasonPhrase, status: failure.status.code, detail: failure.detail,
-                              instance: path, code: failure.code, errors: failure.errors)
+                              instance: context.path, code: failure.code, errors: failure.errors, requestId: context.requestID)
         let body = (try? encoder.encode(problem)).map(Array.init) ?? Array(#"{"title":"Internal Server Error","status":500}"#.utf8)
         return HTTPResponse(status: failure.status, headers: [("Content-Type", ProblemDocument.contentType)] + failure.headers, body: body)
     }

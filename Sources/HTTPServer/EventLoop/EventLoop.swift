@@ -41,6 +41,10 @@ final class EventLoop: @unchecked Sendable {
     private(set) var now: Int64 = EventLoop.monotonicMilliseconds()
     private var nextSweep: Int64 = 0
     private let sweepInterval: Int64
+    private var requestIDState: UInt64 = {
+        var generator = SystemRandomNumberGenerator()
+        return generator.next()
+    }()
 
     init(index: Int, core: ServerCore) throws {
         self.index = index
@@ -226,6 +230,18 @@ final class EventLoop: @unchecked Sendable {
         let slot = Int(fd)
         guard slot < connections.count, let connection = connections[slot], connection.id == connectionID else { return }
         connection.complete(sequence: sequence, with: result)
+    }
+
+    /// A new request id: 16 hex digits from a per-loop SplitMix64 sequence (unique enough to
+    /// correlate logs; not a secret).
+    func makeRequestID() -> String {
+        requestIDState &+= 0x9E37_79B9_7F4A_7C15
+        var z = requestIDState
+        z = (z ^ (z >> 30)) &* 0xBF58_476C_E5B9_E11D
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        let hex = String(z, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
     }
 
     // MARK: Shutdown

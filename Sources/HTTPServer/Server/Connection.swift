@@ -26,6 +26,7 @@ final class Connection {
         /// Which request of the connection this is, so a late or repeated deferred
         /// answer can never be taken for the answer to a later request.
         var sequence: UInt64
+        var requestID: String
         var path: String
         var omitBody: Bool
         var keepAlive: Bool
@@ -234,15 +235,17 @@ final class Connection {
 
     private func dispatch(_ head: RequestHead, body: [UInt8]) {
         requestSequence &+= 1
-        let context = ResponseContext(sequence: requestSequence, path: head.path, omitBody: head.method == .HEAD,
+        let requestID = Self.requestID(head.headers) ?? loop.makeRequestID()
+        let context = ResponseContext(sequence: requestSequence, requestID: requestID, path: head.path, omitBody: head.method == .HEAD,
                                       keepAlive: head.keepAlive, version: head.version)
         guard let method = head.method else {
-            write(loop.core.render(unimplementedMethodError(path: head.path), path: head.path), context)
+            write(loop.core.render(unimplementedMethodError(path: head.path), path: head.path, requestID: requestID), context)
             return
         }
         var request = HTTPRequest(
             method: method, path: head.path, query: head.query, version: head.version,
             headers: head.headers, body: body, remoteAddress: peer)
+        request.requestID = requestID
         do {
             switch try loop.core.router.resolve(method: method, path: head.path) {
             case let .options(allow):
@@ -259,8 +262,20 @@ final class Connection {
                 }
             }
         } catch {
-            write(loop.core.render(error, path: head.path), context)
+            write(loop.core.render(error, path: head.path, requestID: requestID), context)
         }
+    }
+
+    /// The client's `X-Request-Id`, when it is 1…128 characters of letters, digits and
+    /// `-_.:` (anything else is replaced, so ids are safe to log and echo).
+    private static func requestID(_ headers: HTTPHeaders) -> String? {
+        guard let index = headers.firstIndex(of: "x-request-id") else { return nil }
+        let value = headers.valueBytes(at: index)
+        guard (1...128).contains(value.count), value.allSatisfy({ byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: ":")
+        }) else { return nil }
+        return String(decoding: value, as: UTF8.self)
     }
 
     /// A method token the server does not implement: 405 with `Allow` on a known path,
@@ -276,7 +291,7 @@ final class Connection {
         guard case let .awaiting(context) = phase, context.sequence == sequence else { return }
         switch result {
         case let .success(response): write(response, context)
-        case let .failure(failure): write(loop.core.render(failure.error, path: context.path), context)
+        case let .failure(failure): write(loop.core.render(failure.error, path: context.path, requestID: context.requestID), context)
         }
         process()
         finishTurn()
@@ -286,7 +301,8 @@ final class Connection {
 
     private func write(_ response: HTTPResponse, _ context: ResponseContext) {
         let keepAlive = context.keepAlive && !loop.isDraining
-        ResponseWriter.write(response, into: output, omitBody: context.omitBody, keepAlive: keepAlive, version: context.version, date: loop.date)
+        ResponseWriter.write(response, into: output, omitBody: context.omitBody, keepAlive: keepAlive, version: context.version,
+                             requestID: context.requestID, date: loop.date)
         if !keepAlive { closeAfterFlush = true }
         phase = .head
         requestStarted = !input.isEmpty
@@ -300,8 +316,10 @@ final class Connection {
     /// Answers a request that cannot be parsed or framed, then closes: after such an
     /// error the position of the next request in the stream is unknown.
     private func failConnection(_ error: any Error, path: String?) {
-        let context = ResponseContext(sequence: requestSequence, path: path ?? "", omitBody: false, keepAlive: false, version: .http1_1)
-        write(loop.core.render(error, path: path), context)
+        let requestID = loop.makeRequestID()
+        let context = ResponseContext(sequence: requestSequence, requestID: requestID, path: path ?? "", omitBody: false, keepAlive: false,
+                                      version: .http1_1)
+        write(loop.core.render(error, path: path, requestID: requestID), context)
         closeAfterFlush = true
         // No further timeout response: the write deadline and lingering bound the rest.
         deadline = 0

@@ -6,8 +6,22 @@ import Glibc
 import Musl
 #endif
 
-/// Turns any error into a response. `path` is the request path when one was parsed.
-public typealias ErrorRenderer = @Sendable (_ error: any Error, _ path: String?) -> HTTPResponse
+/// What an error renderer knows about the request that failed.
+public struct ErrorContext: Sendable {
+    /// The request path, when a request line was parsed.
+    public let path: String?
+    /// The request's id (its `X-Request-Id`), also sent as a response header.
+    public let requestID: String
+
+    /// Creates a context.
+    public init(path: String?, requestID: String) {
+        self.path = path
+        self.requestID = requestID
+    }
+}
+
+/// Turns any error into a response.
+public typealias ErrorRenderer = @Sendable (_ error: any Error, _ context: ErrorContext) -> HTTPResponse
 
 /// State shared, read-only, by every event loop of a server.
 final class ServerCore: Sendable {
@@ -32,8 +46,8 @@ final class ServerCore: Sendable {
         lingerTimeout = configuration.lingerTimeout.milliseconds
     }
 
-    func render(_ error: any Error, path: String?) -> HTTPResponse {
-        renderError((error as? SendableError)?.error ?? error, path)
+    func render(_ error: any Error, path: String?, requestID: String) -> HTTPResponse {
+        renderError((error as? SendableError)?.error ?? error, ErrorContext(path: path, requestID: requestID))
     }
 }
 
@@ -63,10 +77,10 @@ public final class HTTPServer: Sendable {
 
     /// Renders ``HTTPError`` as its problem document and any other error as a bare 500
     /// problem that reveals nothing of the failure.
-    public static let defaultErrorRenderer: ErrorRenderer = { error, path in
+    public static let defaultErrorRenderer: ErrorRenderer = { error, context in
         let httpError = error as? HTTPError
             ?? HTTPError(.internalServerError, code: "internalError", detail: "The server failed to process the request.")
-        return ProblemDocument.response(for: httpError, instance: path)
+        return ProblemDocument.response(for: httpError, instance: context.path, extra: [("requestId", context.requestID)])
     }
 
     /// Creates a server; nothing listens until ``start()``.

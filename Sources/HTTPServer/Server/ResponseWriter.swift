@@ -5,8 +5,8 @@ import Musl
 #endif
 
 /// Serializes responses into a connection's output buffer: status line, the handler's
-/// headers, `Content-Length`, `Date`, `Connection` and the body, so that head and body
-/// leave in one `write`.
+/// headers, `Content-Length`, `Date`, `X-Request-Id`, `Connection` and the body, so that
+/// head and body leave in one `write`.
 enum ResponseWriter {
     /// Pre-rendered status lines for every standard code, indexed by code.
     private static let statusLines: [[UInt8]] = (0..<600).map { code in
@@ -15,7 +15,7 @@ enum ResponseWriter {
 
     static func write(
         _ response: HTTPResponse, into out: ByteBuffer, omitBody: Bool, keepAlive: Bool,
-        version: HTTPVersion, date: DateCache
+        version: HTTPVersion, requestID: String, date: DateCache
     ) {
         let status = response.status
         if status.code >= 100, status.code < 600, status.reasonPhrase == HTTPStatus.standardReason(status.code) {
@@ -40,6 +40,10 @@ enum ResponseWriter {
             out.append(byte: ASCII.lf)
         }
         out.append(date.line)
+        out.append(requestIDPrefix)
+        out.append(requestID)
+        out.append(byte: ASCII.cr)
+        out.append(byte: ASCII.lf)
         if !keepAlive {
             out.append(connectionClose)
         } else if version == .http1_0 {
@@ -61,6 +65,7 @@ enum ResponseWriter {
     }()
 
     private static let contentLengthPrefix: [UInt8] = Array("Content-Length: ".utf8)
+    private static let requestIDPrefix: [UInt8] = Array("X-Request-Id: ".utf8)
     private static let connectionClose: [UInt8] = Array("Connection: close\r\n".utf8)
     private static let connectionKeepAlive: [UInt8] = Array("Connection: keep-alive\r\n".utf8)
 
