@@ -14,6 +14,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // Shared wire types (Foundation only): what client apps import.
@@ -36,7 +37,10 @@ let package = Package(
             ]
         ),
         // Wiring: routes, handlers and error mapping for the catalog service.
-        .target(name: "CatalogService", dependencies: ["CatalogModels", "CatalogStore", "HTTPServer"]),
+        .target(
+            name: "CatalogService",
+            dependencies: ["CatalogModels", "CatalogStore", "HTTPServer", .product(name: "Logging", package: "swift-log")]
+        ),
         // Thin executable: parse configuration, start, wait for a signal.
         .executableTarget(
             name: "catalog-server",

@@ -36,7 +36,7 @@ FROM n;
 SQL
 sqlite3 "$database" "SELECT id FROM playable_items" > "$work/ids.txt"
 
-"$server" --port "$ours_port" --loop-threads "$BENCH_WORKERS" --database "$database" --no-seed >/dev/null &
+"$server" --port "$ours_port" --loop-threads "$BENCH_WORKERS" --database "$database" --no-seed --log-level warning >/dev/null &
 ours=$!
 bench_wait_port "$ours_port"
 

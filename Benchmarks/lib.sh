@@ -12,6 +12,7 @@ bench_require() {
     fi
 }
 
+# Both servers run without access logs (nginx: access_log off; ours: --log-level warning).
 # Worker threads/processes for both servers. wrk itself keeps one of this machine's two
 # cores busy, so one worker each is the fair, uncontended default.
 BENCH_WORKERS=${BENCH_WORKERS:-1}

@@ -2,6 +2,7 @@ import CatalogModels
 import CatalogStore
 import Foundation
 import HTTPServer
+import Logging
 
 /// Everything the catalog service is configured with.
 public struct CatalogConfiguration: Sendable {
@@ -37,10 +38,14 @@ public final class CatalogApplication: Sendable {
         store = try CatalogStore(path: configuration.databasePath, migrations: migrations,
                                  readers: configuration.server.loopThreads + 2)
         seeded = configuration.seedDemoCatalog ? try store.seedDemoCatalogIfEmpty() : false
+        var serverConfiguration = configuration.server
+        if serverConfiguration.requestObserver == nil {
+            serverConfiguration.requestObserver = AccessLog.observer(Logger(label: "catalog.http"))
+        }
         let contract = Contract(document: configuration.openAPIDocument)
         let reference = ServerReference()
         let router = Self.router(store, contract: contract, migrations: migrations, server: reference)
-        server = try HTTPServer(configuration: configuration.server, router: router, errorRenderer: { ErrorMapping.render($0, context: $1) })
+        server = try HTTPServer(configuration: serverConfiguration, router: router, errorRenderer: { ErrorMapping.render($0, context: $1) })
         reference.set(server)
     }
 

@@ -3,6 +3,7 @@ import CatalogService
 import CatalogStore
 import Foundation
 import HTTPServer
+import Logging
 
 /// `catalog-server`: serves the catalog (and, as `migrate`, only migrates it).
 ///
@@ -47,23 +48,42 @@ struct CatalogServer: ParsableCommand {
     @Flag(help: "Do not load the demo catalog into an empty database [CATALOG_SEED=false].")
     var noSeed = false
 
+    @Option(help: "trace, debug, info (one line per request), notice, warning, error or critical [CATALOG_LOG_LEVEL, default info].")
+    var logLevel: String?
+
+    @Option(help: "text or json, one line per entry on standard output [CATALOG_LOG_FORMAT, default text].")
+    var logFormat: String?
+
     @OptionGroup var storage: StorageOptions
 
     func run() throws {
-        let configuration = try Settings.resolving { settings throws(SettingError) in try self.configuration(settings) }
+        let (configuration, level, format) = try Settings.resolving { settings throws(SettingError) in
+            (try self.configuration(settings),
+             try settings.choice(logLevel, "CATALOG_LOG_LEVEL", default: Logger.Level.info, from: Logger.Level.allCases.map { ($0.rawValue, $0) }),
+             try settings.choice(logFormat, "CATALOG_LOG_FORMAT", default: LogFormat.text, from: LogFormat.allCases.map { ($0.rawValue, $0) }))
+        }
+        CatalogLogHandler.bootstrap(format: format, level: level)
+        let logger = Logger(label: "catalog.server")
+        defer { LogWriter.shared.flush() }
         let application: CatalogApplication
         do {
             application = try CatalogApplication(configuration: configuration)
         } catch let error as MigrationError {
             Settings.fail("cannot start: \(error)")
         }
-        for name in application.store.appliedMigrations { say("applied migration \(name)") }
-        if application.seeded { say("loaded the demo catalog") }
+        for name in application.store.appliedMigrations { logger.info("applied migration \(name)") }
+        if application.seeded { logger.info("loaded the demo catalog") }
         let bound = try application.start()
-        say("catalog-server listening on http://\(configuration.server.host):\(bound) (database \(configuration.databasePath), SQLite \(application.store.sqliteVersion))")
+        logger.info("catalog-server listening on http://\(configuration.server.host):\(bound)", metadata: [
+            "version": "\(CatalogServer.version)", "database": "\(configuration.databasePath)",
+            "sqlite": "\(application.store.sqliteVersion)", "loopThreads": "\(configuration.server.loopThreads)",
+        ])
         try application.runUntilSignal()
-        say("catalog-server stopped")
+        logger.info("catalog-server stopped")
     }
+
+    /// The release of this build.
+    static let version = "0.3.0"
 
     private func configuration(_ settings: Settings) throws(SettingError) -> CatalogConfiguration {
         var configuration = CatalogConfiguration()

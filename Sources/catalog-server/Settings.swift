@@ -64,6 +64,14 @@ struct Settings {
         return .milliseconds(Int64(number * 1000))
     }
 
+    func choice<T>(_ flag: String?, _ variable: String, default value: T, from choices: [(String, T)]) throws(SettingError) -> T {
+        guard let (text, source) = raw(flag, variable) else { return value }
+        guard let match = choices.first(where: { $0.0 == text.lowercased() }) else {
+            throw SettingError(description: "\(source) must be one of \(choices.map(\.0).joined(separator: ", ")), not '\(text)'")
+        }
+        return match.1
+    }
+
     func boolean(_ flag: String?, _ variable: String, default value: Bool) throws(SettingError) -> Bool {
         guard let (text, source) = raw(flag, variable) else { return value }
         switch text.lowercased() {

@@ -111,7 +111,7 @@ import Glibc
         process.executableURL = binary
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-exec-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        process.arguments = ["--port", String(port), "--shutdown-timeout", "5",
+        process.arguments = ["--port", String(port), "--shutdown-timeout", "5", "--log-format", "json",
                              "--database", directory.appendingPathComponent("db/catalog.sqlite").path, "--migrations", migrationsDirectory.path]
         let output = Pipe()
         process.standardOutput = output
@@ -130,6 +130,18 @@ import Glibc
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 0)
         let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let entries = printed.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: String]
+        }
+        #expect(entries.count == printed.split(separator: "\n").count, "every line is a JSON object")
+        let access = try #require(entries.first { $0["message"] == "request" && $0["path"] == "/healthz" })
+        #expect(access["method"] == "GET")
+        #expect(access["status"] == "200")
+        #expect(access["bytes"] == "2")
+        #expect(access["requestId"]?.count == 16)
+        #expect(access["peer"]?.hasPrefix("127.0.0.1:") == true)
+        #expect(Int(access["durationMicroseconds"] ?? "") != nil)
+        #expect(entries.contains { $0["message"]?.hasPrefix("catalog-server listening") == true && $0["sqlite"]?.hasPrefix("3.") == true })
         #expect(printed.contains("applied migration 0001_create_catalog.sql"))
         #expect(printed.contains("loaded the demo catalog"))
         #expect(printed.contains("listening on http://127.0.0.1:\(port)"))

@@ -10,6 +10,8 @@ struct RequestHead {
     /// The method, or `nil` for a valid token the server does not implement (the router
     /// then answers 405 on a known path, 501 elsewhere).
     var method: HTTPMethod?
+    /// The method as sent (for logs), also when it is not implemented.
+    var methodToken: String
     var version: HTTPVersion
     var path: String
     var query: String?

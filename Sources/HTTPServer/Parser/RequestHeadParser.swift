@@ -19,6 +19,7 @@ struct RequestHeadParser {
 
     private struct RequestLine {
         var method: HTTPMethod?
+        var methodToken: String
         var version: HTTPVersion
         var path: Range<Int>
         var query: Range<Int>?
@@ -97,7 +98,8 @@ struct RequestHeadParser {
         let version = try parseVersion(bytes, versionRange)
         let method = HTTPMethod(bytes: UnsafeBufferPointer(rebasing: bytes[methodRange]))
         let (path, query) = try parseTarget(bytes, target, method: method)
-        return RequestLine(method: method, version: version, path: path, query: query)
+        let token = method?.rawValue ?? String(decoding: UnsafeBufferPointer(rebasing: bytes[methodRange]), as: UTF8.self)
+        return RequestLine(method: method, methodToken: token, version: version, path: path, query: query)
     }
 
     private func parseVersion(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) throws(HTTPError) -> HTTPVersion {
@@ -225,6 +227,7 @@ struct RequestHeadParser {
         let keepAlive = line.version == .http1_1 ? !semantics.connectionClose : (semantics.connectionKeepAlive && !semantics.connectionClose)
         return RequestHead(
             method: line.method,
+            methodToken: line.methodToken,
             version: line.version,
             path: String(decoding: UnsafeBufferPointer(rebasing: bytes[line.path]), as: UTF8.self),
             query: line.query.map { String(decoding: UnsafeBufferPointer(rebasing: bytes[$0]), as: UTF8.self) },

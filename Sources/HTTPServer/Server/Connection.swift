@@ -27,6 +27,8 @@ final class Connection {
         /// answer can never be taken for the answer to a later request.
         var sequence: UInt64
         var requestID: String
+        var method: String
+        var started: UInt64
         var path: String
         var omitBody: Bool
         var keepAlive: Bool
@@ -236,8 +238,8 @@ final class Connection {
     private func dispatch(_ head: RequestHead, body: [UInt8]) {
         requestSequence &+= 1
         let requestID = Self.requestID(head.headers) ?? loop.makeRequestID()
-        let context = ResponseContext(sequence: requestSequence, requestID: requestID, path: head.path, omitBody: head.method == .HEAD,
-                                      keepAlive: head.keepAlive, version: head.version)
+        let context = ResponseContext(sequence: requestSequence, requestID: requestID, method: head.methodToken, started: Self.now(),
+                                      path: head.path, omitBody: head.method == .HEAD, keepAlive: head.keepAlive, version: head.version)
         guard let method = head.method else {
             write(loop.core.render(unimplementedMethodError(path: head.path), path: head.path, requestID: requestID), context)
             return
@@ -264,6 +266,13 @@ final class Connection {
         } catch {
             write(loop.core.render(error, path: head.path, requestID: requestID), context)
         }
+    }
+
+    /// Monotonic nanoseconds.
+    private static func now() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
     }
 
     /// The client's `X-Request-Id`, when it is 1…128 characters of letters, digits and
@@ -303,6 +312,11 @@ final class Connection {
         let keepAlive = context.keepAlive && !loop.isDraining
         ResponseWriter.write(response, into: output, omitBody: context.omitBody, keepAlive: keepAlive, version: context.version,
                              requestID: context.requestID, date: loop.date)
+        if let observer = loop.core.configuration.requestObserver {
+            observer(CompletedRequest(
+                method: context.method, path: context.path, status: response.status.code, bytes: response.body.count,
+                durationMicroseconds: Int((Self.now() - context.started) / 1000), requestID: context.requestID, remoteAddress: peer))
+        }
         if !keepAlive { closeAfterFlush = true }
         phase = .head
         requestStarted = !input.isEmpty
@@ -317,8 +331,8 @@ final class Connection {
     /// error the position of the next request in the stream is unknown.
     private func failConnection(_ error: any Error, path: String?) {
         let requestID = loop.makeRequestID()
-        let context = ResponseContext(sequence: requestSequence, requestID: requestID, path: path ?? "", omitBody: false, keepAlive: false,
-                                      version: .http1_1)
+        let context = ResponseContext(sequence: requestSequence, requestID: requestID, method: "-", started: Self.now(),
+                                      path: path ?? "-", omitBody: false, keepAlive: false, version: .http1_1)
         write(loop.core.render(error, path: path, requestID: requestID), context)
         closeAfterFlush = true
         // No further timeout response: the write deadline and lingering bound the rest.

@@ -31,6 +31,9 @@ public struct ServerConfiguration: Sendable {
     public var maxConnections = 10_000
     /// The listen backlog.
     public var backlog: Int32 = 1024
+    /// Called on the event loop after every response is queued (for access logs and
+    /// metrics); it must be quick and must not block.
+    public var requestObserver: (@Sendable (CompletedRequest) -> Void)?
 
     /// The defaults above.
     public init() {}
@@ -41,4 +44,22 @@ extension Duration {
         let (seconds, attoseconds) = components
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
+}
+
+/// One answered request, as the request observer sees it.
+public struct CompletedRequest: Sendable {
+    /// The method token, or `-` when the request could not be parsed.
+    public let method: String
+    /// The request path, or `-` when the request could not be parsed.
+    public let path: String
+    /// The response status code.
+    public let status: Int
+    /// The response body's size in bytes.
+    public let bytes: Int
+    /// From the end of the request head (or the failure) to the queued response.
+    public let durationMicroseconds: Int
+    /// The request's `X-Request-Id`.
+    public let requestID: String
+    /// The client's address.
+    public let remoteAddress: String
 }

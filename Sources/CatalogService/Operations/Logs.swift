@@ -1,0 +1,133 @@
+import CatalogModels
+import Foundation
+import HTTPServer
+import Logging
+
+/// How log lines look.
+public enum LogFormat: String, Sendable, CaseIterable {
+    /// `2026-11-22T01:33:13.123Z info request method=GET path=/v1/games status=200 …`
+    case text
+    /// One JSON object per line: `{"time":…,"level":"info","message":"request","method":"GET",…}`
+    case json
+}
+
+/// A swift-log handler writing one line per entry to standard output through
+/// ``LogWriter``, so the threads that log never wait for the terminal or a pipe.
+public struct CatalogLogHandler: LogHandler {
+    /// The entries at this level and above are written.
+    public var logLevel: Logger.Level
+    /// Metadata added to every entry.
+    public var metadata: Logger.Metadata = [:]
+    private let label: String
+    private let format: LogFormat
+
+    /// Installs the handler for every logger of the process (once, at startup).
+    public static func bootstrap(format: LogFormat, level: Logger.Level) {
+        LoggingSystem.bootstrap { label in CatalogLogHandler(label: label, format: format, level: level) }
+    }
+
+    init(label: String, format: LogFormat, level: Logger.Level) {
+        self.label = label
+        self.format = format
+        logLevel = level
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var fields = metadata
+        if let extra = event.metadata { fields.merge(extra) { $1 } }
+        LogWriter.shared.write(Self.line(format: format, level: event.level, message: "\(event.message)", fields: fields))
+    }
+
+    static func line(format: LogFormat, level: Logger.Level, message: String, fields: Logger.Metadata) -> String {
+        let time = Timestamp.string(from: Date())
+        let keys = fields.keys.sorted()
+        switch format {
+        case .text:
+            var line = "\(time) \(level) \(message)"
+            for key in keys { line += " \(key)=\(fields[key].map { "\($0)" } ?? "")" }
+            return line + "\n"
+        case .json:
+            var line = "{\"time\":\"\(time)\",\"level\":\"\(level)\",\"message\":"
+            ProblemDocument.appendQuoted(message, to: &line)
+            for key in keys {
+                line += ","
+                ProblemDocument.appendQuoted(key, to: &line)
+                line += ":"
+                ProblemDocument.appendQuoted(fields[key].map { "\($0)" } ?? "", to: &line)
+            }
+            return line + "}\n"
+        }
+    }
+}
+
+/// Writes log lines to standard output from a thread of its own, in batches.
+public final class LogWriter: @unchecked Sendable {
+    /// The process's writer.
+    public static let shared = LogWriter()
+
+    private let condition = NSCondition()
+    private var pending: [UInt8] = []
+    private var writing = false
+
+    private init() {
+        let thread = Thread { [self] in run() }
+        thread.name = "catalog-log"
+        thread.start()
+    }
+
+    func write(_ line: String) {
+        condition.lock()
+        let wasEmpty = pending.isEmpty
+        pending.append(contentsOf: line.utf8)
+        if wasEmpty { condition.signal() }
+        condition.unlock()
+    }
+
+    /// Returns once every line written so far is out.
+    public func flush() {
+        condition.lock()
+        while !pending.isEmpty || writing { _ = condition.wait(until: Date(timeIntervalSinceNow: 0.01)) }
+        condition.unlock()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while pending.isEmpty { condition.wait() }
+            let batch = pending
+            pending.removeAll(keepingCapacity: true)
+            writing = true
+            condition.unlock()
+            batch.withUnsafeBytes { bytes in
+                guard let base = bytes.baseAddress else { return }
+                var offset = 0
+                while offset < bytes.count {
+                    let count = Foundation.write(1, base + offset, bytes.count - offset)
+                    if count <= 0 { break }
+                    offset += count
+                }
+            }
+            condition.lock()
+            writing = false
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+}
+
+/// The access log: one `request` line per answered request.
+enum AccessLog {
+    static func observer(_ logger: Logger) -> @Sendable (CompletedRequest) -> Void {
+        { request in
+            logger.info("request", metadata: [
+                "method": "\(request.method)", "path": "\(request.path)", "status": "\(request.status)", "bytes": "\(request.bytes)",
+                "durationMicroseconds": "\(request.durationMicroseconds)", "requestId": "\(request.requestID)", "peer": "\(request.remoteAddress)",
+            ])
+        }
+    }
+}
