@@ -103,6 +103,57 @@ import Glibc
         #expect(process.terminationStatus == 0)
     }
 
+    @Test func sigtermUnderWriteLoadLosesNoAcknowledgedWriteAndCheckpoints() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-drain-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("catalog.sqlite").path
+        let port = try Self.freePort()
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = ["--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--no-seed",
+                             "--log-level", "warning"]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+        for _ in 0..<100 where (try? await client.get("/healthz"))?.status != 200 { try await Task.sleep(for: .milliseconds(50)) }
+
+        // Eight clients write as fast as they can; SIGTERM arrives in the middle.
+        let outcomes = try await withThrowingTaskGroup(of: ([CatalogID], [Int]).self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    var acknowledged: [CatalogID] = [], unexpected: [Int] = []
+                    for index in 0..<400 {
+                        guard let response = try? await client.send("POST", "/v1/games", json: ["name": "G\(worker)-\(index)", "imageName": "g"]) else {
+                            break  // refused or closed: the server has stopped taking requests
+                        }
+                        if response.status == 201, let game = try? response.decode(Game.self) {
+                            acknowledged.append(game.id)
+                        } else {
+                            unexpected.append(response.status)
+                        }
+                    }
+                    return (acknowledged, unexpected)
+                }
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            kill(process.processIdentifier, SIGTERM)
+            return try await group.reduce(into: ([CatalogID](), [Int]())) { $0.0 += $1.0; $0.1 += $1.1 }
+        }
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(outcomes.1.isEmpty, "every answered write was a 201, not \(outcomes.1)")
+        #expect(outcomes.0.count > 0)
+        // The WAL was checkpointed into the database file on the way out.
+        let walSize = (try? FileManager.default.attributesOfItem(atPath: database + "-wal")[.size] as? Int) ?? 0
+        #expect(walSize == 0)
+        let store = try CatalogStore(path: database, migrations: Migration.load(from: migrationsDirectory))
+        defer { try? store.close() }
+        for id in outcomes.0 {
+            #expect(try store.games.rendered(id) != nil, "acknowledged write \(id) lost")
+        }
+    }
+
     @Test func sigtermStopsTheServerWithExitCodeZero() async throws {
         let binary = Self.executable
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build catalog-server first (swift build)")
