@@ -16,6 +16,8 @@ public struct CatalogConfiguration: Sendable {
     public var seedDemoCatalog = true
     /// The OpenAPI document served at `GET /openapi.yaml`.
     public var openAPIDocument = InstalledFiles.locate("openapi.yaml")
+    /// Whether to log one `request` line per response (at the `info` level).
+    public var accessLog = true
 
     /// The defaults above.
     public init() {}
@@ -30,6 +32,8 @@ public final class CatalogApplication: Sendable {
     public let store: CatalogStore
     /// Whether this start loaded the demo catalog.
     public let seeded: Bool
+    /// The release of this build.
+    public static let version = "0.3.0"
 
     /// Opens the database (applying migrations and, when asked and empty, the demo
     /// catalog) and builds the server. Nothing listens until ``start()``.
@@ -38,28 +42,35 @@ public final class CatalogApplication: Sendable {
         store = try CatalogStore(path: configuration.databasePath, migrations: migrations,
                                  readers: configuration.server.loopThreads + 2)
         seeded = configuration.seedDemoCatalog ? try store.seedDemoCatalogIfEmpty() : false
+        let metrics = Metrics(version: Self.version, sqliteVersion: store.sqliteVersion)
         var serverConfiguration = configuration.server
-        if serverConfiguration.requestObserver == nil {
-            serverConfiguration.requestObserver = AccessLog.observer(Logger(label: "catalog.http"))
+        let accessLog = configuration.accessLog ? AccessLog.observer(Logger(label: "catalog.http")) : nil
+        serverConfiguration.requestObserver = { request in
+            metrics.observe(request)
+            accessLog?(request)
         }
         let contract = Contract(document: configuration.openAPIDocument)
         let reference = ServerReference()
-        let router = Self.router(store, contract: contract, migrations: migrations, server: reference)
+        let router = Self.router(store, contract: contract, migrations: migrations, server: reference, metrics: metrics)
         server = try HTTPServer(configuration: serverConfiguration, router: router, errorRenderer: { ErrorMapping.render($0, context: $1) })
         reference.set(server)
     }
 
     /// Every route the service serves.
-    static func router(_ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference) -> Router {
+    static func router(_ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference, metrics: Metrics) -> Router {
         var router = Router()
         router.add(.GET, "/healthz", .inline { _ in Health.liveness })
         router.add(.GET, "/readyz", .inline { _ in
             try Health.readiness(draining: server.isShuttingDown, databaseReady: store.isReady(migrations: migrations))
         })
         router.add(.GET, "/openapi.yaml", .inline { _ in try contract.response() })
-        PlayableItems.endpoints(store).register(in: &router)
-        Games.endpoints(store).register(in: &router)
-        Locations.endpoints(store).register(in: &router)
+        router.add(.GET, "/metrics", .inline { _ in
+            HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+                         body: Array(metrics.render(server: server).utf8))
+        })
+        PlayableItems.endpoints(store, metrics: metrics).register(in: &router)
+        Games.endpoints(store, metrics: metrics).register(in: &router)
+        Locations.endpoints(store, metrics: metrics).register(in: &router)
         return router
     }
 

@@ -75,15 +75,13 @@ struct CatalogServer: ParsableCommand {
         if application.seeded { logger.info("loaded the demo catalog") }
         let bound = try application.start()
         logger.info("catalog-server listening on http://\(configuration.server.host):\(bound)", metadata: [
-            "version": "\(CatalogServer.version)", "database": "\(configuration.databasePath)",
+            "version": "\(CatalogApplication.version)", "database": "\(configuration.databasePath)",
             "sqlite": "\(application.store.sqliteVersion)", "loopThreads": "\(configuration.server.loopThreads)",
         ])
         try application.runUntilSignal()
         logger.info("catalog-server stopped")
     }
 
-    /// The release of this build.
-    static let version = "0.3.0"
 
     private func configuration(_ settings: Settings) throws(SettingError) -> CatalogConfiguration {
         var configuration = CatalogConfiguration()

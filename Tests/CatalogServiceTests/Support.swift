@@ -24,7 +24,7 @@ final class TestCatalog: Sendable {
         var configuration = CatalogConfiguration()
         configuration.server.port = 0
         configuration.server.loopThreads = 1
-        configuration.server.requestObserver = { _ in }  // no access log in test output
+        configuration.accessLog = false  // no access log in test output
         configuration.databasePath = directory.appendingPathComponent("catalog.sqlite").path
         configuration.migrationsDirectory = migrationsDirectory
         configuration.seedDemoCatalog = seed

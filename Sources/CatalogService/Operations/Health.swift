@@ -30,4 +30,10 @@ final class ServerReference: Sendable {
 
     /// Whether the server has begun a graceful shutdown.
     var isShuttingDown: Bool { server.withLock { $0?.isShuttingDown ?? false } }
+    /// Requests whose handler has not answered yet.
+    var inFlightRequests: Int { server.withLock { $0?.inFlightRequests ?? 0 } }
+    /// Client connections open now.
+    var openConnections: Int { server.withLock { $0?.openConnections ?? 0 } }
+    /// Connections refused at the connection limit.
+    var refusedConnections: Int { server.withLock { $0?.refusedConnections ?? 0 } }
 }

@@ -3,9 +3,9 @@ import CatalogStore
 
 /// `/v1/games`: arcade games.
 enum Games {
-    static func endpoints(_ store: CatalogStore) -> ResourceEndpoints<Game, GameInput> {
+    static func endpoints(_ store: CatalogStore, metrics: Metrics) -> ResourceEndpoints<Game, GameInput> {
         ResourceEndpoints(
-            path: "/v1/games", store: store.games, readInput: read, inputOf: GameInput.init)
+            metrics: metrics, path: "/v1/games", store: store.games, readInput: read, inputOf: GameInput.init)
     }
 
     static func read(_ object: [String: JSONValue]) throws(APIError) -> GameInput {

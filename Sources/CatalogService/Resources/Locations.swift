@@ -3,9 +3,9 @@ import CatalogStore
 
 /// `/v1/locations`: named places, with `near`/`radius` and `bbox` filters.
 enum Locations {
-    static func endpoints(_ store: CatalogStore) -> ResourceEndpoints<Location, LocationInput> {
+    static func endpoints(_ store: CatalogStore, metrics: Metrics) -> ResourceEndpoints<Location, LocationInput> {
         ResourceEndpoints(
-            path: "/v1/locations", store: store.locations, geographic: true, readInput: read, inputOf: LocationInput.init)
+            metrics: metrics, path: "/v1/locations", store: store.locations, geographic: true, readInput: read, inputOf: LocationInput.init)
     }
 
     static func read(_ object: [String: JSONValue]) throws(APIError) -> LocationInput {

@@ -3,9 +3,9 @@ import CatalogStore
 
 /// `/v1/playable-items`: streaming videos.
 enum PlayableItems {
-    static func endpoints(_ store: CatalogStore) -> ResourceEndpoints<PlayableItem, PlayableItemInput> {
+    static func endpoints(_ store: CatalogStore, metrics: Metrics) -> ResourceEndpoints<PlayableItem, PlayableItemInput> {
         ResourceEndpoints(
-            path: "/v1/playable-items", store: store.items, readInput: read, inputOf: PlayableItemInput.init)
+            metrics: metrics, path: "/v1/playable-items", store: store.items, readInput: read, inputOf: PlayableItemInput.init)
     }
 
     static func read(_ object: [String: JSONValue]) throws(APIError) -> PlayableItemInput {

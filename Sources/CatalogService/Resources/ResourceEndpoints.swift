@@ -13,6 +13,7 @@ struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sen
     /// The collection path, such as `/v1/games`.
     let path: String
     let store: ResourceStore<Model, Input>
+    let metrics: Metrics
     let options: ListOptions
     /// Reads and validates a body object into an input.
     let readInput: @Sendable ([String: JSONValue]) throws(APIError) -> Input
@@ -21,8 +22,9 @@ struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sen
 
     /// Endpoints at `path` over `store`, whose sorts and search lists offer; `geographic`
     /// adds `near`/`radius` and `bbox`.
-    init(path: String, store: ResourceStore<Model, Input>, geographic: Bool = false,
+    init(metrics: Metrics, path: String, store: ResourceStore<Model, Input>, geographic: Bool = false,
          readInput: @escaping @Sendable ([String: JSONValue]) throws(APIError) -> Input, inputOf: @escaping @Sendable (Model) -> Input) {
+        self.metrics = metrics
         self.path = path
         self.store = store
         let sorts = store.sortableFields
@@ -35,17 +37,20 @@ struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sen
     func register(in router: inout Router) {
         let item = path + "/{id}"
         router.add(.GET, path, .inline(list))
-        router.add(.POST, path, Self.write(create))
+        router.add(.POST, path, write(create))
         router.add(.GET, item, .inline(get))
-        router.add(.PUT, item, Self.write(replace))
-        router.add(.PATCH, item, Self.write(patch))
-        router.add(.DELETE, item, Self.write(delete))
+        router.add(.PUT, item, write(replace))
+        router.add(.PATCH, item, write(patch))
+        router.add(.DELETE, item, write(delete))
     }
 
     // MARK: Reads
 
     private func list(_ request: HTTPRequest) throws -> HTTPResponse {
-        let page = try store.renderedList(ListParameters.parse(request, options: options))
+        let query = try ListParameters.parse(request, options: options)
+        let started = Self.now()
+        let page = try store.renderedList(query)
+        metrics.observeRead(seconds: Self.now() - started)
         var headers: [(name: String, value: String)] = [("Content-Type", JSONResponse.contentType)]
         if let cursor = page.nextCursor {
             headers.append(("Link", "<\(path)?\(ListParameters.nextQuery(request, cursor: cursor))>; rel=\"next\""))
@@ -55,7 +60,10 @@ struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sen
 
     private func get(_ request: HTTPRequest) throws -> HTTPResponse {
         let id = try Self.id(request)
-        guard let resource = try store.rendered(id) else { throw APIError.notFound }
+        let started = Self.now()
+        let found = try store.rendered(id)
+        metrics.observeRead(seconds: Self.now() - started)
+        guard let resource = found else { throw APIError.notFound }
         if try ETag.noneMatch(request, version: resource.version) {
             return HTTPResponse(status: .notModified, headers: [("ETag", ETag.header(resource.version))])
         }
@@ -103,10 +111,18 @@ struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sen
 
     typealias Completion = @Sendable (Result<HTTPResponse, any Error>) -> Void
 
-    /// A handler whose work finishes later (a durable write) and answers through `done`.
-    private static func write(_ body: @escaping @Sendable (HTTPRequest, @escaping Completion) throws -> Void) -> Handler {
-        .deferred { request, responder in
+    /// Monotonic seconds.
+    private static func now() -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds) / 1_000_000_000
+    }
+
+    /// A handler whose work finishes later (a durable write) and answers through `done`;
+    /// the time from submission to answer is recorded as a database write.
+    private func write(_ body: @escaping @Sendable (HTTPRequest, @escaping Completion) throws -> Void) -> Handler {
+        .deferred { [metrics] request, responder in
+            let started = Self.now()
             let done: Completion = { result in
+                metrics.observeWrite(seconds: Self.now() - started)
                 switch result {
                 case let .success(response): responder.respond(response)
                 case let .failure(error): responder.fail(error)

@@ -173,6 +173,7 @@ final class EventLoop: @unchecked Sendable {
             guard let (fd, peer) = accepted else { return }
             if core.openConnections.add(1, ordering: .relaxed).newValue > core.configuration.maxConnections {
                 core.openConnections.subtract(1, ordering: .relaxed)
+                core.refusedConnections.add(1, ordering: .relaxed)
                 ResponseWriter.overloaded.withUnsafeBytes { _ = send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 Glibc.close(fd)
                 continue

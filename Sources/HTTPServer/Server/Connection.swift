@@ -28,6 +28,7 @@ final class Connection {
         var sequence: UInt64
         var requestID: String
         var method: String
+        var route: String?
         var started: UInt64
         var path: String
         var omitBody: Bool
@@ -238,7 +239,7 @@ final class Connection {
     private func dispatch(_ head: RequestHead, body: [UInt8]) {
         requestSequence &+= 1
         let requestID = Self.requestID(head.headers) ?? loop.makeRequestID()
-        let context = ResponseContext(sequence: requestSequence, requestID: requestID, method: head.methodToken, started: Self.now(),
+        var context = ResponseContext(sequence: requestSequence, requestID: requestID, method: head.methodToken, route: nil, started: Self.now(),
                                       path: head.path, omitBody: head.method == .HEAD, keepAlive: head.keepAlive, version: head.version)
         guard let method = head.method else {
             write(loop.core.render(unimplementedMethodError(path: head.path), path: head.path, requestID: requestID), context)
@@ -251,13 +252,16 @@ final class Connection {
         do {
             switch try loop.core.router.resolve(method: method, path: head.path) {
             case let .options(allow):
+                context.route = "OPTIONS"
                 write(HTTPResponse(status: .noContent, headers: [("Allow", allow)]), context)
-            case let .handler(handler, parameters, _):
+            case let .handler(handler, parameters, pattern):
                 request.pathParameters = parameters
+                context.route = pattern.description
                 switch handler.kind {
                 case let .inline(handle):
                     write(try handle(request), context)
                 case let .deferred(handle):
+                    loop.core.inFlight.add(1, ordering: .relaxed)
                     phase = .awaiting(context)
                     deadline = 0
                     handle(request, Responder(loop: loop, fd: fd, connectionID: id, sequence: requestSequence))
@@ -298,6 +302,7 @@ final class Connection {
     /// Receives the result of a deferred handler.
     func complete(sequence: UInt64, with result: Result<HTTPResponse, SendableError>) {
         guard case let .awaiting(context) = phase, context.sequence == sequence else { return }
+        loop.core.inFlight.subtract(1, ordering: .relaxed)
         switch result {
         case let .success(response): write(response, context)
         case let .failure(failure): write(loop.core.render(failure.error, path: context.path, requestID: context.requestID), context)
@@ -314,7 +319,7 @@ final class Connection {
                              requestID: context.requestID, date: loop.date)
         if let observer = loop.core.configuration.requestObserver {
             observer(CompletedRequest(
-                method: context.method, path: context.path, status: response.status.code, bytes: response.body.count,
+                method: context.method, path: context.path, route: context.route, status: response.status.code, bytes: response.body.count,
                 durationMicroseconds: Int((Self.now() - context.started) / 1000), requestID: context.requestID, remoteAddress: peer))
         }
         if !keepAlive { closeAfterFlush = true }
@@ -331,7 +336,7 @@ final class Connection {
     /// error the position of the next request in the stream is unknown.
     private func failConnection(_ error: any Error, path: String?) {
         let requestID = loop.makeRequestID()
-        let context = ResponseContext(sequence: requestSequence, requestID: requestID, method: "-", started: Self.now(),
+        let context = ResponseContext(sequence: requestSequence, requestID: requestID, method: "-", route: nil, started: Self.now(),
                                       path: path ?? "-", omitBody: false, keepAlive: false, version: .http1_1)
         write(loop.core.render(error, path: path, requestID: requestID), context)
         closeAfterFlush = true
@@ -413,6 +418,7 @@ final class Connection {
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        if case .awaiting = phase { loop.core.inFlight.subtract(1, ordering: .relaxed) }
         Glibc.close(fd)
         loop.forget(self)
     }

@@ -29,6 +29,10 @@ final class ServerCore: Sendable {
     let router: Router
     let renderError: ErrorRenderer
     let openConnections = Atomic<Int>(0)
+    /// Requests handed to deferred handlers and not yet answered.
+    let inFlight = Atomic<Int>(0)
+    /// Connections turned away at the connection limit.
+    let refusedConnections = Atomic<Int>(0)
     /// The largest input buffer any connection has needed, in bytes.
     let peakInputBuffer = Atomic<Int>(0)
     let headTimeout: Int64
@@ -98,6 +102,12 @@ public final class HTTPServer: Sendable {
 
     /// Whether a graceful shutdown has begun (the server is draining or stopped).
     public var isShuttingDown: Bool { state.withLock { $0.shuttingDown } }
+
+    /// Requests whose deferred handler has not answered yet.
+    public var inFlightRequests: Int { core.inFlight.load(ordering: .relaxed) }
+
+    /// Connections refused at ``ServerConfiguration/maxConnections`` since start.
+    public var refusedConnections: Int { core.refusedConnections.load(ordering: .relaxed) }
 
     /// The number of client connections open right now.
     public var openConnections: Int { core.openConnections.load(ordering: .relaxed) }

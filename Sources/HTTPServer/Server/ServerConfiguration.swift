@@ -52,6 +52,8 @@ public struct CompletedRequest: Sendable {
     public let method: String
     /// The request path, or `-` when the request could not be parsed.
     public let path: String
+    /// The route pattern that matched (such as `/v1/games/{id}`), or `nil` when none did.
+    public let route: String?
     /// The response status code.
     public let status: Int
     /// The response body's size in bytes.

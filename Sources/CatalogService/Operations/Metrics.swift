@@ -1,0 +1,129 @@
+import Foundation
+import HTTPServer
+import Synchronization
+
+/// Prometheus metrics, served at `GET /metrics` in the text exposition format 0.0.4.
+final class Metrics: Sendable {
+    /// A latency histogram with cumulative buckets, in seconds.
+    struct Histogram {
+        static let bounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+        var buckets = [UInt64](repeating: 0, count: bounds.count)
+        var count: UInt64 = 0
+        var sum = 0.0
+
+        mutating func observe(_ seconds: Double) {
+            for (index, bound) in Self.bounds.enumerated() where seconds <= bound { buckets[index] += 1 }
+            count += 1
+            sum += seconds
+        }
+    }
+
+    private struct RequestKey: Hashable {
+        let route: String
+        let method: String
+        let status: Int
+    }
+
+    private struct State {
+        var requests: [RequestKey: UInt64] = [:]
+        var durations: [String: Histogram] = [:]
+        var rejected: [String: UInt64] = [:]
+        var reads = Histogram()
+        var writes = Histogram()
+    }
+
+    private let state = Mutex(State())
+    private let buildInfo: String
+
+    init(version: String, sqliteVersion: String) {
+        buildInfo = #"catalog_build_info{version="\#(version)",sqlite="\#(sqliteVersion)"} 1"#
+    }
+
+    /// Records an answered request (the server's request observer).
+    func observe(_ request: CompletedRequest) {
+        let route = request.route ?? (request.method == "-" ? "-" : "unmatched")
+        let reason = request.route == nil ? Self.rejectionReason(request) : nil
+        state.withLock { state in
+            state.requests[RequestKey(route: route, method: request.method, status: request.status), default: 0] += 1
+            state.durations[route, default: Histogram()].observe(Double(request.durationMicroseconds) / 1_000_000)
+            if let reason { state.rejected[reason, default: 0] += 1 }
+        }
+    }
+
+    /// Records how long a store read took.
+    func observeRead(seconds: Double) { state.withLock { $0.reads.observe(seconds) } }
+
+    /// Records how long a store write took, from submission to durable commit.
+    func observeWrite(seconds: Double) { state.withLock { $0.writes.observe(seconds) } }
+
+    /// Requests refused before any handler: parse limits, timeouts, malformed input.
+    private static func rejectionReason(_ request: CompletedRequest) -> String? {
+        switch request.status {
+        case 408: "timeout"
+        case 413: "bodyTooLarge"
+        case 414: "requestLineTooLong"
+        case 431: "headersTooLarge"
+        case 400 where request.method == "-": "malformed"
+        case 501: "notImplemented"
+        default: nil
+        }
+    }
+
+    /// The exposition text.
+    func render(server: ServerReference) -> String {
+        let snapshot = state.withLock { $0 }
+        var out = ""
+        out += "# HELP catalog_http_requests_total Requests answered, by route pattern, method and status.\n"
+        out += "# TYPE catalog_http_requests_total counter\n"
+        for (key, count) in snapshot.requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
+            out += "catalog_http_requests_total{route=\(Self.quoted(key.route)),method=\(Self.quoted(key.method)),status=\"\(key.status)\"} \(count)\n"
+        }
+        out += "# HELP catalog_http_request_duration_seconds Time from a complete request head to the queued response, by route pattern.\n"
+        out += "# TYPE catalog_http_request_duration_seconds histogram\n"
+        for (route, histogram) in snapshot.durations.sorted(by: { $0.key < $1.key }) {
+            out += Self.histogram("catalog_http_request_duration_seconds", labels: "route=\(Self.quoted(route))", histogram)
+        }
+        out += "# HELP catalog_http_requests_in_flight Requests whose handler has not answered yet.\n"
+        out += "# TYPE catalog_http_requests_in_flight gauge\n"
+        out += "catalog_http_requests_in_flight \(server.inFlightRequests)\n"
+        out += "# HELP catalog_http_open_connections Client connections open now.\n"
+        out += "# TYPE catalog_http_open_connections gauge\n"
+        out += "catalog_http_open_connections \(server.openConnections)\n"
+        out += "# HELP catalog_http_rejected_total Requests and connections refused before reaching a handler, by reason.\n"
+        out += "# TYPE catalog_http_rejected_total counter\n"
+        var rejected = snapshot.rejected
+        rejected["tooManyConnections"] = UInt64(server.refusedConnections)
+        for (reason, count) in rejected.sorted(by: { $0.key < $1.key }) {
+            out += "catalog_http_rejected_total{reason=\(Self.quoted(reason))} \(count)\n"
+        }
+        out += "# HELP catalog_db_read_duration_seconds Duration of database reads.\n"
+        out += "# TYPE catalog_db_read_duration_seconds histogram\n"
+        out += Self.histogram("catalog_db_read_duration_seconds", labels: nil, snapshot.reads)
+        out += "# HELP catalog_db_write_duration_seconds Duration of database writes, from submission to durable commit.\n"
+        out += "# TYPE catalog_db_write_duration_seconds histogram\n"
+        out += Self.histogram("catalog_db_write_duration_seconds", labels: nil, snapshot.writes)
+        out += "# HELP catalog_build_info The running build.\n"
+        out += "# TYPE catalog_build_info gauge\n"
+        out += buildInfo + "\n"
+        return out
+    }
+
+    private static func histogram(_ name: String, labels: String?, _ histogram: Histogram) -> String {
+        let prefix = labels.map { $0 + "," } ?? ""
+        var out = ""
+        for (bound, count) in zip(Histogram.bounds, histogram.buckets) {
+            out += "\(name)_bucket{\(prefix)le=\"\(bound)\"} \(count)\n"
+        }
+        out += "\(name)_bucket{\(prefix)le=\"+Inf\"} \(histogram.count)\n"
+        let suffix = labels.map { "{\($0)}" } ?? ""
+        out += "\(name)_sum\(suffix) \(histogram.sum)\n"
+        out += "\(name)_count\(suffix) \(histogram.count)\n"
+        return out
+    }
+
+    /// A label value in quotes, with `\`, `"` and newlines escaped.
+    private static func quoted(_ value: String) -> String {
+        "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n") + "\""
+    }
+}
