@@ -2,8 +2,9 @@
 # No Docker engine runs here, so CI proves the image recipe two ways: hadolint passes
 # with no warnings, and the Dockerfile's own build and run commands work outside Docker:
 # a release build with the static Swift standard library, the binary started from an
-# /app-like folder with the container's environment, `healthcheck` answering, and a
-# SIGTERM that exits 0.
+# /app-like folder with the container's environment, `healthcheck` answering, an online
+# backup (and a restore refused while the server runs, accepted after), and a SIGTERM
+# that exits 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,10 +32,17 @@ for _ in $(seq 1 100); do
 done
 (cd "$app" && ./catalog-server healthcheck)
 curl -sf "http://127.0.0.1:$port/openapi.yaml" >/dev/null
+# Online backup through the running server; a restore must refuse while it runs.
+(cd "$app" && ./catalog-server backup --to "$data/backup.sqlite")
+if (cd "$app" && ./catalog-server restore --from "$data/backup.sqlite" 2>/dev/null); then
+    echo "restore ran while the server held the database" >&2
+    exit 1
+fi
 kill -TERM "$pid"
 wait "$pid"
 status=$?
 pid=
+(cd "$app" && ./catalog-server restore --from "$data/backup.sqlite")
 grep -q "listening on http://0.0.0.0:$port" "$data/server.log"
 echo "image commands: SIGTERM exit status $status"
 [ "$status" -eq 0 ]

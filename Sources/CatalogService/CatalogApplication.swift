@@ -18,6 +18,8 @@ public struct CatalogConfiguration: Sendable {
     public var openAPIDocument = InstalledFiles.locate("openapi.yaml")
     /// Whether to log one `request` line per response (at the `info` level).
     public var accessLog = true
+    /// Where `POST /admin/backups` writes copies; `backups` beside the database when `nil`.
+    public var backupDirectory: String?
 
     /// The defaults above.
     public init() {}
@@ -51,13 +53,16 @@ public final class CatalogApplication: Sendable {
         }
         let contract = Contract(document: configuration.openAPIDocument)
         let reference = ServerReference()
-        let router = Self.router(store, contract: contract, migrations: migrations, server: reference, metrics: metrics)
+        let backups = Backups(store: store, directory: configuration.backupDirectory
+            ?? URL(fileURLWithPath: configuration.databasePath).deletingLastPathComponent().appendingPathComponent("backups").path)
+        let router = Self.router(store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups)
         server = try HTTPServer(configuration: serverConfiguration, router: router, errorRenderer: { ErrorMapping.render($0, context: $1) })
         reference.set(server)
     }
 
     /// Every route the service serves.
-    static func router(_ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference, metrics: Metrics) -> Router {
+    static func router(_ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference, metrics: Metrics,
+                       backups: Backups) -> Router {
         var router = Router()
         router.add(.GET, "/healthz", .inline { _ in Health.liveness })
         router.add(.GET, "/readyz", .inline { _ in
@@ -68,6 +73,8 @@ public final class CatalogApplication: Sendable {
             HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                          body: Array(metrics.render(server: server).utf8))
         })
+        // Blocking: a backup copies the whole database.
+        router.add(.POST, "/admin/backups", .blocking { _ in try backups.create() })
         PlayableItems.endpoints(store, metrics: metrics).register(in: &router)
         Games.endpoints(store, metrics: metrics).register(in: &router)
         Locations.endpoints(store, metrics: metrics).register(in: &router)

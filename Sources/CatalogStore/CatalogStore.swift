@@ -16,6 +16,7 @@ public final class CatalogStore: Sendable {
     public let path: String
 
     private let database: CatalogDatabase
+    private let lock: DatabaseLock
 
     /// Opens (creating if needed, with its folder) the database at `path`, checks the
     /// recorded migrations against `migrations` and applies the missing ones.
@@ -23,11 +24,18 @@ public final class CatalogStore: Sendable {
     public init(path: String, migrations: [Migration], readers: Int = 4) throws {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        database = try CatalogDatabase(path: path, readers: readers)
+        lock = try DatabaseLock(databasePath: path)
+        do {
+            database = try CatalogDatabase(path: path, readers: readers)
+        } catch {
+            lock.release()
+            throw error
+        }
         do {
             appliedMigrations = try MigrationRunner.migrate(database.pool, migrations: migrations)
         } catch {
             try? database.close()
+            lock.release()
             throw error
         }
         self.path = path
@@ -75,6 +83,43 @@ public final class CatalogStore: Sendable {
 
     /// Finishes queued writes and closes the database.
     public func close() throws {
+        defer { lock.release() }
         try database.close()
+    }
+
+    /// Writes a consistent copy of the database to `destination` (a new file) with
+    /// SQLite's online backup API, from one read snapshot: it holds every write committed
+    /// before it began, and writers are never blocked. The copy is checked with
+    /// `PRAGMA integrity_check`.
+    /// - Returns: the copy's size in bytes.
+    public func backup(to destination: String) throws -> Int {
+        guard !FileManager.default.fileExists(atPath: destination) else {
+            throw StoreError.conflict("\(destination) already exists.")
+        }
+        try FileManager.default.createDirectory(at: URL(fileURLWithPath: destination).deletingLastPathComponent(), withIntermediateDirectories: true)
+        let copy = try DatabaseQueue(path: destination)
+        try database.pool.backup(to: copy)
+        let integrity = try copy.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") }
+        try copy.close()
+        guard integrity == "ok" else { throw StoreError.unavailable("The backup failed its integrity check: \(integrity ?? "no answer").") }
+        return (try FileManager.default.attributesOfItem(atPath: destination)[.size] as? Int) ?? 0
+    }
+
+    /// Replaces the database at `path` with the backup at `source`, after checking the
+    /// backup's integrity. Refuses while a server (or anything else) holds the database.
+    public static func restore(from source: String, to path: String) throws {
+        let lock = try DatabaseLock(databasePath: path)
+        defer { lock.release() }
+        var configuration = Configuration()
+        configuration.readonly = true
+        let backup = try DatabaseQueue(path: source, configuration: configuration)
+        let integrity = try backup.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") }
+        guard integrity == "ok" else { throw StoreError.unavailable("\(source) fails its integrity check: \(integrity ?? "no answer").") }
+        try FileManager.default.createDirectory(at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
+        let target = try DatabaseQueue(path: path)
+        try backup.backup(to: target)
+        try target.writeWithoutTransaction { db in _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try target.close()
+        try backup.close()
     }
 }

@@ -16,7 +16,7 @@ struct CatalogServer: ParsableCommand {
         commandName: "catalog-server",
         abstract: "Serves the video catalog over HTTP/1.1.",
         discussion: "Every option can also be set with the environment variable in brackets; a flag wins over the environment, which wins over the default.",
-        subcommands: [Migrate.self, Healthcheck.self])
+        subcommands: [Migrate.self, Healthcheck.self, Backup.self, Restore.self])
 
     @Option(help: "The address to listen on [CATALOG_HOST, default 127.0.0.1]; 0.0.0.0 for every interface.")
     var host: String?
@@ -54,6 +54,9 @@ struct CatalogServer: ParsableCommand {
     @Option(help: "text or json, one line per entry on standard output [CATALOG_LOG_FORMAT, default text].")
     var logFormat: String?
 
+    @Option(help: "Where POST /admin/backups writes copies [CATALOG_BACKUP_DIR, default: backups beside the database].")
+    var backupDir: String?
+
     @OptionGroup var storage: StorageOptions
 
     func run() throws {
@@ -69,6 +72,8 @@ struct CatalogServer: ParsableCommand {
         do {
             application = try CatalogApplication(configuration: configuration)
         } catch let error as MigrationError {
+            Settings.fail("cannot start: \(error)")
+        } catch let error as StoreError {
             Settings.fail("cannot start: \(error)")
         }
         for name in application.store.appliedMigrations { logger.info("applied migration \(name)") }
@@ -97,6 +102,7 @@ struct CatalogServer: ParsableCommand {
         configuration.seedDemoCatalog = noSeed ? false : try settings.boolean(nil, "CATALOG_SEED", default: true)
         configuration.databasePath = try storage.database(settings)
         configuration.migrationsDirectory = try storage.migrationsDirectory(settings)
+        configuration.backupDirectory = try settings.optionalText(backupDir, "CATALOG_BACKUP_DIR")
         return configuration
     }
 }
@@ -159,5 +165,55 @@ struct Healthcheck: ParsableCommand {
             throw ExitCode.failure
         }
         say("healthy")
+    }
+}
+
+/// `catalog-server backup --to FILE`: asks the running server (on 127.0.0.1:$CATALOG_PORT)
+/// for an online backup, then moves the copy to FILE. No second process opens the live
+/// database.
+struct Backup: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Have the running server write a consistent copy of its database to FILE.")
+
+    @Option(help: "Where to put the copy (must not exist).")
+    var to: String
+
+    func run() throws {
+        guard !FileManager.default.fileExists(atPath: to) else { Settings.fail("\(to) already exists") }
+        let port = try Settings.resolving { settings throws(SettingError) in try settings.integer(nil, "CATALOG_PORT", default: 8080, in: 1...65535) }
+        guard let answer = HealthProbe.request("POST", port: port, path: "/admin/backups", timeout: 600) else {
+            Settings.fail("no server answers on 127.0.0.1:\(port)")
+        }
+        guard answer.hasPrefix("HTTP/1.1 201 "), let bodyStart = answer.range(of: "\r\n\r\n"),
+              let created = try? JSONSerialization.jsonObject(with: Data(answer[bodyStart.upperBound...].utf8)) as? [String: Any],
+              let path = created["path"] as? String
+        else { Settings.fail("the backup failed: \(answer.split(separator: "\r\n").first ?? "")") }
+        do {
+            try FileManager.default.moveItem(atPath: path, toPath: to)
+        } catch {
+            Settings.fail("the backup is at \(path) but could not be moved to \(to): \(error.localizedDescription)")
+        }
+        say("backup written to \(to) (\(created["bytes"] ?? "?") bytes, integrity ok)")
+    }
+}
+
+/// `catalog-server restore --from FILE`: replaces the database with a backup; refuses
+/// while a server holds the database.
+struct Restore: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Replace the database with a backup (the server must be stopped).")
+
+    @Option(help: "The backup to restore.")
+    var from: String
+
+    @OptionGroup var storage: StorageOptions
+
+    func run() throws {
+        let path = try Settings.resolving { settings throws(SettingError) in try storage.database(settings) }
+        guard FileManager.default.fileExists(atPath: from) else { Settings.fail("\(from) does not exist") }
+        do {
+            try CatalogStore.restore(from: from, to: path)
+        } catch let error as StoreError {
+            Settings.fail("cannot restore: \(error)")
+        }
+        say("restored \(path) from \(from)")
     }
 }

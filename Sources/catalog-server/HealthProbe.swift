@@ -8,6 +8,11 @@ import Glibc
 enum HealthProbe {
     /// The raw response (head and body), or `nil` when nothing answered in time.
     static func get(port: Int, path: String, timeout: Double) -> String? {
+        request("GET", port: port, path: path, timeout: timeout)
+    }
+
+    /// Sends `method path` without a body; the raw response, or `nil`.
+    static func request(_ method: String, port: Int, path: String, timeout: Double) -> String? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -22,11 +27,11 @@ enum HealthProbe {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { return nil }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+        let request = Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
         guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return nil }
         var response: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
-        while response.count < 65536 {
+        while response.count < 1 << 20 {
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             guard count > 0 else { break }
             response += chunk[0..<count]

@@ -38,3 +38,18 @@ import Testing
         #expect(catalog.application.store.isReady(migrations: current + [newer]) == false)
     }
 }
+
+/// `POST /admin/backups`.
+@Suite struct BackupEndpointTests {
+    @Test func backupsAreWrittenBesideTheDatabase() async throws {
+        let catalog = try TestCatalog()
+        let response = try await catalog.client.send("POST", "/admin/backups")
+        #expect(response.status == 201)
+        let created = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
+        let path = try #require(created["path"] as? String)
+        #expect(path.hasPrefix(catalog.directory.appendingPathComponent("backups").path))
+        #expect(created["integrityCheck"] as? String == "ok")
+        #expect(FileManager.default.fileExists(atPath: path))
+        #expect(try await catalog.client.send("GET", "/admin/backups").status == 405)
+    }
+}

@@ -1,6 +1,6 @@
 /// Failures of the store that callers map to responses. Storage-engine errors never
 /// leave the store as anything but these.
-public enum StoreError: Error, Equatable, Sendable {
+public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// No resource has this id.
     case notFound
     /// A precondition (`If-Match`, `If-None-Match`) is false; `current` is the
@@ -12,4 +12,13 @@ public enum StoreError: Error, Equatable, Sendable {
     case conflict(String)
     /// The database is busy, full or failing; the request may be retried.
     case unavailable(String)
+
+    /// The explanation, for logs and command-line messages.
+    public var description: String {
+        switch self {
+        case .notFound: "not found"
+        case let .preconditionFailed(current): "precondition failed (current version \(current.map(String.init) ?? "none"))"
+        case let .invalidCursor(detail), let .conflict(detail), let .unavailable(detail): detail
+        }
+    }
 }

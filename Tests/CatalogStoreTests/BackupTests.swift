@@ -1,0 +1,65 @@
+import CatalogModels
+import Foundation
+import GRDB
+import Synchronization
+import Testing
+@testable import CatalogStore
+
+/// Online backups under write load, restores, and the database lock.
+@Suite struct BackupTests {
+    @Test func backupUnderWriteLoadHoldsEveryAcknowledgedWrite() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        let acknowledged = Mutex<[CatalogID]>([])
+        let group = DispatchGroup()
+        // A steady stream of writes, before, during and after the backup.
+        for index in 0..<300 {
+            group.enter()
+            store.games.create(GameInput(name: "Game \(index)", imageName: "g")) { result in
+                if let game = try? result.get() { acknowledged.withLock { $0.append(game.id) } }
+                group.leave()
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.05)
+        let before = acknowledged.withLock { $0 }
+        let writer = Thread {
+            for index in 300..<600 {
+                group.enter()
+                store.games.create(GameInput(name: "Late \(index)", imageName: "g")) { _ in group.leave() }
+            }
+        }
+        writer.start()
+        let copy = scratch.directory.appendingPathComponent("backups/copy.sqlite").path
+        let bytes = try store.backup(to: copy)
+        group.wait()
+        #expect(bytes > 0)
+        #expect(before.count > 0)
+        let queue = try DatabaseQueue(path: copy)
+        try queue.read { db in
+            #expect(try String.fetchOne(db, sql: "PRAGMA integrity_check") == "ok")
+            let ids = Set(try String.fetchAll(db, sql: "SELECT id FROM games"))
+            for id in before { #expect(ids.contains(id.rawValue), "acknowledged before the backup: \(id)") }
+        }
+        #expect(throws: StoreError.self) { try store.backup(to: copy) }
+    }
+
+    @Test func theDatabaseIsHeldByOneStoreAndRestoredOnlyWhenFree() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        let game = try wait { store.games.create(GameInput(name: "Kept", imageName: "k"), completion: $0) }
+        let copy = scratch.directory.appendingPathComponent("copy.sqlite").path
+        _ = try store.backup(to: copy)
+        _ = try wait { store.games.create(GameInput(name: "After the backup", imageName: "a"), completion: $0) }
+
+        #expect(throws: StoreError.self, "a second store on the same file") { try scratch.open() }
+        #expect(throws: StoreError.self, "no restore under a running store") { try CatalogStore.restore(from: copy, to: scratch.database) }
+        try store.close()
+
+        try CatalogStore.restore(from: copy, to: scratch.database)
+        let restored = try scratch.open()
+        defer { try? restored.close() }
+        #expect(try restored.games.count() == 1)
+        #expect(try restored.games.rendered(game.id) != nil)
+    }
+}
