@@ -65,7 +65,9 @@ public struct CatalogLogHandler: LogHandler {
     }
 }
 
-/// Writes log lines to standard output from a thread of its own, in batches.
+/// Writes log lines to standard output from a thread of its own, in batches: at least
+/// every 20 ms, or as soon as 64 KiB are waiting. Loggers never wake the writer for a
+/// single line, which would cost a context switch per request.
 public final class LogWriter: @unchecked Sendable {
     /// The process's writer.
     public static let shared = LogWriter()
@@ -80,17 +82,20 @@ public final class LogWriter: @unchecked Sendable {
         thread.start()
     }
 
+    private static let batchBytes = 64 * 1024
+    private static let interval: TimeInterval = 0.02
+
     func write(_ line: String) {
         condition.lock()
-        let wasEmpty = pending.isEmpty
         pending.append(contentsOf: line.utf8)
-        if wasEmpty { condition.signal() }
+        if pending.count >= Self.batchBytes { condition.signal() }
         condition.unlock()
     }
 
     /// Returns once every line written so far is out.
     public func flush() {
         condition.lock()
+        condition.signal()
         while !pending.isEmpty || writing { _ = condition.wait(until: Date(timeIntervalSinceNow: 0.01)) }
         condition.unlock()
     }
@@ -98,7 +103,9 @@ public final class LogWriter: @unchecked Sendable {
     private func run() {
         while true {
             condition.lock()
-            while pending.isEmpty { condition.wait() }
+            while pending.isEmpty || pending.count < Self.batchBytes {
+                if !condition.wait(until: Date(timeIntervalSinceNow: Self.interval)), !pending.isEmpty { break }
+            }
             let batch = pending
             pending.removeAll(keepingCapacity: true)
             writing = true
