@@ -159,7 +159,7 @@ struct Healthcheck: ParsableCommand {
     var timeout = 3.0
 
     func run() throws {
-        let number = try Settings.resolving { settings throws(SettingError) in try settings.integer(nil, "CATALOG_PORT", default: 8080, in: 1...65535) }
+        let number = try Settings.localServerPort()
         guard let answer = HealthProbe.get(port: number, path: "/healthz", timeout: timeout), answer.hasPrefix("HTTP/1.1 200 ") else {
             FileHandle.standardError.write(Data("catalog-server: no healthy answer on 127.0.0.1:\(number)\n".utf8))
             throw ExitCode.failure
@@ -179,7 +179,7 @@ struct Backup: ParsableCommand {
 
     func run() throws {
         guard !FileManager.default.fileExists(atPath: to) else { Settings.fail("\(to) already exists") }
-        let port = try Settings.resolving { settings throws(SettingError) in try settings.integer(nil, "CATALOG_PORT", default: 8080, in: 1...65535) }
+        let port = try Settings.localServerPort()
         guard let answer = HealthProbe.request("POST", port: port, path: "/admin/backups", timeout: 600) else {
             Settings.fail("no server answers on 127.0.0.1:\(port)")
         }

@@ -20,6 +20,12 @@ struct Settings {
         }
     }
 
+    /// The port of the server on this machine, for the subcommands that talk to it
+    /// (`healthcheck`, `backup`): `CATALOG_PORT`, else 8080.
+    static func localServerPort() throws -> Int {
+        try resolving { settings throws(SettingError) in try settings.integer(nil, "CATALOG_PORT", default: 8080, in: 1...65535) }
+    }
+
     /// Prints `message` as one line on stderr and exits with code 64 (usage error).
     static func fail(_ message: String) -> Never {
         FileHandle.standardError.write(Data("catalog-server: \(message)\n".utf8))

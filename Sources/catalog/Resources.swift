@@ -3,8 +3,12 @@ import CatalogClient
 import CatalogModels
 import Foundation
 
-struct Games: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Arcade games.", subcommands: [List.self, Get.self, Create.self, Delete.self])
+struct Games: AsyncParsableCommand, CLIResource {
+    static let configuration = CommandConfiguration(
+        abstract: "Arcade games.", subcommands: [List.self, GetCommand<Games>.self, Create.self, DeleteCommand<Games>.self])
+    static let noun = "game"
+
+    static func resource(_ client: CatalogClient) -> ResourceClient<Game, GameInput> { client.games }
 
     static func fields(_ game: Game) -> [(String, String)] {
         [("id", game.id.rawValue), ("name", game.name), ("imageName", game.imageName), ("description", game.description), ("version", "\(game.version)")]
@@ -25,15 +29,6 @@ struct Games: AsyncParsableCommand {
         }
     }
 
-    struct Get: AsyncParsableCommand {
-        @OptionGroup var connection: Connection
-        @Argument(help: "The game's id.") var id: String
-
-        func run() async throws {
-            let id = try Output.id(id)
-            try await Output.run { try Output.one(try await connection.client().games.get(id), connection: connection, fields: Games.fields) }
-        }
-    }
 
     struct Create: AsyncParsableCommand {
         @OptionGroup var connection: Connection
@@ -47,20 +42,14 @@ struct Games: AsyncParsableCommand {
         }
     }
 
-    struct Delete: AsyncParsableCommand {
-        @OptionGroup var connection: Connection
-        @Argument(help: "The game's id.") var id: String
-        @Option(help: "Delete only if the game is still at this ETag.") var ifMatch: String?
-
-        func run() async throws {
-            let id = try Output.id(id)
-            try await Output.run { try await connection.client().games.delete(id, ifMatch: ifMatch) }
-        }
-    }
 }
 
-struct Items: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Playable items (streaming videos).", subcommands: [List.self, Get.self, Create.self, Delete.self])
+struct Items: AsyncParsableCommand, CLIResource {
+    static let configuration = CommandConfiguration(
+        abstract: "Playable items (streaming videos).", subcommands: [List.self, GetCommand<Items>.self, Create.self, DeleteCommand<Items>.self])
+    static let noun = "item"
+
+    static func resource(_ client: CatalogClient) -> ResourceClient<PlayableItem, PlayableItemInput> { client.playableItems }
 
     static func fields(_ item: PlayableItem) -> [(String, String)] {
         [("id", item.id.rawValue), ("title", item.title), ("streamURL", item.streamURL.absoluteString),
@@ -83,15 +72,6 @@ struct Items: AsyncParsableCommand {
         }
     }
 
-    struct Get: AsyncParsableCommand {
-        @OptionGroup var connection: Connection
-        @Argument(help: "The item's id.") var id: String
-
-        func run() async throws {
-            let id = try Output.id(id)
-            try await Output.run { try Output.one(try await connection.client().playableItems.get(id), connection: connection, fields: Items.fields) }
-        }
-    }
 
     struct Create: AsyncParsableCommand {
         @OptionGroup var connection: Connection
@@ -109,20 +89,13 @@ struct Items: AsyncParsableCommand {
         }
     }
 
-    struct Delete: AsyncParsableCommand {
-        @OptionGroup var connection: Connection
-        @Argument(help: "The item's id.") var id: String
-        @Option(help: "Delete only if the item is still at this ETag.") var ifMatch: String?
-
-        func run() async throws {
-            let id = try Output.id(id)
-            try await Output.run { try await connection.client().playableItems.delete(id, ifMatch: ifMatch) }
-        }
-    }
 }
 
-struct Locations: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Named places.", subcommands: [List.self, Get.self])
+struct Locations: AsyncParsableCommand, CLIResource {
+    static let configuration = CommandConfiguration(abstract: "Named places.", subcommands: [List.self, GetCommand<Locations>.self])
+    static let noun = "location"
+
+    static func resource(_ client: CatalogClient) -> ResourceClient<Location, LocationInput> { client.locations }
 
     static func fields(_ location: Location) -> [(String, String)] {
         [("id", location.id.rawValue), ("name", location.name), ("countryCode", location.countryCode),
@@ -151,13 +124,4 @@ struct Locations: AsyncParsableCommand {
         }
     }
 
-    struct Get: AsyncParsableCommand {
-        @OptionGroup var connection: Connection
-        @Argument(help: "The location's id.") var id: String
-
-        func run() async throws {
-            let id = try Output.id(id)
-            try await Output.run { try Output.one(try await connection.client().locations.get(id), connection: connection, fields: Locations.fields) }
-        }
-    }
 }

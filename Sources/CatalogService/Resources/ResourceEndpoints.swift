@@ -9,7 +9,7 @@ import HTTPServer
 /// Reads run inline on the event loop (a single indexed SQLite statement, rendered
 /// straight from the row to JSON); writes go through the store's group-committing
 /// writer and answer once durable.
-struct ResourceEndpoints<Model: CatalogResource, Input: Codable & Sendable>: Sendable {
+struct ResourceEndpoints<Model: Sendable, Input: Codable & Sendable>: Sendable {
     /// The collection path, such as `/v1/games`.
     let path: String
     let store: ResourceStore<Model, Input>
