@@ -1,6 +1,7 @@
 import CatalogModels
 import CatalogStore
 import Foundation
+import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -118,7 +119,8 @@ import Glibc
         let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
         for _ in 0..<100 where (try? await client.get("/healthz"))?.status != 200 { try await Task.sleep(for: .milliseconds(50)) }
 
-        // Eight clients write as fast as they can; SIGTERM arrives in the middle.
+        // Eight clients write as fast as they can; SIGTERM arrives in the middle, once writes are flowing.
+        let acknowledgedSoFar = Counter()
         let outcomes = try await withThrowingTaskGroup(of: ([CatalogID], [Int]).self) { group in
             for worker in 0..<8 {
                 group.addTask {
@@ -129,6 +131,7 @@ import Glibc
                         }
                         if response.status == 201, let game = try? response.decode(Game.self) {
                             acknowledged.append(game.id)
+                            acknowledgedSoFar.increment()
                         } else {
                             unexpected.append(response.status)
                         }
@@ -136,7 +139,7 @@ import Glibc
                     return (acknowledged, unexpected)
                 }
             }
-            try await Task.sleep(for: .milliseconds(300))
+            for _ in 0..<200 where acknowledgedSoFar.value < 50 { try await Task.sleep(for: .milliseconds(50)) }
             kill(process.processIdentifier, SIGTERM)
             return try await group.reduce(into: ([CatalogID](), [Int]())) { $0.0 += $1.0; $0.1 += $1.1 }
         }
@@ -198,4 +201,11 @@ import Glibc
         #expect(printed.contains("listening on http://127.0.0.1:\(port)"))
         #expect(printed.contains("stopped"))
     }
+}
+
+/// A counter shared by concurrent test tasks.
+final class Counter: Sendable {
+    private let count = Atomic<Int>(0)
+    func increment() { count.add(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
 }

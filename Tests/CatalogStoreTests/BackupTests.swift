@@ -12,29 +12,33 @@ import Testing
         let store = try scratch.open()
         defer { try? store.close() }
         let acknowledged = Mutex<[CatalogID]>([])
-        let group = DispatchGroup()
-        // A steady stream of writes, before, during and after the backup.
+        let first = DispatchGroup()
         for index in 0..<300 {
-            group.enter()
+            first.enter()
             store.games.create(GameInput(name: "Game \(index)", imageName: "g")) { result in
                 if let game = try? result.get() { acknowledged.withLock { $0.append(game.id) } }
-                group.leave()
+                first.leave()
             }
         }
-        Thread.sleep(forTimeInterval: 0.05)
+        first.wait()
         let before = acknowledged.withLock { $0 }
+        // More writes stream in while the backup runs.
+        let group = DispatchGroup()
+        let submitted = DispatchSemaphore(value: 0)
         let writer = Thread {
             for index in 300..<600 {
                 group.enter()
                 store.games.create(GameInput(name: "Late \(index)", imageName: "g")) { _ in group.leave() }
             }
+            submitted.signal()
         }
         writer.start()
         let copy = scratch.directory.appendingPathComponent("backups/copy.sqlite").path
         let bytes = try store.backup(to: copy)
+        submitted.wait()
         group.wait()
         #expect(bytes > 0)
-        #expect(before.count > 0)
+        #expect(before.count == 300)
         let queue = try DatabaseQueue(path: copy)
         try queue.read { db in
             #expect(try String.fetchOne(db, sql: "PRAGMA integrity_check") == "ok")
