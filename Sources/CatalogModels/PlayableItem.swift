@@ -14,6 +14,12 @@ public struct PlayableItem: Codable, Sendable, Hashable, Identifiable {
     public var thumbnailURL: URL?
     /// The running time in seconds, when known.
     public var durationSeconds: Double?
+    /// The first page of top-level comments, newest first: present only when asked for
+    /// with `include=comments`.
+    public var comments: Page<Comment>?
+    /// The first page of playlists holding the item: present only when asked for with
+    /// `include=playlists`.
+    public var playlists: Page<Playlist>?
     /// When the item was created.
     public var createdAt: Date
     /// When the item last changed.
@@ -23,13 +29,16 @@ public struct PlayableItem: Codable, Sendable, Hashable, Identifiable {
 
     /// Creates an item value.
     public init(id: CatalogID, title: String, description: String, streamURL: URL, thumbnailURL: URL? = nil,
-                durationSeconds: Double? = nil, createdAt: Date, updatedAt: Date, version: Int) {
+                durationSeconds: Double? = nil, comments: Page<Comment>? = nil, playlists: Page<Playlist>? = nil,
+                createdAt: Date, updatedAt: Date, version: Int) {
         self.id = id
         self.title = title
         self.description = description
         self.streamURL = streamURL
         self.thumbnailURL = thumbnailURL
         self.durationSeconds = durationSeconds
+        self.comments = comments
+        self.playlists = playlists
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.version = version

@@ -21,7 +21,7 @@ public struct FieldError: Codable, Sendable, Hashable {
 public struct Violation: Error, Sendable, Hashable {
     /// The codes a violation can carry.
     public enum Code: String, Sendable {
-        case required, tooShort, tooLong, invalidURL, outOfRange, invalidFormat, invalidType, unknownField, readOnly
+        case required, tooShort, tooLong, invalidURL, outOfRange, invalidFormat, invalidType, unknownField, readOnly, notFound, invalidParent
     }
 
     /// The rule that was broken.

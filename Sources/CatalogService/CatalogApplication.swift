@@ -78,6 +78,10 @@ public final class CatalogApplication: Sendable {
         PlayableItems.endpoints(store, metrics: metrics).register(in: &router)
         Games.endpoints(store, metrics: metrics).register(in: &router)
         Locations.endpoints(store, metrics: metrics).register(in: &router)
+        let playlists = Playlists.endpoints(store, metrics: metrics)
+        playlists.register(in: &router)
+        PlaylistEntries(store: store.entries, endpoints: playlists, itemFields: FieldSet(store.items)).register(in: &router)
+        Comments(store, metrics: metrics).register(in: &router)
         return router
     }
 

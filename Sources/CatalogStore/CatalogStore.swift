@@ -10,6 +10,12 @@ public final class CatalogStore: Sendable {
     public let games: ResourceStore<Game, GameInput>
     /// Places.
     public let locations: ResourceStore<Location, LocationInput>
+    /// Playlists (their own fields).
+    public let playlists: ResourceStore<Playlist, PlaylistInput>
+    /// The entries of playlists.
+    public let entries: PlaylistEntryStore
+    /// Comments and replies.
+    public let comments: CommentStore
     /// The migrations this open applied (empty when the schema was already current).
     public let appliedMigrations: [String]
     /// The database file.
@@ -42,6 +48,34 @@ public final class CatalogStore: Sendable {
         items = ResourceStore(PlayableItemTable.self, database: database)
         games = ResourceStore(GameTable.self, database: database)
         locations = ResourceStore(LocationTable.self, database: database)
+        playlists = ResourceStore(PlaylistTable.self, database: database)
+        entries = PlaylistEntryStore(database: database, playlists: playlists)
+        comments = CommentStore(database: database)
+    }
+
+    // MARK: Embedded lists (`include=…`)
+
+    /// How many items an embedded first page holds at most.
+    public static let embeddedPageSize = 50
+
+    /// `comments` in a playable item: its first page of top-level comments, newest first.
+    public var itemComments: Embedding {
+        Embedding("comments") { [comments] db, id in
+            try comments.resources.renderedList(db, ListRequest(limit: Self.embeddedPageSize, order: .field("createdAt", descending: true),
+                                                                scope: .commentsOn(item: id)))
+        }
+    }
+
+    /// `playlists` in a playable item: the first page of the playlists holding it.
+    public var itemPlaylists: Embedding {
+        Embedding("playlists") { [playlists] db, id in
+            try playlists.renderedList(db, ListRequest(limit: Self.embeddedPageSize, scope: .playlistsContaining(item: id)))
+        }
+    }
+
+    /// `entries` in a playlist: its first page of entries.
+    public var playlistEntries: Embedding {
+        Embedding("entries") { [entries] db, id in try entries.firstPage(db, playlistID: id, limit: Self.embeddedPageSize) }
     }
 
     /// The SQLite library version, such as `3.40.1`.

@@ -43,7 +43,7 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
     @Test func appliesOnceAndRecordsChecksums() throws {
         let scratch = try Scratch()
         let first = try scratch.open()
-        #expect(first.appliedMigrations == ["0001_create_catalog.sql"])
+        #expect(first.appliedMigrations == ["0001_create_catalog.sql", "0002_playlists_and_comments.sql"])
         try first.close()
         let second = try scratch.open()
         #expect(second.appliedMigrations.isEmpty)
@@ -66,11 +66,11 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
     @Test func aNewMigrationIsAppliedInOrderAndAFailingOneRollsBack() throws {
         let scratch = try Scratch()
         try scratch.open().close()
-        try "ALTER TABLE games ADD COLUMN publisher TEXT;".write(to: scratch.migrations.appendingPathComponent("0002_add_publisher.sql"), atomically: true, encoding: .utf8)
+        try "ALTER TABLE games ADD COLUMN publisher TEXT;".write(to: scratch.migrations.appendingPathComponent("9001_add_publisher.sql"), atomically: true, encoding: .utf8)
         let store = try scratch.open()
-        #expect(store.appliedMigrations == ["0002_add_publisher.sql"])
+        #expect(store.appliedMigrations == ["9001_add_publisher.sql"])
         try store.close()
-        try "CREATE TABLE t (x); SELECT no_such_function();".write(to: scratch.migrations.appendingPathComponent("0003_broken.sql"), atomically: true, encoding: .utf8)
+        try "CREATE TABLE t (x); SELECT no_such_function();".write(to: scratch.migrations.appendingPathComponent("9002_broken.sql"), atomically: true, encoding: .utf8)
         #expect(throws: MigrationError.self) { try scratch.open() }
         let queue = try DatabaseQueue(path: scratch.database)
         #expect(try queue.read { try $0.tableExists("t") } == false, "a failed migration leaves nothing behind")
@@ -78,10 +78,10 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
 
     @Test func anAppliedMigrationMissingFromThisBuildIsRefused() throws {
         let scratch = try Scratch()
-        try "SELECT 1;".write(to: scratch.migrations.appendingPathComponent("0002_noop.sql"), atomically: true, encoding: .utf8)
+        try "SELECT 1;".write(to: scratch.migrations.appendingPathComponent("9001_noop.sql"), atomically: true, encoding: .utf8)
         try scratch.open().close()
-        try FileManager.default.removeItem(at: scratch.migrations.appendingPathComponent("0002_noop.sql"))
-        #expect(throws: MigrationError.unknownApplied(version: 2, fileName: "0002_noop.sql")) { try scratch.open() }
+        try FileManager.default.removeItem(at: scratch.migrations.appendingPathComponent("9001_noop.sql"))
+        #expect(throws: MigrationError.unknownApplied(version: 9001, fileName: "9001_noop.sql")) { try scratch.open() }
     }
 
     @Test func misnamedFilesAreRefused() throws {

@@ -1,11 +1,14 @@
 import CatalogModels
 import CatalogStore
 
-/// `/v1/playable-items`: streaming videos.
+/// `/v1/playable-items`: streaming videos. `include=comments,playlists` embeds the
+/// first pages of the item's comments and of the playlists holding it.
 enum PlayableItems {
     static func endpoints(_ store: CatalogStore, metrics: Metrics) -> ResourceEndpoints<PlayableItem, PlayableItemInput> {
         ResourceEndpoints(
-            metrics: metrics, path: "/v1/playable-items", store: store.items, readInput: read, inputOf: PlayableItemInput.init)
+            metrics: metrics, path: "/v1/playable-items", store: store.items,
+            includes: ["comments": store.itemComments, "playlists": store.itemPlaylists],
+            readInput: read, inputOf: PlayableItemInput.init)
     }
 
     static func read(_ object: [String: JSONValue]) throws(APIError) -> PlayableItemInput {

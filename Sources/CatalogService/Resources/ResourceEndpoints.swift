@@ -17,28 +17,39 @@ struct ResourceEndpoints<Model: Sendable, Input: Codable & Sendable>: Sendable {
     let options: ListOptions
     /// Reads and validates a body object into an input.
     let readInput: @Sendable ([String: JSONValue]) throws(APIError) -> Input
-    /// The input that would recreate a model (the document a merge patch applies to).
-    let inputOf: @Sendable (Model) -> Input
+    /// The input that would recreate a model (the document a merge patch applies to);
+    /// throws when the model cannot be edited.
+    let inputOf: @Sendable (Model) throws -> Input
+    /// The fields `fields=…` may name.
+    let fields: FieldSet
+    /// What `include=…` may embed in a single resource, by name.
+    let includes: [String: Embedding]
 
     /// Endpoints at `path` over `store`, whose sorts and search lists offer; `geographic`
-    /// adds `near`/`radius` and `bbox`.
-    init(metrics: Metrics, path: String, store: ResourceStore<Model, Input>, geographic: Bool = false,
-         readInput: @escaping @Sendable ([String: JSONValue]) throws(APIError) -> Input, inputOf: @escaping @Sendable (Model) -> Input) {
+    /// adds `near`/`radius` and `bbox`, `filters` list parameters that scope the list,
+    /// `includes` what `GET …/{id}?include=` embeds.
+    init(metrics: Metrics, path: String, store: ResourceStore<Model, Input>, geographic: Bool = false, descendingByDefault: Bool = false,
+         filters: [String: @Sendable (CatalogID) -> ListRequest.Scope] = [:], includes: [String: Embedding] = [:],
+         readInput: @escaping @Sendable ([String: JSONValue]) throws(APIError) -> Input, inputOf: @escaping @Sendable (Model) throws -> Input) {
         self.metrics = metrics
         self.path = path
         self.store = store
         let sorts = store.sortableFields
+        fields = FieldSet(store)
         options = ListOptions(sortFields: sorts.filter { $0 == "createdAt" } + sorts.filter { $0 != "createdAt" },
-                              searchable: store.isSearchable, geographic: geographic)
+                              descendingByDefault: descendingByDefault, searchable: store.isSearchable, geographic: geographic,
+                              fields: fields, filters: filters)
         self.readInput = readInput
         self.inputOf = inputOf
+        self.includes = includes
     }
 
+    /// Registers the collection (list, create) and the resource (get, replace, patch, delete).
     func register(in router: inout Router) {
         let item = path + "/{id}"
-        router.add(.GET, path, .inline(list))
+        router.add(.GET, path, list())
         router.add(.POST, path, write(create))
-        router.add(.GET, item, .inline(get))
+        router.add(.GET, item, get)
         router.add(.PUT, item, write(replace))
         router.add(.PATCH, item, write(patch))
         router.add(.DELETE, item, write(delete))
@@ -46,28 +57,47 @@ struct ResourceEndpoints<Model: Sendable, Input: Codable & Sendable>: Sendable {
 
     // MARK: Reads
 
-    private func list(_ request: HTTPRequest) throws -> HTTPResponse {
-        let query = try ListParameters.parse(request, options: options)
-        let started = Self.now()
-        let page = try store.renderedList(query)
-        metrics.observeRead(seconds: Self.now() - started)
+    /// Lists the resources, within the scope `scope` makes of the request when given
+    /// (its path names the parent); `descending` overrides the default order's direction.
+    func list(scope: (@Sendable (HTTPRequest) throws(APIError) -> ListRequest.Scope)? = nil, descending: Bool? = nil) -> Handler {
+        var options = options
+        if let descending { options.descendingByDefault = descending }
+        return .inline { [self, options] request in
+            let query = try ListParameters.parse(request, options: options, scope: scope?(request))
+            let started = Self.now()
+            let page = try store.renderedList(query)
+            metrics.observeRead(seconds: Self.now() - started)
+            return Self.page(page, request: request)
+        }
+    }
+
+    /// A rendered page, with `Link: <…>; rel="next"` when there is a next page.
+    static func page(_ page: (json: [UInt8], nextCursor: String?), request: HTTPRequest) -> HTTPResponse {
         var headers: [(name: String, value: String)] = [("Content-Type", JSONResponse.contentType)]
         if let cursor = page.nextCursor {
-            headers.append(("Link", "<\(path)?\(ListParameters.nextQuery(request, cursor: cursor))>; rel=\"next\""))
+            headers.append(("Link", "<\(request.path)?\(ListParameters.nextQuery(request, cursor: cursor))>; rel=\"next\""))
         }
         return HTTPResponse(status: .ok, headers: headers, body: page.json)
     }
 
-    private func get(_ request: HTTPRequest) throws -> HTTPResponse {
-        let id = try Self.id(request)
-        let started = Self.now()
-        let found = try store.rendered(id)
-        metrics.observeRead(seconds: Self.now() - started)
-        guard let resource = found else { throw APIError.notFound }
-        if try ETag.noneMatch(request, version: resource.version) {
-            return HTTPResponse(status: .notModified, headers: [("ETag", ETag.header(resource.version))])
+    /// `GET …/{id}`, with `fields` and `include`.
+    var get: Handler {
+        .inline { [self] request in
+            let id = try Self.id(request)
+            let shape = try Representation.parse(request, fields: fields, includes: includes)
+            let started = Self.now()
+            let found = try store.rendered(id, fields: shape.fields, embedding: shape.embedding)
+            metrics.observeRead(seconds: Self.now() - started)
+            guard let resource = found else { throw APIError.notFound }
+            let tag = shape.isShaped ? ETag.header(resource.version, body: resource.json) : ETag.header(resource.version)
+            return try Self.conditional(request, tag: tag) ?? Self.response(resource, tag: tag)
         }
-        return Self.response(resource)
+    }
+
+    /// 304 when the request's `If-None-Match` lists `tag`.
+    static func conditional(_ request: HTTPRequest, tag: String) throws(APIError) -> HTTPResponse? {
+        guard try ETag.noneMatch(request, tag: tag) else { return nil }
+        return HTTPResponse(status: .notModified, headers: [("ETag", tag)])
     }
 
     // MARK: Writes
@@ -88,7 +118,8 @@ struct ResourceEndpoints<Model: Sendable, Input: Codable & Sendable>: Sendable {
         store.replace(id, with: input, preconditions: preconditions) { done(Self.updated($0)) }
     }
 
-    private func patch(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+    /// `PATCH …/{id}` with a merge patch of the input document.
+    func patch(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
         let preconditions = try ETag.preconditions(request)
         let changes = JSONValue.object(try RequestBody.object(request, mediaType: RequestBody.mergePatch))
@@ -99,7 +130,8 @@ struct ResourceEndpoints<Model: Sendable, Input: Codable & Sendable>: Sendable {
         }
     }
 
-    private func delete(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+    /// `DELETE …/{id}`.
+    func delete(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
         let preconditions = try ETag.preconditions(request)
         store.delete(id, preconditions: preconditions) { result in
@@ -118,7 +150,7 @@ struct ResourceEndpoints<Model: Sendable, Input: Codable & Sendable>: Sendable {
 
     /// A handler whose work finishes later (a durable write) and answers through `done`;
     /// the time from submission to answer is recorded as a database write.
-    private func write(_ body: @escaping @Sendable (HTTPRequest, @escaping Completion) throws -> Void) -> Handler {
+    func write(_ body: @escaping @Sendable (HTTPRequest, @escaping Completion) throws -> Void) -> Handler {
         .deferred { [metrics] request, responder in
             let started = Self.now()
             let done: Completion = { result in
@@ -132,18 +164,20 @@ struct ResourceEndpoints<Model: Sendable, Input: Codable & Sendable>: Sendable {
         }
     }
 
-    private static func updated(_ result: Result<RenderedResource, any Error>) -> Result<HTTPResponse, any Error> {
+    static func updated(_ result: Result<RenderedResource, any Error>) -> Result<HTTPResponse, any Error> {
         result.map { response($0) }
     }
 
-    /// A rendered resource with its `ETag`.
-    private static func response(_ resource: RenderedResource, status: HTTPStatus = .ok, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", JSONResponse.contentType), ("ETag", ETag.header(resource.version))] + headers,
+    /// A rendered resource with its `ETag` (`tag`, or its version's).
+    static func response(_ resource: RenderedResource, status: HTTPStatus = .ok, tag: String? = nil,
+                         headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", JSONResponse.contentType), ("ETag", tag ?? ETag.header(resource.version))] + headers,
                      body: resource.json)
     }
 
-    static func id(_ request: HTTPRequest) throws(APIError) -> CatalogID {
-        let text = request.pathParameters["id"] ?? ""
+    /// The id in the path parameter `name`; 400 when it is not a UUID.
+    static func id(_ request: HTTPRequest, _ name: String = "id") throws(APIError) -> CatalogID {
+        let text = request.pathParameters[name] ?? ""
         guard let id = CatalogID(text) else { throw .invalidID(text) }
         return id
     }

@@ -1,32 +1,49 @@
 import CatalogStore
 import HTTPServer
 
-/// Entity tags: a resource's `ETag` is its version in quotes, such as `"3"`. Tags are
-/// compared as text, so `"03"` or `"+3"` never match version 3.
+/// Entity tags: a resource's `ETag` is its version in quotes, such as `"3"`. A
+/// representation shaped by `include` or `fields` is tagged `"3-<digest of the body>"`,
+/// so its tag changes when anything embedded changes. Tags are compared as text, so
+/// `"03"` or `"+3"` never match version 3; writes (`If-Match`) compare versions only.
 enum ETag {
     static func header(_ version: Int) -> String { "\"\(version)\"" }
 
-    /// Whether a `GET`'s `If-None-Match` (weak comparison) matches `version`.
-    static func noneMatch(_ request: HTTPRequest, version: Int) throws(APIError) -> Bool {
-        try tags(request, "If-None-Match", weakMatches: true)?.matches(version) ?? false
+    /// The tag of a representation shaped by `include` or `fields`: the version and a
+    /// 64-bit digest of the body.
+    static func header(_ version: Int, body: [UInt8]) -> String {
+        let digest = String(Digest.of(body), radix: 16)
+        return "\"\(version)-\(String(repeating: "0", count: 16 - digest.count))\(digest)\""
+    }
+
+    /// Whether a `GET`'s `If-None-Match` (weak comparison) lists the tag `header`.
+    static func noneMatch(_ request: HTTPRequest, tag header: String) throws(APIError) -> Bool {
+        guard let listed = try tags(request, "If-None-Match", weakMatches: true) else { return false }
+        return listed.any || listed.opaque.contains(String(header.dropFirst().dropLast()))
     }
 
     /// The `If-Match` (strong comparison) and `If-None-Match` (weak comparison)
     /// conditions of a write.
     static func preconditions(_ request: HTTPRequest) throws(APIError) -> WritePreconditions {
-        WritePreconditions(ifMatch: try tags(request, "If-Match", weakMatches: false),
-                           ifNoneMatch: try tags(request, "If-None-Match", weakMatches: true))
+        WritePreconditions(ifMatch: try tags(request, "If-Match", weakMatches: false).map(versions),
+                           ifNoneMatch: try tags(request, "If-None-Match", weakMatches: true).map(versions))
+    }
+
+    /// The versions a list of tags names (only a canonical decimal names a version).
+    private static func versions(_ listed: (any: Bool, opaque: Set<String>)) -> WritePreconditions.Tags {
+        if listed.any { return .any }
+        return .versions(Set(listed.opaque.compactMap { text in Int(text).flatMap { String($0) == text ? $0 : nil } }))
     }
 
     /// Parses every `name` field as `*` or a list of entity tags (RFC 9110 §8.8.3; a tag
-    /// may contain commas); `nil` when absent. Weak tags (`W/"3"`) count only when `weakMatches`.
-    private static func tags(_ request: HTTPRequest, _ name: String, weakMatches: Bool) throws(APIError) -> WritePreconditions.Tags? {
+    /// may contain commas) into their opaque texts; `nil` when absent. Weak tags (`W/"3"`)
+    /// count only when `weakMatches`.
+    private static func tags(_ request: HTTPRequest, _ name: String, weakMatches: Bool) throws(APIError) -> (any: Bool, opaque: Set<String>)? {
         let fields = request.headers.values(for: name)
         guard !fields.isEmpty else { return nil }
         let text = Array(fields.joined(separator: ",").utf8)
         let isSpace: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
-        if String(decoding: text.drop(while: isSpace).reversed().drop(while: isSpace).reversed(), as: UTF8.self) == "*" { return .any }
-        var versions = Set<Int>()
+        if String(decoding: text.drop(while: isSpace).reversed().drop(while: isSpace).reversed(), as: UTF8.self) == "*" { return (true, []) }
+        var opaque = Set<String>()
         var index = 0
         var sawTag = false
         while index < text.count {
@@ -49,16 +66,36 @@ enum ETag {
             while index < text.count, isSpace(text[index]) { index += 1 }
             guard index == text.count || text[index] == UInt8(ascii: ",") else { throw malformed(name) }
             sawTag = true
-            // Only a canonical decimal names one of our versions.
-            let opaque = String(decoding: text[start..<end], as: UTF8.self)
             if weak && !weakMatches { continue }
-            if let version = Int(opaque), String(version) == opaque { versions.insert(version) }
+            opaque.insert(String(decoding: text[start..<end], as: UTF8.self))
         }
         guard sawTag else { throw malformed(name) }
-        return .versions(versions)
+        return (false, opaque)
     }
 
     private static func malformed(_ name: String) -> APIError {
         .invalidHeader(name, "expected * or a list of entity tags such as \"3\".")
+    }
+}
+
+/// A fast 64-bit digest (FNV-1a over 8-byte words) for entity tags: not for security,
+/// only to tell a representation's versions apart.
+enum Digest {
+    static func of(_ bytes: [UInt8]) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        let prime: UInt64 = 0x0000_0100_0000_01b3
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset + 8 <= raw.count {
+                hash = (hash ^ raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* prime
+                hash ^= hash >> 29
+                offset += 8
+            }
+            while offset < raw.count {
+                hash = (hash ^ UInt64(raw[offset])) &* prime
+                offset += 1
+            }
+        }
+        return hash ^ UInt64(bytes.count)
     }
 }

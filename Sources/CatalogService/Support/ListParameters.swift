@@ -1,3 +1,4 @@
+import CatalogModels
 import CatalogStore
 import Foundation
 import HTTPServer
@@ -6,18 +7,29 @@ import HTTPServer
 struct ListOptions: Sendable {
     /// Sortable fields, the first being the default.
     let sortFields: [String]
+    /// Whether the default order is descending (newest first).
+    var descendingByDefault: Bool
     /// Whether `q` (full-text search) is accepted.
     let searchable: Bool
     /// Whether `near`/`radius` and `bbox` are accepted.
     let geographic: Bool
+    /// The fields `fields=…` may name.
+    let fields: FieldSet
+    /// Filters by a related resource: parameter name → the scope it lists within.
+    let filters: [String: @Sendable (CatalogID) -> ListRequest.Scope]
     /// Every query parameter the list accepts.
     let parameters: Set<String>
 
-    init(sortFields: [String], searchable: Bool, geographic: Bool = false) {
+    init(sortFields: [String], descendingByDefault: Bool = false, searchable: Bool, geographic: Bool = false, fields: FieldSet,
+         filters: [String: @Sendable (CatalogID) -> ListRequest.Scope] = [:]) {
         self.sortFields = sortFields
+        self.descendingByDefault = descendingByDefault
         self.searchable = searchable
         self.geographic = geographic
-        parameters = Set(["limit", "cursor", "sort"] + (searchable ? ["q"] : []) + (geographic ? ["near", "radius", "bbox"] : []))
+        self.fields = fields
+        self.filters = filters
+        parameters = Set(["limit", "cursor", "sort", "fields"] + (searchable ? ["q"] : []) + (geographic ? ["near", "radius", "bbox"] : [])
+            + filters.keys)
     }
 }
 
@@ -30,32 +42,18 @@ enum ListParameters {
     /// Half the Earth's circumference: every point is within it.
     static let maxRadius = 20_037_509.0
 
-    static func parse(_ request: HTTPRequest, options: ListOptions) throws(APIError) -> ListRequest {
-        let allowed = options.parameters
-        var values: [String: String] = [:]
-        let items: [QueryItem]
-        do { items = try request.queryItems() } catch { throw APIError(status: .badRequest, code: error.code, detail: error.detail) }
-        for item in items {
-            guard allowed.contains(item.name) else {
-                throw .invalidParameter(item.name, "unknown parameter; this list accepts \(allowed.sorted().joined(separator: ", ")).")
-            }
-            guard values[item.name] == nil else { throw .invalidParameter(item.name, "given more than once.") }
-            values[item.name] = item.value
+    /// - Parameter scope: the parent the list is within (from its path), if any.
+    static func parse(_ request: HTTPRequest, options: ListOptions, scope: ListRequest.Scope? = nil) throws(APIError) -> ListRequest {
+        let values = try QueryParameters.parse(request, accepted: options.parameters)
+        var list = ListRequest(scope: scope)
+        for (name, makeScope) in options.filters {
+            guard let text = values[name] else { continue }
+            guard let id = CatalogID(text) else { throw .invalidParameter(name, "must be an id (a UUID).") }
+            list.scope = makeScope(id)
         }
-
-        var list = ListRequest()
-        if let text = values["limit"] {
-            guard text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber), let limit = Int(text), limitRange.contains(limit) else {
-                throw .invalidParameter("limit", "must be an integer from \(limitRange.lowerBound) to \(limitRange.upperBound).")
-            }
-            list.limit = limit
-        } else {
-            list.limit = defaultLimit
-        }
-        if let cursor = values["cursor"] {
-            guard !cursor.isEmpty else { throw .invalidParameter("cursor", "must not be empty.") }
-            list.cursor = cursor
-        }
+        if let fields = values["fields"] { list.fields = try options.fields.parse(fields) }
+        list.limit = try limit(values)
+        list.cursor = try cursor(values)
         if let query = values["q"] {
             guard query.count <= maxSearchLength, SearchQuery.fts5(query) != nil else {
                 throw .invalidParameter("q", "must contain a letter or digit and be at most \(maxSearchLength) characters.")
@@ -67,13 +65,29 @@ enum ListParameters {
         return list
     }
 
+    /// `limit`: 1…100, 20 when absent.
+    static func limit(_ values: [String: String]) throws(APIError) -> Int {
+        guard let text = values["limit"] else { return defaultLimit }
+        guard text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber), let limit = Int(text), limitRange.contains(limit) else {
+            throw .invalidParameter("limit", "must be an integer from \(limitRange.lowerBound) to \(limitRange.upperBound).")
+        }
+        return limit
+    }
+
+    /// `cursor`: opaque, checked by the store; never empty.
+    static func cursor(_ values: [String: String]) throws(APIError) -> String? {
+        guard let cursor = values["cursor"] else { return nil }
+        guard !cursor.isEmpty else { throw .invalidParameter("cursor", "must not be empty.") }
+        return cursor
+    }
+
     private static func order(_ sort: String?, list: ListRequest, options: ListOptions) throws(APIError) -> ListRequest.Order {
         if list.near != nil {
             guard sort == nil else { throw .invalidParameter("sort", "results near a point are ordered by distance; omit sort.") }
             return .distance
         }
         guard let sort else {
-            return list.search != nil ? .relevance : .field(options.sortFields[0], descending: false)
+            return list.search != nil ? .relevance : .field(options.sortFields[0], descending: options.descendingByDefault)
         }
         let descending = sort.hasPrefix("-")
         let field = descending ? String(sort.dropFirst()) : sort

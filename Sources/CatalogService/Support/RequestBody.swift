@@ -51,10 +51,11 @@ struct FieldReader {
     /// Members every resource has but no client may set.
     static let readOnly: Set<String> = ["id", "createdAt", "updatedAt", "version"]
 
-    init(_ object: [String: JSONValue], fields: Set<String>) {
+    /// - Parameter readOnly: members of this resource, besides ``readOnly``, that only the server sets.
+    init(_ object: [String: JSONValue], fields: Set<String>, readOnly: Set<String> = []) {
         self.object = object
         for key in object.keys.sorted() where !fields.contains(key) {
-            if Self.readOnly.contains(key) {
+            if Self.readOnly.contains(key) || readOnly.contains(key) {
                 errors.append(Violation(.readOnly, "'\(key)' is set by the server and cannot be written.").at(Self.pointer(key)))
             } else {
                 errors.append(Violation(.unknownField, "'\(key)' is not a field of this resource.").at(Self.pointer(key)))
@@ -75,6 +76,50 @@ struct FieldReader {
             if case let .number(number) = value { number } else { nil }
         }
     }
+
+    /// An integer member (a JSON number without a fraction); `null` counts as absent.
+    mutating func integer(_ key: String, required: Bool, in range: ClosedRange<Int>) -> Int? {
+        let number = member(key, required: required, expected: "an integer", rule: { _ in nil }) { value -> Double? in
+            if case let .number(number) = value, number.rounded() == number, abs(number) < 1e15 { number } else { nil }
+        }
+        guard let number else { return nil }
+        guard range.contains(Int(number)) else {
+            errors.append(Violation(.outOfRange, "Must be from \(range.lowerBound) to \(range.upperBound).").at(Self.pointer(key)))
+            return nil
+        }
+        return Int(number)
+    }
+
+    /// An id member (a UUID string); `null` counts as absent.
+    mutating func id(_ key: String, required: Bool) -> CatalogID? {
+        let text = string(key, required: required) { CatalogID($0) == nil ? Violation(.invalidFormat, "Must be an id (a UUID).") : nil }
+        return text.flatMap(CatalogID.init)
+    }
+
+    /// An array of ids with at most `maxCount` elements; one error per bad element
+    /// (at most ``maxListedErrors``).
+    mutating func ids(_ key: String, maxCount: Int) -> [CatalogID]? {
+        let elements = member(key, required: true, expected: "an array", rule: { $0.count > maxCount ? Violation(.tooLong, "Must hold at most \(maxCount) ids.") : nil }) {
+            value -> [JSONValue]? in if case let .array(elements) = value { elements } else { nil }
+        }
+        guard let elements else { return nil }
+        var ids: [CatalogID] = []
+        var failed = 0
+        for (offset, element) in elements.enumerated() {
+            if case let .string(text) = element, let id = CatalogID(text) {
+                ids.append(id)
+                continue
+            }
+            failed += 1
+            if failed <= Self.maxListedErrors {
+                errors.append(Violation(.invalidFormat, "Must be an id (a UUID).").at(Self.pointer(key) + "/\(offset)"))
+            }
+        }
+        return failed == 0 ? ids : nil
+    }
+
+    /// How many element errors one array field lists at most.
+    static let maxListedErrors = 100
 
     /// Reads `key` with `extract`, recording a missing, mistyped or rule-breaking value.
     private mutating func member<Value>(_ key: String, required: Bool, expected: String, rule: (Value) -> Violation?,

@@ -41,6 +41,11 @@ final class CatalogDatabase: Sendable {
         try pool.unsafeRead(body)
     }
 
+    /// Runs several reads in one read transaction, so they see one snapshot.
+    func snapshot<T>(_ body: (Database) throws -> T) throws -> T {
+        try pool.read(body)
+    }
+
     /// Finishes queued writes, copies the whole WAL into the database file and truncates it.
     func close() throws {
         writes.stop()

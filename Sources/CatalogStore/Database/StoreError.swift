@@ -1,6 +1,13 @@
+import CatalogModels
+
 /// Failures of the store that callers map to responses. Storage-engine errors never
 /// leave the store as anything but these.
 public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The request's content does not fit the current data (an unknown item, a position
+    /// past the end): one error per field.
+    case invalid([FieldError])
+    /// The entry is the last of its playlist: nothing plays next.
+    case endOfPlaylist
     /// No resource has this id.
     case notFound
     /// A precondition (`If-Match`, `If-None-Match`) is false; `current` is the
@@ -16,6 +23,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The explanation, for logs and command-line messages.
     public var description: String {
         switch self {
+        case let .invalid(errors): errors.map { "\($0.pointer): \($0.message)" }.joined(separator: "; ")
+        case .endOfPlaylist: "the entry is the last of its playlist"
         case .notFound: "not found"
         case let .preconditionFailed(current): "precondition failed (current version \(current.map(String.init) ?? "none"))"
         case let .invalidCursor(detail), let .conflict(detail), let .unavailable(detail): detail

@@ -20,6 +20,25 @@ public struct ListRequest: Sendable, Hashable {
         case near(latitude: Double, longitude: Double, radiusMeters: Double)
     }
 
+    /// Lists within one parent resource.
+    public enum Scope: Sendable, Hashable {
+        /// The top-level comments on a playable item.
+        case commentsOn(item: CatalogID)
+        /// The replies to a comment.
+        case repliesTo(comment: CatalogID)
+        /// The playlists holding a playable item.
+        case playlistsContaining(item: CatalogID)
+
+        /// The resource that must exist for the list to exist (404 otherwise), if any.
+        var parent: (table: String, id: CatalogID)? {
+            switch self {
+            case let .commentsOn(item): ("playable_items", item)
+            case let .repliesTo(comment): ("comments", comment)
+            case .playlistsContaining: nil
+            }
+        }
+    }
+
     /// The page size.
     public var limit: Int
     /// The order.
@@ -31,14 +50,21 @@ public struct ListRequest: Sendable, Hashable {
     /// Geographic filters (locations only), all of which must hold: at most one circle
     /// and one box.
     public var areas: [Area]
+    /// The parent resource the list is within, if any.
+    public var scope: Scope?
+    /// The fields each item shows.
+    public var fields: FieldMask
 
     /// Creates a request.
-    public init(limit: Int = 20, order: Order = .field("createdAt", descending: false), cursor: String? = nil, search: String? = nil, areas: [Area] = []) {
+    public init(limit: Int = 20, order: Order = .field("createdAt", descending: false), cursor: String? = nil, search: String? = nil,
+                areas: [Area] = [], scope: Scope? = nil, fields: FieldMask = .all) {
         self.limit = limit
         self.order = order
         self.cursor = cursor
         self.search = search
         self.areas = areas
+        self.scope = scope
+        self.fields = fields
     }
 
     /// What the cursor is bound to: the order and every filter.
@@ -48,7 +74,8 @@ public struct ListRequest: Sendable, Hashable {
         case .relevance: "relevance"
         case .distance: "distance"
         }
-        return "\(orderText)|\(search ?? "")|\(areas.map { "\($0)" }.joined(separator: "&"))"
+        let filters = "\(orderText)|\(search ?? "")|\(areas.map { "\($0)" }.joined(separator: "&"))"
+        return scope.map { "\(filters)|\($0)" } ?? filters
     }
 
     /// The circle of a `near` filter, if any.

@@ -19,6 +19,13 @@ enum PlayableItemTable: ResourceTable {
         [input.title, input.description, input.streamURL.absoluteString, input.thumbnailURL?.absoluteString, input.durationSeconds]
     }
 
+    /// Deleting an item removes its entries from every playlist (comments go by cascade).
+    static func willDelete(_ db: Database, id: CatalogID) throws {
+        try PlaylistEntryStore.removeItem(db, itemID: id)
+    }
+
+    static let deletionWritesMore = true
+
     static func model(_ row: Row) -> PlayableItem {
         let meta = meta(row)
         return PlayableItem(

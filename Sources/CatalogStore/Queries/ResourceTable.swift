@@ -25,6 +25,21 @@ protocol ResourceTable: Sendable {
     static func values(_ input: Input) -> [(any DatabaseValueConvertible)?]
     /// The model in `row` (a `SELECT *` of the table, possibly with `sort_key`).
     static func model(_ row: Row) -> Model
+
+    /// The filter (SQL over the table aliased `t`, with one `?` for the scope's id) of
+    /// the lists of this resource within `scope`; `nil` when the scope does not apply.
+    static func filter(_ scope: ListRequest.Scope) -> String?
+    /// Runs before the row of `id` is deleted, in the same transaction: the changes a
+    /// deletion makes beyond the row and its foreign-key cascades.
+    static func willDelete(_ db: Database, id: CatalogID) throws
+    /// Whether ``willDelete(_:id:)`` writes, so the deletion needs a savepoint.
+    static var deletionWritesMore: Bool { get }
+}
+
+extension ResourceTable {
+    static func filter(_ scope: ListRequest.Scope) -> String? { nil }
+    static func willDelete(_ db: Database, id: CatalogID) throws {}
+    static var deletionWritesMore: Bool { false }
 }
 
 extension ResourceTable {
@@ -57,9 +72,23 @@ public struct RenderedResource: Sendable {
     public let json: [UInt8]
 }
 
+/// A related list embedded in a resource's JSON (`include=…`), rendered from the same
+/// read snapshot as the resource.
+public struct Embedding: Sendable {
+    /// The member's key, quoted, with its colon.
+    let key: [UInt8]
+    /// Renders the member's value for the resource with this id.
+    let render: @Sendable (Database, CatalogID) throws -> [UInt8]
+
+    init(_ name: String, render: @escaping @Sendable (Database, CatalogID) throws -> [UInt8]) {
+        key = RenderedField.key(name)
+        self.render = render
+    }
+}
+
 /// The operations every resource supports, over any ``ResourceTable``.
 public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
-    private let database: CatalogDatabase
+    let database: CatalogDatabase
     private let table: String
     private let insertSQL: String
     private let updateSQL: String
@@ -68,8 +97,11 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
     private let search: (table: String, weights: String)?
     private let values: @Sendable (Input) -> [(any DatabaseValueConvertible)?]
     private let decode: @Sendable (Row) -> Model
-    private let renderer: RowRenderer
+    let renderer: RowRenderer
     private let renderedSelectSQL: String
+    private let scopeFilter: @Sendable (ListRequest.Scope) -> String?
+    private let willDelete: @Sendable (Database, CatalogID) throws -> Void
+    private let deletionWritesMore: Bool
     private let versionIndex: Int32
     /// The select lists of list queries: plain, and with the distance column filled.
     private let listColumns: (plain: String, distance: String)
@@ -92,6 +124,9 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         listColumns = (Self.selectList(Table.renderer, distance: nil), Self.selectList(Table.renderer, distance: "t.sort_key"))
         idIndex = Table.renderer.index(of: "id")
         renderedSelectSQL = "SELECT \(Self.selectList(Table.renderer, distance: nil)) FROM \(Table.table) t WHERE id = ?"
+        scopeFilter = { Table.filter($0) }
+        willDelete = { try Table.willDelete($0, id: $1) }
+        deletionWritesMore = Table.deletionWritesMore
     }
 
     /// The renderer's columns; the distance column is the sort key in distance-ordered
@@ -106,20 +141,42 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
     /// Whether lists accept full-text search.
     public var isSearchable: Bool { search != nil }
 
+    /// The API names of the resource's fields, sorted.
+    public var fieldNames: [String] { renderer.fieldNames }
+
+    /// The mask showing `names` (and `id`); `nil` when one of them is not a field.
+    public func mask(_ names: Set<String>) -> FieldMask? { renderer.mask(names) }
+
     // MARK: Reads
 
     /// The resource with `id` as its JSON document, with its version; `nil` when absent.
     /// Rendered straight from the statement: the fast path for `GET /…/{id}`.
-    public func rendered(_ id: CatalogID) throws(StoreError) -> RenderedResource? {
-        try guarded { try database.read { db in try render(db, id) } }
+    /// With `embedding`, the related lists are read from the same snapshot as the resource.
+    public func rendered(_ id: CatalogID, fields: FieldMask = .all, embedding: [Embedding] = []) throws(StoreError) -> RenderedResource? {
+        if embedding.isEmpty {
+            return try guarded { try database.read { db in try render(db, id, fields: fields) } }
+        }
+        return try guarded {
+            try database.snapshot { db in
+                // The resource first: when it is absent, nothing else is read.
+                guard try exists(db, id) else { return nil }
+                let members = try embedding.map { EmbeddedMember(key: $0.key, json: try $0.render(db, id)) }
+                return try render(db, id, fields: fields, embedded: members.sorted { $0.key.lexicographicallyPrecedes($1.key) })
+            }
+        }
+    }
+
+    /// Whether the resource `id` exists, as `db` sees it.
+    func exists(_ db: Database, _ id: CatalogID) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM \(table) WHERE id = ?"), arguments: [id.rawValue]) != nil
     }
 
     /// Renders the row of `id` as read by `db` (inside a write transaction, what it will commit).
-    private func render(_ db: Database, _ id: CatalogID) throws -> RenderedResource? {
+    func render(_ db: Database, _ id: CatalogID, fields: FieldMask = .all, embedded: [EmbeddedMember] = []) throws -> RenderedResource? {
         let rows = try RawRows(db, sql: renderedSelectSQL, arguments: [id.rawValue])
         guard try rows.step() else { return nil }
         var writer = JSONWriter()
-        renderer.render(rows.statement, into: &writer)
+        renderer.render(rows.statement, into: &writer, mask: fields, embedded: embedded)
         return RenderedResource(id: id, version: Int(sqlite3_column_int64(rows.statement, versionIndex)), json: writer.bytes)
     }
 
@@ -132,39 +189,56 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
     /// One page as the JSON document of a `Page` (`{"items":[…],"nextCursor":"…"}`),
     /// rendered straight from the statement: the fast path for list endpoints.
     public func renderedList(_ request: ListRequest) throws(StoreError) -> (json: [UInt8], nextCursor: String?) {
-        let (sql, arguments) = try listQuery(request, after: decodeCursor(request))
-        let sortKeyIndex = Int32(renderer.fields.count)
+        let query = try listQuery(request, after: decodeCursor(request))
         return try guarded {
-            try database.read { db in
-                let rows = try RawRows(db, sql: sql, arguments: StatementArguments(arguments))
-                let sqlite = rows.statement
-                var writer = JSONWriter(capacity: 256 + request.limit * 512)
-                writer.raw("{\"items\":[")
-                var count = 0
-                var lastOnPage: ListCursor?
-                var next: String?
-                while try rows.step() {
-                    if count == request.limit {
-                        next = lastOnPage?.encoded()
-                        break
-                    }
-                    if count > 0 { writer.byte(UInt8(ascii: ",")) }
-                    renderer.render(sqlite, into: &writer)
-                    count += 1
-                    if count == request.limit, let key = ListCursor.Key(sqlite, sortKeyIndex) {
-                        lastOnPage = ListCursor(fingerprint: fingerprint(request), key: key,
-                                            id: String(decoding: RowRenderer.text(sqlite, idIndex), as: UTF8.self))
-                    }
+            if let parent = request.scope?.parent {
+                // The parent and the page from one snapshot.
+                return try database.snapshot { db in
+                    guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM \(parent.table) WHERE id = ?"),
+                                            arguments: [parent.id.rawValue]) != nil else { throw StoreError.notFound }
+                    return try renderList(db, request, query)
                 }
-                writer.byte(UInt8(ascii: "]"))
-                if let next {
-                    writer.raw(",\"nextCursor\":")
-                    writer.string(next)
-                }
-                writer.byte(UInt8(ascii: "}"))
-                return (writer.bytes, next)
+            }
+            return try database.read { db in try renderList(db, request, query) }
+        }
+    }
+
+    /// The first page of `request` as `db` sees it (for embedding in another resource).
+    func renderedList(_ db: Database, _ request: ListRequest) throws -> [UInt8] {
+        try renderList(db, request, listQuery(request, after: nil)).json
+    }
+
+    private func renderList(_ db: Database, _ request: ListRequest, _ query: (String, [(any DatabaseValueConvertible)?])) throws
+        -> (json: [UInt8], nextCursor: String?) {
+        let (sql, arguments) = query
+        let sortKeyIndex = Int32(renderer.fields.count)
+        let rows = try RawRows(db, sql: sql, arguments: StatementArguments(arguments))
+        let sqlite = rows.statement
+        var writer = JSONWriter(capacity: 256 + request.limit * 512)
+        writer.raw("{\"items\":[")
+        var count = 0
+        var lastOnPage: ListCursor?
+        var next: String?
+        while try rows.step() {
+            if count == request.limit {
+                next = lastOnPage?.encoded()
+                break
+            }
+            if count > 0 { writer.byte(UInt8(ascii: ",")) }
+            renderer.render(sqlite, into: &writer, mask: request.fields)
+            count += 1
+            if count == request.limit, let key = ListCursor.Key(sqlite, sortKeyIndex) {
+                lastOnPage = ListCursor(fingerprint: fingerprint(request), key: key,
+                                    id: String(decoding: RowRenderer.text(sqlite, idIndex), as: UTF8.self))
             }
         }
+        writer.byte(UInt8(ascii: "]"))
+        if let next {
+            writer.raw(",\"nextCursor\":")
+            writer.string(next)
+        }
+        writer.byte(UInt8(ascii: "}"))
+        return (writer.bytes, next)
     }
 
     /// Decodes the request's cursor and checks that it was made by this list: same
@@ -236,6 +310,11 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
             }
             arguments.append(match)
         }
+        if let scope = request.scope {
+            guard let filter = scopeFilter(scope) else { throw .invalidCursor("This list cannot be scoped that way.") }
+            filters.append(filter)
+            arguments.append(Self.scopeID(scope).rawValue)
+        }
         for area in request.areas {
             let (filter, filterArguments) = Geo.filter(area)
             filters.append(filter)
@@ -297,10 +376,19 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
 
     /// Deletes the resource `id`, if `preconditions` hold.
     public func delete(_ id: CatalogID, preconditions: WritePreconditions, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        submit(completion) { [self] db in
+        submit(atomic: deletionWritesMore, completion) { [self] db in
             let current = try Int.fetchOne(db.cachedStatement(sql: "SELECT version FROM \(table) WHERE id = ?"), arguments: [id.rawValue])
             try preconditions.check(current: current)
+            try willDelete(db, id)
             try db.cachedStatement(sql: "DELETE FROM \(table) WHERE id = ?").execute(arguments: [id.rawValue])
+        }
+    }
+
+    /// The id a scope lists within.
+    private static func scopeID(_ scope: ListRequest.Scope) -> CatalogID {
+        switch scope {
+        case let .commentsOn(item), let .playlistsContaining(item): item
+        case let .repliesTo(comment): comment
         }
     }
 
@@ -310,7 +398,7 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
     }
 
     /// Runs an INSERT or UPDATE … RETURNING and renders the row it returns.
-    private func renderWritten(_ db: Database, _ sql: String, _ arguments: StatementArguments) throws -> RenderedResource {
+    func renderWritten(_ db: Database, _ sql: String, _ arguments: StatementArguments) throws -> RenderedResource {
         let statement = try db.cachedStatement(sql: sql)
         // GRDB steps the write (keeping its own bookkeeping); the cursor must outlive the
         // column reads, since releasing it resets the statement.
@@ -326,8 +414,9 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
 
     /// Submits a write. Database errors reach `completion` as ``StoreError``; errors
     /// thrown by the caller's own code (a transform) pass through unchanged.
-    private func submit<T: Sendable>(_ completion: @escaping @Sendable (Result<T, any Error>) -> Void, _ work: @escaping (Database) throws -> T) {
-        database.writes.submit(work) { result in
+    func submit<T: Sendable>(atomic: Bool = false, _ completion: @escaping @Sendable (Result<T, any Error>) -> Void,
+                             _ work: @escaping (Database) throws -> T) {
+        database.writes.submit(atomic: atomic, work) { result in
             completion(result.mapError { $0 is DatabaseError ? StoreError.from($0) : $0 })
         }
     }

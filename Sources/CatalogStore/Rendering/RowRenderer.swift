@@ -9,20 +9,46 @@ struct RenderedField: Sendable {
         case text
         case real
         case integer
+        /// An integer column holding 0 or 1, written as `false` or `true`.
+        case boolean
         /// Milliseconds since 1970, written as an RFC 3339 string.
         case timestamp
     }
 
+    /// The API name, such as `streamURL`.
+    let name: String
     /// The JSON key, quoted, with its colon (`"title":`).
     let key: [UInt8]
     let column: String
     let kind: Kind
 
-    init(_ key: String, _ column: String, _ kind: Kind) {
-        self.key = Array("\"\(key)\":".utf8)
+    init(_ name: String, _ column: String, _ kind: Kind) {
+        self.name = name
+        self.key = Self.key(name)
         self.column = column
         self.kind = kind
     }
+
+    /// `"name":` as bytes.
+    static func key(_ name: String) -> [UInt8] { Array("\"\(name)\":".utf8) }
+}
+
+/// A member rendered elsewhere (an embedded page) and spliced into an object at its
+/// sorted place.
+struct EmbeddedMember {
+    /// The JSON key, quoted, with its colon.
+    let key: [UInt8]
+    /// The member's JSON value.
+    let json: [UInt8]
+}
+
+/// Which fields of a resource a response shows: a bit per field of the renderer
+/// (`id` always). `all` shows every field.
+public struct FieldMask: Sendable, Hashable {
+    let bits: UInt64
+
+    /// Every field.
+    public static let all = FieldMask(bits: .max)
 }
 
 /// Renders result rows straight from the SQLite statement to JSON, without a `Row`,
@@ -34,6 +60,7 @@ struct RowRenderer: Sendable {
     let fields: [RenderedField]
 
     init(_ fields: [RenderedField]) {
+        precondition(fields.count <= 64, "A field mask has 64 bits.")
         self.fields = fields.sorted { $0.key.lexicographicallyPrecedes($1.key) }
     }
 
@@ -45,12 +72,34 @@ struct RowRenderer: Sendable {
         Int32(fields.firstIndex { $0.column == column } ?? 0)
     }
 
-    /// Appends the JSON object of the statement's current row.
-    func render(_ statement: SQLiteStatement, into writer: inout JSONWriter) {
+    /// The API names of the fields, sorted.
+    var fieldNames: [String] { fields.map(\.name) }
+
+    /// The mask showing `names` (and `id`); `nil` when a name is not a field.
+    func mask(_ names: Set<String>) -> FieldMask? {
+        var bits: UInt64 = 0
+        for name in names.union(["id"]) {
+            guard let index = fields.firstIndex(where: { $0.name == name }) else { return nil }
+            bits |= 1 << UInt64(index)
+        }
+        return FieldMask(bits: bits)
+    }
+
+    /// Appends the JSON object of the statement's current row, reading the fields from
+    /// column `offset` on: the fields `mask` shows, and the `embedded` members (sorted
+    /// by key) at their places.
+    func render(_ statement: SQLiteStatement, into writer: inout JSONWriter, offset: Int32 = 0, mask: FieldMask = .all,
+                embedded: [EmbeddedMember] = []) {
         writer.byte(UInt8(ascii: "{"))
         var first = true
-        for (offset, field) in fields.enumerated() {
-            let column = Int32(offset)
+        var pending = embedded[...]
+        for (index, field) in fields.enumerated() {
+            while let member = pending.first, member.key.lexicographicallyPrecedes(field.key) {
+                Self.write(member, first: &first, into: &writer)
+                pending = pending.dropFirst()
+            }
+            guard mask.bits & (1 << UInt64(index)) != 0 else { continue }
+            let column = offset + Int32(index)
             let type = sqlite3_column_type(statement, column)
             if type == SQLITE_NULL { continue }
             if !first { writer.byte(UInt8(ascii: ",")) }
@@ -63,11 +112,21 @@ struct RowRenderer: Sendable {
                 writer.number(sqlite3_column_double(statement, column))
             case .integer:
                 writer.integer(sqlite3_column_int64(statement, column))
+            case .boolean:
+                if sqlite3_column_int64(statement, column) == 0 { writer.raw("false") } else { writer.raw("true") }
             case .timestamp:
                 writer.timestamp(milliseconds: sqlite3_column_int64(statement, column))
             }
         }
+        for member in pending { Self.write(member, first: &first, into: &writer) }
         writer.byte(UInt8(ascii: "}"))
+    }
+
+    private static func write(_ member: EmbeddedMember, first: inout Bool, into writer: inout JSONWriter) {
+        if !first { writer.byte(UInt8(ascii: ",")) }
+        first = false
+        writer.raw(member.key)
+        writer.raw(member.json)
     }
 
     /// The bytes of a text column, valid until the statement steps again.

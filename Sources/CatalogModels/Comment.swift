@@ -1,0 +1,70 @@
+import Foundation
+
+/// A comment on a playable item, or a reply to one (one level of replies).
+public struct Comment: Codable, Sendable, Hashable, Identifiable {
+    /// The server-generated identifier.
+    public var id: CatalogID
+    /// The item commented on.
+    public var playableItemId: CatalogID
+    /// The comment this replies to; `nil` for a top-level comment.
+    public var parentId: CatalogID?
+    /// Who wrote it (1…100 characters).
+    public var author: String
+    /// The text, returned as plain text exactly as given; `nil` once deleted.
+    public var body: String?
+    /// Whether the comment was deleted but kept, without its body, for its replies.
+    public var deleted: Bool
+    /// How many replies it has.
+    public var replyCount: Int
+    /// When the comment was posted.
+    public var createdAt: Date
+    /// When it last changed.
+    public var updatedAt: Date
+    /// Increases by one on every change; the `ETag` is this number in quotes.
+    public var version: Int
+
+    /// Creates a comment value.
+    public init(id: CatalogID, playableItemId: CatalogID, parentId: CatalogID? = nil, author: String, body: String?, deleted: Bool = false,
+                replyCount: Int = 0, createdAt: Date, updatedAt: Date, version: Int) {
+        self.id = id
+        self.playableItemId = playableItemId
+        self.parentId = parentId
+        self.author = author
+        self.body = body
+        self.deleted = deleted
+        self.replyCount = replyCount
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.version = version
+    }
+}
+
+/// The body of `POST /v1/playable-items/{id}/comments`.
+public struct CommentInput: Codable, Sendable, Hashable, Validatable {
+    /// 1…100 characters.
+    public var author: String
+    /// 1…5,000 characters; line breaks allowed.
+    public var body: String
+    /// The top-level comment this replies to, if any.
+    public var parentId: CatalogID?
+
+    /// The allowed author length.
+    public static let authorLength = 1...100
+    /// The allowed body length.
+    public static let bodyLength = 1...5000
+
+    /// Creates an input value.
+    public init(author: String, body: String, parentId: CatalogID? = nil) {
+        self.author = author
+        self.body = body
+        self.parentId = parentId
+    }
+
+    /// Every rule this input breaks.
+    public func validationErrors() -> [FieldError] {
+        var errors: [FieldError] = []
+        if let violation = Rules.text(author, length: Self.authorLength) { errors.append(violation.at("/author")) }
+        if let violation = Rules.text(body, length: Self.bodyLength, multiline: true) { errors.append(violation.at("/body")) }
+        return errors
+    }
+}

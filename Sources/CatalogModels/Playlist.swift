@@ -1,0 +1,127 @@
+import Foundation
+
+/// An ordered list of playable items.
+public struct Playlist: Codable, Sendable, Hashable, Identifiable {
+    /// The server-generated identifier.
+    public var id: CatalogID
+    /// The title (1…200 characters).
+    public var title: String
+    /// A description (up to 5,000 characters; may be empty).
+    public var description: String
+    /// How many entries the playlist holds.
+    public var entryCount: Int
+    /// The first page of entries, present only when asked for with `include=entries`.
+    public var entries: Page<PlaylistEntry>?
+    /// When the playlist was created.
+    public var createdAt: Date
+    /// When the playlist or its entries last changed.
+    public var updatedAt: Date
+    /// Increases by one on every change, entries included; the `ETag` is this number in quotes.
+    public var version: Int
+
+    /// Creates a playlist value.
+    public init(id: CatalogID, title: String, description: String, entryCount: Int, entries: Page<PlaylistEntry>? = nil,
+                createdAt: Date, updatedAt: Date, version: Int) {
+        self.id = id
+        self.title = title
+        self.description = description
+        self.entryCount = entryCount
+        self.entries = entries
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.version = version
+    }
+}
+
+/// The body of `POST /v1/playlists` and `PUT /v1/playlists/{id}`.
+public struct PlaylistInput: Codable, Sendable, Hashable, Validatable {
+    /// 1…200 characters.
+    public var title: String
+    /// Up to 5,000 characters; empty when absent.
+    public var description: String
+
+    /// The allowed title length.
+    public static let titleLength = 1...200
+    /// The allowed description length.
+    public static let descriptionLength = 0...5000
+
+    /// Creates an input value.
+    public init(title: String, description: String = "") {
+        self.title = title
+        self.description = description
+    }
+
+    /// Decodes a body; `description` may be absent.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        title = try container.decode(String.self, forKey: .title)
+        description = try container.decodeIfPresent(String.self, forKey: .description) ?? ""
+    }
+
+    /// Every rule this input breaks.
+    public func validationErrors() -> [FieldError] {
+        var errors: [FieldError] = []
+        if let violation = Rules.text(title, length: Self.titleLength) { errors.append(violation.at("/title")) }
+        if let violation = Rules.text(description, length: Self.descriptionLength, multiline: true) { errors.append(violation.at("/description")) }
+        return errors
+    }
+}
+
+extension PlaylistInput {
+    /// The input that recreates `playlist`'s own fields (for editing it).
+    public init(_ playlist: Playlist) {
+        self.init(title: playlist.title, description: playlist.description)
+    }
+}
+
+/// One entry of a playlist: a playable item at a position. The same item may appear
+/// in several entries.
+public struct PlaylistEntry: Codable, Sendable, Hashable {
+    /// The entry's own identifier (not the item's).
+    public var entryId: CatalogID
+    /// The playlist holding the entry.
+    public var playlistId: CatalogID
+    /// The entry's place, from 0; positions are always 0…entryCount−1.
+    public var position: Int
+    /// The item the entry plays.
+    public var playableItem: PlayableItem
+    /// When the entry was added.
+    public var addedAt: Date
+
+    /// Creates an entry value.
+    public init(entryId: CatalogID, playlistId: CatalogID, position: Int, playableItem: PlayableItem, addedAt: Date) {
+        self.entryId = entryId
+        self.playlistId = playlistId
+        self.position = position
+        self.playableItem = playableItem
+        self.addedAt = addedAt
+    }
+}
+
+/// The body of `POST /v1/playlists/{id}/entries`.
+public struct PlaylistEntryInput: Codable, Sendable, Hashable {
+    /// The item to add.
+    public var playableItemId: CatalogID
+    /// Where to insert it (0…entryCount); appended when `nil`.
+    public var position: Int?
+
+    /// Creates an input value.
+    public init(playableItemId: CatalogID, position: Int? = nil) {
+        self.playableItemId = playableItemId
+        self.position = position
+    }
+}
+
+/// The body of `PUT /v1/playlists/{id}/entries`: the whole new order.
+public struct PlaylistOrder: Codable, Sendable, Hashable {
+    /// The items, in their new order (repeats allowed), at most ``maxEntries``.
+    public var playableItemIds: [CatalogID]
+
+    /// The most entries a playlist holds.
+    public static let maxEntries = 10_000
+
+    /// Creates an order.
+    public init(playableItemIds: [CatalogID]) {
+        self.playableItemIds = playableItemIds
+    }
+}

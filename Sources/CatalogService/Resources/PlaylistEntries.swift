@@ -1,0 +1,109 @@
+import CatalogModels
+import CatalogStore
+import HTTPServer
+
+/// `/v1/playlists/{id}/entries`: the ordered entries of a playlist. Every change bumps
+/// the playlist's version, answers with the playlist's new `ETag`, and honours
+/// `If-Match` on the playlist, so two apps reordering one playlist cannot overwrite
+/// each other's changes unseen.
+struct PlaylistEntries: Sendable {
+    let store: PlaylistEntryStore
+    let endpoints: ResourceEndpoints<Playlist, PlaylistInput>
+    /// The fields of the embedded playable items, for `fields=…`.
+    let itemFields: FieldSet
+
+    func register(in router: inout Router) {
+        let entries = "/v1/playlists/{id}/entries"
+        let entry = entries + "/{entryId}"
+        router.add(.GET, entries, .inline(list))
+        router.add(.POST, entries, endpoints.write(insert))
+        router.add(.PUT, entries, endpoints.write(replace))
+        router.add(.GET, entry, .inline { [self] request in try show(request) { try store.entry($0, of: $1) } })
+        router.add(.PATCH, entry, endpoints.write(move))
+        router.add(.DELETE, entry, endpoints.write(remove))
+        router.add(.GET, entry + "/next", .inline { [self] request in try show(request) { try store.next(after: $0, of: $1) } })
+    }
+
+    // MARK: Reads
+
+    private func list(_ request: HTTPRequest) throws -> HTTPResponse {
+        let id = try ResourceEndpoints<Playlist, PlaylistInput>.id(request)
+        let values = try QueryParameters.parse(request, accepted: ["limit", "cursor", "fields"])
+        let fields = try values["fields"].map { text throws(APIError) in try itemFields.parse(text) } ?? .all
+        let page = try store.page(of: id, limit: ListParameters.limit(values), cursor: ListParameters.cursor(values), fields: fields)
+        return ResourceEndpoints<Playlist, PlaylistInput>.page(page, request: request)
+    }
+
+    /// One entry, tagged by the playlist's version and a digest of the entry (its item
+    /// can change without the playlist changing).
+    private func show(_ request: HTTPRequest, _ read: (CatalogID, CatalogID) throws -> RenderedEntry?) throws -> HTTPResponse {
+        let (playlistID, entryID) = try Self.ids(request)
+        _ = try QueryParameters.parse(request, accepted: [])
+        guard let entry = try read(entryID, playlistID) else { throw APIError.notFound }
+        let tag = ETag.header(entry.playlistVersion, body: entry.json)
+        return try ResourceEndpoints<Playlist, PlaylistInput>.conditional(request, tag: tag)
+            ?? HTTPResponse(status: .ok, headers: [("Content-Type", JSONResponse.contentType), ("ETag", tag)], body: entry.json)
+    }
+
+    // MARK: Writes
+
+    private func insert(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+        let id = try ResourceEndpoints<Playlist, PlaylistInput>.id(request)
+        let preconditions = try ETag.preconditions(request)
+        var reader = FieldReader(try RequestBody.object(request, mediaType: RequestBody.json), fields: ["playableItemId", "position"])
+        let itemID = reader.id("playableItemId", required: true)
+        let position = reader.integer("position", required: false, in: 0...PlaylistEntryStore.maxEntries)
+        try reader.finish()
+        guard let itemID else { throw APIError.validation(reader.errors) }
+        store.insert(PlaylistEntryInput(playableItemId: itemID, position: position), into: id, preconditions: preconditions) { result in
+            done(result.map { entry in
+                Self.response(entry, status: .created, headers: [("Location", "/v1/playlists/\(id)/entries/\(entry.entryID)")])
+            })
+        }
+    }
+
+    private func move(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+        let (playlistID, entryID) = try Self.ids(request)
+        let preconditions = try ETag.preconditions(request)
+        var reader = FieldReader(try RequestBody.object(request, mediaType: RequestBody.mergePatch), fields: ["position"],
+                                 readOnly: ["entryId", "playlistId", "playableItem", "addedAt"])
+        let position = reader.integer("position", required: true, in: 0...(PlaylistEntryStore.maxEntries - 1))
+        try reader.finish()
+        guard let position else { throw APIError.validation(reader.errors) }
+        store.move(entryID, of: playlistID, to: position, preconditions: preconditions) { done($0.map { Self.response($0) }) }
+    }
+
+    private func remove(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+        let (playlistID, entryID) = try Self.ids(request)
+        let preconditions = try ETag.preconditions(request)
+        store.remove(entryID, from: playlistID, preconditions: preconditions) { result in
+            done(result.map { HTTPResponse(status: .noContent, headers: [("ETag", ETag.header($0))]) })
+        }
+    }
+
+    private func replace(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+        let id = try ResourceEndpoints<Playlist, PlaylistInput>.id(request)
+        let preconditions = try ETag.preconditions(request)
+        var reader = FieldReader(try RequestBody.object(request, mediaType: RequestBody.json), fields: ["playableItemIds"])
+        let ids = reader.ids("playableItemIds", maxCount: PlaylistEntryStore.maxEntries)
+        try reader.finish()
+        guard let ids else { throw APIError.validation(reader.errors) }
+        store.replace(PlaylistOrder(playableItemIds: ids), of: id, preconditions: preconditions) {
+            done(ResourceEndpoints<Playlist, PlaylistInput>.updated($0))
+        }
+    }
+
+    // MARK: Helpers
+
+    typealias Completion = @Sendable (Result<HTTPResponse, any Error>) -> Void
+
+    private static func ids(_ request: HTTPRequest) throws(APIError) -> (CatalogID, CatalogID) {
+        (try ResourceEndpoints<Playlist, PlaylistInput>.id(request), try ResourceEndpoints<Playlist, PlaylistInput>.id(request, "entryId"))
+    }
+
+    /// An entry with the playlist's new version as its `ETag`.
+    private static func response(_ entry: RenderedEntry, status: HTTPStatus = .ok, headers: [(name: String, value: String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", JSONResponse.contentType), ("ETag", ETag.header(entry.playlistVersion))] + headers,
+                     body: entry.json)
+    }
+}

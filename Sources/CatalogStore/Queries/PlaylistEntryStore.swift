@@ -1,0 +1,330 @@
+import CatalogModels
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// A playlist entry as its JSON document, with the playlist's version after the read or
+/// write (the `ETag` of entry responses).
+public struct RenderedEntry: Sendable {
+    /// The entry's id.
+    public let entryID: CatalogID
+    /// The playlist's version.
+    public let playlistVersion: Int
+    /// The entry's JSON, its playable item embedded.
+    public let json: [UInt8]
+}
+
+/// The ordered entries of playlists. Positions are dense (0…n−1) after every write:
+/// each write locks the playlist's row by writing it (version + 1), shifts the
+/// positions between the old and the new place in one statement, and answers once durable.
+public final class PlaylistEntryStore: Sendable {
+    private let database: CatalogDatabase
+    private let playlists: ResourceStore<Playlist, PlaylistInput>
+    private let itemRenderer = PlayableItemTable.renderer
+    /// Entry columns (id, position, created_at), then the item's renderer columns.
+    private let selectSQL: String
+
+    /// The most entries a playlist holds.
+    public static let maxEntries = PlaylistOrder.maxEntries
+    /// How many errors a rejected order lists at most.
+    static let maxListedErrors = 100
+
+    init(database: CatalogDatabase, playlists: ResourceStore<Playlist, PlaylistInput>) {
+        self.database = database
+        self.playlists = playlists
+        selectSQL = "SELECT e.id, e.position, e.created_at, " + PlayableItemTable.renderer.columns.map { "i.\($0)" }.joined(separator: ", ")
+            + " FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk"
+    }
+
+    // MARK: Reads
+
+    /// One page of the entries of `playlistID`, in position order; `fields` masks each
+    /// entry's playable item. Fails with `notFound` when the playlist does not exist.
+    public func page(of playlistID: CatalogID, limit: Int, cursor: String?, fields: FieldMask = .all) throws(StoreError)
+        -> (json: [UInt8], nextCursor: String?) {
+        let after = try cursor.map { text throws(StoreError) in try Self.decodeCursor(text, playlistID: playlistID) }
+        return try guarded {
+            try database.snapshot { db in
+                guard let pk = try Self.playlistPK(db, playlistID) else { throw StoreError.notFound }
+                return try renderPage(db, playlistID: playlistID, pk: pk, after: after ?? -1, limit: limit, fields: fields)
+            }
+        }
+    }
+
+    /// The first page of entries (for `include=entries`), read in `db`'s snapshot.
+    func firstPage(_ db: Database, playlistID: CatalogID, limit: Int) throws -> [UInt8] {
+        guard let pk = try Self.playlistPK(db, playlistID) else { throw StoreError.notFound }
+        return try renderPage(db, playlistID: playlistID, pk: pk, after: -1, limit: limit, fields: .all).json
+    }
+
+    private func renderPage(_ db: Database, playlistID: CatalogID, pk: Int64, after: Int64, limit: Int, fields: FieldMask) throws
+        -> (json: [UInt8], nextCursor: String?) {
+        let rows = try RawRows(db, sql: selectSQL + " WHERE e.playlist_pk = ? AND e.position > ? ORDER BY e.position LIMIT ?",
+                               arguments: [pk, after, limit + 1])
+        var writer = JSONWriter(capacity: 256 + limit * 600)
+        writer.raw("{\"items\":[")
+        var count = 0
+        var last: (position: Int64, id: String)?
+        var next: String?
+        while try rows.step() {
+            if count == limit {
+                next = last.map { ListCursor(fingerprint: Self.fingerprint(playlistID), key: .integer($0.position), id: $0.id).encoded() }
+                break
+            }
+            if count > 0 { writer.byte(UInt8(ascii: ",")) }
+            render(rows.statement, playlistID: playlistID, fields: fields, into: &writer)
+            count += 1
+            if count == limit {
+                last = (sqlite3_column_int64(rows.statement, 1), String(decoding: RowRenderer.text(rows.statement, 0), as: UTF8.self))
+            }
+        }
+        writer.byte(UInt8(ascii: "]"))
+        if let next {
+            writer.raw(",\"nextCursor\":")
+            writer.string(next)
+        }
+        writer.byte(UInt8(ascii: "}"))
+        return (writer.bytes, next)
+    }
+
+    /// The entry `entryID` of `playlistID`, or `nil` when either does not exist.
+    public func entry(_ entryID: CatalogID, of playlistID: CatalogID, fields: FieldMask = .all) throws(StoreError) -> RenderedEntry? {
+        try guarded {
+            try database.snapshot { db in
+                guard let playlist = try Self.playlist(db, playlistID), let position = try Self.position(db, entryID, playlistPK: playlist.pk)
+                else { return nil }
+                return try renderEntry(db, playlistID: playlistID, playlistPK: playlist.pk, position: position,
+                                       version: playlist.version, fields: fields)
+            }
+        }
+    }
+
+    /// The entry after `entryID` ("up next"). Fails with `notFound` when the playlist or
+    /// the entry does not exist, and `endOfPlaylist` when the entry is the last.
+    public func next(after entryID: CatalogID, of playlistID: CatalogID, fields: FieldMask = .all) throws(StoreError) -> RenderedEntry {
+        try guarded {
+            try database.snapshot { db in
+                guard let playlist = try Self.playlist(db, playlistID), let position = try Self.position(db, entryID, playlistPK: playlist.pk)
+                else { throw StoreError.notFound }
+                guard let next = try renderEntry(db, playlistID: playlistID, playlistPK: playlist.pk, position: position + 1,
+                                                 version: playlist.version, fields: fields)
+                else { throw StoreError.endOfPlaylist }
+                return next
+            }
+        }
+    }
+
+    // MARK: Writes (durable when the completion runs)
+
+    /// Inserts `input.playableItemId` at `input.position` (appends when `nil`), shifting
+    /// the entries from there on. Fails with `invalid` naming `/playableItemId` (unknown
+    /// item) or `/position` (past the end), and `conflict` when the playlist is full.
+    public func insert(_ input: PlaylistEntryInput, into playlistID: CatalogID, preconditions: WritePreconditions,
+                       completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void) {
+        let entryID = CatalogID()
+        database.writes.submit(atomic: true, { [self] db in
+            let playlist = try Self.lock(db, playlistID, preconditions)
+            let itemPK = try Int64.fetchOne(db.cachedStatement(sql: "SELECT pk FROM playable_items WHERE id = ?"),
+                                            arguments: [input.playableItemId.rawValue])
+            var errors: [FieldError] = []
+            if itemPK == nil { errors.append(Violation(.notFound, "No playable item has this id.").at("/playableItemId")) }
+            let position = input.position ?? playlist.count
+            if !(0...playlist.count).contains(position) {
+                errors.append(Violation(.outOfRange, "Must be from 0 to \(playlist.count), the number of entries.").at("/position"))
+            }
+            guard let itemPK, errors.isEmpty else { throw StoreError.invalid(errors) }
+            guard playlist.count < Self.maxEntries else {
+                throw StoreError.conflict("The playlist is full: it holds the maximum of \(Self.maxEntries) entries.")
+            }
+            let now = Timestamp.milliseconds(Date())
+            try db.cachedStatement(sql: "UPDATE playlist_entries SET position = position + 1 WHERE playlist_pk = ? AND position >= ?")
+                .execute(arguments: [playlist.pk, position])
+            try db.cachedStatement(sql: "INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at) VALUES (?, ?, ?, ?, ?)")
+                .execute(arguments: [entryID.rawValue, playlist.pk, itemPK, position, now])
+            let version = try Self.touch(db, playlist.pk, entryCount: playlist.count + 1)
+            return try renderEntry(db, playlistID: playlistID, playlistPK: playlist.pk, position: Int64(position), version: version)
+        }, completion: Self.found(completion))
+    }
+
+    /// Moves the entry `entryID` to `position` (0…count−1), shifting the entries between.
+    public func move(_ entryID: CatalogID, of playlistID: CatalogID, to position: Int, preconditions: WritePreconditions,
+                     completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void) {
+        database.writes.submit(atomic: true, { [self] db in
+            let playlist = try Self.lock(db, playlistID, preconditions)
+            guard let old = try Self.position(db, entryID, playlistPK: playlist.pk) else { throw StoreError.notFound }
+            guard (0..<playlist.count).contains(position) else {
+                throw StoreError.invalid([Violation(.outOfRange, "Must be from 0 to \(playlist.count - 1), the last position.").at("/position")])
+            }
+            let new = Int64(position)
+            if new < old {
+                try db.cachedStatement(sql: "UPDATE playlist_entries SET position = position + 1 WHERE playlist_pk = ? AND position >= ? AND position < ?")
+                    .execute(arguments: [playlist.pk, new, old])
+            } else if new > old {
+                try db.cachedStatement(sql: "UPDATE playlist_entries SET position = position - 1 WHERE playlist_pk = ? AND position > ? AND position <= ?")
+                    .execute(arguments: [playlist.pk, old, new])
+            }
+            try db.cachedStatement(sql: "UPDATE playlist_entries SET position = ? WHERE id = ?").execute(arguments: [new, entryID.rawValue])
+            let version = try Self.touch(db, playlist.pk, entryCount: playlist.count)
+            return try renderEntry(db, playlistID: playlistID, playlistPK: playlist.pk, position: new, version: version)
+        }, completion: Self.found(completion))
+    }
+
+    /// Removes the entry `entryID`, closing the gap. Returns the playlist's new version.
+    public func remove(_ entryID: CatalogID, from playlistID: CatalogID, preconditions: WritePreconditions,
+                       completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
+        database.writes.submit(atomic: true, { db in
+            let playlist = try Self.lock(db, playlistID, preconditions)
+            guard let old = try Self.position(db, entryID, playlistPK: playlist.pk) else { throw StoreError.notFound }
+            try db.cachedStatement(sql: "DELETE FROM playlist_entries WHERE id = ?").execute(arguments: [entryID.rawValue])
+            try db.cachedStatement(sql: "UPDATE playlist_entries SET position = position - 1 WHERE playlist_pk = ? AND position > ?")
+                .execute(arguments: [playlist.pk, old])
+            return try Self.touch(db, playlist.pk, entryCount: playlist.count - 1)
+        }, completion: Self.mapped(completion))
+    }
+
+    /// Replaces the whole order with `order`. Entries of items that stay keep their ids
+    /// (the first remaining entry of an item goes to the item's first new place, and so
+    /// on); the others are removed or added. Fails with `invalid` naming each unknown
+    /// id (`/playableItemIds/3`, at most ``maxListedErrors``). Returns the playlist.
+    public func replace(_ order: PlaylistOrder, of playlistID: CatalogID, preconditions: WritePreconditions,
+                        completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+        database.writes.submit(atomic: true, { [self] db in
+            let playlist = try Self.lock(db, playlistID, preconditions)
+            let ids = String(decoding: try JSONEncoder().encode(order.playableItemIds.map(\.rawValue)), as: UTF8.self)
+            let resolved = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT j.key AS offset, i.pk AS pk FROM json_each(?) j LEFT JOIN playable_items i ON i.id = j.value ORDER BY j.key
+                """), arguments: [ids])
+            let unknown = resolved.filter { ($0["pk"] as Int64?) == nil }
+            guard unknown.isEmpty else {
+                throw StoreError.invalid(unknown.prefix(Self.maxListedErrors).map { row in
+                    Violation(.notFound, "No playable item has this id.").at("/playableItemIds/\(row["offset"] as Int)")
+                })
+            }
+            // The current entries of each item, in order.
+            var current: [Int64: [(pk: Int64, position: Int64)]] = [:]
+            for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT pk, item_pk, position FROM playlist_entries WHERE playlist_pk = ? ORDER BY position"),
+                                        arguments: [playlist.pk]) {
+                current[row["item_pk"], default: []].append((row["pk"], row["position"]))
+            }
+            let now = Timestamp.milliseconds(Date())
+            let setPosition = try db.cachedStatement(sql: "UPDATE playlist_entries SET position = ? WHERE pk = ?")
+            let insert = try db.cachedStatement(sql: "INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at) VALUES (?, ?, ?, ?, ?)")
+            for (offset, row) in resolved.enumerated() {
+                let itemPK: Int64 = row["pk"]
+                let position = Int64(offset)
+                if var kept = current[itemPK], !kept.isEmpty {
+                    let entry = kept.removeFirst()
+                    current[itemPK] = kept
+                    if entry.position != position { try setPosition.execute(arguments: [position, entry.pk]) }
+                } else {
+                    try insert.execute(arguments: [CatalogID().rawValue, playlist.pk, itemPK, position, now])
+                }
+            }
+            let delete = try db.cachedStatement(sql: "DELETE FROM playlist_entries WHERE pk = ?")
+            for entry in current.values.joined() { try delete.execute(arguments: [entry.pk]) }
+            _ = try Self.touch(db, playlist.pk, entryCount: resolved.count)
+            guard let rendered = try playlists.render(db, playlistID) else { throw StoreError.notFound }
+            return rendered
+        }, completion: Self.mapped(completion))
+    }
+
+    /// Removes every entry of the item `itemID` from every playlist, keeping positions
+    /// dense and bumping each playlist's version. Runs inside the item's deletion.
+    static func removeItem(_ db: Database, itemID: CatalogID) throws {
+        guard let itemPK = try Int64.fetchOne(db.cachedStatement(sql: "SELECT pk FROM playable_items WHERE id = ?"), arguments: [itemID.rawValue])
+        else { return }
+        let affected = try Int64.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT playlist_pk FROM playlist_entries WHERE item_pk = ?"),
+                                          arguments: [itemPK])
+        guard !affected.isEmpty else { return }
+        try db.cachedStatement(sql: "DELETE FROM playlist_entries WHERE item_pk = ?").execute(arguments: [itemPK])
+        for playlistPK in affected {
+            try db.cachedStatement(sql: """
+                UPDATE playlist_entries SET position = ranked.position
+                FROM (SELECT pk, row_number() OVER (ORDER BY position) - 1 AS position FROM playlist_entries WHERE playlist_pk = ?) AS ranked
+                WHERE playlist_entries.pk = ranked.pk AND playlist_entries.position != ranked.position
+                """).execute(arguments: [playlistPK])
+            let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM playlist_entries WHERE playlist_pk = ?"),
+                                         arguments: [playlistPK]) ?? 0
+            _ = try touch(db, playlistPK, entryCount: count)
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Appends an entry from the statement's current row (entry columns, then the item's).
+    private func render(_ statement: SQLiteStatement, playlistID: CatalogID, fields: FieldMask, into writer: inout JSONWriter) {
+        writer.raw("{\"addedAt\":")
+        writer.timestamp(milliseconds: sqlite3_column_int64(statement, 2))
+        writer.raw(",\"entryId\":")
+        writer.string(utf8: RowRenderer.text(statement, 0))
+        writer.raw(",\"playableItem\":")
+        itemRenderer.render(statement, into: &writer, offset: 3, mask: fields)
+        writer.raw(",\"playlistId\":")
+        writer.string(playlistID.rawValue)
+        writer.raw(",\"position\":")
+        writer.integer(sqlite3_column_int64(statement, 1))
+        writer.byte(UInt8(ascii: "}"))
+    }
+
+    /// The entry at `position`, or `nil` when there is none.
+    private func renderEntry(_ db: Database, playlistID: CatalogID, playlistPK: Int64, position: Int64, version: Int,
+                             fields: FieldMask = .all) throws -> RenderedEntry? {
+        let rows = try RawRows(db, sql: selectSQL + " WHERE e.playlist_pk = ? AND e.position = ?", arguments: [playlistPK, position])
+        guard try rows.step() else { return nil }
+        var writer = JSONWriter(capacity: 700)
+        render(rows.statement, playlistID: playlistID, fields: fields, into: &writer)
+        let entryID = CatalogID(String(decoding: RowRenderer.text(rows.statement, 0), as: UTF8.self)) ?? CatalogID()
+        return RenderedEntry(entryID: entryID, playlistVersion: version, json: writer.bytes)
+    }
+
+    private static func playlistPK(_ db: Database, _ id: CatalogID) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT pk FROM playlists WHERE id = ?"), arguments: [id.rawValue])
+    }
+
+    private static func playlist(_ db: Database, _ id: CatalogID) throws -> (pk: Int64, version: Int, count: Int)? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT pk, version, entry_count FROM playlists WHERE id = ?"), arguments: [id.rawValue])
+            .map { ($0["pk"], $0["version"], $0["entry_count"]) }
+    }
+
+    /// The playlist's row after checking `preconditions` against its version.
+    private static func lock(_ db: Database, _ id: CatalogID, _ preconditions: WritePreconditions) throws -> (pk: Int64, version: Int, count: Int) {
+        let playlist = try playlist(db, id)
+        try preconditions.check(current: playlist?.version)
+        guard let playlist else { throw StoreError.notFound }
+        return playlist
+    }
+
+    private static func position(_ db: Database, _ entryID: CatalogID, playlistPK: Int64) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT position FROM playlist_entries WHERE id = ? AND playlist_pk = ?"),
+                           arguments: [entryID.rawValue, playlistPK])
+    }
+
+    /// Records a change of the playlist's entries: the new count, version + 1, the time.
+    /// - Returns: the new version.
+    private static func touch(_ db: Database, _ playlistPK: Int64, entryCount: Int) throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: """
+            UPDATE playlists SET entry_count = ?, version = version + 1, updated_at = max(?, created_at) WHERE pk = ? RETURNING version
+            """), arguments: [entryCount, Timestamp.milliseconds(Date()), playlistPK]) ?? 0
+    }
+
+    private static func fingerprint(_ playlistID: CatalogID) -> String { "playlist_entries|\(playlistID)" }
+
+    private static func decodeCursor(_ text: String, playlistID: CatalogID) throws(StoreError) -> Int64 {
+        let cursor = try ListCursor(decoding: text, fingerprint: fingerprint(playlistID))
+        guard case let .integer(position) = cursor.key, position >= 0, CatalogID(cursor.id) != nil else {
+            throw .invalidCursor("The cursor is malformed.")
+        }
+        return position
+    }
+
+    /// Maps database errors to store errors.
+    private static func mapped<T>(_ completion: @escaping @Sendable (Result<T, any Error>) -> Void) -> @Sendable (Result<T, any Error>) -> Void {
+        { result in completion(result.mapError { StoreError.from($0) }) }
+    }
+
+    /// As ``mapped(_:)``, for writes that render an entry they just wrote.
+    private static func found(_ completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void)
+        -> @Sendable (Result<RenderedEntry?, any Error>) -> Void {
+        { result in completion(result.mapError { StoreError.from($0) }.flatMap { $0.map { .success($0) } ?? .failure(StoreError.notFound) }) }
+    }
+}
