@@ -41,6 +41,12 @@ public struct CatalogClient: Sendable {
     public var games: ResourceClient<Game, GameInput> { ResourceClient(client: self, path: "/v1/games") }
     /// `/v1/locations`.
     public var locations: ResourceClient<Location, LocationInput> { ResourceClient(client: self, path: "/v1/locations") }
+    /// `/v1/playlists` (their own fields; entries through ``entries(of:)``).
+    public var playlists: ResourceClient<Playlist, PlaylistInput> { ResourceClient(client: self, path: "/v1/playlists") }
+    /// `/v1/playlists/{id}/entries`.
+    public func entries(of playlistID: CatalogID) -> PlaylistEntriesClient { PlaylistEntriesClient(client: self, playlistID: playlistID) }
+    /// Comments and replies.
+    public var comments: CommentsClient { CommentsClient(client: self) }
 
     /// Whether the server answers `/healthz`.
     public func isHealthy() async -> Bool {

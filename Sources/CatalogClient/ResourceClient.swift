@@ -28,13 +28,20 @@ public struct ListQuery: Sendable, Hashable {
     public var boundingBox: (minLongitude: Double, minLatitude: Double, maxLongitude: Double, maxLatitude: Double)?
     /// The `nextCursor` of the previous page.
     public var cursor: String?
+    /// Only these fields of each item (plus `id`); decode such pages into your own type.
+    public var fields: [String]?
+    /// Playlists only: those holding this playable item.
+    public var playableItemId: CatalogID?
 
     /// Creates a query.
-    public init(limit: Int? = nil, sort: String? = nil, search: String? = nil, cursor: String? = nil) {
+    public init(limit: Int? = nil, sort: String? = nil, search: String? = nil, cursor: String? = nil, fields: [String]? = nil,
+                playableItemId: CatalogID? = nil) {
         self.limit = limit
         self.sort = sort
         self.search = search
         self.cursor = cursor
+        self.fields = fields
+        self.playableItemId = playableItemId
     }
 
     var items: [URLQueryItem] {
@@ -49,6 +56,8 @@ public struct ListQuery: Sendable, Hashable {
         if let box = boundingBox {
             items.append(URLQueryItem(name: "bbox", value: "\(box.minLongitude),\(box.minLatitude),\(box.maxLongitude),\(box.maxLatitude)"))
         }
+        if let fields { items.append(URLQueryItem(name: "fields", value: fields.joined(separator: ","))) }
+        if let playableItemId { items.append(URLQueryItem(name: "playableItemId", value: playableItemId.rawValue)) }
         if let cursor { items.append(URLQueryItem(name: "cursor", value: cursor)) }
         return items
     }
@@ -105,20 +114,71 @@ public struct ResourceClient<Model: Codable & Sendable & Hashable & Identifiable
 
     /// One page.
     public func list(_ query: ListQuery = ListQuery()) async throws(CatalogClientError) -> Page<Model> {
+        try await list(query, as: Model.self)
+    }
+
+    /// One page decoded as `T`: for `fields`, whose items hold only some members.
+    public func list<T: Codable & Sendable & Hashable>(_ query: ListQuery, as type: T.Type) async throws(CatalogClientError) -> Page<T> {
         let (data, _) = try await client.send("GET", path, query: query.items)
-        return try client.decode(Page<Model>.self, from: data)
+        return try client.decode(Page<T>.self, from: data)
     }
 
     /// Every item, following `nextCursor` page after page as the sequence is iterated.
     public func all(_ query: ListQuery = ListQuery()) -> AsyncThrowingStream<Model, any Error> {
+        client.following(query) { try await list($0) }
+    }
+
+    /// One resource with its `ETag`; `include` embeds related lists (`comments` and
+    /// `playlists` in a playable item, `entries` in a playlist).
+    public func get(_ id: CatalogID, include: [String] = []) async throws(CatalogClientError) -> Tagged<Model> {
+        try await get(id, include: include, as: Model.self)
+    }
+
+    /// One resource decoded as `T`, with only `fields` (plus `id`) when given.
+    public func get<T: Decodable & Sendable>(_ id: CatalogID, fields: [String]? = nil, include: [String] = [], as type: T.Type)
+        async throws(CatalogClientError) -> Tagged<T> {
+        var query: [URLQueryItem] = []
+        if let fields { query.append(URLQueryItem(name: "fields", value: fields.joined(separator: ","))) }
+        if !include.isEmpty { query.append(URLQueryItem(name: "include", value: include.joined(separator: ","))) }
+        return try await client.tagged(client.send("GET", "\(path)/\(id)", query: query))
+    }
+
+    /// Creates a resource.
+    public func create(_ input: Input) async throws(CatalogClientError) -> Tagged<Model> {
+        try await client.tagged(client.send("POST", path, body: client.encode(input), contentType: "application/json"))
+    }
+
+    /// Replaces a resource; with `ifMatch`, only if it is still at that version
+    /// (``CatalogClientError/preconditionFailed(_:)`` otherwise).
+    public func replace(_ id: CatalogID, with input: Input, ifMatch: String? = nil) async throws(CatalogClientError) -> Tagged<Model> {
+        try await client.tagged(client.send("PUT", "\(path)/\(id)", body: client.encode(input), contentType: "application/json",
+                                            headers: client.condition(ifMatch)))
+    }
+
+    /// Changes some members; with `ifMatch`, only if the resource is still at that version.
+    public func patch(_ id: CatalogID, _ changes: MergePatch, ifMatch: String? = nil) async throws(CatalogClientError) -> Tagged<Model> {
+        try await client.tagged(client.send("PATCH", "\(path)/\(id)", body: client.encode(changes), contentType: "application/merge-patch+json",
+                                            headers: client.condition(ifMatch)))
+    }
+
+    /// Deletes a resource; with `ifMatch`, only if it is still at that version.
+    public func delete(_ id: CatalogID, ifMatch: String? = nil) async throws(CatalogClientError) {
+        _ = try await client.send("DELETE", "\(path)/\(id)", headers: client.condition(ifMatch))
+    }
+}
+
+extension CatalogClient {
+    /// The items of every page from `query` on, following `nextCursor`.
+    func following<Item: Sendable>(_ query: ListQuery, _ page: @escaping @Sendable (ListQuery) async throws -> Page<Item>)
+        -> AsyncThrowingStream<Item, any Error> {
         AsyncThrowingStream { continuation in
             let task = Task {
                 var next: ListQuery? = query
                 do {
                     while let current = next {
-                        let page = try await list(current)
-                        for item in page.items { continuation.yield(item) }
-                        next = page.nextCursor.map { cursor in
+                        let result = try await page(current)
+                        for item in result.items { continuation.yield(item) }
+                        next = result.nextCursor.map { cursor in
                             var following = current
                             following.cursor = cursor
                             return following
@@ -133,38 +193,11 @@ public struct ResourceClient<Model: Codable & Sendable & Hashable & Identifiable
         }
     }
 
-    /// One resource with its `ETag`.
-    public func get(_ id: CatalogID) async throws(CatalogClientError) -> Tagged<Model> {
-        try await tagged(client.send("GET", "\(path)/\(id)"))
-    }
-
-    /// Creates a resource.
-    public func create(_ input: Input) async throws(CatalogClientError) -> Tagged<Model> {
-        try await tagged(client.send("POST", path, body: encode(input), contentType: "application/json"))
-    }
-
-    /// Replaces a resource; with `ifMatch`, only if it is still at that version
-    /// (``CatalogClientError/preconditionFailed(_:)`` otherwise).
-    public func replace(_ id: CatalogID, with input: Input, ifMatch: String? = nil) async throws(CatalogClientError) -> Tagged<Model> {
-        try await tagged(client.send("PUT", "\(path)/\(id)", body: encode(input), contentType: "application/json", headers: condition(ifMatch)))
-    }
-
-    /// Changes some members; with `ifMatch`, only if the resource is still at that version.
-    public func patch(_ id: CatalogID, _ changes: MergePatch, ifMatch: String? = nil) async throws(CatalogClientError) -> Tagged<Model> {
-        try await tagged(client.send("PATCH", "\(path)/\(id)", body: encode(changes), contentType: "application/merge-patch+json",
-                                     headers: condition(ifMatch)))
-    }
-
-    /// Deletes a resource; with `ifMatch`, only if it is still at that version.
-    public func delete(_ id: CatalogID, ifMatch: String? = nil) async throws(CatalogClientError) {
-        _ = try await client.send("DELETE", "\(path)/\(id)", headers: condition(ifMatch))
-    }
-
-    private func condition(_ ifMatch: String?) -> [String: String] {
+    func condition(_ ifMatch: String?) -> [String: String] {
         ifMatch.map { ["If-Match": $0] } ?? [:]
     }
 
-    private func encode<T: Encodable>(_ value: T) throws(CatalogClientError) -> Data {
+    func encode<T: Encodable>(_ value: T) throws(CatalogClientError) -> Data {
         do {
             return try CatalogJSON.makeEncoder().encode(value)
         } catch {
@@ -172,8 +205,8 @@ public struct ResourceClient<Model: Codable & Sendable & Hashable & Identifiable
         }
     }
 
-    private func tagged(_ answer: (data: Data, response: HTTPURLResponse)) throws(CatalogClientError) -> Tagged<Model> {
-        let value = try client.decode(Model.self, from: answer.data)
+    func tagged<T: Decodable & Sendable>(_ answer: (data: Data, response: HTTPURLResponse)) throws(CatalogClientError) -> Tagged<T> {
+        let value = try decode(T.self, from: answer.data)
         return Tagged(value: value, etag: answer.response.value(forHTTPHeaderField: "ETag") ?? "\"\(answer.response.statusCode)\"")
     }
 }

@@ -1,3 +1,4 @@
+import CatalogClient
 import CatalogModels
 import CatalogService
 import Foundation
@@ -33,6 +34,9 @@ final class TestCatalog: Sendable {
         let port = try application.start()
         client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
     }
+
+    /// The project's client library, pointed at this server.
+    var api: CatalogClient { CatalogClient(baseURL: client.baseURL, timeout: 10) }
 
     /// Stops the server and closes the database, keeping the file.
     func stop() throws { try application.shutdown() }
@@ -109,5 +113,28 @@ struct APIClient: Sendable {
             next = page.nextCursor.map { path + separator + "cursor=" + $0 }
         }
         return items
+    }
+}
+
+/// Runs `body`, expecting it to fail with a problem of `status` (and `code`, when given);
+/// returns the problem.
+@discardableResult
+func expectProblem(_ status: Int, _ code: String? = nil, sourceLocation: SourceLocation = #_sourceLocation,
+                   _ body: () async throws -> some Any) async -> Problem? {
+    do {
+        _ = try await body()
+        Issue.record("expected a \(status) problem", sourceLocation: sourceLocation)
+        return nil
+    } catch {
+        guard let error = error as? CatalogClientError else {
+            Issue.record("expected a CatalogClientError, got \(error)", sourceLocation: sourceLocation)
+            return nil
+        }
+        #expect(error.problem?.status == status, "\(error)", sourceLocation: sourceLocation)
+        if let code { #expect(error.problem?.code == code, "\(error)", sourceLocation: sourceLocation) }
+        if status == 412, case .preconditionFailed = error {} else if status == 412 {
+            Issue.record("a 412 must be .preconditionFailed", sourceLocation: sourceLocation)
+        }
+        return error.problem
     }
 }

@@ -1,0 +1,270 @@
+import CatalogClient
+import CatalogModels
+import Foundation
+import Testing
+
+/// Playlists and their entries over a real server, through the client library.
+@Suite struct PlaylistAPITests {
+    /// `count` new playable items, created in order.
+    static func items(_ api: CatalogClient, _ count: Int) async throws -> [CatalogID] {
+        var ids: [CatalogID] = []
+        for index in 0..<count {
+            let url = URL(string: "https://videos.example.com/\(index).m3u8")!
+            ids.append(try await api.playableItems.create(PlayableItemInput(title: "Video \(index)", streamURL: url)).value.id)
+        }
+        return ids
+    }
+
+    /// The entries' item ids in position order, after checking positions are 0…n−1.
+    static func order(_ api: CatalogClient, _ playlistID: CatalogID, sourceLocation: SourceLocation = #_sourceLocation) async throws -> [CatalogID] {
+        var entries: [PlaylistEntry] = []
+        for try await entry in api.entries(of: playlistID).all(ListQuery(limit: 7)) { entries.append(entry) }
+        #expect(entries.map(\.position) == Array(0..<entries.count), "positions are dense", sourceLocation: sourceLocation)
+        #expect(entries.allSatisfy { $0.playlistId == playlistID }, sourceLocation: sourceLocation)
+        let playlist = try await api.playlists.get(playlistID).value
+        #expect(playlist.entryCount == entries.count, sourceLocation: sourceLocation)
+        return entries.map(\.playableItem.id)
+    }
+
+    @Test func playlistCRUDListSearchAndFilter() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let api = catalog.api
+        let created = try await api.playlists.create(PlaylistInput(title: "Road trip", description: "Long drives"))
+        #expect(created.etag == "\"1\"")
+        #expect(created.value.entryCount == 0)
+        #expect(created.value.entries == nil)
+        let other = try await api.playlists.create(PlaylistInput(title: "Arcade nights"))
+        let patched = try await api.playlists.patch(created.value.id, MergePatch().set("title", "Road trips"), ifMatch: created.etag)
+        #expect(patched.value.title == "Road trips")
+        #expect(patched.etag == "\"2\"")
+        await expectProblem(412, "preconditionFailed") { try await api.playlists.replace(created.value.id, with: PlaylistInput(title: "x"), ifMatch: created.etag) }
+        #expect(try await api.playlists.list(ListQuery(sort: "title")).items.map(\.title) == ["Arcade nights", "Road trips"])
+        #expect(try await api.playlists.list(ListQuery(search: "drives")).items.map(\.id) == [created.value.id])
+        let item = try await Self.items(api, 1)[0]
+        _ = try await api.entries(of: other.value.id).add(item)
+        #expect(try await api.playlists.list(ListQuery(playableItemId: item)).items.map(\.id) == [other.value.id])
+        #expect(try await api.playlists.list(ListQuery(playableItemId: CatalogID())).items.isEmpty)
+
+        // entryCount and entries are the server's.
+        let readOnly = try await catalog.client.send("POST", "/v1/playlists", json: ["title": "t", "entryCount": 3, "entries": []])
+        #expect(readOnly.status == 422)
+        #expect(readOnly.problem?.errors?.map(\.code) == ["readOnly", "readOnly"])
+        #expect(try await catalog.client.get("/v1/playlists?playableItemId=nope").problem?.detail?.contains("playableItemId") == true)
+
+        try await api.playlists.delete(other.value.id, ifMatch: "\"2\"")
+        await expectProblem(404, "notFound") { try await api.entries(of: other.value.id).list() }
+        await expectProblem(404, "notFound") { try await api.playlists.get(other.value.id) }
+    }
+
+    @Test func entriesInsertMoveRemoveReplaceAndNext() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let api = catalog.api
+        let ids = try await Self.items(api, 4)
+        let playlist = try await api.playlists.create(PlaylistInput(title: "Mix")).value.id
+        let entries = api.entries(of: playlist)
+
+        let first = try await entries.add(ids[0])
+        #expect(first.etag == "\"2\"", "an entry change bumps the playlist's version")
+        #expect(first.value.position == 0)
+        #expect(first.value.playableItem.id == ids[0])
+        let second = try await entries.add(ids[1], at: 0, ifMatch: first.etag)
+        #expect(second.etag == "\"3\"")
+        _ = try await entries.add(ids[2], at: 1)
+        _ = try await entries.add(ids[0])  // the same item twice
+        #expect(try await Self.order(api, playlist) == [ids[1], ids[2], ids[0], ids[0]])
+
+        // Positions out of range, unknown and malformed items: 422 naming the field.
+        var problem = await expectProblem(422, "validationFailed") { try await entries.add(ids[3], at: 5) }
+        #expect(problem?.errors?.map(\.pointer) == ["/position"])
+        problem = await expectProblem(422) { try await entries.add(ids[3], at: -1) }
+        #expect(problem?.errors?.map(\.pointer) == ["/position"])
+        problem = await expectProblem(422) { try await entries.add(CatalogID()) }
+        #expect(problem?.errors?.map(\.code) == ["notFound"])
+        #expect(problem?.errors?.map(\.pointer) == ["/playableItemId"])
+        let malformed = try await catalog.client.send("POST", "/v1/playlists/\(playlist)/entries", json: ["playableItemId": "x", "position": 1.5])
+        #expect(malformed.problem?.errors?.map(\.pointer) == ["/playableItemId", "/position"])
+        await expectProblem(404, "notFound") { try await api.entries(of: CatalogID()).add(ids[0]) }
+        let version = try await api.playlists.get(playlist).value.version
+        #expect(version == 5, "failed writes change nothing")
+
+        // Move both ways, then to the same place.
+        let moved = try await entries.move(first.value.entryId, to: 3)
+        #expect(moved.value.position == 3)
+        #expect(moved.etag == "\"6\"")
+        #expect(try await entries.list().items.map(\.entryId).last == first.value.entryId)
+        #expect(try await Self.order(api, playlist) == [ids[1], ids[2], ids[0], ids[0]])
+        _ = try await entries.move(first.value.entryId, to: 0)
+        #expect(try await Self.order(api, playlist) == [ids[0], ids[1], ids[2], ids[0]])
+        problem = await expectProblem(422) { try await entries.move(first.value.entryId, to: 4) }
+        #expect(problem?.errors?.map(\.pointer) == ["/position"])
+        await expectProblem(404, "notFound") { try await entries.move(CatalogID(), to: 0) }
+        let wrongMedia = try await catalog.client.send("PATCH", "/v1/playlists/\(playlist)/entries/\(first.value.entryId)", json: ["position": 1])
+        #expect(wrongMedia.status == 415)
+        #expect(wrongMedia.header("Accept-Patch") == "application/merge-patch+json")
+
+        // Up next, to the end.
+        var played: [CatalogID] = [ids[0]]
+        var current = first.value.entryId
+        while let next = try await entries.next(after: current) {
+            played.append(next.playableItem.id)
+            current = next.entryId
+        }
+        #expect(played == [ids[0], ids[1], ids[2], ids[0]])
+        let end = try await catalog.client.get("/v1/playlists/\(playlist)/entries/\(current)/next")
+        #expect(end.status == 404)
+        #expect(end.problem?.code == "endOfPlaylist")
+        await expectProblem(404, "notFound") { try await entries.get(CatalogID()) }
+        await expectProblem(404, "notFound") { try await entries.next(after: CatalogID()) }
+
+        // Remove closes the gap.
+        let tag = try await entries.remove(second.value.entryId)
+        #expect(tag == "\"8\"")
+        #expect(try await Self.order(api, playlist) == [ids[0], ids[2], ids[0]])
+        await expectProblem(404) { try await entries.remove(second.value.entryId) }
+
+        // Replace: kept items keep their entry ids.
+        let before = try await entries.list().items
+        let replaced = try await entries.replace(with: [ids[3], ids[0], ids[2]])
+        #expect(replaced.value.entryCount == 3)
+        #expect(replaced.etag == "\"9\"")
+        let after = try await entries.list().items
+        #expect(after.map(\.playableItem.id) == [ids[3], ids[0], ids[2]])
+        #expect(after[1].entryId == before[0].entryId)
+        #expect(after[2].entryId == before[1].entryId)
+        #expect(!before.map(\.entryId).contains(after[0].entryId))
+        problem = await expectProblem(422) { try await entries.replace(with: [ids[0], CatalogID(), ids[1], CatalogID()]) }
+        #expect(problem?.errors?.map(\.pointer) == ["/playableItemIds/1", "/playableItemIds/3"])
+        let tooMany = try await catalog.client.send("PUT", "/v1/playlists/\(playlist)/entries",
+                                                    json: ["playableItemIds": Array(repeating: ids[0].rawValue, count: 10_001)])
+        #expect(tooMany.problem?.errors?.map(\.code) == ["tooLong"])
+        #expect(try await entries.replace(with: []).value.entryCount == 0)
+        #expect(try await Self.order(api, playlist).isEmpty)
+    }
+
+    @Test func everyEntryWriteHonoursIfMatchOnThePlaylist() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let api = catalog.api
+        let ids = try await Self.items(api, 2)
+        let playlist = try await api.playlists.create(PlaylistInput(title: "Guarded"))
+        let entries = api.entries(of: playlist.value.id)
+        let added = try await entries.add(ids[0], ifMatch: playlist.etag)
+        let stale = playlist.etag
+        await expectProblem(412) { try await entries.add(ids[1], ifMatch: stale) }
+        await expectProblem(412) { try await entries.move(added.value.entryId, to: 0, ifMatch: stale) }
+        await expectProblem(412) { try await entries.remove(added.value.entryId, ifMatch: stale) }
+        await expectProblem(412) { try await entries.replace(with: [], ifMatch: stale) }
+        let failed = try await catalog.client.send("DELETE", "/v1/playlists/\(playlist.value.id)/entries/\(added.value.entryId)",
+                                                   headers: ["If-Match": stale])
+        #expect(failed.header("ETag") == added.etag, "a 412 names the current version")
+        #expect(try await api.playlists.get(playlist.value.id).etag == added.etag)
+        // A playlist's tag from a write works for the next one.
+        let moved = try await entries.move(added.value.entryId, to: 0, ifMatch: added.etag)
+        _ = try await entries.replace(with: [ids[1]], ifMatch: moved.etag)
+    }
+
+    @Test func concurrentReordersFromTwoClientsOneWinsTheOtherGets412() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let api = catalog.api
+        let ids = try await Self.items(api, 5)
+        let playlist = try await api.playlists.create(PlaylistInput(title: "Contested")).value.id
+        let entries = api.entries(of: playlist)
+        _ = try await entries.replace(with: ids)
+        let appA = CatalogClient(baseURL: catalog.client.baseURL, headers: ["X-App": "a"])
+        let appB = CatalogClient(baseURL: catalog.client.baseURL, headers: ["X-App": "b"])
+        for round in 0..<25 {
+            let tag = try await api.playlists.get(playlist).etag
+            let listed = try await entries.list().items
+            let (a, b) = (listed[round % 5].entryId, listed[(round + 2) % 5].entryId)
+            async let first = Self.outcome { try await appA.entries(of: playlist).move(a, to: 4, ifMatch: tag) }
+            async let second = Self.outcome { try await appB.entries(of: playlist).move(b, to: 0, ifMatch: tag) }
+            let outcomes = await [first, second]
+            #expect(outcomes.filter { $0 == 200 }.count == 1, "round \(round): \(outcomes)")
+            #expect(outcomes.filter { $0 == 412 }.count == 1, "round \(round): \(outcomes)")
+            #expect(Set(try await Self.order(api, playlist)) == Set(ids))
+        }
+    }
+
+    static func outcome(_ body: () async throws -> some Any) async -> Int {
+        do {
+            _ = try await body()
+            return 200
+        } catch {
+            return (error as? CatalogClientError)?.problem?.status ?? -1
+        }
+    }
+
+    @Test func positionsStayDenseUnderRandomInsertsMovesAndDeletes() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let api = catalog.api
+        let ids = try await Self.items(api, 6)
+        let playlist = try await api.playlists.create(PlaylistInput(title: "Random")).value.id
+        let entries = api.entries(of: playlist)
+        var generator = SplitMix(seed: 0x5EED)
+        // The expected order, as (entry id, item id).
+        var model: [(entry: CatalogID, item: CatalogID)] = []
+        for step in 0..<250 {
+            let choice = generator.next() % 10
+            if model.isEmpty || choice < 4 {
+                let item = ids[Int(generator.next() % UInt64(ids.count))]
+                let position = Int(generator.next() % UInt64(model.count + 1))
+                let added = try await entries.add(item, at: generator.next() % 4 == 0 ? nil : position)
+                model.insert((added.value.entryId, item), at: added.value.position)
+            } else if choice < 7 {
+                let from = Int(generator.next() % UInt64(model.count))
+                let to = Int(generator.next() % UInt64(model.count))
+                _ = try await entries.move(model[from].entry, to: to)
+                model.insert(model.remove(at: from), at: to)
+            } else if choice < 9 {
+                let index = Int(generator.next() % UInt64(model.count))
+                try await entries.remove(model[index].entry)
+                model.remove(at: index)
+            } else {
+                let order = model.map(\.item).shuffled(using: &generator).dropLast(Int(generator.next() % 2))
+                _ = try await entries.replace(with: Array(order))
+                model = try await entries.list(ListQuery(limit: 100)).items.map { ($0.entryId, $0.playableItem.id) }
+                #expect(model.map(\.item) == Array(order), "step \(step)")
+            }
+            let listed = try await Self.order(api, playlist)
+            #expect(listed == model.map(\.item), "step \(step)")
+            let entryIDs = try await entries.list(ListQuery(limit: 100)).items.map(\.entryId)
+            #expect(entryIDs == model.map(\.entry), "step \(step)")
+        }
+    }
+
+    @Test func deletingAnItemRemovesItsEntriesEverywhereAndItsComments() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let api = catalog.api
+        let ids = try await Self.items(api, 3)
+        let one = try await api.playlists.create(PlaylistInput(title: "One")).value.id
+        let two = try await api.playlists.create(PlaylistInput(title: "Two")).value.id
+        let untouched = try await api.playlists.create(PlaylistInput(title: "Untouched")).value.id
+        _ = try await api.entries(of: one).replace(with: [ids[0], ids[1], ids[0], ids[2], ids[1]])
+        _ = try await api.entries(of: two).replace(with: [ids[1]])
+        _ = try await api.entries(of: untouched).replace(with: [ids[0], ids[2]])
+        let comment = try await api.comments.post(on: ids[1], CommentInput(author: "ann", body: "Nice"))
+        _ = try await api.comments.post(on: ids[1], CommentInput(author: "bob", body: "Indeed", parentId: comment.value.id))
+        let versions = (try await api.playlists.get(one).value.version, try await api.playlists.get(untouched).value.version)
+
+        try await api.playableItems.delete(ids[1])
+        #expect(try await Self.order(api, one) == [ids[0], ids[0], ids[2]])
+        #expect(try await Self.order(api, two).isEmpty)
+        #expect(try await Self.order(api, untouched) == [ids[0], ids[2]])
+        #expect(try await api.playlists.get(one).value.version == versions.0 + 1)
+        #expect(try await api.playlists.get(untouched).value.version == versions.1)
+        await expectProblem(404) { try await api.comments.get(comment.value.id) }
+        await expectProblem(404) { try await api.comments.list(on: ids[1]) }
+    }
+}
+
+/// A small seeded generator, so randomized tests replay exactly.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
