@@ -46,6 +46,7 @@ let package = Package(
             name: "catalog-server",
             dependencies: [
                 "CatalogService",
+                "CLinux",
                 "HTTPServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

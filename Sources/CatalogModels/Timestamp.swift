@@ -28,32 +28,50 @@ public enum Timestamp {
     /// Appends the UTF-8 of ``string(milliseconds:)`` to `bytes` (for writers that
     /// render JSON without building strings).
     public static func appendUTF8(milliseconds total: Int64, to bytes: inout [UInt8]) {
+        var storage: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &storage) { raw in
+            let buffer = raw.bindMemory(to: UInt8.self)
+            guard let start = buffer.baseAddress else { return }
+            bytes.append(contentsOf: UnsafeBufferPointer(start: start, count: format(milliseconds: total, into: start)))
+        }
+    }
+
+    /// The most bytes ``format(milliseconds:into:)`` writes.
+    public static let maxFormattedLength = 32
+
+    /// Writes the UTF-8 of ``string(milliseconds:)`` at `start`, which must have room
+    /// for ``maxFormattedLength`` bytes, without allocating (the hot path of rendering
+    /// lists). - Returns: how many bytes it wrote (24 for years 0…9999).
+    public static func format(milliseconds total: Int64, into start: UnsafeMutablePointer<UInt8>) -> Int {
         let millis = Int(((total % 1000) + 1000) % 1000)
         let seconds = (total - Int64(millis)) / 1000
         let days = Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
         let secondOfDay = Int(seconds - Int64(days) * 86_400)
         let (year, month, day) = civil(fromDays: days)
-        func two(_ value: Int) {
-            bytes.append(UInt8(ascii: "0") + UInt8(value / 10))
-            bytes.append(UInt8(ascii: "0") + UInt8(value % 10))
+        var offset = 0
+        @inline(__always) func put(_ byte: UInt8) {
+            start[offset] = byte
+            offset += 1
         }
-        func digits(_ value: Int, _ width: Int) {
-            let text = String(value)
-            bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: max(0, width - text.utf8.count)))
-            bytes.append(contentsOf: text.utf8)
+        @inline(__always) func two(_ value: Int) {
+            put(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value / 10))
+            put(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: value % 10))
         }
         if (0...9999).contains(year) {
             two(year / 100)
             two(year % 100)
         } else {
-            digits(year, 4)
+            // Outside 0…9999: at least four digits, with the sign.
+            let text = Array(String(year).utf8)
+            let digits = year < 0 ? text.count - 1 : text.count
+            if year < 0 { put(UInt8(ascii: "-")) }
+            for _ in digits..<max(4, digits) { put(UInt8(ascii: "0")) }
+            for byte in text.dropFirst(year < 0 ? 1 : 0) { put(byte) }
         }
-        bytes.append(UInt8(ascii: "-")); two(month); bytes.append(UInt8(ascii: "-")); two(day)
-        bytes.append(UInt8(ascii: "T"))
-        two(secondOfDay / 3600); bytes.append(UInt8(ascii: ":")); two(secondOfDay / 60 % 60); bytes.append(UInt8(ascii: ":"))
-        two(secondOfDay % 60); bytes.append(UInt8(ascii: "."))
-        bytes.append(UInt8(ascii: "0") + UInt8(millis / 100)); two(millis % 100)
-        bytes.append(UInt8(ascii: "Z"))
+        put(UInt8(ascii: "-")); two(month); put(UInt8(ascii: "-")); two(day); put(UInt8(ascii: "T"))
+        two(secondOfDay / 3600); put(UInt8(ascii: ":")); two(secondOfDay / 60 % 60); put(UInt8(ascii: ":")); two(secondOfDay % 60)
+        put(UInt8(ascii: ".")); put(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: millis / 100)); two(millis % 100); put(UInt8(ascii: "Z"))
+        return offset
     }
 
     /// Parses RFC 3339 (`T` or `t`, `Z` or an offset, any number of fractional digits).
@@ -158,3 +176,4 @@ public enum CatalogJSON {
         return decoder
     }
 }
+

@@ -60,22 +60,24 @@ public final class CatalogStore: Sendable {
 
     /// `comments` in a playable item: its first page of top-level comments, newest first.
     public var itemComments: Embedding {
-        Embedding("comments") { [comments] db, id in
-            try comments.resources.renderedList(db, ListRequest(limit: Self.embeddedPageSize, order: .field("createdAt", descending: true),
-                                                                scope: .commentsOn(item: id)))
+        Embedding("comments") { [comments] db, id, writer in
+            try comments.resources.renderList(db, ListRequest(limit: Self.embeddedPageSize, order: .field("createdAt", descending: true),
+                                                              scope: .commentsOn(item: id)), into: &writer)
         }
     }
 
     /// `playlists` in a playable item: the first page of the playlists holding it.
     public var itemPlaylists: Embedding {
-        Embedding("playlists") { [playlists] db, id in
-            try playlists.renderedList(db, ListRequest(limit: Self.embeddedPageSize, scope: .playlistsContaining(item: id)))
+        Embedding("playlists") { [playlists] db, id, writer in
+            try playlists.renderList(db, ListRequest(limit: Self.embeddedPageSize, scope: .playlistsContaining(item: id)), into: &writer)
         }
     }
 
     /// `entries` in a playlist: its first page of entries.
     public var playlistEntries: Embedding {
-        Embedding("entries") { [entries] db, id in try entries.firstPage(db, playlistID: id, limit: Self.embeddedPageSize) }
+        Embedding("entries") { [entries] db, id, writer in
+            try entries.firstPage(db, playlistID: id, limit: Self.embeddedPageSize, into: &writer)
+        }
     }
 
     /// The SQLite library version, such as `3.40.1`.

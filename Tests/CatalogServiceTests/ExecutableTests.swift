@@ -39,6 +39,7 @@ import Glibc
         process.executableURL = Self.executable
         process.arguments = ["--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--no-seed"]
         process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice  // an orphan must not hold the test runner's pipes
         try process.run()
         defer { if process.isRunning { process.terminate() } }
         let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
@@ -90,6 +91,7 @@ import Glibc
         process.environment = ["CATALOG_PORT": String(port), "CATALOG_DATABASE": directory.appendingPathComponent("c.sqlite").path,
                                "CATALOG_MIGRATIONS": migrationsDirectory.path, "CATALOG_SEED": "false"]
         process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice  // an orphan must not hold the test runner's pipes
         try process.run()
         defer { if process.isRunning { process.terminate() } }
         let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
@@ -114,6 +116,7 @@ import Glibc
         process.arguments = ["--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--no-seed",
                              "--log-level", "warning"]
         process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice  // an orphan must not hold the test runner's pipes
         try process.run()
         defer { if process.isRunning { process.terminate() } }
         let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)

@@ -43,4 +43,73 @@ import Testing
         let decoded = try CatalogJSON.makeDecoder().decode(Page<Location>.self, from: Data(near.json))
         #expect(decoded.items.allSatisfy { $0.distanceMeters != nil })
     }
+
+    @Test func playlistsEntriesAndCommentsRenderAsTheirModelsEncode() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        var itemIDs: [CatalogID] = []
+        for (index, text) in Self.awkward.enumerated() {
+            let item = try wait {
+                store.items.create(PlayableItemInput(title: "t" + text, description: text, streamURL: URL(string: "https://example.com/\(index)")!,
+                                                     durationSeconds: [nil, 0, 596, 146.5, 1e-7][index]), completion: $0)
+            }
+            itemIDs.append(item.id)
+            let playlist = try wait { store.playlists.create(PlaylistInput(title: "p" + text, description: text), completion: $0) }
+            try expectParity(playlist.json, as: Playlist.self)
+            let entry = try wait { store.entries.insert(PlaylistEntryInput(playableItemId: item.id), into: playlist.id, preconditions: .init(), completion: $0) }
+            try expectParity(entry.json, as: PlaylistEntry.self)
+            let comment = try wait { store.comments.post(on: item.id, CommentInput(author: "a" + text, body: "b" + text), completion: $0) }
+            try expectParity(comment.json, as: CatalogModels.Comment.self)
+            let reply = try wait { store.comments.post(on: item.id, CommentInput(author: "r", body: text + "r", parentId: comment.id), completion: $0) }
+            try expectParity(reply.json, as: CatalogModels.Comment.self)
+            _ = try wait { store.comments.delete(comment.id, preconditions: .init(), completion: $0) }
+            try expectParity(try #require(try store.comments.resources.rendered(comment.id)).json, as: CatalogModels.Comment.self)
+            let shaped = try #require(try store.playlists.rendered(playlist.id, embedding: [store.playlistEntries]))
+            try expectParity(shaped.json, as: Playlist.self)
+            let withThreads = try #require(try store.items.rendered(item.id, embedding: [store.itemComments, store.itemPlaylists]))
+            try expectParity(withThreads.json, as: PlayableItem.self)
+        }
+        let playlist = try wait { store.playlists.create(PlaylistInput(title: "all"), completion: $0) }
+        _ = try wait { store.entries.replace(PlaylistOrder(playableItemIds: itemIDs + itemIDs), of: playlist.id, preconditions: .init(), completion: $0) }
+        try expectParity(try store.entries.page(of: playlist.id, limit: 4, cursor: nil).json, as: Page<PlaylistEntry>.self)
+        try expectParity(try store.comments.resources.renderedList(ListRequest(scope: .commentsOn(item: itemIDs[0]))).json, as: Page<CatalogModels.Comment>.self)
+    }
+
+    /// Strings of every awkward kind, at every length around the 8-byte scan, and numbers.
+    @Test func stringsAndNumbersRenderAsTheEncoderWritesThem() throws {
+        let alphabet: [String] = ["a", "Z", "0", " ", "/", "\"", "\\", "\u{0}", "\u{1}", "\n", "\t", "\u{1f}", "\u{7f}", "é", "😀", "\u{2028}", "中", "~"]
+        var generator = SeededGenerator(seed: 42)
+        let encoder = CatalogJSON.makeEncoder()
+        for length in 0..<600 {
+            let text = (0..<(length % 40)).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }.joined()
+            var writer = JSONWriter()
+            var copy = text
+            copy.withUTF8 { writer.string(utf8: $0) }
+            #expect(writer.bytes == Array(try encoder.encode(text)), "\(text.debugDescription)")
+        }
+        let numbers: [Double] = [0, -0.0, 1, -1, 596, 146.5, 1e-7, 1e15 - 1, 1e15, -1e15 + 1, 1e16, 123456789.125, .pi, -2.5e-300, 9007199254740992]
+        for number in numbers + (0..<500).map({ _ in Double(bitPattern: generator.next()) }).filter(\.isFinite) {
+            var writer = JSONWriter()
+            writer.number(number)
+            #expect(writer.bytes == Array(try encoder.encode(number)), "\(number)")
+        }
+        for integer in [Int64.min, .max, 0, -1, 10, 99, 100] + (0..<200).map({ _ in Int64(bitPattern: generator.next()) >> (generator.next() % 63) }) {
+            var writer = JSONWriter()
+            writer.integer(integer)
+            #expect(writer.bytes == Array(String(integer).utf8))
+        }
+    }
+}
+
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }

@@ -41,9 +41,21 @@ final class CatalogDatabase: Sendable {
         try pool.unsafeRead(body)
     }
 
-    /// Runs several reads in one read transaction, so they see one snapshot.
+    /// Runs several reads in one read transaction, so they see one snapshot. (Its own
+    /// BEGIN and COMMIT on a pooled reader: GRDB's isolated `read` costs several percent
+    /// of a response on the hottest embedded reads.)
     func snapshot<T>(_ body: (Database) throws -> T) throws -> T {
-        try pool.read(body)
+        try pool.unsafeRead { db in
+            try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
+            do {
+                let result = try body(db)
+                try db.cachedStatement(sql: "COMMIT").execute()
+                return result
+            } catch {
+                try? db.cachedStatement(sql: "ROLLBACK").execute()
+                throw error
+            }
+        }
     }
 
     /// Finishes queued writes, copies the whole WAL into the database file and truncates it.

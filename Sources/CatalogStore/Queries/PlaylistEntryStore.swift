@@ -46,22 +46,24 @@ public final class PlaylistEntryStore: Sendable {
         return try guarded {
             try database.snapshot { db in
                 guard let pk = try Self.playlistPK(db, playlistID) else { throw StoreError.notFound }
-                return try renderPage(db, playlistID: playlistID, pk: pk, after: after ?? -1, limit: limit, fields: fields)
+                var writer = JSONWriter(capacity: 256 + limit * 600)
+                let next = try renderPage(db, playlistID: playlistID, pk: pk, after: after ?? -1, limit: limit, fields: fields, into: &writer)
+                return (writer.bytes, next)
             }
         }
     }
 
-    /// The first page of entries (for `include=entries`), read in `db`'s snapshot.
-    func firstPage(_ db: Database, playlistID: CatalogID, limit: Int) throws -> [UInt8] {
+    /// Writes the first page of entries (for `include=entries`), read in `db`'s snapshot.
+    func firstPage(_ db: Database, playlistID: CatalogID, limit: Int, into writer: inout JSONWriter) throws {
         guard let pk = try Self.playlistPK(db, playlistID) else { throw StoreError.notFound }
-        return try renderPage(db, playlistID: playlistID, pk: pk, after: -1, limit: limit, fields: .all).json
+        _ = try renderPage(db, playlistID: playlistID, pk: pk, after: -1, limit: limit, fields: .all, into: &writer)
     }
 
-    private func renderPage(_ db: Database, playlistID: CatalogID, pk: Int64, after: Int64, limit: Int, fields: FieldMask) throws
-        -> (json: [UInt8], nextCursor: String?) {
+    /// Writes a page of entries; returns the next page's cursor.
+    private func renderPage(_ db: Database, playlistID: CatalogID, pk: Int64, after: Int64, limit: Int, fields: FieldMask,
+                            into writer: inout JSONWriter) throws -> String? {
         let rows = try RawRows(db, sql: selectSQL + " WHERE e.playlist_pk = ? AND e.position > ? ORDER BY e.position LIMIT ?",
                                arguments: [pk, after, limit + 1])
-        var writer = JSONWriter(capacity: 256 + limit * 600)
         writer.raw("{\"items\":[")
         var count = 0
         var last: (position: Int64, id: String)?
@@ -72,7 +74,7 @@ public final class PlaylistEntryStore: Sendable {
                 break
             }
             if count > 0 { writer.byte(UInt8(ascii: ",")) }
-            render(rows.statement, playlistID: playlistID, fields: fields, into: &writer)
+            try render(rows.statement, playlistID: playlistID, fields: fields, into: &writer)
             count += 1
             if count == limit {
                 last = (sqlite3_column_int64(rows.statement, 1), String(decoding: RowRenderer.text(rows.statement, 0), as: UTF8.self))
@@ -84,7 +86,7 @@ public final class PlaylistEntryStore: Sendable {
             writer.string(next)
         }
         writer.byte(UInt8(ascii: "}"))
-        return (writer.bytes, next)
+        return next
     }
 
     /// The entry `entryID` of `playlistID`, or `nil` when either does not exist.
@@ -252,13 +254,13 @@ public final class PlaylistEntryStore: Sendable {
     // MARK: Helpers
 
     /// Appends an entry from the statement's current row (entry columns, then the item's).
-    private func render(_ statement: SQLiteStatement, playlistID: CatalogID, fields: FieldMask, into writer: inout JSONWriter) {
+    private func render(_ statement: SQLiteStatement, playlistID: CatalogID, fields: FieldMask, into writer: inout JSONWriter) throws {
         writer.raw("{\"addedAt\":")
         writer.timestamp(milliseconds: sqlite3_column_int64(statement, 2))
         writer.raw(",\"entryId\":")
         writer.string(utf8: RowRenderer.text(statement, 0))
         writer.raw(",\"playableItem\":")
-        itemRenderer.render(statement, into: &writer, offset: 3, mask: fields)
+        try itemRenderer.render(statement, into: &writer, offset: 3, mask: fields)
         writer.raw(",\"playlistId\":")
         writer.string(playlistID.rawValue)
         writer.raw(",\"position\":")
@@ -272,7 +274,7 @@ public final class PlaylistEntryStore: Sendable {
         let rows = try RawRows(db, sql: selectSQL + " WHERE e.playlist_pk = ? AND e.position = ?", arguments: [playlistPK, position])
         guard try rows.step() else { return nil }
         var writer = JSONWriter(capacity: 700)
-        render(rows.statement, playlistID: playlistID, fields: fields, into: &writer)
+        try render(rows.statement, playlistID: playlistID, fields: fields, into: &writer)
         let entryID = CatalogID(String(decoding: RowRenderer.text(rows.statement, 0), as: UTF8.self)) ?? CatalogID()
         return RenderedEntry(entryID: entryID, playlistVersion: version, json: writer.bytes)
     }

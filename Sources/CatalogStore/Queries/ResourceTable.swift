@@ -77,10 +77,10 @@ public struct RenderedResource: Sendable {
 public struct Embedding: Sendable {
     /// The member's key, quoted, with its colon.
     let key: [UInt8]
-    /// Renders the member's value for the resource with this id.
-    let render: @Sendable (Database, CatalogID) throws -> [UInt8]
+    /// Writes the member's value for the resource with this id.
+    let render: @Sendable (Database, CatalogID, inout JSONWriter) throws -> Void
 
-    init(_ name: String, render: @escaping @Sendable (Database, CatalogID) throws -> [UInt8]) {
+    init(_ name: String, render: @escaping @Sendable (Database, CatalogID, inout JSONWriter) throws -> Void) {
         key = RenderedField.key(name)
         self.render = render
     }
@@ -158,25 +158,21 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         }
         return try guarded {
             try database.snapshot { db in
-                // The resource first: when it is absent, nothing else is read.
-                guard try exists(db, id) else { return nil }
-                let members = try embedding.map { EmbeddedMember(key: $0.key, json: try $0.render(db, id)) }
+                // Each member is read and written when the resource's row reaches its key.
+                let members = embedding.map { embedding in
+                    EmbeddedMember(key: embedding.key) { writer in try embedding.render(db, id, &writer) }
+                }
                 return try render(db, id, fields: fields, embedded: members.sorted { $0.key.lexicographicallyPrecedes($1.key) })
             }
         }
-    }
-
-    /// Whether the resource `id` exists, as `db` sees it.
-    func exists(_ db: Database, _ id: CatalogID) throws -> Bool {
-        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM \(table) WHERE id = ?"), arguments: [id.rawValue]) != nil
     }
 
     /// Renders the row of `id` as read by `db` (inside a write transaction, what it will commit).
     func render(_ db: Database, _ id: CatalogID, fields: FieldMask = .all, embedded: [EmbeddedMember] = []) throws -> RenderedResource? {
         let rows = try RawRows(db, sql: renderedSelectSQL, arguments: [id.rawValue])
         guard try rows.step() else { return nil }
-        var writer = JSONWriter()
-        renderer.render(rows.statement, into: &writer, mask: fields, embedded: embedded)
+        var writer = JSONWriter(capacity: embedded.isEmpty ? 512 : 16_384)
+        try renderer.render(rows.statement, into: &writer, mask: fields, embedded: embedded)
         return RenderedResource(id: id, version: Int(sqlite3_column_int64(rows.statement, versionIndex)), json: writer.bytes)
     }
 
@@ -203,18 +199,25 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         }
     }
 
-    /// The first page of `request` as `db` sees it (for embedding in another resource).
-    func renderedList(_ db: Database, _ request: ListRequest) throws -> [UInt8] {
-        try renderList(db, request, listQuery(request, after: nil)).json
-    }
-
     private func renderList(_ db: Database, _ request: ListRequest, _ query: (String, [(any DatabaseValueConvertible)?])) throws
         -> (json: [UInt8], nextCursor: String?) {
+        var writer = JSONWriter(capacity: 256 + request.limit * 512)
+        let next = try renderList(db, request, query, into: &writer)
+        return (writer.bytes, next)
+    }
+
+    /// Writes the first page of `request` as `db` sees it (for embedding in another resource).
+    func renderList(_ db: Database, _ request: ListRequest, into writer: inout JSONWriter) throws {
+        _ = try renderList(db, request, listQuery(request, after: nil), into: &writer)
+    }
+
+    /// Writes a page; returns the next page's cursor.
+    private func renderList(_ db: Database, _ request: ListRequest, _ query: (String, [(any DatabaseValueConvertible)?]),
+                            into writer: inout JSONWriter) throws -> String? {
         let (sql, arguments) = query
         let sortKeyIndex = Int32(renderer.fields.count)
         let rows = try RawRows(db, sql: sql, arguments: StatementArguments(arguments))
         let sqlite = rows.statement
-        var writer = JSONWriter(capacity: 256 + request.limit * 512)
         writer.raw("{\"items\":[")
         var count = 0
         var lastOnPage: ListCursor?
@@ -225,7 +228,7 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
                 break
             }
             if count > 0 { writer.byte(UInt8(ascii: ",")) }
-            renderer.render(sqlite, into: &writer, mask: request.fields)
+            try renderer.render(sqlite, into: &writer, mask: request.fields)
             count += 1
             if count == request.limit, let key = ListCursor.Key(sqlite, sortKeyIndex) {
                 lastOnPage = ListCursor(fingerprint: fingerprint(request), key: key,
@@ -238,7 +241,7 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
             writer.string(next)
         }
         writer.byte(UInt8(ascii: "}"))
-        return (writer.bytes, next)
+        return next
     }
 
     /// Decodes the request's cursor and checks that it was made by this list: same
@@ -406,7 +409,7 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         return try withExtendedLifetime(rows) {
             guard try rows.next() != nil else { throw StoreError.notFound }
             var writer = JSONWriter()
-            renderer.render(statement.sqliteStatement, into: &writer)
+            try renderer.render(statement.sqliteStatement, into: &writer)
             let id = CatalogID(String(decoding: RowRenderer.text(statement.sqliteStatement, idIndex), as: UTF8.self)) ?? CatalogID()
             return RenderedResource(id: id, version: Int(sqlite3_column_int64(statement.sqliteStatement, versionIndex)), json: writer.bytes)
         }

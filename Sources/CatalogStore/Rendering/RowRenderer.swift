@@ -33,13 +33,13 @@ struct RenderedField: Sendable {
     static func key(_ name: String) -> [UInt8] { Array("\"\(name)\":".utf8) }
 }
 
-/// A member rendered elsewhere (an embedded page) and spliced into an object at its
-/// sorted place.
+/// A member rendered by another query (an embedded page), written into an object at
+/// its sorted place.
 struct EmbeddedMember {
     /// The JSON key, quoted, with its colon.
     let key: [UInt8]
-    /// The member's JSON value.
-    let json: [UInt8]
+    /// Writes the member's JSON value.
+    let write: (inout JSONWriter) throws -> Void
 }
 
 /// Which fields of a resource a response shows: a bit per field of the renderer
@@ -59,9 +59,29 @@ struct RowRenderer: Sendable {
     /// Fields sorted by key.
     let fields: [RenderedField]
 
+    /// What ``render`` reads per field, free of references (so the loop retains nothing):
+    /// the key's place in ``keyBytes`` and the kind.
+    private struct Slot {
+        let keyStart: Int
+        let keyEnd: Int
+        let kind: RenderedField.Kind
+    }
+
+    private let slots: [Slot]
+    /// Every field's quoted key and colon, one after another.
+    private let keyBytes: [UInt8]
+
     init(_ fields: [RenderedField]) {
         precondition(fields.count <= 64, "A field mask has 64 bits.")
         self.fields = fields.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        var keyBytes: [UInt8] = []
+        var slots: [Slot] = []
+        for field in self.fields {
+            slots.append(Slot(keyStart: keyBytes.count, keyEnd: keyBytes.count + field.key.count, kind: field.kind))
+            keyBytes += field.key
+        }
+        self.slots = slots
+        self.keyBytes = keyBytes
     }
 
     /// The column names to select, in the order `render` reads them (from column 0).
@@ -89,44 +109,49 @@ struct RowRenderer: Sendable {
     /// column `offset` on: the fields `mask` shows, and the `embedded` members (sorted
     /// by key) at their places.
     func render(_ statement: SQLiteStatement, into writer: inout JSONWriter, offset: Int32 = 0, mask: FieldMask = .all,
-                embedded: [EmbeddedMember] = []) {
+                embedded: [EmbeddedMember] = []) throws {
         writer.byte(UInt8(ascii: "{"))
         var first = true
         var pending = embedded[...]
-        for (index, field) in fields.enumerated() {
-            while let member = pending.first, member.key.lexicographicallyPrecedes(field.key) {
-                Self.write(member, first: &first, into: &writer)
-                pending = pending.dropFirst()
-            }
-            guard mask.bits & (1 << UInt64(index)) != 0 else { continue }
-            let column = offset + Int32(index)
-            let type = sqlite3_column_type(statement, column)
-            if type == SQLITE_NULL { continue }
-            if !first { writer.byte(UInt8(ascii: ",")) }
-            first = false
-            writer.raw(field.key)
-            switch field.kind {
-            case .text:
-                writer.string(utf8: Self.text(statement, column))
-            case .real:
-                writer.number(sqlite3_column_double(statement, column))
-            case .integer:
-                writer.integer(sqlite3_column_int64(statement, column))
-            case .boolean:
-                if sqlite3_column_int64(statement, column) == 0 { writer.raw("false") } else { writer.raw("true") }
-            case .timestamp:
-                writer.timestamp(milliseconds: sqlite3_column_int64(statement, column))
+        try keyBytes.withUnsafeBufferPointer { keys in
+            try slots.withUnsafeBufferPointer { slots in
+                for index in 0..<slots.count {
+                    let slot = slots[index]
+                    let key = UnsafeBufferPointer(rebasing: keys[slot.keyStart..<slot.keyEnd])
+                    while let member = pending.first, member.key.lexicographicallyPrecedes(key) {
+                        try Self.write(member, first: &first, into: &writer)
+                        pending = pending.dropFirst()
+                    }
+                    guard mask.bits & (1 << UInt64(index)) != 0 else { continue }
+                    let column = offset + Int32(index)
+                    if sqlite3_column_type(statement, column) == SQLITE_NULL { continue }
+                    if !first { writer.byte(UInt8(ascii: ",")) }
+                    first = false
+                    writer.raw(key)
+                    switch slot.kind {
+                    case .text:
+                        writer.string(utf8: Self.text(statement, column))
+                    case .real:
+                        writer.number(sqlite3_column_double(statement, column))
+                    case .integer:
+                        writer.integer(sqlite3_column_int64(statement, column))
+                    case .boolean:
+                        if sqlite3_column_int64(statement, column) == 0 { writer.raw("false") } else { writer.raw("true") }
+                    case .timestamp:
+                        writer.timestamp(milliseconds: sqlite3_column_int64(statement, column))
+                    }
+                }
             }
         }
-        for member in pending { Self.write(member, first: &first, into: &writer) }
+        for member in pending { try Self.write(member, first: &first, into: &writer) }
         writer.byte(UInt8(ascii: "}"))
     }
 
-    private static func write(_ member: EmbeddedMember, first: inout Bool, into writer: inout JSONWriter) {
+    private static func write(_ member: EmbeddedMember, first: inout Bool, into writer: inout JSONWriter) throws {
         if !first { writer.byte(UInt8(ascii: ",")) }
         first = false
         writer.raw(member.key)
-        writer.raw(member.json)
+        try member.write(&writer)
     }
 
     /// The bytes of a text column, valid until the statement steps again.
