@@ -36,25 +36,26 @@ public struct CatalogID: Hashable, Comparable, Sendable, Codable, CustomStringCo
     /// Parses the canonical 36-character form `8-4-4-4-12` hex digits (either case);
     /// `nil` for anything else.
     public init?(_ text: String) {
-        var lowered: [UInt8] = []
-        lowered.reserveCapacity(36)
-        for (index, byte) in text.utf8.enumerated() {
-            guard index < 36 else { return nil }
-            switch byte {
-            case UInt8(ascii: "-") where index == 8 || index == 13 || index == 18 || index == 23:
-                lowered.append(byte)
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"):
-                guard index != 8, index != 13, index != 18, index != 23 else { return nil }
-                lowered.append(byte)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"):
-                guard index != 8, index != 13, index != 18, index != 23 else { return nil }
-                lowered.append(byte | 0x20)
-            default:
-                return nil
+        var text = text
+        var sawUppercase = false
+        let valid = text.withUTF8 { utf8 -> Bool in
+            guard utf8.count == 36 else { return false }
+            for (index, byte) in utf8.enumerated() {
+                let isDash = index == 8 || index == 13 || index == 18 || index == 23
+                switch byte {
+                case UInt8(ascii: "-"): guard isDash else { return false }
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"): guard !isDash else { return false }
+                case UInt8(ascii: "A")...UInt8(ascii: "F"):
+                    guard !isDash else { return false }
+                    sawUppercase = true
+                default: return false
+                }
             }
+            return true
         }
-        guard lowered.count == 36 else { return nil }
-        rawValue = String(decoding: lowered, as: UTF8.self)
+        guard valid else { return nil }
+        // The common case, already canonical, keeps the string as it is.
+        rawValue = sawUppercase ? String(decoding: text.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "F") ? $0 | 0x20 : $0 }, as: UTF8.self) : text
     }
 
     /// The canonical lowercase text.

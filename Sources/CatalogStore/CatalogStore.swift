@@ -49,7 +49,7 @@ public final class CatalogStore: Sendable {
         games = ResourceStore(GameTable.self, database: database)
         locations = ResourceStore(LocationTable.self, database: database)
         playlists = ResourceStore(PlaylistTable.self, database: database)
-        entries = PlaylistEntryStore(database: database, playlists: playlists)
+        entries = PlaylistEntryStore(database: database, playlists: playlists, items: items)
         comments = CommentStore(database: database)
     }
 

@@ -25,6 +25,7 @@ enum PlayableItemTable: ResourceTable {
     }
 
     static let deletionWritesMore = true
+    static let cachesRenderings = true
 
     static func model(_ row: Row) -> PlayableItem {
         let meta = meta(row)

@@ -21,6 +21,8 @@ public final class PlaylistEntryStore: Sendable {
     private let database: CatalogDatabase
     private let playlists: ResourceStore<Playlist, PlaylistInput>
     private let itemRenderer = PlayableItemTable.renderer
+    /// The items' rendering cache, shared with their own lists.
+    private let itemCache: RenderCache?
     /// Entry columns (id, position, created_at), then the item's renderer columns.
     private let selectSQL: String
 
@@ -29,9 +31,10 @@ public final class PlaylistEntryStore: Sendable {
     /// How many errors a rejected order lists at most.
     static let maxListedErrors = 100
 
-    init(database: CatalogDatabase, playlists: ResourceStore<Playlist, PlaylistInput>) {
+    init(database: CatalogDatabase, playlists: ResourceStore<Playlist, PlaylistInput>, items: ResourceStore<PlayableItem, PlayableItemInput>) {
         self.database = database
         self.playlists = playlists
+        itemCache = items.cache
         selectSQL = "SELECT e.id, e.position, e.created_at, " + PlayableItemTable.renderer.columns.map { "i.\($0)" }.joined(separator: ", ")
             + " FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk"
     }
@@ -192,42 +195,70 @@ public final class PlaylistEntryStore: Sendable {
                         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         database.writes.submit(atomic: true, { [self] db in
             let playlist = try Self.lock(db, playlistID, preconditions)
-            let ids = String(decoding: try JSONEncoder().encode(order.playableItemIds.map(\.rawValue)), as: UTF8.self)
-            let resolved = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT j.key AS offset, i.pk AS pk FROM json_each(?) j LEFT JOIN playable_items i ON i.id = j.value ORDER BY j.key
-                """), arguments: [ids])
-            let unknown = resolved.filter { ($0["pk"] as Int64?) == nil }
+            // The items, in the new order (ids are UUID text: nothing to escape).
+            var itemPKs: [Int64] = []
+            itemPKs.reserveCapacity(order.playableItemIds.count)
+            var unknown: [Int] = []
+            let resolve = try RawRows(db, sql: "SELECT i.pk FROM json_each(?) j LEFT JOIN playable_items i ON i.id = j.value ORDER BY j.key",
+                                      arguments: [Self.jsonArray(order.playableItemIds.map { "\"\($0.rawValue)\"" })])
+            while try resolve.step() {
+                if sqlite3_column_type(resolve.statement, 0) == SQLITE_NULL { unknown.append(itemPKs.count) }
+                itemPKs.append(sqlite3_column_int64(resolve.statement, 0))
+            }
             guard unknown.isEmpty else {
-                throw StoreError.invalid(unknown.prefix(Self.maxListedErrors).map { row in
-                    Violation(.notFound, "No playable item has this id.").at("/playableItemIds/\(row["offset"] as Int)")
+                throw StoreError.invalid(unknown.prefix(Self.maxListedErrors).map { offset in
+                    Violation(.notFound, "No playable item has this id.").at("/playableItemIds/\(offset)")
                 })
             }
-            // The current entries of each item, in order.
-            var current: [Int64: [(pk: Int64, position: Int64)]] = [:]
-            for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT pk, item_pk, position FROM playlist_entries WHERE playlist_pk = ? ORDER BY position"),
-                                        arguments: [playlist.pk]) {
-                current[row["item_pk"], default: []].append((row["pk"], row["position"]))
+            // The current entries of each item, in position order.
+            var current: [Int64: [(pk: Int64, position: Int)]] = [:]
+            let entries = try RawRows(db, sql: "SELECT pk, item_pk, position FROM playlist_entries WHERE playlist_pk = ? ORDER BY position",
+                                      arguments: [playlist.pk])
+            while try entries.step() {
+                current[sqlite3_column_int64(entries.statement, 1), default: []]
+                    .append((sqlite3_column_int64(entries.statement, 0), Int(sqlite3_column_int64(entries.statement, 2))))
             }
-            let now = Timestamp.milliseconds(Date())
-            let setPosition = try db.cachedStatement(sql: "UPDATE playlist_entries SET position = ? WHERE pk = ?")
-            let insert = try db.cachedStatement(sql: "INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at) VALUES (?, ?, ?, ?, ?)")
-            for (offset, row) in resolved.enumerated() {
-                let itemPK: Int64 = row["pk"]
-                let position = Int64(offset)
-                if var kept = current[itemPK], !kept.isEmpty {
-                    let entry = kept.removeFirst()
-                    current[itemPK] = kept
-                    if entry.position != position { try setPosition.execute(arguments: [position, entry.pk]) }
+            // The k-th entry of an item keeps its id and moves to the item's k-th new place.
+            var used: [Int64: Int] = [:]
+            var moves: [String] = [], additions: [String] = [], removals: [String] = []
+            for (position, itemPK) in itemPKs.enumerated() {
+                let taken = used[itemPK, default: 0]
+                if let kept = current[itemPK], taken < kept.count {
+                    used[itemPK] = taken + 1
+                    if kept[taken].position != position { moves.append("[\(kept[taken].pk),\(position)]") }
                 } else {
-                    try insert.execute(arguments: [CatalogID().rawValue, playlist.pk, itemPK, position, now])
+                    additions.append("[\"\(CatalogID().rawValue)\",\(itemPK),\(position)]")
                 }
             }
-            let delete = try db.cachedStatement(sql: "DELETE FROM playlist_entries WHERE pk = ?")
-            for entry in current.values.joined() { try delete.execute(arguments: [entry.pk]) }
-            _ = try Self.touch(db, playlist.pk, entryCount: resolved.count)
+            for (itemPK, kept) in current {
+                for entry in kept[(used[itemPK] ?? 0)...] { removals.append(String(entry.pk)) }
+            }
+            // Three statements, whatever the size.
+            if !removals.isEmpty {
+                try db.cachedStatement(sql: "DELETE FROM playlist_entries WHERE pk IN (SELECT value FROM json_each(?))")
+                    .execute(arguments: [Self.jsonArray(removals)])
+            }
+            if !moves.isEmpty {
+                try db.cachedStatement(sql: """
+                    UPDATE playlist_entries SET position = json_extract(m.value, '$[1]')
+                    FROM json_each(?) m WHERE playlist_entries.pk = json_extract(m.value, '$[0]')
+                    """).execute(arguments: [Self.jsonArray(moves)])
+            }
+            if !additions.isEmpty {
+                try db.cachedStatement(sql: """
+                    INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at)
+                    SELECT json_extract(value, '$[0]'), ?, json_extract(value, '$[1]'), json_extract(value, '$[2]'), ? FROM json_each(?)
+                    """).execute(arguments: [playlist.pk, Timestamp.milliseconds(Date()), Self.jsonArray(additions)])
+            }
+            _ = try Self.touch(db, playlist.pk, entryCount: itemPKs.count)
             guard let rendered = try playlists.render(db, playlistID) else { throw StoreError.notFound }
             return rendered
         }, completion: Self.mapped(completion))
+    }
+
+    /// A JSON array of already-encoded elements (a bound parameter for `json_each`).
+    private static func jsonArray(_ elements: [String]) -> String {
+        "[" + elements.joined(separator: ",") + "]"
     }
 
     /// Removes every entry of the item `itemID` from every playlist, keeping positions
@@ -260,7 +291,11 @@ public final class PlaylistEntryStore: Sendable {
         writer.raw(",\"entryId\":")
         writer.string(utf8: RowRenderer.text(statement, 0))
         writer.raw(",\"playableItem\":")
-        try itemRenderer.render(statement, into: &writer, offset: 3, mask: fields)
+        if let itemCache, fields == .all {
+            try itemRenderer.render(statement, into: &writer, offset: 3, cache: itemCache)
+        } else {
+            try itemRenderer.render(statement, into: &writer, offset: 3, mask: fields)
+        }
         writer.raw(",\"playlistId\":")
         writer.string(playlistID.rawValue)
         writer.raw(",\"position\":")

@@ -34,12 +34,15 @@ protocol ResourceTable: Sendable {
     static func willDelete(_ db: Database, id: CatalogID) throws
     /// Whether ``willDelete(_:id:)`` writes, so the deletion needs a savepoint.
     static var deletionWritesMore: Bool { get }
+    /// Whether renderings are worth caching (resources listed and embedded often).
+    static var cachesRenderings: Bool { get }
 }
 
 extension ResourceTable {
     static func filter(_ scope: ListRequest.Scope) -> String? { nil }
     static func willDelete(_ db: Database, id: CatalogID) throws {}
     static var deletionWritesMore: Bool { false }
+    static var cachesRenderings: Bool { false }
 }
 
 extension ResourceTable {
@@ -102,6 +105,8 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
     private let scopeFilter: @Sendable (ListRequest.Scope) -> String?
     private let willDelete: @Sendable (Database, CatalogID) throws -> Void
     private let deletionWritesMore: Bool
+    /// Renderings of whole rows by id and version, for tables that cache them.
+    let cache: RenderCache?
     private let versionIndex: Int32
     /// The select lists of list queries: plain, and with the distance column filled.
     private let listColumns: (plain: String, distance: String)
@@ -127,6 +132,7 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         scopeFilter = { Table.filter($0) }
         willDelete = { try Table.willDelete($0, id: $1) }
         deletionWritesMore = Table.deletionWritesMore
+        cache = Table.cachesRenderings ? RenderCache() : nil
     }
 
     /// The renderer's columns; the distance column is the sort key in distance-ordered
@@ -228,7 +234,11 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
                 break
             }
             if count > 0 { writer.byte(UInt8(ascii: ",")) }
-            try renderer.render(sqlite, into: &writer, mask: request.fields)
+            if let cache, request.fields == .all {
+                try renderer.render(sqlite, into: &writer, cache: cache)
+            } else {
+                try renderer.render(sqlite, into: &writer, mask: request.fields)
+            }
             count += 1
             if count == request.limit, let key = ListCursor.Key(sqlite, sortKeyIndex) {
                 lastOnPage = ListCursor(fingerprint: fingerprint(request), key: key,

@@ -46,6 +46,14 @@ struct JSONWriter {
     /// What has been written.
     var bytes: [UInt8] { Array(UnsafeBufferPointer(start: storage.start, count: storage.count)) }
 
+    /// How many bytes have been written.
+    var count: Int { storage.count }
+
+    /// The bytes written from offset `start` on.
+    func bytes(from start: Int) -> ArraySlice<UInt8> {
+        ArraySlice(UnsafeBufferPointer(start: storage.start + start, count: storage.count - start))
+    }
+
     mutating func raw(_ text: StaticString) {
         text.withUTF8Buffer { raw($0) }
     }

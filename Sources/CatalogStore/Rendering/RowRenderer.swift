@@ -70,6 +70,9 @@ struct RowRenderer: Sendable {
     private let slots: [Slot]
     /// Every field's quoted key and colon, one after another.
     private let keyBytes: [UInt8]
+    /// Where the `id` and `version` columns are (keys of ``RenderCache``).
+    private let idColumn: Int32
+    private let versionColumn: Int32
 
     init(_ fields: [RenderedField]) {
         precondition(fields.count <= 64, "A field mask has 64 bits.")
@@ -82,6 +85,8 @@ struct RowRenderer: Sendable {
         }
         self.slots = slots
         self.keyBytes = keyBytes
+        idColumn = Int32(self.fields.firstIndex { $0.column == "id" } ?? 0)
+        versionColumn = Int32(self.fields.firstIndex { $0.column == "version" } ?? 0)
     }
 
     /// The column names to select, in the order `render` reads them (from column 0).
@@ -145,6 +150,17 @@ struct RowRenderer: Sendable {
         }
         for member in pending { try Self.write(member, first: &first, into: &writer) }
         writer.byte(UInt8(ascii: "}"))
+    }
+
+    /// Appends the whole JSON object of the statement's current row (columns from
+    /// `offset`), from `cache` when it holds the row's id at the row's version.
+    func render(_ statement: SQLiteStatement, into writer: inout JSONWriter, offset: Int32 = 0, cache: RenderCache) throws {
+        let id = Self.text(statement, offset + idColumn)
+        let version = sqlite3_column_int64(statement, offset + versionColumn)
+        if let json = cache.json(id: id, version: version) { return writer.raw(json) }
+        let start = writer.count
+        try render(statement, into: &writer, offset: offset)
+        cache.store(id: id, version: version, json: writer.bytes(from: start))
     }
 
     private static func write(_ member: EmbeddedMember, first: inout Bool, into writer: inout JSONWriter) throws {

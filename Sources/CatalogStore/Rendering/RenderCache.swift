@@ -1,0 +1,46 @@
+import GRDBSQLite
+import Synchronization
+
+/// Rendered JSON of resources, keyed by id and validated by version: a resource changes
+/// only with a new version, so a hit is exactly what rendering the row would write.
+/// Serves the hot embedded and listed playable items (an `include=entries` page writes
+/// fifty of them). Bounded: when full it starts over.
+final class RenderCache: Sendable {
+    private struct Entry {
+        let id: [UInt8]
+        let version: Int64
+        let json: [UInt8]
+    }
+
+    private let entries = Mutex<[UInt64: Entry]>([:])
+    private let capacity: Int
+
+    init(capacity: Int = 20_000) {
+        self.capacity = capacity
+    }
+
+    /// The cached JSON of the resource `id` at `version`, if any.
+    func json(id: UnsafeBufferPointer<UInt8>, version: Int64) -> [UInt8]? {
+        let key = Self.key(id)
+        return entries.withLock { entries in
+            guard let entry = entries[key], entry.version == version, entry.id.elementsEqual(id) else { return nil }
+            return entry.json
+        }
+    }
+
+    /// Remembers the JSON of the resource `id` at `version`.
+    func store(id: UnsafeBufferPointer<UInt8>, version: Int64, json: ArraySlice<UInt8>) {
+        let entry = Entry(id: Array(id), version: version, json: Array(json))
+        entries.withLock { entries in
+            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            entries[Self.key(id)] = entry
+        }
+    }
+
+    /// FNV-1a of the id's bytes.
+    private static func key(_ id: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in id { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        return hash
+    }
+}
