@@ -95,7 +95,10 @@ public final class CatalogStore: Sendable {
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM catalog_metadata WHERE key = ?", arguments: [marker]) == nil else { return false }
             try db.execute(sql: "INSERT INTO catalog_metadata (key, value) VALUES (?, ?)",
                            arguments: [marker, Timestamp.string(from: Date())])
-            let existing = try Int.fetchOne(db, sql: "SELECT (SELECT count(*) FROM playable_items) + (SELECT count(*) FROM games) + (SELECT count(*) FROM locations)") ?? 0
+            let existing = try Int.fetchOne(db, sql: """
+                SELECT (SELECT count(*) FROM playable_items) + (SELECT count(*) FROM games) + (SELECT count(*) FROM locations)
+                     + (SELECT count(*) FROM playlists)
+                """) ?? 0
             guard existing == 0 else { return false }
             // Distinct, increasing creation times keep the demo's order stable.
             var clock = Timestamp.milliseconds(Date()) - 60_000
@@ -108,6 +111,36 @@ public final class CatalogStore: Sendable {
             try insert(GameTable.self, DemoCatalog.games)
             try insert(LocationTable.self, DemoCatalog.locations)
             try insert(PlayableItemTable.self, DemoCatalog.items)
+            try insert(PlaylistTable.self, DemoCatalog.playlists.map(\.input))
+            func itemPK(_ title: String) throws -> Int64? {
+                try Int64.fetchOne(db, sql: "SELECT pk FROM playable_items WHERE title = ?", arguments: [title])
+            }
+            for playlist in DemoCatalog.playlists {
+                let playlistPK = try Int64.fetchOne(db, sql: "SELECT pk FROM playlists WHERE title = ?", arguments: [playlist.input.title])
+                let itemPKs = try playlist.itemTitles.compactMap(itemPK)
+                for (position, pk) in itemPKs.enumerated() {
+                    clock += 1
+                    try db.execute(sql: "INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at) VALUES (?, ?, ?, ?, ?)",
+                                   arguments: [CatalogID().rawValue, playlistPK, pk, position, clock])
+                }
+                try db.execute(sql: "UPDATE playlists SET entry_count = ? WHERE pk = ?", arguments: [itemPKs.count, playlistPK])
+            }
+            for thread in DemoCatalog.comments {
+                guard let itemID = try String.fetchOne(db, sql: "SELECT id FROM playable_items WHERE title = ?", arguments: [thread.itemTitle])
+                else { continue }
+                func post(_ input: CommentInput, parent: String?) throws -> String {
+                    clock += 1
+                    let id = CatalogID().rawValue
+                    try db.execute(sql: """
+                        INSERT INTO comments (id, playable_item_id, parent_id, author, body, created_at, updated_at, version)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+                        """, arguments: [id, itemID, parent, input.author, input.body, clock, clock])
+                    return id
+                }
+                let parent = try post(thread.comment, parent: nil)
+                for reply in thread.replies { _ = try post(reply, parent: parent) }
+                try db.execute(sql: "UPDATE comments SET reply_count = ? WHERE id = ?", arguments: [thread.replies.count, parent])
+            }
             return true
         }
     }

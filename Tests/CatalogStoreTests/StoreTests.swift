@@ -120,6 +120,19 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         #expect(try store.games.count() == 4)
         #expect(try store.locations.count() >= 20)
         #expect(try store.items.count() >= 10)
+        // The demo playlists hold every item they name, in order, at dense positions.
+        let playlists = try store.playlists.list(ListRequest(order: .field("title", descending: false))).items
+        #expect(playlists.map(\.title) == DemoCatalog.playlists.map(\.input.title).sorted())
+        for (playlist, demo) in zip(playlists, DemoCatalog.playlists.sorted { $0.input.title < $1.input.title }) {
+            let page = try CatalogJSON.makeDecoder().decode(Page<PlaylistEntry>.self, from: Data(store.entries.page(of: playlist.id, limit: 100, cursor: nil).json))
+            #expect(page.items.map(\.playableItem.title) == demo.itemTitles)
+            #expect(page.items.map(\.position) == Array(0..<demo.itemTitles.count))
+            #expect(playlist.entryCount == demo.itemTitles.count)
+        }
+        let bunny = try #require(store.items.list(ListRequest(limit: 1, order: .relevance, search: "Big Buck Bunny")).items.first)
+        let thread = try store.comments.resources.list(ListRequest(scope: .commentsOn(item: bunny.id))).items
+        #expect(thread.map(\.replyCount) == [1])
+        #expect(try store.comments.resources.list(ListRequest(scope: .repliesTo(comment: thread[0].id))).items.map(\.author) == ["Ben"])
         #expect(try store.seedDemoCatalogIfEmpty() == false)
         #expect(try store.games.count() == 4)
         // Emptied by its users, the catalog stays empty across restarts.

@@ -80,4 +80,19 @@ public enum DemoCatalog {
         item("BipBop 16x9 (HLS)", "Apple's basic HTTP Live Streaming example in 16:9, with several bit rates.", apple + "bipbop_16x9/bipbop_16x9_variant.m3u8", nil, 1800),
         item("BipBop 4x3 (HLS)", "Apple's basic HTTP Live Streaming example in 4:3, with several bit rates.", apple + "bipbop_4x3/bipbop_4x3_variant.m3u8", nil, 1800),
     ] as [PlayableItemInput?]).compactMap { $0 }
+
+    /// Two playlists, as titles, descriptions and the titles of their items in order.
+    public static let playlists: [(input: PlaylistInput, itemTitles: [String])] = [
+        (PlaylistInput(title: "Blender open movies", description: "The open films of the Blender Institute, oldest first."),
+         ["Elephants Dream", "Big Buck Bunny", "Sintel", "Tears of Steel"]),
+        (PlaylistInput(title: "HLS test streams", description: "Apple's HTTP Live Streaming examples, for checking a player."),
+         ["BipBop 4x3 (HLS)", "BipBop 16x9 (HLS)", "BipBop Advanced (HLS, fMP4)"]),
+    ]
+
+    /// A short thread: comments on an item's title, each with its replies.
+    public static let comments: [(itemTitle: String, comment: CommentInput, replies: [CommentInput])] = [
+        ("Big Buck Bunny", CommentInput(author: "Ana", body: "Still the best test video for a new player."),
+         [CommentInput(author: "Ben", body: "And the bunny holds up at every bit rate.")]),
+        ("Sintel", CommentInput(author: "Chloé", body: "The ending gets me every time."), []),
+    ]
 }
