@@ -31,13 +31,10 @@ enum ErrorMapping {
                 return .validation(errors)
             case .endOfPlaylist:
                 return APIError(status: .notFound, code: "endOfPlaylist", detail: "The entry is the last of its playlist: nothing plays next.")
-            case let .preconditionFailed(current?):
+            case let .preconditionFailed(current):
                 return APIError(status: .preconditionFailed, code: "preconditionFailed",
                                 detail: "A precondition failed against the current version (\(current)); fetch the resource again and retry.",
                                 headers: [("ETag", ETag.header(current))])
-            case .preconditionFailed(nil):
-                return APIError(status: .preconditionFailed, code: "preconditionFailed",
-                                detail: "If-Match was given but no resource exists with this id.")
             case let .invalidCursor(detail):
                 return .invalidParameter("cursor", detail)
             case let .conflict(detail):

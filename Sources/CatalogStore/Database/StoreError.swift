@@ -11,8 +11,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// No resource has this id.
     case notFound
     /// A precondition (`If-Match`, `If-None-Match`) is false; `current` is the
-    /// resource's version, `nil` when it does not exist.
-    case preconditionFailed(current: Int?)
+    /// resource's version.
+    case preconditionFailed(current: Int)
     /// A list cursor that is malformed, or was made for another sort or filter.
     case invalidCursor(String)
     /// A write conflicts with existing data.
@@ -26,7 +26,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .invalid(errors): errors.map { "\($0.pointer): \($0.message)" }.joined(separator: "; ")
         case .endOfPlaylist: "the entry is the last of its playlist"
         case .notFound: "not found"
-        case let .preconditionFailed(current): "precondition failed (current version \(current.map(String.init) ?? "none"))"
+        case let .preconditionFailed(current): "precondition failed (current version \(current))"
         case let .invalidCursor(detail), let .conflict(detail), let .unavailable(detail): detail
         }
     }

@@ -376,7 +376,6 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
                        transform: @escaping @Sendable (Model) throws -> Input) {
         submit(completion) { [self] db in
             guard let row = try Row.fetchOne(db.cachedStatement(sql: selectSQL), arguments: [id.rawValue]) else {
-                try preconditions.check(current: nil)
                 throw StoreError.notFound
             }
             // The content is checked first (422 before 412), as for PUT, whose body is

@@ -29,12 +29,12 @@ public struct WritePreconditions: Sendable, Equatable {
     }
 
     /// Throws unless the write may proceed on a resource whose version is `current`
-    /// (`nil`: it does not exist): 412 before 404, as RFC 9110 §13.2.2 orders them.
+    /// (`nil`: it does not exist). A missing resource is `notFound` whatever the
+    /// preconditions say: RFC 9110 §13.2.1 has a server ignore preconditions when the
+    /// request would fail without them, and this one would (we never create on PUT).
     func check(current: Int?) throws(StoreError) {
-        if let ifMatch {
-            guard let current, ifMatch.matches(current) else { throw .preconditionFailed(current: current) }
-        }
         guard let current else { throw .notFound }
+        if let ifMatch, !ifMatch.matches(current) { throw .preconditionFailed(current: current) }
         if let ifNoneMatch, ifNoneMatch.matches(current) { throw .preconditionFailed(current: current) }
     }
 }
