@@ -8,8 +8,8 @@ import Foundation
 struct Catalog: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "catalog",
-        abstract: "Read and change a catalog server's games, playable items and locations.",
-        subcommands: [Games.self, Items.self, Locations.self])
+        abstract: "Read and change a catalog server's games, playable items, locations, playlists and comments.",
+        subcommands: [Games.self, Items.self, Locations.self, Playlists.self, Comments.self])
 }
 
 /// Options every command takes.

@@ -105,15 +105,15 @@ struct Locations: AsyncParsableCommand, CLIResource {
     struct List: AsyncParsableCommand {
         @OptionGroup var connection: Connection
         @OptionGroup var options: ListOptions
-        @Option(help: "lat,lon: order by distance from this point (needs --radius).") var near: String?
-        @Option(help: "Meters from --near.") var radius: Double?
+        @Option(help: "lat,lon: order by distance from this point.") var near: String?
+        @Option(help: "Meters from --near (default: the whole Earth).") var radius: Double?
 
         func run() async throws {
             var query = options.query
             if let near {
                 let parts = near.split(separator: ",").compactMap { Double($0) }
-                guard parts.count == 2, let radius else { throw ValidationError("--near takes lat,lon and needs --radius.") }
-                query.near = (latitude: parts[0], longitude: parts[1], radius: radius)
+                guard parts.count == 2 else { throw ValidationError("--near takes lat,lon.") }
+                query.near = (latitude: parts[0], longitude: parts[1], radius: radius ?? 20_037_509)
             }
             try await Output.run {
                 try await Output.list(connection.client().locations, query, options: options, connection: connection,

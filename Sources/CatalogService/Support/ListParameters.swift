@@ -104,7 +104,8 @@ enum ListParameters {
         let near = values["near"], radius = values["radius"], bbox = values["bbox"]
         if let near {
             let point = try numbers(near, count: 2, name: "near", shape: "lat,lon")
-            guard let radiusText = radius else { throw .invalidParameter("radius", "is required with near (meters).") }
+            // Without a radius: every location, nearest first.
+            let radiusText = radius ?? String(maxRadius)
             guard let meters = Double(radiusText), meters.isFinite, meters > 0, meters <= maxRadius else {
                 throw .invalidParameter("radius", "must be a number of meters greater than 0 and at most \(Int(maxRadius)).")
             }
