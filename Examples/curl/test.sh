@@ -34,5 +34,7 @@ check list-items ./list-items.sh 5
 check search ./search.sh bunny
 check game-conditional-update ./game-conditional-update.sh
 check locations-near ./locations-near.sh 48.8566 2.3522 1000000
+check playlist-reorder ./playlist-reorder.sh 3
+check comments ./comments.sh "tears of steel"
 echo "curl: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -53,4 +53,48 @@ import Testing
         #expect(unreachable.status == 1)
         #expect(unreachable.errors.hasPrefix("catalog: transport"))
     }
+
+    @Test func playlistsAndComments() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let server = catalog.client.baseURL
+        let ids = try await PlaylistAPITests.items(catalog.api, 3)
+        let decoder = CatalogJSON.makeDecoder()
+        let created = try Self.run(["playlists", "create", "--title", "Road trip"], server: server)
+        #expect(created.status == 0, "\(created.errors)")
+        let playlist = try decoder.decode(Playlist.self, from: Data(created.output.utf8))
+        var entries: [PlaylistEntry] = []
+        for id in ids {
+            let added = try Self.run(["playlists", "add", playlist.id.rawValue, id.rawValue], server: server)
+            #expect(added.status == 0, "\(added.errors)")
+            entries.append(try decoder.decode(PlaylistEntry.self, from: Data(added.output.utf8)))
+        }
+        let moved = try Self.run(["playlists", "move", playlist.id.rawValue, entries[2].entryId.rawValue, "--to", "0", "--if-match", "\"4\""], server: server)
+        #expect(moved.status == 0, "\(moved.errors)")
+        let stale = try Self.run(["playlists", "move", playlist.id.rawValue, entries[2].entryId.rawValue, "--to", "1", "--if-match", "\"4\""], server: server)
+        #expect(stale.status == 1)
+        #expect(stale.errors.contains("412"))
+        let removed = try Self.run(["playlists", "remove", playlist.id.rawValue, entries[0].entryId.rawValue], server: server)
+        #expect(removed.status == 0, "\(removed.errors)")
+        #expect(removed.errors.contains("\"6\""))
+        let shown = try Self.run(["playlists", "show", playlist.id.rawValue], server: server)
+        let detail = try decoder.decode(Playlist.self, from: Data(shown.output.utf8))
+        #expect(detail.entries?.items.map(\.playableItem.id) == [ids[2], ids[1]])
+        #expect(detail.entries?.items.map(\.position) == [0, 1])
+        let table = try Self.run(["playlists", "show", playlist.id.rawValue, "--table"], server: server)
+        #expect(table.output.contains("Video 2") && table.output.contains("position"))
+
+        let comment = try Self.run(["comments", "post", ids[0].rawValue, "--author", "ann", "--body", "Lovely"], server: server)
+        #expect(comment.status == 0, "\(comment.errors)")
+        let parent = try decoder.decode(CatalogModels.Comment.self, from: Data(comment.output.utf8))
+        let reply = try Self.run(["comments", "post", ids[0].rawValue, "--author", "bob", "--body", "Agreed", "--reply-to", parent.id.rawValue], server: server)
+        #expect(reply.status == 0, "\(reply.errors)")
+        let listed = try decoder.decode(Page<CatalogModels.Comment>.self, from: Data(Self.run(["comments", "list", ids[0].rawValue], server: server).output.utf8))
+        #expect(listed.items.map(\.replyCount) == [1])
+        let replies = try Self.run(["comments", "replies", parent.id.rawValue, "--table"], server: server)
+        #expect(replies.output.contains("bob") && replies.output.contains("Agreed"))
+        let nested = try Self.run(["comments", "post", ids[0].rawValue, "--author", "cy", "--body", "x", "--reply-to",
+                                   (try decoder.decode(CatalogModels.Comment.self, from: Data(reply.output.utf8))).id.rawValue], server: server)
+        #expect(nested.status == 1)
+        #expect(nested.errors.contains("422"))
+    }
 }
