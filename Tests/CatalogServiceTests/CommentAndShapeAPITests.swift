@@ -95,6 +95,10 @@ import Testing
         let moveThread = try await catalog.client.send("PATCH", "/v1/comments/\(comment.value.id)", json: ["parentId": CatalogID().rawValue],
                                                        contentType: "application/merge-patch+json")
         #expect(moveThread.problem?.errors?.map(\.code) == ["readOnly"])
+        for patch in [["": NSNull()], ["rating": NSNull()], ["id": NSNull()]] as [[String: Any]] {
+            let nulled = try await catalog.client.send("PATCH", "/v1/comments/\(comment.value.id)", json: patch, contentType: "application/merge-patch+json")
+            #expect(nulled.status == 422, "a null member that is not writable is still refused: \(patch)")
+        }
         let put = try await catalog.client.send("PUT", "/v1/comments/\(comment.value.id)", json: ["author": "a", "body": "b"])
         #expect(put.status == 405)
         #expect(put.header("Allow")?.contains("PATCH") == true)

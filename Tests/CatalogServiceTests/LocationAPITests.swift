@@ -64,13 +64,16 @@ import Testing
         #expect(pacific.map(\.countryCode) == ["NZ"])
         // With near as well, both must hold, nearest first.
         let nearParisInBox = try await catalog.client.all("/v1/locations?near=48.8566,2.3522&radius=1000000&bbox=0,45,20,60", as: Location.self)
+        let emptyBox = try await catalog.client.get("/v1/locations?bbox=0,60,20,45")
+        #expect(emptyBox.status == 200)
+        #expect(try emptyBox.decode(Page<Location>.self).items.isEmpty, "minLat above maxLat is an empty box")
         #expect(nearParisInBox.map(\.countryCode) == ["FR", "NL", "CH", "DE"])
     }
 
     @Test(arguments: [
         ("near=48,2&radius=0", "radius"), ("near=48,2&radius=30000000", "radius"),
         ("radius=5", "radius"), ("near=91,0&radius=5", "near"), ("near=0,181&radius=5", "near"), ("near=abc&radius=5", "near"),
-        ("near=1,2&radius=5&sort=name", "sort"), ("bbox=1,2,3", "bbox"), ("bbox=0,10,10,5", "bbox"), ("bbox=0,-91,10,5", "bbox"),
+        ("near=1,2&radius=5&sort=name", "sort"), ("bbox=1,2,3", "bbox"), ("bbox=1e1,2,3,4", "bbox"), ("near=+1,2", "near"), ("bbox=0,-91,10,5", "bbox"),
         ("q=france", "q"),
     ])
     func invalidGeographicParametersAre400(_ query: String, _ parameter: String) async throws {

@@ -67,7 +67,7 @@ import Testing
         #expect(otherList.status == 400, "a cursor is bound to its list")
     }
 
-    @Test(arguments: ["limit=0", "limit=101", "limit=abc", "limit=-1", "limit=1.5", "sort=duration", "sort=", "q=%20%20", "page=2", "limit=2&limit=3", "near=1,2"])
+    @Test(arguments: ["limit=0", "limit=101", "limit=abc", "limit=-1", "limit=1.5", "sort=duration", "sort=", "q=", "page=2", "limit=2&limit=3", "near=1,2"])
     func invalidListParametersAre400NamingTheParameter(_ query: String) async throws {
         let catalog = try TestCatalog(seed: false)
         let response = try await catalog.client.get("/v1/playable-items?\(query)")
@@ -96,6 +96,11 @@ import Testing
         #expect(sorted.items.map(\.title) == blender.items.map(\.title).sorted { $0.lowercased() < $1.lowercased() })
         let quotes = try await catalog.client.get("/v1/playable-items?q=%22bunny%20OR%20*%22")
         #expect(quotes.status == 200, "FTS syntax in q is never interpreted")
+        for query in ["q=%20%20", "q=%3E%C2%80", "q=*%20-&sort=title"] {
+            let nothing = try await catalog.client.get("/v1/playable-items?\(query)")
+            #expect(nothing.status == 200, "\(query)")
+            #expect(try nothing.decode(Page<PlayableItem>.self).items.isEmpty, "no letter or digit: nothing to match (\(query))")
+        }
     }
 
     @Test func getReturnsETagAndHonoursIfNoneMatch() async throws {

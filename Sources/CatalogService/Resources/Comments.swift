@@ -12,7 +12,7 @@ struct Comments: Sendable {
 
     init(_ store: CatalogStore, metrics: Metrics) {
         self.store = store.comments
-        endpoints = ResourceEndpoints(metrics: metrics, path: "/v1/comments", store: store.comments.resources,
+        endpoints = ResourceEndpoints(metrics: metrics, path: "/v1/comments", store: store.comments.resources, body: Self.edits,
                                       readInput: Self.readEdit, inputOf: Self.edit)
     }
 
@@ -54,9 +54,12 @@ struct Comments: Sendable {
     /// Members of a comment that only the server sets.
     private static let serverFields: Set<String> = ["playableItemId", "deleted", "replyCount"]
 
+    /// What an edit may change: `author` and `body`.
+    static let edits = BodyFields(writable: ["author", "body"], readOnly: serverFields.union(["parentId"]))
+
     /// Reads the document a merge patch produces: `author` and `body`.
     static func readEdit(_ object: [String: JSONValue]) throws(APIError) -> CommentEdit {
-        var reader = FieldReader(object, fields: ["author", "body"], readOnly: serverFields.union(["parentId"]))
+        var reader = FieldReader(object, edits)
         let author = reader.string("author", required: true) { Rules.text($0, length: CommentInput.authorLength) }
         let body = reader.string("body", required: true) { Rules.text($0, length: CommentInput.bodyLength, multiline: true) }
         try reader.finish()

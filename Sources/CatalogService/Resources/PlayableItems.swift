@@ -6,13 +6,15 @@ import CatalogStore
 enum PlayableItems {
     static func endpoints(_ store: CatalogStore, metrics: Metrics) -> ResourceEndpoints<PlayableItem, PlayableItemInput> {
         ResourceEndpoints(
-            metrics: metrics, path: "/v1/playable-items", store: store.items,
+            metrics: metrics, path: "/v1/playable-items", store: store.items, body: body,
             includes: ["comments": store.itemComments, "playlists": store.itemPlaylists],
             readInput: read, inputOf: PlayableItemInput.init)
     }
 
+    static let body = BodyFields(writable: ["title", "description", "streamURL", "thumbnailURL", "durationSeconds"])
+
     static func read(_ object: [String: JSONValue]) throws(APIError) -> PlayableItemInput {
-        var reader = FieldReader(object, fields: ["title", "description", "streamURL", "thumbnailURL", "durationSeconds"])
+        var reader = FieldReader(object, body)
         let title = reader.string("title", required: true) { Rules.text($0, length: PlayableItemInput.titleLength) }
         let description = reader.string("description", required: false) { Rules.text($0, length: PlayableItemInput.descriptionLength, multiline: true) }
         let streamURL = reader.url("streamURL", required: true)

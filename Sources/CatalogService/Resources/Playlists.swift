@@ -7,13 +7,15 @@ import CatalogStore
 enum Playlists {
     static func endpoints(_ store: CatalogStore, metrics: Metrics) -> ResourceEndpoints<Playlist, PlaylistInput> {
         ResourceEndpoints(
-            metrics: metrics, path: "/v1/playlists", store: store.playlists,
+            metrics: metrics, path: "/v1/playlists", store: store.playlists, body: body,
             filters: ["playableItemId": { .playlistsContaining(item: $0) }], includes: ["entries": store.playlistEntries],
             readInput: read, inputOf: PlaylistInput.init)
     }
 
+    static let body = BodyFields(writable: ["title", "description"], readOnly: ["entryCount", "entries"])
+
     static func read(_ object: [String: JSONValue]) throws(APIError) -> PlaylistInput {
-        var reader = FieldReader(object, fields: ["title", "description"], readOnly: ["entryCount", "entries"])
+        var reader = FieldReader(object, body)
         let title = reader.string("title", required: true) { Rules.text($0, length: PlaylistInput.titleLength) }
         let description = reader.string("description", required: false) { Rules.text($0, length: PlaylistInput.descriptionLength, multiline: true) }
         try reader.finish()

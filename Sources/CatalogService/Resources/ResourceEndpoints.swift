@@ -24,11 +24,13 @@ struct ResourceEndpoints<Model: Sendable, Input: Codable & Sendable>: Sendable {
     let fields: FieldSet
     /// What `include=…` may embed in a single resource, by name.
     let includes: [String: Embedding]
+    /// The members bodies may carry.
+    let body: BodyFields
 
     /// Endpoints at `path` over `store`, whose sorts and search lists offer; `geographic`
     /// adds `near`/`radius` and `bbox`, `filters` list parameters that scope the list,
     /// `includes` what `GET …/{id}?include=` embeds.
-    init(metrics: Metrics, path: String, store: ResourceStore<Model, Input>, geographic: Bool = false, descendingByDefault: Bool = false,
+    init(metrics: Metrics, path: String, store: ResourceStore<Model, Input>, body: BodyFields, geographic: Bool = false, descendingByDefault: Bool = false,
          filters: [String: @Sendable (CatalogID) -> ListRequest.Scope] = [:], includes: [String: Embedding] = [:],
          readInput: @escaping @Sendable ([String: JSONValue]) throws(APIError) -> Input, inputOf: @escaping @Sendable (Model) throws -> Input) {
         self.metrics = metrics
@@ -42,6 +44,7 @@ struct ResourceEndpoints<Model: Sendable, Input: Codable & Sendable>: Sendable {
         self.readInput = readInput
         self.inputOf = inputOf
         self.includes = includes
+        self.body = body
     }
 
     /// Registers the collection (list, create) and the resource (get, replace, patch, delete).
@@ -122,7 +125,10 @@ struct ResourceEndpoints<Model: Sendable, Input: Codable & Sendable>: Sendable {
     func patch(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
         let preconditions = try ETag.preconditions(request)
-        let changes = JSONValue.object(try RequestBody.object(request, mediaType: RequestBody.mergePatch))
+        let patch = try RequestBody.object(request, mediaType: RequestBody.mergePatch)
+        // Every member of the patch must be writable, a `null` too (it vanishes in the merge).
+        try FieldReader(patch, body).finish()
+        let changes = JSONValue.object(patch)
         store.update(id, preconditions: preconditions, completion: { done(Self.updated($0)) }) { [inputOf, readInput] model throws in
             let document = try JSONValue.parse(JSONResponse.encoder.encode(inputOf(model)))
             guard case let .object(merged) = JSONValue.mergePatch(document, changes) else { throw APIError.validation([]) }

@@ -55,8 +55,9 @@ enum ListParameters {
         list.limit = try limit(values)
         list.cursor = try cursor(values)
         if let query = values["q"] {
-            guard query.count <= maxSearchLength, SearchQuery.fts5(query) != nil else {
-                throw .invalidParameter("q", "must contain a letter or digit and be at most \(maxSearchLength) characters.")
+            // Text without a letter or digit matches nothing (an empty page).
+            guard !query.isEmpty, query.count <= maxSearchLength else {
+                throw .invalidParameter("q", "must be 1 to \(maxSearchLength) characters.")
             }
             list.search = query
         }
@@ -121,7 +122,6 @@ enum ListParameters {
             try checkLatitude(box[1], "bbox")
             try checkLongitude(box[2], "bbox")
             try checkLatitude(box[3], "bbox")
-            guard box[1] <= box[3] else { throw .invalidParameter("bbox", "minLat must not exceed maxLat.") }
             areas.append(.boundingBox(minLongitude: box[0], minLatitude: box[1], maxLongitude: box[2], maxLatitude: box[3]))
         }
         return areas
@@ -129,9 +129,17 @@ enum ListParameters {
 
     private static func numbers(_ text: String, count: Int, name: String, shape: String) throws(APIError) -> [Double] {
         let parts = text.split(separator: ",", omittingEmptySubsequences: false)
-        let values = parts.compactMap { Double($0) }.filter(\.isFinite)
+        // Plain decimals only (`-12.5`): no exponent, sign `+`, spaces or hex, as openapi.yaml says.
+        let values = parts.filter(isDecimal).compactMap { Double($0) }.filter(\.isFinite)
         guard parts.count == count, values.count == count else { throw .invalidParameter(name, "must be \(shape) (decimal degrees).") }
         return values
+    }
+
+    /// `-?[0-9]+(\.[0-9]+)?`.
+    private static func isDecimal(_ text: Substring) -> Bool {
+        let unsigned = text.hasPrefix("-") ? text.dropFirst() : text
+        let pieces = unsigned.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        return pieces.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isASCII && $0.isNumber } }
     }
 
     private static func checkLatitude(_ value: Double, _ name: String) throws(APIError) {

@@ -42,6 +42,14 @@ enum RequestBody {
     }
 }
 
+/// The members a resource's request bodies may carry, and those only the server sets.
+struct BodyFields: Sendable {
+    /// Members a client may write.
+    let writable: Set<String>
+    /// This resource's members, besides ``FieldReader/readOnly``, that only the server sets.
+    var readOnly: Set<String> = []
+}
+
 /// Reads the fields of one JSON object, checking each against its rule and collecting
 /// every failure; unknown and read-only members are failures too.
 struct FieldReader {
@@ -52,6 +60,10 @@ struct FieldReader {
     static let readOnly: Set<String> = ["id", "createdAt", "updatedAt", "version"]
 
     /// - Parameter readOnly: members of this resource, besides ``readOnly``, that only the server sets.
+    init(_ object: [String: JSONValue], _ body: BodyFields) {
+        self.init(object, fields: body.writable, readOnly: body.readOnly)
+    }
+
     init(_ object: [String: JSONValue], fields: Set<String>, readOnly: Set<String> = []) {
         self.object = object
         for key in object.keys.sorted() where !fields.contains(key) {

@@ -300,6 +300,7 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         var descending = false
         var keyArguments: [(any DatabaseValueConvertible)?] = []
 
+        let match = request.search.flatMap(SearchQuery.fts5)
         switch request.order {
         case let .field(name, isDescending):
             guard let column = sortColumns[name] else { throw .invalidCursor("Cannot sort by \(name).") }
@@ -307,14 +308,17 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
             descending = isDescending
         case .relevance:
             guard let search, request.search != nil else { throw .invalidCursor("Relevance order needs a search.") }
-            keyExpression = "bm25(\(search.table), \(search.weights))"
+            // Text without a letter or digit searches for nothing: no rank to compute.
+            keyExpression = match == nil ? "0.0" : "bm25(\(search.table), \(search.weights))"
         case .distance:
             guard let (latitude, longitude, _) = request.near else { throw .invalidCursor("Distance order needs a point.") }
             keyExpression = Geo.distanceSQL
             keyArguments = [latitude, latitude, longitude]
         }
 
-        if let text = request.search, let search, let match = SearchQuery.fts5(text) {
+        if request.search != nil, match == nil {
+            filters.append("0")
+        } else if let search, let match {
             if case .relevance = request.order {
                 from = "\(search.table) JOIN \(table) t ON t.pk = \(search.table).rowid"
                 filters.append("\(search.table) MATCH ?")
