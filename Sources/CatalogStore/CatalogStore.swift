@@ -21,7 +21,7 @@ public final class CatalogStore: Sendable {
     /// The database file.
     public let path: String
 
-    private let database: CatalogDatabase
+    let database: CatalogDatabase
     private let lock: DatabaseLock
 
     /// Opens (creating if needed, with its folder) the database at `path`, checks the

@@ -10,7 +10,7 @@ import Testing
         let errors: String
     }
 
-    static func run(_ arguments: [String], server: URL) throws -> Run {
+    static func run(_ arguments: [String], server: URL, input: Data? = nil) throws -> Run {
         let process = Process()
         process.executableURL = ExecutableTests.executable.deletingLastPathComponent().appendingPathComponent("catalog")
         process.arguments = arguments
@@ -18,7 +18,13 @@ import Testing
         let output = Pipe(), errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
+        let stdin = Pipe()
+        if input != nil { process.standardInput = stdin }
         try process.run()
+        if let input {
+            stdin.fileHandleForWriting.write(input)
+            try stdin.fileHandleForWriting.close()
+        }
         let out = output.fileHandleForReading.readDataToEndOfFile()
         let err = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
@@ -96,5 +102,25 @@ import Testing
                                    (try decoder.decode(CatalogModels.Comment.self, from: Data(reply.output.utf8))).id.rawValue], server: server)
         #expect(nested.status == 1)
         #expect(nested.errors.contains("422"))
+    }
+
+    @Test func exportThenImportTwice() async throws {
+        let source = try TestCatalog()
+        let target = try TestCatalog(seed: false)
+        let exported = try Self.run(["export"], server: source.client.baseURL)
+        #expect(exported.status == 0, "\(exported.errors)")
+        let lines = exported.output.split(separator: "\n")
+        #expect(lines.count > 40)
+        #expect(exported.errors.contains("exported \(lines.count) records"))
+        let decoder = CatalogJSON.makeDecoder()
+        let first = try Self.run(["import"], server: target.client.baseURL, input: Data(exported.output.utf8))
+        #expect(first.status == 0, "\(first.errors)")
+        #expect(try decoder.decode(ImportSummary.self, from: Data(first.output.utf8)) == ImportSummary(created: lines.count))
+        let second = try Self.run(["import", "--batch", "7"], server: target.client.baseURL, input: Data(exported.output.utf8))
+        #expect(try decoder.decode(ImportSummary.self, from: Data(second.output.utf8)) == ImportSummary(unchanged: lines.count))
+        #expect(try Self.run(["export"], server: target.client.baseURL).output == exported.output)
+        let garbage = try Self.run(["import"], server: target.client.baseURL, input: Data("{\"type\":\"game\"}\n".utf8))
+        #expect(garbage.status == 1)
+        #expect(garbage.errors.contains("line 1"))
     }
 }

@@ -397,6 +397,7 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
             try preconditions.check(current: current)
             try willDelete(db, id)
             try db.cachedStatement(sql: "DELETE FROM \(table) WHERE id = ?").execute(arguments: [id.rawValue])
+            cache?.remove(id: id.rawValue)
         }
     }
 

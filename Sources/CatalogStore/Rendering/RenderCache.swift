@@ -37,6 +37,13 @@ final class RenderCache: Sendable {
         }
     }
 
+    /// Forgets the resource `id` (deleted, or replaced by an import that may reuse a version).
+    func remove(id: String) {
+        var id = id
+        let key = id.withUTF8 { Self.key($0) }
+        _ = entries.withLock { $0.removeValue(forKey: key) }
+    }
+
     /// FNV-1a of the id's bytes.
     private static func key(_ id: UnsafeBufferPointer<UInt8>) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325

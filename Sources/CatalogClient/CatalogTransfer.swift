@@ -1,0 +1,55 @@
+import CatalogModels
+import Foundation
+
+extension CatalogClient {
+    /// Every resource of the catalog as records, in the order an import needs them:
+    /// games, locations, playable items, playlists (with their entries), then each
+    /// item's comments, each followed by its replies. Read page by page through the
+    /// public API; a catalog that changes meanwhile may be caught half-way.
+    public func exportRecords() -> AsyncThrowingStream<CatalogRecord, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    let all = ListQuery(limit: 100, sort: "createdAt")
+                    for try await game in games.all(all) { continuation.yield(.game(game)) }
+                    for try await location in locations.all(all) { continuation.yield(.location(location)) }
+                    var itemIDs: [CatalogID] = []
+                    for try await item in playableItems.all(all) {
+                        itemIDs.append(item.id)
+                        continuation.yield(.playableItem(item))
+                    }
+                    for try await playlist in playlists.all(all) {
+                        var entries: [PlaylistEntry] = []
+                        for try await entry in self.entries(of: playlist.id).all(ListQuery(limit: 100)) { entries.append(entry) }
+                        continuation.yield(.playlist(PlaylistRecord(playlist, entries: entries)))
+                    }
+                    for itemID in itemIDs {
+                        for try await comment in comments.all(on: itemID, all) {
+                            continuation.yield(.comment(comment))
+                            guard comment.replyCount > 0 else { continue }
+                            var query = all
+                            while true {
+                                let page = try await comments.replies(to: comment.id, query)
+                                for reply in page.items { continuation.yield(.comment(reply)) }
+                                guard let next = page.nextCursor else { break }
+                                query.cursor = next
+                            }
+                        }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Applies up to ``ImportRequest/maxRecords`` records in one transaction on the server
+    /// (`POST /admin/import`), ids, times and versions preserved; records already there
+    /// with the same content are left alone.
+    public func importRecords(_ records: [CatalogRecord]) async throws(CatalogClientError) -> ImportSummary {
+        let answer = try await send("POST", "/admin/import", body: encode(ImportRequest(records: records)), contentType: "application/json")
+        return try decode(ImportSummary.self, from: answer.data)
+    }
+}

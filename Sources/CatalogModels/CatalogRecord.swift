@@ -1,0 +1,129 @@
+import Foundation
+
+/// One resource of a catalog export, with its id, times and version: a line of
+/// `catalog export` (NDJSON, `{"type":"game","data":{…}}`) and an element of
+/// `POST /admin/import`. Exports list items before the playlists and comments that
+/// refer to them, and comments before their replies, which is the order imports need.
+public enum CatalogRecord: Codable, Sendable, Hashable {
+    case game(Game)
+    case location(Location)
+    case playableItem(PlayableItem)
+    case playlist(PlaylistRecord)
+    case comment(Comment)
+
+    /// The `type` member of each kind, in the order an export writes them.
+    public static let types = ["game", "location", "playableItem", "playlist", "comment"]
+
+    private enum CodingKeys: String, CodingKey { case type, data }
+
+    /// Decodes `{"type": …, "data": …}`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        switch try container.decode(String.self, forKey: .type) {
+        case "game": self = .game(try container.decode(Game.self, forKey: .data))
+        case "location": self = .location(try container.decode(Location.self, forKey: .data))
+        case "playableItem": self = .playableItem(try container.decode(PlayableItem.self, forKey: .data))
+        case "playlist": self = .playlist(try container.decode(PlaylistRecord.self, forKey: .data))
+        case "comment": self = .comment(try container.decode(Comment.self, forKey: .data))
+        case let other:
+            throw DecodingError.dataCorruptedError(forKey: .type, in: container,
+                                                   debugDescription: "'\(other)' is not one of \(Self.types.joined(separator: ", ")).")
+        }
+    }
+
+    /// Encodes `{"type": …, "data": …}`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case let .game(game): try container.encode("game", forKey: .type); try container.encode(game, forKey: .data)
+        case let .location(location): try container.encode("location", forKey: .type); try container.encode(location, forKey: .data)
+        case let .playableItem(item): try container.encode("playableItem", forKey: .type); try container.encode(item, forKey: .data)
+        case let .playlist(playlist): try container.encode("playlist", forKey: .type); try container.encode(playlist, forKey: .data)
+        case let .comment(comment): try container.encode("comment", forKey: .type); try container.encode(comment, forKey: .data)
+        }
+    }
+}
+
+/// A playlist as exported: its own fields and its entries in order, each entry by id.
+public struct PlaylistRecord: Codable, Sendable, Hashable {
+    /// One entry: its id, the item it plays and when it was added.
+    public struct Entry: Codable, Sendable, Hashable {
+        /// The entry's id.
+        public var entryId: CatalogID
+        /// The item it plays.
+        public var playableItemId: CatalogID
+        /// When it was added.
+        public var addedAt: Date
+
+        /// Creates an entry.
+        public init(entryId: CatalogID, playableItemId: CatalogID, addedAt: Date) {
+            self.entryId = entryId
+            self.playableItemId = playableItemId
+            self.addedAt = addedAt
+        }
+    }
+
+    /// The playlist's id.
+    public var id: CatalogID
+    /// Its title.
+    public var title: String
+    /// Its description.
+    public var description: String
+    /// Its entries, in position order.
+    public var entries: [Entry]
+    /// When it was created.
+    public var createdAt: Date
+    /// When it last changed.
+    public var updatedAt: Date
+    /// Its version.
+    public var version: Int
+
+    /// Creates a record.
+    public init(id: CatalogID, title: String, description: String, entries: [Entry], createdAt: Date, updatedAt: Date, version: Int) {
+        self.id = id
+        self.title = title
+        self.description = description
+        self.entries = entries
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.version = version
+    }
+
+    /// The record of `playlist` with `entries`.
+    public init(_ playlist: Playlist, entries: [PlaylistEntry]) {
+        self.init(id: playlist.id, title: playlist.title, description: playlist.description,
+                  entries: entries.map { Entry(entryId: $0.entryId, playableItemId: $0.playableItem.id, addedAt: $0.addedAt) },
+                  createdAt: playlist.createdAt, updatedAt: playlist.updatedAt, version: playlist.version)
+    }
+}
+
+/// The body of `POST /admin/import`: up to ``maxRecords`` records, applied together.
+public struct ImportRequest: Codable, Sendable, Hashable {
+    /// The records, in dependency order (items before the playlists and comments naming them).
+    public var records: [CatalogRecord]
+
+    /// The most records one request carries.
+    public static let maxRecords = 1000
+
+    /// Creates a request.
+    public init(records: [CatalogRecord]) {
+        self.records = records
+    }
+}
+
+/// What an import did: each record created a resource, changed one, or found it already so.
+public struct ImportSummary: Codable, Sendable, Hashable {
+    /// Resources that did not exist.
+    public var created: Int
+    /// Resources that existed with other content.
+    public var updated: Int
+    /// Resources that already had this content (an import run twice changes nothing).
+    public var unchanged: Int
+
+    /// Creates a summary.
+    public init(created: Int = 0, updated: Int = 0, unchanged: Int = 0) {
+        self.created = created
+        self.updated = updated
+        self.unchanged = unchanged
+    }
+}
