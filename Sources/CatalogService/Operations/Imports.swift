@@ -22,6 +22,9 @@ struct Imports: Sendable {
         ]
     }()
 
+    /// The largest version accepted (2^53 − 1: exact in every JSON reader).
+    static let maxVersion = 9_007_199_254_740_991
+
     func apply(_ request: HTTPRequest, _ done: @escaping @Sendable (Result<HTTPResponse, any Error>) -> Void) throws {
         let object = try RequestBody.object(request, mediaType: RequestBody.json)
         try FieldReader(object, fields: ["records"]).finish()
@@ -96,7 +99,7 @@ struct Imports: Sendable {
                 errors.append(Violation(.outOfRange, "Must be 0 for a reply, and never negative.").at("/replyCount"))
             }
         }
-        if version < 1 { errors.append(Violation(.outOfRange, "Must be at least 1.").at("/version")) }
+        if !(1...Self.maxVersion).contains(version) { errors.append(Violation(.outOfRange, "Must be from 1 to \(Self.maxVersion).").at("/version")) }
         return errors.map { FieldError(pointer: pointer + $0.pointer, code: $0.code, message: $0.message) }
     }
 
