@@ -27,26 +27,40 @@ struct Import: AsyncParsableCommand {
     @OptionGroup var connection: Connection
     @Option(help: "Records per request (1…1000); each batch is applied atomically.") var batch = 500
 
+    /// The most bytes of records one request carries (with room for the envelope).
+    static let batchBytes = 768 * 1024
+
     func run() async throws {
         guard (1...ImportRequest.maxRecords).contains(batch) else { throw ValidationError("--batch must be from 1 to \(ImportRequest.maxRecords).") }
         let decoder = CatalogJSON.makeDecoder()
-        var records: [CatalogRecord] = []
+        // Batches of at most --batch records and about 768 KiB, under the server's default
+        // 1 MiB body limit. (A playlist of several thousand entries is a large record on
+        // its own; raise the target's --max-body-size to import one.)
+        var batches: [[CatalogRecord]] = [[]]
+        var batchBytes = 0
         var lineNumber = 0
         while let line = readLine(strippingNewline: true) {
             lineNumber += 1
             guard !line.trimmingCharacters(in: .whitespaces).isEmpty else { continue }
+            let record: CatalogRecord
             do {
-                records.append(try decoder.decode(CatalogRecord.self, from: Data(line.utf8)))
+                record = try decoder.decode(CatalogRecord.self, from: Data(line.utf8))
             } catch {
                 FileHandle.standardError.write(Data("catalog: line \(lineNumber) is not a catalog record: \(error)\n".utf8))
                 throw ExitCode.failure
             }
+            if let last = batches.last, !last.isEmpty, last.count == batch || batchBytes + line.utf8.count > Self.batchBytes {
+                batches.append([])
+                batchBytes = 0
+            }
+            batches[batches.count - 1].append(record)
+            batchBytes += line.utf8.count
         }
         try await Output.run {
             let client = try connection.client()
             var total = ImportSummary()
-            for start in stride(from: 0, to: records.count, by: batch) {
-                let summary = try await client.importRecords(Array(records[start..<min(start + batch, records.count)]))
+            for records in batches where !records.isEmpty {
+                let summary = try await client.importRecords(records)
                 total.created += summary.created
                 total.updated += summary.updated
                 total.unchanged += summary.unchanged
