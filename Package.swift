@@ -56,12 +56,14 @@ let package = Package(
             name: "catalog",
             dependencies: ["CatalogClient", "CatalogModels", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // What several test targets share (a seeded random generator).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CatalogModelsTests", dependencies: ["CatalogModels"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "CatalogStoreTests", dependencies: ["CatalogStore", "CatalogModels"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
+        .testTarget(name: "CatalogStoreTests", dependencies: ["CatalogStore", "CatalogModels", "TestSupport"]),
         .testTarget(
             name: "CatalogServiceTests",
-            dependencies: ["CatalogService", "CatalogStore", "CatalogModels", "CatalogClient", "HTTPServer"]
+            dependencies: ["CatalogService", "CatalogStore", "CatalogModels", "CatalogClient", "HTTPServer", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -21,19 +21,8 @@ ours_port=18280 nginx_port=18281
 ours=
 trap '[ -n "$ours" ] && kill $ours 2>/dev/null; bench_nginx_stop "$work"; rm -rf "$work"' EXIT
 
-# The database is built before the server starts (no second process ever opens a live file).
 "$server" migrate --database "$database" >/dev/null
-sqlite3 "$database" <<SQL
-WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $items)
-INSERT INTO playable_items (id, title, description, stream_url, thumbnail_url, duration_seconds, created_at, updated_at, version)
-SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-'
-             || substr('89ab', 1 + abs(random()) % 4, 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
-       'Sample video ' || i,
-       'Sample video number ' || i || ', a typical catalog entry with a sentence or two of description for the player screen.',
-       'https://videos.example.com/' || i || '/master.m3u8', 'https://videos.example.com/' || i || '/poster.jpg',
-       60 + i % 3600, 1763000000000 + i * 1000, 1763000000000 + i * 1000, 1
-FROM n;
-SQL
+bench_seed_items "$database" "$items"
 sqlite3 "$database" "SELECT id FROM playable_items" > "$work/ids.txt"
 
 "$server" --port "$ours_port" --loop-threads "$BENCH_WORKERS" --database "$database" --no-seed --log-level warning >/dev/null &

@@ -104,3 +104,19 @@ bench_same_body() {
     b=$(curl -sf "$2") || { echo "GET $2 failed" >&2; curl -si "$2" >&2; return 1; }
     [ "$a" = "$b" ] || { echo "bodies differ: $1 vs $2" >&2; return 1; }
 }
+
+# bench_seed_items DATABASE COUNT: COUNT playable items written straight into a migrated,
+# not yet served database (no second process ever opens a live file).
+bench_seed_items() {
+    sqlite3 "$1" <<SQL
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2)
+INSERT INTO playable_items (id, title, description, stream_url, thumbnail_url, duration_seconds, created_at, updated_at, version)
+SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-'
+             || substr('89ab', 1 + abs(random()) % 4, 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
+       'Sample video ' || i,
+       'Sample video number ' || i || ', a typical catalog entry with a sentence or two of description for the player screen.',
+       'https://videos.example.com/' || i || '/master.m3u8', 'https://videos.example.com/' || i || '/poster.jpg',
+       60 + i % 3600, 1763000000000 + i * 1000, 1763000000000 + i * 1000, 1
+FROM n;
+SQL
+}

@@ -76,18 +76,7 @@ public final class CatalogApplication: Sendable {
         // Blocking: a backup copies the whole database.
         router.add(.POST, "/admin/backups", .blocking { _ in try backups.create() })
         let imports = Imports(store: store)
-        router.add(.POST, "/admin/import", .deferred { request, responder in
-            do {
-                try imports.apply(request) { result in
-                    switch result {
-                    case let .success(response): responder.respond(response)
-                    case let .failure(error): responder.fail(error)
-                    }
-                }
-            } catch {
-                responder.fail(error)
-            }
-        })
+        router.add(.POST, "/admin/import", .later { try imports.apply($0, $1) })
         PlayableItems.endpoints(store, metrics: metrics).register(in: &router)
         Games.endpoints(store, metrics: metrics).register(in: &router)
         Locations.endpoints(store, metrics: metrics).register(in: &router)

@@ -2,6 +2,7 @@ import CatalogClient
 import CatalogModels
 import Foundation
 import Testing
+import TestSupport
 
 /// Playlists and their entries over a real server, through the client library.
 @Suite struct PlaylistAPITests {
@@ -199,7 +200,7 @@ import Testing
         let ids = try await Self.items(api, 6)
         let playlist = try await api.playlists.create(PlaylistInput(title: "Random")).value.id
         let entries = api.entries(of: playlist)
-        var generator = SplitMix(seed: 0x5EED)
+        var generator = SeededGenerator(seed: 0x5EED)
         // The expected order, as (entry id, item id).
         var model: [(entry: CatalogID, item: CatalogID)] = []
         for step in 0..<250 {
@@ -256,15 +257,3 @@ import Testing
     }
 }
 
-/// A small seeded generator, so randomized tests replay exactly.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -1,6 +1,7 @@
 import CatalogModels
 import Foundation
 import Testing
+import TestSupport
 @testable import CatalogStore
 
 /// Rows rendered straight to JSON must be byte for byte what the Codable models encode to.
@@ -102,14 +103,3 @@ import Testing
     }
 }
 
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -1,22 +1,11 @@
 import Testing
+import TestSupport
 @testable import HTTPServer
 
 /// A seeded, bounded randomized pass over the parser: valid requests split at random
 /// points must parse identically; mutated requests must be rejected or parse, never crash
 /// or hang; and every mutation known to be invalid must be rejected.
 @Suite struct ParserFuzzTests {
-    /// SplitMix64: a small deterministic generator, so a failure is reproducible from its seed.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476C_E5B9_E11D
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     enum Outcome: Equatable {
         case parsed(method: HTTPMethod?, path: String, query: String?, fields: Int, framing: String, keepAlive: Bool)
         case needMore
@@ -80,7 +69,7 @@ import Testing
     ]
 
     @Test func randomSplitsParseIdentically() {
-        var random = SeededGenerator(state: 0xC0FFEE)
+        var random = SeededGenerator(seed: 0xC0FFEE)
         for _ in 0..<2000 {
             let request = Array(Self.validRequest(&random).utf8)
             let whole = Self.parse(request)
@@ -94,7 +83,7 @@ import Testing
     }
 
     @Test func knownInvalidMutationsAreAlwaysRejected() {
-        var random = SeededGenerator(state: 0xBADC0DE)
+        var random = SeededGenerator(seed: 0xBADC0DE)
         for _ in 0..<300 {
             let request = Self.validRequest(&random)
             for (name, mutate, status) in Self.invalidMutations {
@@ -107,7 +96,7 @@ import Testing
     }
 
     @Test func randomByteMutationsNeverCrashOrHang() {
-        var random = SeededGenerator(state: 42)
+        var random = SeededGenerator(seed: 42)
         let interesting: [UInt8] = [0, 9, 10, 13, 32, 37, 58, 127, 128, 255, UInt8(ascii: "/"), UInt8(ascii: "?")]
         var rejected = 0
         for _ in 0..<5000 {
@@ -133,7 +122,7 @@ import Testing
     @Test func randomGarbageOverASocketNeverKillsTheServer() async throws {
         let server = try TestServer()
         try await onThread {
-            var random = SeededGenerator(state: 7)
+            var random = SeededGenerator(seed: 7)
             for _ in 0..<200 {
                 let client = try server.client()
                 client.setReceiveTimeout(2)

@@ -27,7 +27,7 @@ struct Comments: Sendable {
                    endpoints.list(scope: { request throws(APIError) in .repliesTo(comment: try Self.id(request)) }, descending: false))
     }
 
-    private func post(_ request: HTTPRequest, _ done: @escaping ResourceEndpoints<Comment, CommentEdit>.Completion) throws {
+    private func post(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let itemID = try Self.id(request)
         var reader = FieldReader(try RequestBody.object(request, mediaType: RequestBody.json), fields: ["author", "body", "parentId"],
                                  readOnly: Self.serverFields)
@@ -43,7 +43,7 @@ struct Comments: Sendable {
         }
     }
 
-    private func delete(_ request: HTTPRequest, _ done: @escaping ResourceEndpoints<Comment, CommentEdit>.Completion) throws {
+    private func delete(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
         let preconditions = try ETag.preconditions(request)
         store.delete(id, preconditions: preconditions) { result in

@@ -95,8 +95,6 @@ struct PlaylistEntries: Sendable {
 
     // MARK: Helpers
 
-    typealias Completion = @Sendable (Result<HTTPResponse, any Error>) -> Void
-
     private static func ids(_ request: HTTPRequest) throws(APIError) -> (CatalogID, CatalogID) {
         (try ResourceEndpoints<Playlist, PlaylistInput>.id(request), try ResourceEndpoints<Playlist, PlaylistInput>.id(request, "entryId"))
     }

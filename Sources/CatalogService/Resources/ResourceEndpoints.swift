@@ -147,8 +147,6 @@ struct ResourceEndpoints<Model: Sendable, Input: Codable & Sendable>: Sendable {
 
     // MARK: Helpers
 
-    typealias Completion = @Sendable (Result<HTTPResponse, any Error>) -> Void
-
     /// Monotonic seconds.
     private static func now() -> Double {
         Double(DispatchTime.now().uptimeNanoseconds) / 1_000_000_000
@@ -157,16 +155,12 @@ struct ResourceEndpoints<Model: Sendable, Input: Codable & Sendable>: Sendable {
     /// A handler whose work finishes later (a durable write) and answers through `done`;
     /// the time from submission to answer is recorded as a database write.
     func write(_ body: @escaping @Sendable (HTTPRequest, @escaping Completion) throws -> Void) -> Handler {
-        .deferred { [metrics] request, responder in
+        .later { [metrics] request, done in
             let started = Self.now()
-            let done: Completion = { result in
+            try body(request) { result in
                 metrics.observeWrite(seconds: Self.now() - started)
-                switch result {
-                case let .success(response): responder.respond(response)
-                case let .failure(error): responder.fail(error)
-                }
+                done(result)
             }
-            do { try body(request, done) } catch { responder.fail(error) }
         }
     }
 

@@ -67,29 +67,12 @@ public final class PlaylistEntryStore: Sendable {
                             into writer: inout JSONWriter) throws -> String? {
         let rows = try RawRows(db, sql: selectSQL + " WHERE e.playlist_pk = ? AND e.position > ? ORDER BY e.position LIMIT ?",
                                arguments: [pk, after, limit + 1])
-        writer.raw("{\"items\":[")
-        var count = 0
-        var last: (position: Int64, id: String)?
-        var next: String?
-        while try rows.step() {
-            if count == limit {
-                next = last.map { ListCursor(fingerprint: Self.fingerprint(playlistID), key: .integer($0.position), id: $0.id).encoded() }
-                break
-            }
-            if count > 0 { writer.byte(UInt8(ascii: ",")) }
-            try render(rows.statement, playlistID: playlistID, fields: fields, into: &writer)
-            count += 1
-            if count == limit {
-                last = (sqlite3_column_int64(rows.statement, 1), String(decoding: RowRenderer.text(rows.statement, 0), as: UTF8.self))
-            }
-        }
-        writer.byte(UInt8(ascii: "]"))
-        if let next {
-            writer.raw(",\"nextCursor\":")
-            writer.string(next)
-        }
-        writer.byte(UInt8(ascii: "}"))
-        return next
+        return try rows.writePage(limit: limit, into: &writer, item: { statement, writer in
+            try render(statement, playlistID: playlistID, fields: fields, into: &writer)
+        }, cursor: { statement in
+            ListCursor(fingerprint: Self.fingerprint(playlistID), key: .integer(sqlite3_column_int64(statement, 1)),
+                       id: String(decoding: RowRenderer.text(statement, 0), as: UTF8.self)).encoded()
+        })
     }
 
     /// The entry `entryID` of `playlistID`, or `nil` when either does not exist.

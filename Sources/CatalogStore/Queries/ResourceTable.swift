@@ -223,35 +223,17 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         let (sql, arguments) = query
         let sortKeyIndex = Int32(renderer.fields.count)
         let rows = try RawRows(db, sql: sql, arguments: StatementArguments(arguments))
-        let sqlite = rows.statement
-        writer.raw("{\"items\":[")
-        var count = 0
-        var lastOnPage: ListCursor?
-        var next: String?
-        while try rows.step() {
-            if count == request.limit {
-                next = lastOnPage?.encoded()
-                break
-            }
-            if count > 0 { writer.byte(UInt8(ascii: ",")) }
+        return try rows.writePage(limit: request.limit, into: &writer, item: { [renderer, cache] sqlite, writer in
             if let cache, request.fields == .all {
                 try renderer.render(sqlite, into: &writer, cache: cache)
             } else {
                 try renderer.render(sqlite, into: &writer, mask: request.fields)
             }
-            count += 1
-            if count == request.limit, let key = ListCursor.Key(sqlite, sortKeyIndex) {
-                lastOnPage = ListCursor(fingerprint: fingerprint(request), key: key,
-                                    id: String(decoding: RowRenderer.text(sqlite, idIndex), as: UTF8.self))
+        }, cursor: { [idIndex] sqlite in
+            ListCursor.Key(sqlite, sortKeyIndex).map {
+                ListCursor(fingerprint: fingerprint(request), key: $0, id: String(decoding: RowRenderer.text(sqlite, idIndex), as: UTF8.self)).encoded()
             }
-        }
-        writer.byte(UInt8(ascii: "]"))
-        if let next {
-            writer.raw(",\"nextCursor\":")
-            writer.string(next)
-        }
-        writer.byte(UInt8(ascii: "}"))
-        return next
+        })
     }
 
     /// Decodes the request's cursor and checks that it was made by this list: same

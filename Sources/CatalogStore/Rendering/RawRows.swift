@@ -30,3 +30,34 @@ final class RawRows {
         }
     }
 }
+
+extension RawRows {
+    /// Writes `{"items":[…],"nextCursor":"…"}` from rows selected with `LIMIT limit + 1`:
+    /// `item` writes each of the first `limit` rows; when a further row exists, the next
+    /// cursor is what `cursor` makes of the last row on the page.
+    /// - Returns: the next cursor, `nil` on the last page.
+    func writePage(limit: Int, into writer: inout JSONWriter, item: (SQLiteStatement, inout JSONWriter) throws -> Void,
+                   cursor: (SQLiteStatement) -> String?) throws -> String? {
+        writer.raw("{\"items\":[")
+        var count = 0
+        var cursorOfLast: String?
+        var next: String?
+        while try step() {
+            if count == limit {
+                next = cursorOfLast
+                break
+            }
+            if count > 0 { writer.byte(UInt8(ascii: ",")) }
+            try item(statement, &writer)
+            count += 1
+            if count == limit { cursorOfLast = cursor(statement) }
+        }
+        writer.byte(UInt8(ascii: "]"))
+        if let next {
+            writer.raw(",\"nextCursor\":")
+            writer.string(next)
+        }
+        writer.byte(UInt8(ascii: "}"))
+        return next
+    }
+}
