@@ -183,7 +183,7 @@ public final class PlaylistEntryStore: Sendable {
             itemPKs.reserveCapacity(order.playableItemIds.count)
             var unknown: [Int] = []
             let resolve = try RawRows(db, sql: "SELECT i.pk FROM json_each(?) j LEFT JOIN playable_items i ON i.id = j.value ORDER BY j.key",
-                                      arguments: [Self.jsonArray(order.playableItemIds.map { "\"\($0.rawValue)\"" })])
+                                      arguments: [Self.jsonArray(order.playableItemIds.lazy.map(\.rawValue), quoted: true)])
             while try resolve.step() {
                 if sqlite3_column_type(resolve.statement, 0) == SQLITE_NULL { unknown.append(itemPKs.count) }
                 itemPKs.append(sqlite3_column_int64(resolve.statement, 0))
@@ -203,13 +203,18 @@ public final class PlaylistEntryStore: Sendable {
             }
             // The k-th entry of an item keeps its id and moves to the item's k-th new place.
             var used: [Int64: Int] = [:]
-            var moves: [String] = [], additions: [String] = [], removals: [String] = []
+            // `order[p]` is the kept entry that goes to position p (0: a new entry goes there).
+            var order: [String] = [], additions: [String] = [], removals: [String] = []
+            order.reserveCapacity(itemPKs.count)
+            var moved = false
             for (position, itemPK) in itemPKs.enumerated() {
                 let taken = used[itemPK, default: 0]
                 if let kept = current[itemPK], taken < kept.count {
                     used[itemPK] = taken + 1
-                    if kept[taken].position != position { moves.append("[\(kept[taken].pk),\(position)]") }
+                    order.append(String(kept[taken].pk))
+                    moved = moved || kept[taken].position != position
                 } else {
+                    order.append("0")
                     additions.append("[\"\(CatalogID().rawValue)\",\(itemPK),\(position)]")
                 }
             }
@@ -221,11 +226,11 @@ public final class PlaylistEntryStore: Sendable {
                 try db.cachedStatement(sql: "DELETE FROM playlist_entries WHERE pk IN (SELECT value FROM json_each(?))")
                     .execute(arguments: [Self.jsonArray(removals)])
             }
-            if !moves.isEmpty {
+            if moved {
                 try db.cachedStatement(sql: """
-                    UPDATE playlist_entries SET position = json_extract(m.value, '$[1]')
-                    FROM json_each(?) m WHERE playlist_entries.pk = json_extract(m.value, '$[0]')
-                    """).execute(arguments: [Self.jsonArray(moves)])
+                    UPDATE playlist_entries SET position = m.key
+                    FROM json_each(?) m WHERE playlist_entries.pk = m.value AND playlist_entries.position != m.key
+                    """).execute(arguments: [Self.jsonArray(order)])
             }
             if !additions.isEmpty {
                 try db.cachedStatement(sql: """
@@ -239,9 +244,19 @@ public final class PlaylistEntryStore: Sendable {
         }, completion: Self.mapped(completion))
     }
 
-    /// A JSON array of already-encoded elements (a bound parameter for `json_each`).
-    private static func jsonArray(_ elements: [String]) -> String {
-        "[" + elements.joined(separator: ",") + "]"
+    /// A JSON array of already-encoded elements, or of strings needing no escapes when
+    /// `quoted` (a bound parameter for `json_each`), built in one buffer.
+    private static func jsonArray(_ elements: some Sequence<String>, quoted: Bool = false) -> String {
+        var text = "["
+        text.reserveCapacity(elements.underestimatedCount * (quoted ? 40 : 8) + 2)
+        for (index, element) in elements.enumerated() {
+            if index > 0 { text.append(",") }
+            if quoted { text.append("\"") }
+            text.append(element)
+            if quoted { text.append("\"") }
+        }
+        text.append("]")
+        return text
     }
 
     /// Removes every entry of the item `itemID` from every playlist, keeping positions
