@@ -1,3 +1,4 @@
+import Foundation
 import GRDBSQLite
 import Synchronization
 
@@ -23,8 +24,12 @@ final class RenderCache: Sendable {
     func json(id: UnsafeBufferPointer<UInt8>, version: Int64) -> [UInt8]? {
         let key = Self.key(id)
         return entries.withLock { entries in
-            guard let entry = entries[key], entry.version == version, entry.id.elementsEqual(id) else { return nil }
-            return entry.json
+            guard let entry = entries[key], entry.version == version, entry.id.count == id.count else { return nil }
+            let same = entry.id.withUnsafeBufferPointer { stored in
+                guard let a = stored.baseAddress, let b = id.baseAddress else { return stored.isEmpty }
+                return memcmp(a, b, id.count) == 0
+            }
+            return same ? entry.json : nil
         }
     }
 
@@ -44,10 +49,20 @@ final class RenderCache: Sendable {
         _ = entries.withLock { $0.removeValue(forKey: key) }
     }
 
-    /// FNV-1a of the id's bytes.
+    /// A hash of the id's bytes, eight at a time.
     private static func key(_ id: UnsafeBufferPointer<UInt8>) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in id { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325 ^ UInt64(id.count)
+        let raw = UnsafeRawBufferPointer(id)
+        var offset = 0
+        while offset + 8 <= raw.count {
+            hash = (hash ^ raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) &* 0x9E37_79B9_7F4A_7C15
+            hash ^= hash >> 29
+            offset += 8
+        }
+        while offset < raw.count {
+            hash = (hash ^ UInt64(raw[offset])) &* 0x0000_0100_0000_01b3
+            offset += 1
+        }
         return hash
     }
 }
