@@ -60,23 +60,23 @@ public final class CatalogStore: Sendable {
 
     /// `comments` in a playable item: its first page of top-level comments, newest first.
     public var itemComments: Embedding {
-        Embedding("comments") { [comments] db, id, writer in
+        Embedding("comments") { [comments] db, id, epoch, writer in
             try comments.resources.renderList(db, ListRequest(limit: Self.embeddedPageSize, order: .field("createdAt", descending: true),
-                                                              scope: .commentsOn(item: id)), into: &writer)
+                                                              scope: .commentsOn(item: id)), epoch: epoch, into: &writer)
         }
     }
 
     /// `playlists` in a playable item: the first page of the playlists holding it.
     public var itemPlaylists: Embedding {
-        Embedding("playlists") { [playlists] db, id, writer in
-            try playlists.renderList(db, ListRequest(limit: Self.embeddedPageSize, scope: .playlistsContaining(item: id)), into: &writer)
+        Embedding("playlists") { [playlists] db, id, epoch, writer in
+            try playlists.renderList(db, ListRequest(limit: Self.embeddedPageSize, scope: .playlistsContaining(item: id)), epoch: epoch, into: &writer)
         }
     }
 
     /// `entries` in a playlist: its first page of entries.
     public var playlistEntries: Embedding {
-        Embedding("entries") { [entries] db, id, writer in
-            try entries.firstPage(db, playlistID: id, limit: Self.embeddedPageSize, into: &writer)
+        Embedding("entries") { [entries] db, id, epoch, writer in
+            try entries.firstPage(db, playlistID: id, limit: Self.embeddedPageSize, epoch: epoch, into: &writer)
         }
     }
 

@@ -172,6 +172,7 @@ import Glibc
                              "--database", directory.appendingPathComponent("db/catalog.sqlite").path, "--migrations", migrationsDirectory.path]
         let output = Pipe()
         process.standardOutput = output
+        process.standardError = FileHandle.nullDevice  // an orphan must not hold the test runner's pipes
         try process.run()
         defer { if process.isRunning { process.terminate() } }
 

@@ -89,6 +89,10 @@ struct Imports: Sendable {
             if playlist.entries.count > PlaylistOrder.maxEntries {
                 errors.append(Violation(.tooLong, "A playlist holds at most \(PlaylistOrder.maxEntries) entries.").at("/entries"))
             }
+            var seen = Set<CatalogID>()
+            for (offset, entry) in playlist.entries.enumerated() where !seen.insert(entry.entryId).inserted {
+                errors.append(Violation(.invalidFormat, "Repeats an entryId of this playlist.").at("/entries/\(offset)/entryId"))
+            }
         case let .comment(comment):
             version = comment.version
             errors = CommentInput(author: comment.author, body: comment.body ?? "-").validationErrors()

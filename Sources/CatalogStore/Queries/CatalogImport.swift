@@ -7,7 +7,8 @@ extension CatalogStore {
     /// created with its id, times and version when absent, changed when its content
     /// differs (its version then moves past both its current and the imported one), and
     /// left alone when equal, so importing the same records twice changes nothing.
-    /// Playlists take their entries (ids and order) from the record. Fails with
+    /// Playlists take their entries (ids and order) from the record; reply counts are
+    /// counted, not taken from the records. Fails with
     /// `invalid` naming `/records/N/…` when a record refers to an item or comment that
     /// neither exists nor comes earlier, and `conflict` when an entry id belongs to
     /// another playlist.
@@ -29,15 +30,29 @@ extension CatalogStore {
                 case let .comment(comment):
                     try Self.importComment(db, comment, pointer: "/records/\(index)/data")
                 }
-                if case let .playableItem(item) = record { items.cache?.remove(id: item.id.rawValue) }
                 switch outcome {
                 case .created: summary.created += 1
                 case .updated: summary.updated += 1
                 case .unchanged: summary.unchanged += 1
                 }
             }
+            // Reply counts follow the replies actually there: a thread whose count the records
+            // got wrong, or that gained a reply only here, is corrected (a change: version + 1).
+            var threads = Set<String>()
+            for case let .comment(comment) in records { threads.insert((comment.parentId ?? comment.id).rawValue) }
+            let recount = try db.cachedStatement(sql: """
+                UPDATE comments SET reply_count = (SELECT count(*) FROM comments r WHERE r.parent_id = comments.id), version = version + 1
+                WHERE id = ? AND reply_count != (SELECT count(*) FROM comments r WHERE r.parent_id = comments.id)
+                """)
+            for id in threads.sorted() { try recount.execute(arguments: [id]) }
             return summary
-        }, completion: { completion($0.mapError { StoreError.from($0) }) })
+        }, completion: { result in
+            // Imported items may come back at a version the render cache saw with other content.
+            if case .success = result {
+                for case let .playableItem(item) in records { items.cache?.invalidate(id: item.id.rawValue) }
+            }
+            completion(result.mapError { StoreError.from($0) })
+        })
     }
 
     private enum ImportOutcome { case created, updated, unchanged }

@@ -46,29 +46,32 @@ public final class PlaylistEntryStore: Sendable {
     public func page(of playlistID: CatalogID, limit: Int, cursor: String?, fields: FieldMask = .all) throws(StoreError)
         -> (json: [UInt8], nextCursor: String?) {
         let after = try cursor.map { text throws(StoreError) in try Self.decodeCursor(text, playlistID: playlistID) }
+        let epoch = RenderCache.currentEpoch
         return try guarded {
             try database.snapshot { db in
                 guard let pk = try Self.playlistPK(db, playlistID) else { throw StoreError.notFound }
                 var writer = JSONWriter(capacity: 256 + limit * 600)
-                let next = try renderPage(db, playlistID: playlistID, pk: pk, after: after ?? -1, limit: limit, fields: fields, into: &writer)
+                let next = try renderPage(db, playlistID: playlistID, pk: pk, after: after ?? -1, limit: limit, fields: fields, epoch: epoch,
+                                          into: &writer)
                 return (writer.bytes, next)
             }
         }
     }
 
-    /// Writes the first page of entries (for `include=entries`), read in `db`'s snapshot.
-    func firstPage(_ db: Database, playlistID: CatalogID, limit: Int, into writer: inout JSONWriter) throws {
+    /// Writes the first page of entries (for `include=entries`), read in `db`'s snapshot
+    /// (taken in render-cache `epoch`).
+    func firstPage(_ db: Database, playlistID: CatalogID, limit: Int, epoch: UInt64, into writer: inout JSONWriter) throws {
         guard let pk = try Self.playlistPK(db, playlistID) else { throw StoreError.notFound }
-        _ = try renderPage(db, playlistID: playlistID, pk: pk, after: -1, limit: limit, fields: .all, into: &writer)
+        _ = try renderPage(db, playlistID: playlistID, pk: pk, after: -1, limit: limit, fields: .all, epoch: epoch, into: &writer)
     }
 
     /// Writes a page of entries; returns the next page's cursor.
-    private func renderPage(_ db: Database, playlistID: CatalogID, pk: Int64, after: Int64, limit: Int, fields: FieldMask,
+    private func renderPage(_ db: Database, playlistID: CatalogID, pk: Int64, after: Int64, limit: Int, fields: FieldMask, epoch: UInt64,
                             into writer: inout JSONWriter) throws -> String? {
         let rows = try RawRows(db, sql: selectSQL + " WHERE e.playlist_pk = ? AND e.position > ? ORDER BY e.position LIMIT ?",
                                arguments: [pk, after, limit + 1])
         return try rows.writePage(limit: limit, into: &writer, item: { statement, writer in
-            try render(statement, playlistID: playlistID, fields: fields, into: &writer)
+            try render(statement, playlistID: playlistID, fields: fields, epoch: epoch, into: &writer)
         }, cursor: { statement in
             ListCursor(fingerprint: Self.fingerprint(playlistID), key: .integer(sqlite3_column_int64(statement, 1)),
                        id: String(decoding: RowRenderer.text(statement, 0), as: UTF8.self)).encoded()
@@ -77,12 +80,13 @@ public final class PlaylistEntryStore: Sendable {
 
     /// The entry `entryID` of `playlistID`, or `nil` when either does not exist.
     public func entry(_ entryID: CatalogID, of playlistID: CatalogID, fields: FieldMask = .all) throws(StoreError) -> RenderedEntry? {
-        try guarded {
+        let epoch = RenderCache.currentEpoch
+        return try guarded {
             try database.snapshot { db in
                 guard let playlist = try Self.playlist(db, playlistID), let position = try Self.position(db, entryID, playlistPK: playlist.pk)
                 else { return nil }
                 return try renderEntry(db, playlistID: playlistID, playlistPK: playlist.pk, position: position,
-                                       version: playlist.version, fields: fields)
+                                       version: playlist.version, fields: fields, epoch: epoch)
             }
         }
     }
@@ -90,12 +94,13 @@ public final class PlaylistEntryStore: Sendable {
     /// The entry after `entryID` ("up next"). Fails with `notFound` when the playlist or
     /// the entry does not exist, and `endOfPlaylist` when the entry is the last.
     public func next(after entryID: CatalogID, of playlistID: CatalogID, fields: FieldMask = .all) throws(StoreError) -> RenderedEntry {
-        try guarded {
+        let epoch = RenderCache.currentEpoch
+        return try guarded {
             try database.snapshot { db in
                 guard let playlist = try Self.playlist(db, playlistID), let position = try Self.position(db, entryID, playlistPK: playlist.pk)
                 else { throw StoreError.notFound }
                 guard let next = try renderEntry(db, playlistID: playlistID, playlistPK: playlist.pk, position: position + 1,
-                                                 version: playlist.version, fields: fields)
+                                                 version: playlist.version, fields: fields, epoch: epoch)
                 else { throw StoreError.endOfPlaylist }
                 return next
             }
@@ -138,8 +143,7 @@ public final class PlaylistEntryStore: Sendable {
     public func move(_ entryID: CatalogID, of playlistID: CatalogID, to position: Int, preconditions: WritePreconditions,
                      completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void) {
         database.writes.submit(atomic: true, { [self] db in
-            let playlist = try Self.lock(db, playlistID, preconditions)
-            guard let old = try Self.position(db, entryID, playlistPK: playlist.pk) else { throw StoreError.notFound }
+            let (playlist, old) = try Self.lock(db, playlistID, entry: entryID, preconditions)
             guard (0..<playlist.count).contains(position) else {
                 throw StoreError.invalid([Violation(.outOfRange, "Must be from 0 to \(playlist.count - 1), the last position.").at("/position")])
             }
@@ -161,8 +165,7 @@ public final class PlaylistEntryStore: Sendable {
     public func remove(_ entryID: CatalogID, from playlistID: CatalogID, preconditions: WritePreconditions,
                        completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
         database.writes.submit(atomic: true, { db in
-            let playlist = try Self.lock(db, playlistID, preconditions)
-            guard let old = try Self.position(db, entryID, playlistPK: playlist.pk) else { throw StoreError.notFound }
+            let (playlist, old) = try Self.lock(db, playlistID, entry: entryID, preconditions)
             try db.cachedStatement(sql: "DELETE FROM playlist_entries WHERE id = ?").execute(arguments: [entryID.rawValue])
             try db.cachedStatement(sql: "UPDATE playlist_entries SET position = position - 1 WHERE playlist_pk = ? AND position > ?")
                 .execute(arguments: [playlist.pk, old])
@@ -283,14 +286,16 @@ public final class PlaylistEntryStore: Sendable {
     // MARK: Helpers
 
     /// Appends an entry from the statement's current row (entry columns, then the item's).
-    private func render(_ statement: SQLiteStatement, playlistID: CatalogID, fields: FieldMask, into writer: inout JSONWriter) throws {
+    /// Reads pass the render-cache `epoch` of their snapshot; writes pass `nil` and never
+    /// touch the cache (what they render might not commit).
+    private func render(_ statement: SQLiteStatement, playlistID: CatalogID, fields: FieldMask, epoch: UInt64?, into writer: inout JSONWriter) throws {
         writer.raw("{\"addedAt\":")
         writer.timestamp(milliseconds: sqlite3_column_int64(statement, 2))
         writer.raw(",\"entryId\":")
         writer.string(utf8: RowRenderer.text(statement, 0))
         writer.raw(",\"playableItem\":")
-        if let itemCache, fields == .all {
-            try itemRenderer.render(statement, into: &writer, offset: 3, cache: itemCache)
+        if let itemCache, let epoch, fields == .all {
+            try itemRenderer.render(statement, into: &writer, offset: 3, cache: itemCache, epoch: epoch)
         } else {
             try itemRenderer.render(statement, into: &writer, offset: 3, mask: fields)
         }
@@ -303,12 +308,14 @@ public final class PlaylistEntryStore: Sendable {
 
     /// The entry at `position`, or `nil` when there is none.
     private func renderEntry(_ db: Database, playlistID: CatalogID, playlistPK: Int64, position: Int64, version: Int,
-                             fields: FieldMask = .all) throws -> RenderedEntry? {
+                             fields: FieldMask = .all, epoch: UInt64? = nil) throws -> RenderedEntry? {
         let rows = try RawRows(db, sql: selectSQL + " WHERE e.playlist_pk = ? AND e.position = ?", arguments: [playlistPK, position])
         guard try rows.step() else { return nil }
         var writer = JSONWriter(capacity: 700)
-        try render(rows.statement, playlistID: playlistID, fields: fields, into: &writer)
-        let entryID = CatalogID(String(decoding: RowRenderer.text(rows.statement, 0), as: UTF8.self)) ?? CatalogID()
+        try render(rows.statement, playlistID: playlistID, fields: fields, epoch: epoch, into: &writer)
+        guard let entryID = CatalogID(String(decoding: RowRenderer.text(rows.statement, 0), as: UTF8.self)) else {
+            throw StoreError.unavailable("The database holds a malformed entry id.")
+        }
         return RenderedEntry(entryID: entryID, playlistVersion: version, json: writer.bytes)
     }
 
@@ -322,11 +329,20 @@ public final class PlaylistEntryStore: Sendable {
     }
 
     /// The playlist's row after checking `preconditions` against its version.
+    /// The playlist's row after checking `preconditions` against its version. With
+    /// `entry`, that entry's position too: a missing playlist or entry is `notFound`
+    /// before any precondition is looked at (RFC 9110 §13.2.1).
     private static func lock(_ db: Database, _ id: CatalogID, _ preconditions: WritePreconditions) throws -> (pk: Int64, version: Int, count: Int) {
-        let playlist = try playlist(db, id)
-        try preconditions.check(current: playlist?.version)
-        guard let playlist else { throw StoreError.notFound }
+        guard let playlist = try playlist(db, id) else { throw StoreError.notFound }
+        try preconditions.check(current: playlist.version)
         return playlist
+    }
+
+    private static func lock(_ db: Database, _ id: CatalogID, entry entryID: CatalogID, _ preconditions: WritePreconditions) throws
+        -> (playlist: (pk: Int64, version: Int, count: Int), position: Int64) {
+        guard let playlist = try playlist(db, id), let position = try position(db, entryID, playlistPK: playlist.pk) else { throw StoreError.notFound }
+        try preconditions.check(current: playlist.version)
+        return (playlist, position)
     }
 
     private static func position(_ db: Database, _ entryID: CatalogID, playlistPK: Int64) throws -> Int64? {

@@ -80,10 +80,11 @@ public struct RenderedResource: Sendable {
 public struct Embedding: Sendable {
     /// The member's key, quoted, with its colon.
     let key: [UInt8]
-    /// Writes the member's value for the resource with this id.
-    let render: @Sendable (Database, CatalogID, inout JSONWriter) throws -> Void
+    /// Writes the member's value for the resource with this id (the render-cache epoch
+    /// read before the snapshot began comes along).
+    let render: @Sendable (Database, CatalogID, UInt64, inout JSONWriter) throws -> Void
 
-    init(_ name: String, render: @escaping @Sendable (Database, CatalogID, inout JSONWriter) throws -> Void) {
+    init(_ name: String, render: @escaping @Sendable (Database, CatalogID, UInt64, inout JSONWriter) throws -> Void) {
         key = RenderedField.key(name)
         self.render = render
     }
@@ -162,11 +163,12 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         if embedding.isEmpty {
             return try guarded { try database.read { db in try render(db, id, fields: fields) } }
         }
+        let epoch = RenderCache.currentEpoch
         return try guarded {
             try database.snapshot { db in
                 // Each member is read and written when the resource's row reaches its key.
                 let members = embedding.map { embedding in
-                    EmbeddedMember(key: embedding.key) { writer in try embedding.render(db, id, &writer) }
+                    EmbeddedMember(key: embedding.key) { writer in try embedding.render(db, id, epoch, &writer) }
                 }
                 return try render(db, id, fields: fields, embedded: members.sorted { $0.key.lexicographicallyPrecedes($1.key) })
             }
@@ -192,40 +194,41 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
     /// rendered straight from the statement: the fast path for list endpoints.
     public func renderedList(_ request: ListRequest) throws(StoreError) -> (json: [UInt8], nextCursor: String?) {
         let query = try listQuery(request, after: decodeCursor(request))
+        let epoch = RenderCache.currentEpoch
         return try guarded {
             if let parent = request.scope?.parent {
                 // The parent and the page from one snapshot.
                 return try database.snapshot { db in
                     guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM \(parent.table) WHERE id = ?"),
                                             arguments: [parent.id.rawValue]) != nil else { throw StoreError.notFound }
-                    return try renderList(db, request, query)
+                    return try renderList(db, request, query, epoch: epoch)
                 }
             }
-            return try database.read { db in try renderList(db, request, query) }
+            return try database.read { db in try renderList(db, request, query, epoch: epoch) }
         }
     }
 
-    private func renderList(_ db: Database, _ request: ListRequest, _ query: (String, [(any DatabaseValueConvertible)?])) throws
+    private func renderList(_ db: Database, _ request: ListRequest, _ query: (String, [(any DatabaseValueConvertible)?]), epoch: UInt64) throws
         -> (json: [UInt8], nextCursor: String?) {
         var writer = JSONWriter(capacity: 256 + request.limit * 512)
-        let next = try renderList(db, request, query, into: &writer)
+        let next = try renderList(db, request, query, epoch: epoch, into: &writer)
         return (writer.bytes, next)
     }
 
     /// Writes the first page of `request` as `db` sees it (for embedding in another resource).
-    func renderList(_ db: Database, _ request: ListRequest, into writer: inout JSONWriter) throws {
-        _ = try renderList(db, request, listQuery(request, after: nil), into: &writer)
+    func renderList(_ db: Database, _ request: ListRequest, epoch: UInt64, into writer: inout JSONWriter) throws {
+        _ = try renderList(db, request, listQuery(request, after: nil), epoch: epoch, into: &writer)
     }
 
     /// Writes a page; returns the next page's cursor.
-    private func renderList(_ db: Database, _ request: ListRequest, _ query: (String, [(any DatabaseValueConvertible)?]),
+    private func renderList(_ db: Database, _ request: ListRequest, _ query: (String, [(any DatabaseValueConvertible)?]), epoch: UInt64,
                             into writer: inout JSONWriter) throws -> String? {
         let (sql, arguments) = query
         let sortKeyIndex = Int32(renderer.fields.count)
         let rows = try RawRows(db, sql: sql, arguments: StatementArguments(arguments))
         return try rows.writePage(limit: request.limit, into: &writer, item: { [renderer, cache] sqlite, writer in
             if let cache, request.fields == .all {
-                try renderer.render(sqlite, into: &writer, cache: cache)
+                try renderer.render(sqlite, into: &writer, cache: cache, epoch: epoch)
             } else {
                 try renderer.render(sqlite, into: &writer, mask: request.fields)
             }
@@ -374,12 +377,14 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
 
     /// Deletes the resource `id`, if `preconditions` hold.
     public func delete(_ id: CatalogID, preconditions: WritePreconditions, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        submit(atomic: deletionWritesMore, completion) { [self] db in
+        submit(atomic: deletionWritesMore, { [cache] result in
+            if case .success = result { cache?.invalidate(id: id.rawValue) }
+            completion(result)
+        }) { [self] db in
             let current = try Int.fetchOne(db.cachedStatement(sql: "SELECT version FROM \(table) WHERE id = ?"), arguments: [id.rawValue])
             try preconditions.check(current: current)
             try willDelete(db, id)
             try db.cachedStatement(sql: "DELETE FROM \(table) WHERE id = ?").execute(arguments: [id.rawValue])
-            cache?.remove(id: id.rawValue)
         }
     }
 
@@ -406,7 +411,9 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
             guard try rows.next() != nil else { throw StoreError.notFound }
             var writer = JSONWriter()
             try renderer.render(statement.sqliteStatement, into: &writer)
-            let id = CatalogID(String(decoding: RowRenderer.text(statement.sqliteStatement, idIndex), as: UTF8.self)) ?? CatalogID()
+            guard let id = CatalogID(String(decoding: RowRenderer.text(statement.sqliteStatement, idIndex), as: UTF8.self)) else {
+                throw StoreError.unavailable("The database holds a malformed id.")
+            }
             return RenderedResource(id: id, version: Int(sqlite3_column_int64(statement.sqliteStatement, versionIndex)), json: writer.bytes)
         }
     }

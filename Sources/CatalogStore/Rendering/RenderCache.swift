@@ -6,6 +6,13 @@ import Synchronization
 /// only with a new version, so a hit is exactly what rendering the row would write.
 /// Serves the hot embedded and listed playable items (an `include=entries` page writes
 /// fifty of them). Bounded: when full it starts over.
+///
+/// Two writes can bring an (id, version) pair back with other content: a deletion and an
+/// import that re-creates the id. After such a commit, ``invalidate(id:)`` moves the
+/// epoch on, and a reader stores only what it rendered from a snapshot taken in the
+/// current epoch (it passes the ``currentEpoch`` it saw before its snapshot began), so a
+/// rendering of the old row can never be kept. Writers never store: what they render
+/// might not commit.
 final class RenderCache: Sendable {
     private struct Entry {
         let id: [UInt8]
@@ -15,6 +22,10 @@ final class RenderCache: Sendable {
 
     private let entries = Mutex<[UInt64: Entry]>([:])
     private let capacity: Int
+    private static let epoch = Atomic<UInt64>(0)
+
+    /// The epoch to pass to ``store(id:version:json:epoch:)``, read before the snapshot begins.
+    static var currentEpoch: UInt64 { epoch.load(ordering: .acquiring) }
 
     init(capacity: Int = 20_000) {
         self.capacity = capacity
@@ -33,17 +44,20 @@ final class RenderCache: Sendable {
         }
     }
 
-    /// Remembers the JSON of the resource `id` at `version`.
-    func store(id: UnsafeBufferPointer<UInt8>, version: Int64, json: ArraySlice<UInt8>) {
+    /// Remembers the JSON of the resource `id` at `version`, read from a snapshot taken in
+    /// `epoch`; nothing when an invalidation came since.
+    func store(id: UnsafeBufferPointer<UInt8>, version: Int64, json: ArraySlice<UInt8>, epoch: UInt64) {
         let entry = Entry(id: Array(id), version: version, json: Array(json))
         entries.withLock { entries in
+            guard Self.epoch.load(ordering: .acquiring) == epoch else { return }
             if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
             entries[Self.key(id)] = entry
         }
     }
 
-    /// Forgets the resource `id` (deleted, or replaced by an import that may reuse a version).
-    func remove(id: String) {
+    /// Forgets the resource `id` once a deletion or an import of it has committed.
+    func invalidate(id: String) {
+        Self.epoch.add(1, ordering: .releasing)
         var id = id
         let key = id.withUTF8 { Self.key($0) }
         _ = entries.withLock { $0.removeValue(forKey: key) }

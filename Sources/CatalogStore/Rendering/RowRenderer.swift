@@ -153,14 +153,15 @@ struct RowRenderer: Sendable {
     }
 
     /// Appends the whole JSON object of the statement's current row (columns from
-    /// `offset`), from `cache` when it holds the row's id at the row's version.
-    func render(_ statement: SQLiteStatement, into writer: inout JSONWriter, offset: Int32 = 0, cache: RenderCache) throws {
+    /// `offset`), from `cache` when it holds the row's id at the row's version; a miss is
+    /// stored, as read in a snapshot of `epoch`.
+    func render(_ statement: SQLiteStatement, into writer: inout JSONWriter, offset: Int32 = 0, cache: RenderCache, epoch: UInt64) throws {
         let id = Self.text(statement, offset + idColumn)
         let version = sqlite3_column_int64(statement, offset + versionColumn)
         if let json = cache.json(id: id, version: version) { return writer.raw(json) }
         let start = writer.count
         try render(statement, into: &writer, offset: offset)
-        cache.store(id: id, version: version, json: writer.bytes(from: start))
+        cache.store(id: id, version: version, json: writer.bytes(from: start), epoch: epoch)
     }
 
     private static func write(_ member: EmbeddedMember, first: inout Bool, into writer: inout JSONWriter) throws {
