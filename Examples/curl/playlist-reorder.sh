@@ -15,7 +15,7 @@ etag() { grep -i '^etag:' "$headers" | cut -d' ' -f2 | tr -d '\r'; }
 playlist=$(curl -sf -X POST "$url/v1/playlists" -H 'Content-Type: application/json' \
     -d '{"title":"Movie night","description":"Built by playlist-reorder.sh"}' | jq -r .id)
 
-# Append the first videos, oldest first; each answer carries the playlist's new ETag.
+# Append the first videos in title order; each answer carries the playlist's new ETag.
 for item in $(curl -sf "$url/v1/playable-items?limit=$count&sort=title" | jq -r '.items[].id'); do
     curl -sf -D "$headers" -X POST "$url/v1/playlists/$playlist/entries" -H 'Content-Type: application/json' \
         -d "{\"playableItemId\":\"$item\"}" | jq -r '"added \(.playableItem.title) at \(.position)"'

@@ -67,6 +67,12 @@ public struct PlaylistInput: Codable, Sendable, Hashable, Validatable {
     }
 }
 
+extension Playlist {
+    /// The entity tag of this version (`"4"`), for `If-Match` on the playlist and its
+    /// entries, also when the playlist came shaped by `include` (whose `ETag` adds a digest).
+    public var entityTag: String { "\"\(version)\"" }
+}
+
 extension PlaylistInput {
     /// The input that recreates `playlist`'s own fields (for editing it).
     public init(_ playlist: Playlist) {
