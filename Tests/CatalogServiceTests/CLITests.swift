@@ -20,7 +20,7 @@ import Testing
         process.standardError = errors
         let stdin = Pipe()
         if input != nil { process.standardInput = stdin }
-        try process.run()
+        try launch(process)
         if let input {
             stdin.fileHandleForWriting.write(input)
             try stdin.fileHandleForWriting.close()

@@ -40,7 +40,7 @@ import Glibc
         process.arguments = ["--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--no-seed"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice  // an orphan must not hold the test runner's pipes
-        try process.run()
+        try launch(process)
         defer { if process.isRunning { process.terminate() } }
         let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
         var created: APIResponse?
@@ -69,7 +69,7 @@ import Glibc
             let errors = Pipe()
             process.standardError = errors
             process.standardOutput = FileHandle.nullDevice
-            try process.run()
+            try launch(process)
             let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
             return (process.terminationStatus, text)
@@ -92,7 +92,7 @@ import Glibc
                                "CATALOG_MIGRATIONS": migrationsDirectory.path, "CATALOG_SEED": "false"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice  // an orphan must not hold the test runner's pipes
-        try process.run()
+        try launch(process)
         defer { if process.isRunning { process.terminate() } }
         let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
         var games: Page<Game>?
@@ -117,7 +117,7 @@ import Glibc
                              "--log-level", "warning"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice  // an orphan must not hold the test runner's pipes
-        try process.run()
+        try launch(process)
         defer { if process.isRunning { process.terminate() } }
         let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
         for _ in 0..<100 where (try? await client.get("/healthz"))?.status != 200 { try await Task.sleep(for: .milliseconds(50)) }
@@ -173,7 +173,7 @@ import Glibc
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice  // an orphan must not hold the test runner's pipes
-        try process.run()
+        try launch(process)
         defer { if process.isRunning { process.terminate() } }
 
         let url = try #require(URL(string: "http://127.0.0.1:\(port)/healthz"))

@@ -138,3 +138,14 @@ func expectProblem(_ status: Int, _ code: String? = nil, sourceLocation: SourceL
         return error.problem
     }
 }
+
+/// Starts `process`, one at a time across the whole test run: Foundation's
+/// `Process.run()` on Linux is not safe to call from several threads at once (tests run
+/// in parallel; two concurrent launches crashed the runner inside `Process.run`).
+func launch(_ process: Process) throws {
+    launchLock.lock()
+    defer { launchLock.unlock() }
+    try process.run()
+}
+
+private let launchLock = NSLock()
