@@ -53,6 +53,28 @@ public struct CatalogClient: Sendable {
         (try? await send("GET", "/healthz").response.statusCode) == 200
     }
 
+    /// Whether the server is ready for traffic (`/readyz`: the database answers with every
+    /// migration applied, and the server is not draining).
+    public func isReady() async -> Bool {
+        (try? await send("GET", "/readyz").response.statusCode) == 200
+    }
+
+    /// The OpenAPI document the server serves (`/openapi.yaml`).
+    public func openAPIDocument() async throws(CatalogClientError) -> String {
+        String(decoding: try await send("GET", "/openapi.yaml").data, as: UTF8.self)
+    }
+
+    /// The Prometheus metrics exposition (`/metrics`).
+    public func metrics() async throws(CatalogClientError) -> String {
+        String(decoding: try await send("GET", "/metrics").data, as: UTF8.self)
+    }
+
+    /// Has the server write a consistent copy of its database into its backup folder
+    /// (`POST /admin/backups`).
+    public func createBackup() async throws(CatalogClientError) -> Backup {
+        try decode(Backup.self, from: await send("POST", "/admin/backups").data)
+    }
+
     // MARK: Transport
 
     /// Sends one request and returns the body and response; non-2xx/304 statuses become

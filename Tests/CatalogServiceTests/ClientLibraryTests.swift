@@ -79,4 +79,18 @@ import Testing
             guard case .transport = error else { throw error }
         }
     }
+
+    @Test func operationalEndpoints() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let api = client(catalog)
+        #expect(await api.isHealthy())
+        #expect(await api.isReady())
+        #expect(try await api.openAPIDocument().hasPrefix("openapi: 3.1"))
+        let metrics = try await api.metrics()
+        #expect(metrics.contains("catalog_build_info"))
+        let backup = try await api.createBackup()
+        #expect(backup.integrityCheck == "ok")
+        #expect(backup.bytes > 0)
+        #expect(FileManager.default.fileExists(atPath: backup.path))
+    }
 }

@@ -10,19 +10,11 @@ struct Backups: Sendable {
     let store: CatalogStore
     let directory: String
 
-    /// What a backup produced.
-    struct Created: Encodable {
-        let name: String
-        let path: String
-        let bytes: Int
-        let integrityCheck: String
-    }
-
     func create() throws -> HTTPResponse {
         let name = "catalog-" + Timestamp.string(from: Date()).replacingOccurrences(of: ":", with: "-") + "-" + String(CatalogID().rawValue.suffix(8)) + ".sqlite"
         let path = URL(fileURLWithPath: directory).appendingPathComponent(name).path
         let bytes = try store.backup(to: path)
-        let body = try CatalogJSON.makeEncoder().encode(Created(name: name, path: path, bytes: bytes, integrityCheck: "ok"))
+        let body = try JSONResponse.encoder.encode(Backup(name: name, path: path, bytes: bytes, integrityCheck: "ok"))
         return HTTPResponse(status: .created, headers: [("Content-Type", JSONResponse.contentType)], body: Array(body))
     }
 }
