@@ -27,13 +27,7 @@ extension CatalogClient {
                         for try await comment in comments.all(on: itemID, all) {
                             continuation.yield(.comment(comment))
                             guard comment.replyCount > 0 else { continue }
-                            var query = all
-                            while true {
-                                let page = try await comments.replies(to: comment.id, query)
-                                for reply in page.items { continuation.yield(.comment(reply)) }
-                                guard let next = page.nextCursor else { break }
-                                query.cursor = next
-                            }
+                            for try await reply in comments.allReplies(to: comment.id, all) { continuation.yield(.comment(reply)) }
                         }
                     }
                     continuation.finish()

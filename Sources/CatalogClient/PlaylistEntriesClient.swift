@@ -86,6 +86,11 @@ public struct CommentsClient: Sendable {
         try client.decode(Page<Comment>.self, from: await client.send("GET", "/v1/comments/\(commentID)/replies", query: query.items).data)
     }
 
+    /// Every reply to a comment, following `nextCursor`.
+    public func allReplies(to commentID: CatalogID, _ query: ListQuery = ListQuery()) -> AsyncThrowingStream<Comment, any Error> {
+        client.following(query) { try await replies(to: commentID, $0) }
+    }
+
     /// Posts a comment on an item, or a reply when `input.parentId` is set.
     public func post(on itemID: CatalogID, _ input: CommentInput) async throws(CatalogClientError) -> Tagged<Comment> {
         try await client.tagged(client.send("POST", "/v1/playable-items/\(itemID)/comments", body: client.encode(input),

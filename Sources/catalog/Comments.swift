@@ -15,21 +15,19 @@ struct Comments: AsyncParsableCommand {
          ("author", comment.author), ("body", comment.body ?? "(deleted)"), ("replyCount", "\(comment.replyCount)"), ("version", "\(comment.version)")]
     }
 
-    /// Prints one page, or all with `--all`.
+    /// Prints one page, or every page with `--all`.
     static func list(_ connection: Connection, _ options: ListOptions,
-                     page: @escaping @Sendable (CommentsClient, ListQuery) async throws -> Page<CatalogModels.Comment>) async throws {
+                     page: @escaping @Sendable (CommentsClient, ListQuery) async throws -> Page<CatalogModels.Comment>,
+                     all: @escaping @Sendable (CommentsClient, ListQuery) -> AsyncThrowingStream<CatalogModels.Comment, any Error>) async throws {
         try await Output.run {
             let comments = try connection.client().comments
-            var result = try await page(comments, options.query)
+            let result: Page<CatalogModels.Comment>
             if options.all {
-                var items = result.items
-                var query = options.query
-                while let cursor = result.nextCursor {
-                    query.cursor = cursor
-                    result = try await page(comments, query)
-                    items += result.items
-                }
+                var items: [CatalogModels.Comment] = []
+                for try await comment in all(comments, options.query) { items.append(comment) }
                 result = Page(items: items, nextCursor: nil)
+            } else {
+                result = try await page(comments, options.query)
             }
             if connection.table {
                 Output.table(["id", "author", "body", "replies"], result.items.map(columns))
@@ -48,7 +46,7 @@ struct Comments: AsyncParsableCommand {
 
         func run() async throws {
             let item = try Output.id(item)
-            try await Comments.list(connection, options) { try await $0.list(on: item, $1) }
+            try await Comments.list(connection, options, page: { try await $0.list(on: item, $1) }, all: { $0.all(on: item, $1) })
         }
     }
 
@@ -60,7 +58,7 @@ struct Comments: AsyncParsableCommand {
 
         func run() async throws {
             let comment = try Output.id(comment)
-            try await Comments.list(connection, options) { try await $0.replies(to: comment, $1) }
+            try await Comments.list(connection, options, page: { try await $0.replies(to: comment, $1) }, all: { $0.allReplies(to: comment, $1) })
         }
     }
 

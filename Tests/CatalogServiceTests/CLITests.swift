@@ -96,6 +96,11 @@ import Testing
         #expect(reply.status == 0, "\(reply.errors)")
         let listed = try decoder.decode(Page<CatalogModels.Comment>.self, from: Data(Self.run(["comments", "list", ids[0].rawValue], server: server).output.utf8))
         #expect(listed.items.map(\.replyCount) == [1])
+        _ = try Self.run(["comments", "post", ids[0].rawValue, "--author", "cy", "--body", "Second"], server: server)
+        let every = try decoder.decode(Page<CatalogModels.Comment>.self,
+                                       from: Data(Self.run(["comments", "list", ids[0].rawValue, "--all", "--limit", "1"], server: server).output.utf8))
+        #expect(every.items.map(\.author) == ["cy", "ann"], "--all follows the cursor, newest first")
+        #expect(every.nextCursor == nil)
         let replies = try Self.run(["comments", "replies", parent.id.rawValue, "--table"], server: server)
         #expect(replies.output.contains("bob") && replies.output.contains("Agreed"))
         let nested = try Self.run(["comments", "post", ids[0].rawValue, "--author", "cy", "--body", "x", "--reply-to",

@@ -36,7 +36,7 @@ struct Imports: Sendable {
         }
         var errors: [FieldError] = []
         for (index, element) in elements.enumerated() { errors += Self.shapeErrors(element, at: "/records/\(index)") }
-        guard errors.isEmpty else { throw APIError.validation(Array(errors.prefix(100))) }
+        guard errors.isEmpty else { throw APIError.validation(Array(errors.prefix(FieldReader.maxListedErrors))) }
         let records: [CatalogRecord]
         do {
             records = try CatalogJSON.makeDecoder().decode(ImportRequest.self, from: Data(request.body)).records
@@ -44,7 +44,7 @@ struct Imports: Sendable {
             throw APIError.validation([Self.fieldError(error)])
         }
         for (index, record) in records.enumerated() { errors += Self.ruleErrors(record, at: "/records/\(index)/data") }
-        guard errors.isEmpty else { throw APIError.validation(Array(errors.prefix(100))) }
+        guard errors.isEmpty else { throw APIError.validation(Array(errors.prefix(FieldReader.maxListedErrors))) }
         store.importRecords(records) { result in
             done(result.flatMap { summary in
                 Result { HTTPResponse(status: .ok, headers: [("Content-Type", JSONResponse.contentType)], body: Array(try JSONResponse.encoder.encode(summary))) }

@@ -102,7 +102,7 @@ extension CatalogStore {
                 missing.append(Violation(.notFound, "No playable item has this id.").at("\(pointer)/entries/\(position)/playableItemId"))
             }
         }
-        guard missing.isEmpty else { throw StoreError.invalid(Array(missing.prefix(100))) }
+        guard missing.isEmpty else { throw StoreError.invalid(Array(missing.prefix(PlaylistEntryStore.maxListedErrors))) }
         try db.cachedStatement(sql: "UPDATE playlists SET entry_count = ? WHERE pk = ?").execute(arguments: [record.entries.count, playlistPK])
         if outcome == .unchanged {
             try db.cachedStatement(sql: "UPDATE playlists SET updated_at = max(?, created_at), version = max(version + 1, ?) WHERE pk = ?")
