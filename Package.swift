@@ -21,17 +21,21 @@ let package = Package(
         .target(name: "CatalogModels"),
         // Async client library over URLSession, built on the shared models only.
         .target(name: "CatalogClient", dependencies: ["CatalogModels"]),
+        // Each resource declared once — fields, columns, kinds, rules (from CatalogModels),
+        // sorting and search — with the strict JSON reader and the document reader built on it.
+        .target(name: "CatalogSchema", dependencies: ["CatalogModels"]),
         // Sockets, event loops, the HTTP/1.1 parser and writer, and the router.
         // Knows nothing of the catalog.
         .target(name: "HTTPServer", dependencies: ["CLinux"]),
         // epoll and eventfd headers for Swift.
         .target(name: "CLinux"),
-        // SQLite through GRDB: migrations runner, group-committing writer, one file of
-        // queries per resource, the demo catalog.
+        // SQLite through GRDB: migrations runner, group-committing writer, the generic
+        // resource store derived from the declarations, entries, comments, imports, the demo catalog.
         .target(
             name: "CatalogStore",
             dependencies: [
                 "CatalogModels",
+                "CatalogSchema",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
@@ -39,16 +43,18 @@ let package = Package(
         // Wiring: routes, handlers and error mapping for the catalog service.
         .target(
             name: "CatalogService",
-            dependencies: ["CatalogModels", "CatalogStore", "HTTPServer", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CatalogModels", "CatalogSchema", "CatalogStore", "HTTPServer", .product(name: "Logging", package: "swift-log")]
         ),
         // Thin executable: parse configuration, start, wait for a signal.
         .executableTarget(
             name: "catalog-server",
             dependencies: [
                 "CatalogService",
+                "CatalogStore",
                 "CLinux",
                 "HTTPServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The command-line client, on the client library.
@@ -59,11 +65,15 @@ let package = Package(
         // What several test targets share (a seeded random generator).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "CatalogModelsTests", dependencies: ["CatalogModels"]),
+        .testTarget(name: "CatalogSchemaTests", dependencies: ["CatalogSchema", "CatalogModels"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
-        .testTarget(name: "CatalogStoreTests", dependencies: ["CatalogStore", "CatalogModels", "TestSupport"]),
+        .testTarget(
+            name: "CatalogStoreTests",
+            dependencies: ["CatalogStore", "CatalogSchema", "CatalogModels", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .testTarget(
             name: "CatalogServiceTests",
-            dependencies: ["CatalogService", "CatalogStore", "CatalogModels", "CatalogClient", "HTTPServer", "TestSupport"]
+            dependencies: ["CatalogService", "CatalogSchema", "CatalogStore", "CatalogModels", "CatalogClient", "HTTPServer", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -52,6 +52,10 @@ public struct CommentInput: Codable, Sendable, Hashable, Validatable {
     public static let authorLength = 1...100
     /// The allowed body length.
     public static let bodyLength = 1...5000
+    /// The rule `author` keeps.
+    public static let authorRule = FieldRule<String>.text(length: authorLength)
+    /// The rule `body` keeps.
+    public static let bodyRule = FieldRule<String>.text(length: bodyLength, multiline: true)
 
     /// Creates an input value.
     public init(author: String, body: String, parentId: CatalogID? = nil) {
@@ -62,9 +66,29 @@ public struct CommentInput: Codable, Sendable, Hashable, Validatable {
 
     /// Every rule this input breaks.
     public func validationErrors() -> [FieldError] {
+        CommentEdit(author: author, body: body).validationErrors()
+    }
+}
+
+/// What an edit of a comment sets (`PATCH /v1/comments/{id}`, as a merge patch): its
+/// author and body. Neither the thread nor a deleted comment can be edited.
+public struct CommentEdit: Codable, Sendable, Hashable, Validatable {
+    /// 1…100 characters.
+    public var author: String
+    /// 1…5,000 characters.
+    public var body: String
+
+    /// Creates an edit.
+    public init(author: String, body: String) {
+        self.author = author
+        self.body = body
+    }
+
+    /// Every rule this edit breaks.
+    public func validationErrors() -> [FieldError] {
         var errors: [FieldError] = []
-        if let violation = Rules.text(author, length: Self.authorLength) { errors.append(violation.at("/author")) }
-        if let violation = Rules.text(body, length: Self.bodyLength, multiline: true) { errors.append(violation.at("/body")) }
+        errors.check(author, CommentInput.authorRule, at: "/author")
+        errors.check(body, CommentInput.bodyRule, at: "/body")
         return errors
     }
 }

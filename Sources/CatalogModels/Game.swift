@@ -42,6 +42,12 @@ public struct GameInput: Codable, Sendable, Hashable, Validatable {
     public static let nameLength = 1...200
     /// The allowed description length.
     public static let descriptionLength = 0...5000
+    /// The rule `name` keeps.
+    public static let nameRule = FieldRule<String>.text(length: nameLength)
+    /// The rule `description` keeps.
+    public static let descriptionRule = FieldRule<String>.text(length: descriptionLength, multiline: true)
+    /// The rule `imageName` keeps.
+    public static let imageNameRule = FieldRule<String>.assetName
 
     /// Creates an input value.
     public init(name: String, description: String = "", imageName: String) {
@@ -61,9 +67,9 @@ public struct GameInput: Codable, Sendable, Hashable, Validatable {
     /// Every rule this input breaks.
     public func validationErrors() -> [FieldError] {
         var errors: [FieldError] = []
-        if let violation = Rules.text(name, length: Self.nameLength) { errors.append(violation.at("/name")) }
-        if let violation = Rules.text(description, length: Self.descriptionLength, multiline: true) { errors.append(violation.at("/description")) }
-        if let violation = Rules.assetName(imageName) { errors.append(violation.at("/imageName")) }
+        errors.check(name, Self.nameRule, at: "/name")
+        errors.check(description, Self.descriptionRule, at: "/description")
+        errors.check(imageName, Self.imageNameRule, at: "/imageName")
         return errors
     }
 }

@@ -54,6 +54,14 @@ public struct LocationInput: Codable, Sendable, Hashable, Validatable {
     public static let latitudeRange = -90.0...90.0
     /// The allowed longitudes.
     public static let longitudeRange = -180.0...180.0
+    /// The rule `name` keeps.
+    public static let nameRule = FieldRule<String>.text(length: nameLength)
+    /// The rule `countryCode` keeps.
+    public static let countryCodeRule = FieldRule<String>.countryCode
+    /// The rule `latitude` keeps.
+    public static let latitudeRule = FieldRule<Double>.number(in: latitudeRange)
+    /// The rule `longitude` keeps.
+    public static let longitudeRule = FieldRule<Double>.number(in: longitudeRange)
 
     /// Creates an input value.
     public init(name: String, countryCode: String, latitude: Double, longitude: Double) {
@@ -66,10 +74,10 @@ public struct LocationInput: Codable, Sendable, Hashable, Validatable {
     /// Every rule this input breaks.
     public func validationErrors() -> [FieldError] {
         var errors: [FieldError] = []
-        if let violation = Rules.text(name, length: Self.nameLength) { errors.append(violation.at("/name")) }
-        if let violation = Rules.countryCode(countryCode) { errors.append(violation.at("/countryCode")) }
-        if let violation = Rules.number(latitude, in: Self.latitudeRange) { errors.append(violation.at("/latitude")) }
-        if let violation = Rules.number(longitude, in: Self.longitudeRange) { errors.append(violation.at("/longitude")) }
+        errors.check(name, Self.nameRule, at: "/name")
+        errors.check(countryCode, Self.countryCodeRule, at: "/countryCode")
+        errors.check(latitude, Self.latitudeRule, at: "/latitude")
+        errors.check(longitude, Self.longitudeRule, at: "/longitude")
         return errors
     }
 }

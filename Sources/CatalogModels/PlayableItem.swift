@@ -64,6 +64,12 @@ public struct PlayableItemInput: Codable, Sendable, Hashable, Validatable {
     public static let descriptionLength = 0...5000
     /// The allowed duration.
     public static let durationRange = 0.0...1_000_000.0
+    /// The rule `title` keeps.
+    public static let titleRule = FieldRule<String>.text(length: titleLength)
+    /// The rule `description` keeps.
+    public static let descriptionRule = FieldRule<String>.text(length: descriptionLength, multiline: true)
+    /// The rule `durationSeconds` keeps.
+    public static let durationRule = FieldRule<Double>.number(in: durationRange)
 
     /// Creates an input value.
     public init(title: String, description: String = "", streamURL: URL, thumbnailURL: URL? = nil, durationSeconds: Double? = nil) {
@@ -87,11 +93,11 @@ public struct PlayableItemInput: Codable, Sendable, Hashable, Validatable {
     /// Every rule this input breaks.
     public func validationErrors() -> [FieldError] {
         var errors: [FieldError] = []
-        if let violation = Rules.text(title, length: Self.titleLength) { errors.append(violation.at("/title")) }
-        if let violation = Rules.text(description, length: Self.descriptionLength, multiline: true) { errors.append(violation.at("/description")) }
-        if let violation = Rules.webURL(streamURL.absoluteString) { errors.append(violation.at("/streamURL")) }
-        if let thumbnailURL, let violation = Rules.webURL(thumbnailURL.absoluteString) { errors.append(violation.at("/thumbnailURL")) }
-        if let durationSeconds, let violation = Rules.number(durationSeconds, in: Self.durationRange) { errors.append(violation.at("/durationSeconds")) }
+        errors.check(title, Self.titleRule, at: "/title")
+        errors.check(description, Self.descriptionRule, at: "/description")
+        errors.check(streamURL.absoluteString, .webURL, at: "/streamURL")
+        if let thumbnailURL { errors.check(thumbnailURL.absoluteString, .webURL, at: "/thumbnailURL") }
+        if let durationSeconds { errors.check(durationSeconds, Self.durationRule, at: "/durationSeconds") }
         return errors
     }
 }

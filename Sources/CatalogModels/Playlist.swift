@@ -44,6 +44,10 @@ public struct PlaylistInput: Codable, Sendable, Hashable, Validatable {
     public static let titleLength = 1...200
     /// The allowed description length.
     public static let descriptionLength = 0...5000
+    /// The rule `title` keeps.
+    public static let titleRule = FieldRule<String>.text(length: titleLength)
+    /// The rule `description` keeps.
+    public static let descriptionRule = FieldRule<String>.text(length: descriptionLength, multiline: true)
 
     /// Creates an input value.
     public init(title: String, description: String = "") {
@@ -61,8 +65,8 @@ public struct PlaylistInput: Codable, Sendable, Hashable, Validatable {
     /// Every rule this input breaks.
     public func validationErrors() -> [FieldError] {
         var errors: [FieldError] = []
-        if let violation = Rules.text(title, length: Self.titleLength) { errors.append(violation.at("/title")) }
-        if let violation = Rules.text(description, length: Self.descriptionLength, multiline: true) { errors.append(violation.at("/description")) }
+        errors.check(title, Self.titleRule, at: "/title")
+        errors.check(description, Self.descriptionRule, at: "/description")
         return errors
     }
 }
@@ -105,16 +109,30 @@ public struct PlaylistEntry: Codable, Sendable, Hashable {
 }
 
 /// The body of `POST /v1/playlists/{id}/entries`.
-public struct PlaylistEntryInput: Codable, Sendable, Hashable {
+public struct PlaylistEntryInput: Codable, Sendable, Hashable, Validatable {
     /// The item to add.
     public var playableItemId: CatalogID
     /// Where to insert it (0…entryCount); appended when `nil`.
     public var position: Int?
 
+    /// Where an entry may be inserted: 0…``PlaylistOrder/maxEntries`` (at most the
+    /// number of entries, which the server checks).
+    public static let positionRule = FieldRule<Int>.integer(in: 0...PlaylistOrder.maxEntries)
+    /// Where an entry may be moved (`PATCH …/entries/{entryId}`): 0…``PlaylistOrder/maxEntries`` − 1
+    /// (below the number of entries, which the server checks).
+    public static let newPositionRule = FieldRule<Int>.integer(in: 0...(PlaylistOrder.maxEntries - 1))
+
     /// Creates an input value.
     public init(playableItemId: CatalogID, position: Int? = nil) {
         self.playableItemId = playableItemId
         self.position = position
+    }
+
+    /// Every rule this input breaks.
+    public func validationErrors() -> [FieldError] {
+        var errors: [FieldError] = []
+        if let position { errors.check(position, Self.positionRule, at: "/position") }
+        return errors
     }
 }
 

@@ -114,6 +114,60 @@ public enum Rules {
     }
 }
 
+/// The rule one field's value must keep, defined once here: the server applies it to
+/// request bodies and import records (through each resource's declaration), and client
+/// apps through `validationErrors()`, so the two can never disagree.
+public struct FieldRule<Value>: Sendable {
+    private let check: @Sendable (Value) -> Violation?
+
+    /// A rule that `check` decides; it returns `nil` when the value is acceptable.
+    public init(_ check: @escaping @Sendable (Value) -> Violation?) {
+        self.check = check
+    }
+
+    /// Why `value` breaks the rule, or `nil` when it keeps it.
+    public func violation(_ value: Value) -> Violation? {
+        check(value)
+    }
+}
+
+extension FieldRule where Value == String {
+    /// ``Rules/text(_:length:multiline:)``.
+    public static func text(length: ClosedRange<Int>, multiline: Bool = false) -> FieldRule {
+        FieldRule { Rules.text($0, length: length, multiline: multiline) }
+    }
+
+    /// ``Rules/webURL(_:)``.
+    public static var webURL: FieldRule { FieldRule(Rules.webURL) }
+
+    /// ``Rules/countryCode(_:)``.
+    public static var countryCode: FieldRule { FieldRule(Rules.countryCode) }
+
+    /// ``Rules/assetName(_:)``.
+    public static var assetName: FieldRule { FieldRule(Rules.assetName) }
+}
+
+extension FieldRule where Value == Double {
+    /// ``Rules/number(_:in:)``.
+    public static func number(in range: ClosedRange<Double>) -> FieldRule {
+        FieldRule { Rules.number($0, in: range) }
+    }
+}
+
+extension FieldRule where Value == Int {
+    /// An integer in `range`.
+    public static func integer(in range: ClosedRange<Int>) -> FieldRule {
+        FieldRule { range.contains($0) ? nil : Violation(.outOfRange, "Must be from \(range.lowerBound) to \(range.upperBound).") }
+    }
+}
+
+extension Array where Element == FieldError {
+    /// Appends the violation of `rule` by `value`, if any, at `pointer`.
+    mutating func check<Value>(_ value: Value, _ rule: FieldRule<Value>, at pointer: String) {
+        if let violation = rule.violation(value) { append(violation.at(pointer)) }
+    }
+}
+
 /// A request body that can check itself against the shared rules.
 public protocol Validatable {
     /// Every rule the value breaks, one entry per failing field; empty when valid.

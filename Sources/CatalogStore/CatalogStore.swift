@@ -1,4 +1,5 @@
 import CatalogModels
+import CatalogSchema
 import Foundation
 import GRDB
 
@@ -45,10 +46,16 @@ public final class CatalogStore: Sendable {
             throw error
         }
         self.path = path
-        items = ResourceStore(PlayableItemTable.self, database: database)
-        games = ResourceStore(GameTable.self, database: database)
-        locations = ResourceStore(LocationTable.self, database: database)
-        playlists = ResourceStore(PlaylistTable.self, database: database)
+        // Deleting an item removes its entries from every playlist (comments go by cascade).
+        items = ResourceStore(.playableItem, database: database, relations: Relations(willDelete: { try PlaylistEntryStore.removeItem($0, itemID: $1) }))
+        games = ResourceStore(.game, database: database)
+        locations = ResourceStore(.location, database: database)
+        playlists = ResourceStore(.playlist, database: database, relations: Relations(filter: { scope in
+            guard case .playlistsContaining = scope else { return nil }
+            return "t.pk IN (SELECT e.playlist_pk FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk WHERE i.id = ?)"
+        }, importing: ImportRules(applyNested: { db, record, pk, pointer in
+            try PlaylistEntryStore.importEntries(db, record, playlistPK: pk, pointer: pointer)
+        })))
         entries = PlaylistEntryStore(database: database, playlists: playlists, items: items)
         comments = CommentStore(database: database)
     }
@@ -80,69 +87,19 @@ public final class CatalogStore: Sendable {
         }
     }
 
+    /// What `include=name` embeds in resources of `schema`, if anything.
+    package func embedding(_ name: String, in schema: ResourceSchema) -> Embedding? {
+        switch (schema.type, name) {
+        case (items.schema.type, "comments"): itemComments
+        case (items.schema.type, "playlists"): itemPlaylists
+        case (playlists.schema.type, "entries"): playlistEntries
+        default: nil
+        }
+    }
+
     /// The SQLite library version, such as `3.40.1`.
     public var sqliteVersion: String {
         (try? database.read { db in try String.fetchOne(db, sql: "SELECT sqlite_version()") }) ?? "unknown"
-    }
-
-    /// Loads ``DemoCatalog`` into a new, empty catalog, once in the database's life: a
-    /// catalog emptied later stays empty.
-    /// - Returns: whether it did.
-    @discardableResult
-    public func seedDemoCatalogIfEmpty() throws -> Bool {
-        try database.writes.write(atomic: true) { db -> Bool in
-            let marker = "demoCatalogOffered"
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM catalog_metadata WHERE key = ?", arguments: [marker]) == nil else { return false }
-            try db.execute(sql: "INSERT INTO catalog_metadata (key, value) VALUES (?, ?)",
-                           arguments: [marker, Timestamp.string(from: Date())])
-            let existing = try Int.fetchOne(db, sql: """
-                SELECT (SELECT count(*) FROM playable_items) + (SELECT count(*) FROM games) + (SELECT count(*) FROM locations)
-                     + (SELECT count(*) FROM playlists)
-                """) ?? 0
-            guard existing == 0 else { return false }
-            // Distinct, increasing creation times keep the demo's order stable.
-            var clock = Timestamp.milliseconds(Date()) - 60_000
-            func insert<Table: ResourceTable>(_ table: Table.Type, _ inputs: [Table.Input]) throws {
-                for input in inputs {
-                    clock += 1
-                    try db.execute(sql: Table.insertSQL, arguments: StatementArguments([CatalogID().rawValue] + Table.values(input) + [clock, clock, 1]))
-                }
-            }
-            try insert(GameTable.self, DemoCatalog.games)
-            try insert(LocationTable.self, DemoCatalog.locations)
-            try insert(PlayableItemTable.self, DemoCatalog.items)
-            try insert(PlaylistTable.self, DemoCatalog.playlists.map(\.input))
-            func itemPK(_ title: String) throws -> Int64? {
-                try Int64.fetchOne(db, sql: "SELECT pk FROM playable_items WHERE title = ?", arguments: [title])
-            }
-            for playlist in DemoCatalog.playlists {
-                let playlistPK = try Int64.fetchOne(db, sql: "SELECT pk FROM playlists WHERE title = ?", arguments: [playlist.input.title])
-                let itemPKs = try playlist.itemTitles.compactMap(itemPK)
-                for (position, pk) in itemPKs.enumerated() {
-                    clock += 1
-                    try db.execute(sql: "INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at) VALUES (?, ?, ?, ?, ?)",
-                                   arguments: [CatalogID().rawValue, playlistPK, pk, position, clock])
-                }
-                try db.execute(sql: "UPDATE playlists SET entry_count = ? WHERE pk = ?", arguments: [itemPKs.count, playlistPK])
-            }
-            for thread in DemoCatalog.comments {
-                guard let itemID = try String.fetchOne(db, sql: "SELECT id FROM playable_items WHERE title = ?", arguments: [thread.itemTitle])
-                else { continue }
-                func post(_ input: CommentInput, parent: String?) throws -> String {
-                    clock += 1
-                    let id = CatalogID().rawValue
-                    try db.execute(sql: """
-                        INSERT INTO comments (id, playable_item_id, parent_id, author, body, created_at, updated_at, version)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, 1)
-                        """, arguments: [id, itemID, parent, input.author, input.body, clock, clock])
-                    return id
-                }
-                let parent = try post(thread.comment, parent: nil)
-                for reply in thread.replies { _ = try post(reply, parent: parent) }
-                try db.execute(sql: "UPDATE comments SET reply_count = ? WHERE id = ?", arguments: [thread.replies.count, parent])
-            }
-            return true
-        }
     }
 
     /// Whether the database answers and every migration is applied.

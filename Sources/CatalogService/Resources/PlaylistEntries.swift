@@ -1,4 +1,5 @@
 import CatalogModels
+import CatalogSchema
 import CatalogStore
 import HTTPServer
 
@@ -50,12 +51,8 @@ struct PlaylistEntries: Sendable {
     private func insert(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let id = try ResourceEndpoints<Playlist, PlaylistInput>.id(request)
         let preconditions = try ETag.preconditions(request)
-        var reader = FieldReader(try RequestBody.object(request, mediaType: RequestBody.json), fields: ["playableItemId", "position"])
-        let itemID = reader.id("playableItemId", required: true)
-        let position = reader.integer("position", required: false, in: 0...PlaylistEntryStore.maxEntries)
-        try reader.finish()
-        guard let itemID else { throw APIError.validation(reader.errors) }
-        store.insert(PlaylistEntryInput(playableItemId: itemID, position: position), into: id, preconditions: preconditions) { result in
+        let values = try RequestBody.values(request, PlaylistEntrySchema.insertion, mediaType: RequestBody.json)
+        store.insert(values, into: id, preconditions: preconditions) { result in
             done(result.map { entry in
                 Self.response(entry, status: .created, headers: [("Location", "/v1/playlists/\(id)/entries/\(entry.entryID)")])
             })
@@ -65,12 +62,8 @@ struct PlaylistEntries: Sendable {
     private func move(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let (playlistID, entryID) = try Self.ids(request)
         let preconditions = try ETag.preconditions(request)
-        var reader = FieldReader(try RequestBody.object(request, mediaType: RequestBody.mergePatch), fields: ["position"],
-                                 readOnly: ["entryId", "playlistId", "playableItem", "addedAt"])
-        let position = reader.integer("position", required: true, in: 0...(PlaylistEntryStore.maxEntries - 1))
-        try reader.finish()
-        guard let position else { throw APIError.validation(reader.errors) }
-        store.move(entryID, of: playlistID, to: position, preconditions: preconditions) { done($0.map { Self.response($0) }) }
+        let values = try RequestBody.values(request, PlaylistEntrySchema.move, mediaType: RequestBody.mergePatch)
+        store.move(entryID, of: playlistID, values, preconditions: preconditions) { done($0.map { Self.response($0) }) }
     }
 
     private func remove(_ request: HTTPRequest, _ done: @escaping Completion) throws {
@@ -84,11 +77,8 @@ struct PlaylistEntries: Sendable {
     private func replace(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let id = try ResourceEndpoints<Playlist, PlaylistInput>.id(request)
         let preconditions = try ETag.preconditions(request)
-        var reader = FieldReader(try RequestBody.object(request, mediaType: RequestBody.json), fields: ["playableItemIds"])
-        let ids = reader.ids("playableItemIds", maxCount: PlaylistEntryStore.maxEntries)
-        try reader.finish()
-        guard let ids else { throw APIError.validation(reader.errors) }
-        store.replace(PlaylistOrder(playableItemIds: ids), of: id, preconditions: preconditions) {
+        let values = try RequestBody.values(request, PlaylistEntrySchema.order, mediaType: RequestBody.json)
+        store.replace(values, of: id, preconditions: preconditions) {
             done(ResourceEndpoints<Playlist, PlaylistInput>.updated($0))
         }
     }

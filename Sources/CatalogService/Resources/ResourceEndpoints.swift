@@ -1,50 +1,39 @@
 import CatalogModels
+import CatalogSchema
 import CatalogStore
 import Foundation
 import HTTPServer
 
-/// The REST endpoints every resource has, following the API conventions:
-/// list, get, create, replace, merge-patch and delete, with ETags and conditional requests.
+/// The REST endpoints every resource has, following the API conventions and derived from
+/// its declaration: list, get, create, replace, merge-patch and delete, with ETags and
+/// conditional requests.
 ///
 /// Reads run inline on the event loop (a single indexed SQLite statement, rendered
 /// straight from the row to JSON); writes go through the store's group-committing
 /// writer and answer once durable.
-struct ResourceEndpoints<Model: Sendable, Input: Codable & Sendable>: Sendable {
-    /// The collection path, such as `/v1/games`.
-    let path: String
+struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable & Sendable>: Sendable {
     let store: ResourceStore<Model, Input>
     let metrics: Metrics
     let options: ListOptions
-    /// Reads and validates a body object into an input.
-    let readInput: @Sendable ([String: JSONValue]) throws(APIError) -> Input
-    /// The input that would recreate a model (the document a merge patch applies to);
-    /// throws when the model cannot be edited.
-    let inputOf: @Sendable (Model) throws -> Input
     /// The fields `fields=…` may name.
     let fields: FieldSet
     /// What `include=…` may embed in a single resource, by name.
     let includes: [String: Embedding]
-    /// The members bodies may carry.
-    let body: BodyFields
 
-    /// Endpoints at `path` over `store`, whose sorts and search lists offer; `geographic`
-    /// adds `near`/`radius` and `bbox`, `filters` list parameters that scope the list,
-    /// `includes` what `GET …/{id}?include=` embeds.
-    init(metrics: Metrics, path: String, store: ResourceStore<Model, Input>, body: BodyFields, geographic: Bool = false, descendingByDefault: Bool = false,
-         filters: [String: @Sendable (CatalogID) -> ListRequest.Scope] = [:], includes: [String: Embedding] = [:],
-         readInput: @escaping @Sendable ([String: JSONValue]) throws(APIError) -> Input, inputOf: @escaping @Sendable (Model) throws -> Input) {
+    /// The collection path, such as `/v1/games`.
+    var path: String { store.schema.path }
+    private var schema: ResourceSchema { store.schema }
+
+    /// Endpoints over `store`, with the sorts, search, geographic filters, list filters
+    /// and includes its declaration offers; `catalog` provides what includes embed.
+    init(_ store: ResourceStore<Model, Input>, catalog: CatalogStore, metrics: Metrics, descendingByDefault: Bool = false) {
         self.metrics = metrics
-        self.path = path
         self.store = store
-        let sorts = store.sortableFields
         fields = FieldSet(store)
-        options = ListOptions(sortFields: sorts.filter { $0 == "createdAt" } + sorts.filter { $0 != "createdAt" },
-                              descendingByDefault: descendingByDefault, searchable: store.isSearchable, geographic: geographic,
-                              fields: fields, filters: filters)
-        self.readInput = readInput
-        self.inputOf = inputOf
-        self.includes = includes
-        self.body = body
+        let schema = store.schema
+        options = ListOptions(sortFields: schema.sortableFields, descendingByDefault: descendingByDefault, searchable: schema.searchTable != nil,
+                              geographic: schema.geographic, fields: fields, filters: schema.filters)
+        includes = Dictionary(uniqueKeysWithValues: schema.includes.compactMap { name in catalog.embedding(name, in: schema).map { (name, $0) } })
     }
 
     /// Registers the collection (list, create) and the resource (get, replace, patch, delete).
@@ -106,33 +95,29 @@ struct ResourceEndpoints<Model: Sendable, Input: Codable & Sendable>: Sendable {
     // MARK: Writes
 
     private func create(_ request: HTTPRequest, _ done: @escaping Completion) throws {
-        let input = try readInput(RequestBody.object(request, mediaType: RequestBody.json))
-        store.create(input) { [path] result in
-            done(result.map { resource in
-                Self.response(resource, status: .created, headers: [("Location", "\(path)/\(resource.id)")])
-            })
-        }
+        let values = try RequestBody.values(request, schema.creation, mediaType: RequestBody.json)
+        store.create(values) { result in done(result.map { resource in Self.created(resource, at: resource.id, in: store.schema) }) }
     }
 
     private func replace(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
         let preconditions = try ETag.preconditions(request)
-        let input = try readInput(RequestBody.object(request, mediaType: RequestBody.json))
-        store.replace(id, with: input, preconditions: preconditions) { done(Self.updated($0)) }
+        let values = try RequestBody.values(request, schema.edit, mediaType: RequestBody.json)
+        store.replace(id, with: values, preconditions: preconditions) { done(Self.updated($0)) }
     }
 
-    /// `PATCH …/{id}` with a merge patch of the input document.
+    /// `PATCH …/{id}` with a merge patch of the editable document.
     func patch(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
         let preconditions = try ETag.preconditions(request)
         let patch = try RequestBody.object(request, mediaType: RequestBody.mergePatch)
         // Every member of the patch must be writable, a `null` too (it vanishes in the merge).
-        try FieldReader(patch, body).finish()
-        let changes = JSONValue.object(patch)
-        store.update(id, preconditions: preconditions, completion: { done(Self.updated($0)) }) { [inputOf, readInput] model throws in
-            let document = try JSONValue.parse(JSONResponse.encoder.encode(inputOf(model)))
-            guard case let .object(merged) = JSONValue.mergePatch(document, changes) else { throw APIError.validation([]) }
-            return try readInput(merged)
+        let unaccepted = schema.edit.unacceptedMembers(patch)
+        guard unaccepted.isEmpty else { throw APIError.validation(unaccepted) }
+        let shape = schema.edit
+        store.update(id, preconditions: preconditions, completion: { done(Self.updated($0)) }) { document in
+            guard case let .object(merged) = JSONValue.mergePatch(.object(document), .object(patch)) else { throw APIError.validation([]) }
+            return try RequestBody.read(merged, shape)
         }
     }
 
@@ -166,6 +151,11 @@ struct ResourceEndpoints<Model: Sendable, Input: Codable & Sendable>: Sendable {
 
     static func updated(_ result: Result<RenderedResource, any Error>) -> Result<HTTPResponse, any Error> {
         result.map { response($0) }
+    }
+
+    /// A 201 for the resource `id` of `schema`, with its `Location`.
+    static func created(_ resource: RenderedResource, at id: CatalogID, in schema: ResourceSchema) -> HTTPResponse {
+        response(resource, status: .created, headers: [("Location", "\(schema.path)/\(id)")])
     }
 
     /// A rendered resource with its `ETag` (`tag`, or its version's).

@@ -1,4 +1,5 @@
 import CatalogModels
+import CatalogSchema
 import CatalogStore
 import HTTPServer
 

@@ -1,4 +1,5 @@
 import CatalogModels
+import CatalogSchema
 import Foundation
 import GRDB
 
@@ -9,43 +10,83 @@ public final class CommentStore: Sendable {
     public let resources: ResourceStore<Comment, CommentEdit>
 
     private let insertSQL: String
+    private let creationMembers: [Int]
 
     init(database: CatalogDatabase) {
-        resources = ResourceStore(CommentTable.self, database: database)
-        let columns = ["id", "playable_item_id", "parent_id", "author", "body", "created_at", "updated_at", "version"]
+        resources = ResourceStore(.comment, database: database, relations: Relations(filter: { scope in
+            switch scope {
+            case .commentsOn: "t.playable_item_id = ? AND t.parent_id IS NULL"
+            case .repliesTo: "t.parent_id = ?"
+            case .playlistsContaining: nil
+            }
+        }, importing: ImportRules(checkNew: { db, record, pointer in
+            guard let itemID = record[column: "playable_item_id"]?.text, let parentID = record[column: "parent_id"]?.text,
+                  let field = record.field(column: "parent_id") else { return }
+            let parent = try Row.fetchOne(db.cachedStatement(sql: "SELECT playable_item_id, parent_id FROM comments WHERE id = ?"), arguments: [parentID])
+            guard let parent, parent["playable_item_id"] as String == itemID, parent["parent_id"] as String? == nil else {
+                throw StoreError.invalid([Violation(.invalidParent, "Must be a top-level comment on the same item, imported earlier.").at(pointer + field.pointer)])
+            }
+        }, finish: { db, records in
+            // Reply counts follow the replies actually there: a thread whose count the records
+            // got wrong, or that gained a reply only here, is corrected (a change: version + 1).
+            let threads = Set(records.compactMap { record in (record[column: "parent_id"]?.text ?? record[column: "id"]?.text) })
+            let recount = try db.cachedStatement(sql: """
+                UPDATE comments SET reply_count = (SELECT count(*) FROM comments r WHERE r.parent_id = comments.id), version = version + 1
+                WHERE id = ? AND reply_count != (SELECT count(*) FROM comments r WHERE r.parent_id = comments.id)
+                """)
+            for id in threads.sorted() { try recount.execute(arguments: [id]) }
+        })))
+        let creation = ResourceSchema.comment.creationColumns
+        creationMembers = creation.map(\.index)
+        let columns = ["id", "playable_item_id"] + creation.map(\.column) + ["created_at", "updated_at", "version"]
         insertSQL = "INSERT INTO comments (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
-            + " RETURNING " + CommentTable.renderer.columns.joined(separator: ", ")
+            + resources.returning
     }
 
-    /// Posts `input` on the item `itemID`: a top-level comment, or a reply when
-    /// `input.parentId` names a top-level comment on the same item.
-    /// Fails with `notFound` when the item does not exist, and `invalid` naming
-    /// `/parentId` when the parent is unknown, on another item, a reply or deleted.
-    public func post(on itemID: CatalogID, _ input: CommentInput, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
-        let id = CatalogID()
-        resources.submit(atomic: input.parentId != nil, completion) { [self] db in
-            guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM playable_items WHERE id = ?"), arguments: [itemID.rawValue]) != nil else {
-                throw StoreError.notFound
-            }
-            let now = Timestamp.milliseconds(Date())
-            if let parentID = input.parentId {
-                try Self.checkParent(db, parentID, itemID: itemID)
-            }
-            let values: [(any DatabaseValueConvertible)?] = [id.rawValue, itemID.rawValue, input.parentId?.rawValue, input.author, input.body, now, now, 1]
-            let created = try resources.renderWritten(db, insertSQL, StatementArguments(values))
-            if let parentID = input.parentId {
-                try db.cachedStatement(sql: """
-                    UPDATE comments SET reply_count = reply_count + 1, version = version + 1, updated_at = max(?, created_at) WHERE id = ?
-                    """).execute(arguments: [now, parentID.rawValue])
-            }
-            return created
+    /// Posts `values` (read by ``ResourceSchema/creation`` of comments) on the item
+    /// `itemID`: a top-level comment, or a reply when they name a parent, a top-level
+    /// comment on the same item. Fails with `notFound` when the item does not exist, and
+    /// `invalid` naming the parent when it is unknown, on another item, a reply or deleted.
+    package func post(on itemID: CatalogID, _ values: FieldValues, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+        let parentID = values[column: "parent_id"]?.text
+        resources.submit(atomic: parentID != nil, completion) { [self] db in
+            try insert(db, values, on: itemID, at: Timestamp.milliseconds(Date()))
         }
     }
 
+    /// Posts `input` on the item `itemID`, checked as a body.
+    public func post(on itemID: CatalogID, _ input: CommentInput, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+        switch readValues(input, ResourceSchema.comment.creation) {
+        case let .success(values): post(on: itemID, values, completion: completion)
+        case let .failure(error): completion(.failure(error))
+        }
+    }
+
+    /// Inserts a comment on `itemID` created at `time`, updating its parent's reply count
+    /// (a change of the parent) when `countsReply`.
+    func insert(_ db: Database, _ values: FieldValues, on itemID: CatalogID, at time: Int64, countsReply: Bool = true) throws -> RenderedResource {
+        guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM playable_items WHERE id = ?"), arguments: [itemID.rawValue]) != nil else {
+            throw StoreError.notFound
+        }
+        let parentID = values[column: "parent_id"]?.text
+        if let parentID, let field = values.field(column: "parent_id") {
+            try Self.checkParent(db, parentID, itemID: itemID, pointer: field.pointer)
+        }
+        let id = CatalogID()
+        let arguments = [id.rawValue, itemID.rawValue] + resources.arguments(values, creationMembers) + [time, time, 1]
+        let created = try resources.renderWritten(db, insertSQL, StatementArguments(arguments))
+        if let parentID, countsReply {
+            try db.cachedStatement(sql: """
+                UPDATE comments SET reply_count = reply_count + 1, version = version + 1, updated_at = max(?, created_at) WHERE id = ?
+                """).execute(arguments: [time, parentID])
+        }
+        return created
+    }
+
     /// Checks that `parentID` is a live top-level comment on the item `itemID`.
-    private static func checkParent(_ db: Database, _ parentID: CatalogID, itemID: CatalogID) throws {
+    private static func checkParent(_ db: Database, _ parentID: String, itemID: CatalogID, pointer: String) throws {
         let parent = try Row.fetchOne(db.cachedStatement(sql: "SELECT playable_item_id, parent_id, deleted FROM comments WHERE id = ?"),
-                                      arguments: [parentID.rawValue])
+                                      arguments: [parentID])
         let violation: Violation? = if let parent {
             if parent["playable_item_id"] as String != itemID.rawValue {
                 Violation(.notFound, "No comment with this id is on this playable item.")
@@ -59,7 +100,7 @@ public final class CommentStore: Sendable {
         } else {
             Violation(.notFound, "No comment has this id.")
         }
-        if let violation { throw StoreError.invalid([violation.at("/parentId")]) }
+        if let violation { throw StoreError.invalid([violation.at(pointer)]) }
     }
 
     /// Deletes the comment `id`, if `preconditions` hold. A comment with replies stays

@@ -1,4 +1,5 @@
 import CatalogModels
+import CatalogSchema
 
 /// What a list call asks for. Validated by the caller; the store checks only the cursor.
 public struct ListRequest: Sendable, Hashable {
@@ -20,24 +21,8 @@ public struct ListRequest: Sendable, Hashable {
         case near(latitude: Double, longitude: Double, radiusMeters: Double)
     }
 
-    /// Lists within one parent resource.
-    public enum Scope: Sendable, Hashable {
-        /// The top-level comments on a playable item.
-        case commentsOn(item: CatalogID)
-        /// The replies to a comment.
-        case repliesTo(comment: CatalogID)
-        /// The playlists holding a playable item.
-        case playlistsContaining(item: CatalogID)
-
-        /// The resource that must exist for the list to exist (404 otherwise), if any.
-        var parent: (table: String, id: CatalogID)? {
-            switch self {
-            case let .commentsOn(item): ("playable_items", item)
-            case let .repliesTo(comment): ("comments", comment)
-            case .playlistsContaining: nil
-            }
-        }
-    }
+    /// Lists within one parent resource (declared by the resources' list filters and routes).
+    public typealias Scope = ListScope
 
     /// The page size.
     public var limit: Int
@@ -111,5 +96,24 @@ public enum SearchQuery {
         if !current.isEmpty { terms.append(current) }
         guard !terms.isEmpty else { return nil }
         return terms.prefix(16).map { "\"\($0)\"*" }.joined(separator: " ")
+    }
+}
+
+extension ListScope {
+    /// The resource that must exist for the list to exist (404 otherwise), if any.
+    var parent: (table: String, id: CatalogID)? {
+        switch self {
+        case let .commentsOn(item): ("playable_items", item)
+        case let .repliesTo(comment): ("comments", comment)
+        case .playlistsContaining: nil
+        }
+    }
+
+    /// The id the scope lists within.
+    var id: CatalogID {
+        switch self {
+        case let .commentsOn(item), let .playlistsContaining(item): item
+        case let .repliesTo(comment): comment
+        }
     }
 }

@@ -1,4 +1,5 @@
 import CatalogModels
+import CatalogSchema
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -20,11 +21,15 @@ public struct RenderedEntry: Sendable {
 public final class PlaylistEntryStore: Sendable {
     private let database: CatalogDatabase
     private let playlists: ResourceStore<Playlist, PlaylistInput>
-    private let itemRenderer = PlayableItemTable.renderer
+    /// Renders entries as declared (``PlaylistEntrySchema/document``), their item embedded.
+    private let renderer = RowRenderer(PlaylistEntrySchema.document)
     /// The items' rendering cache, shared with their own lists.
     private let itemCache: RenderCache?
-    /// Entry columns (id, position, created_at), then the item's renderer columns.
+    /// The renderer's columns, from the entry, its playlist and its item.
     private let selectSQL: String
+    /// Where the entry's id and position are among them.
+    private let idColumn: Int32
+    private let positionColumn: Int32
 
     /// The most entries a playlist holds.
     public static let maxEntries = PlaylistOrder.maxEntries
@@ -35,8 +40,11 @@ public final class PlaylistEntryStore: Sendable {
         self.database = database
         self.playlists = playlists
         itemCache = items.cache
-        selectSQL = "SELECT e.id, e.position, e.created_at, " + PlayableItemTable.renderer.columns.map { "i.\($0)" }.joined(separator: ", ")
-            + " FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk"
+        let columns = renderer.selectList(own: { $0.column == "playlist_id" ? "p.id" : "e." + $0.column }, nested: { "i." + $0.column })
+        selectSQL = "SELECT \(columns.joined(separator: ", ")) FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk"
+            + " JOIN playlists p ON p.pk = e.playlist_pk"
+        idColumn = renderer.index(of: "id")
+        positionColumn = renderer.index(of: "position")
     }
 
     // MARK: Reads
@@ -71,10 +79,10 @@ public final class PlaylistEntryStore: Sendable {
         let rows = try RawRows(db, sql: selectSQL + " WHERE e.playlist_pk = ? AND e.position > ? ORDER BY e.position LIMIT ?",
                                arguments: [pk, after, limit + 1])
         return try rows.writePage(limit: limit, into: &writer, item: { statement, writer in
-            try render(statement, playlistID: playlistID, fields: fields, epoch: epoch, into: &writer)
-        }, cursor: { statement in
-            ListCursor(fingerprint: Self.fingerprint(playlistID), key: .integer(sqlite3_column_int64(statement, 1)),
-                       id: String(decoding: RowRenderer.text(statement, 0), as: UTF8.self)).encoded()
+            try render(statement, fields: fields, epoch: epoch, into: &writer)
+        }, cursor: { [idColumn, positionColumn] statement in
+            ListCursor(fingerprint: Self.fingerprint(playlistID), key: .integer(sqlite3_column_int64(statement, positionColumn)),
+                       id: String(decoding: RowRenderer.text(statement, idColumn), as: UTF8.self)).encoded()
         })
     }
 
@@ -85,7 +93,7 @@ public final class PlaylistEntryStore: Sendable {
             try database.snapshot { db in
                 guard let playlist = try Self.playlist(db, playlistID), let position = try Self.position(db, entryID, playlistPK: playlist.pk)
                 else { return nil }
-                return try renderEntry(db, playlistID: playlistID, playlistPK: playlist.pk, position: position,
+                return try renderEntry(db, playlistPK: playlist.pk, position: position,
                                        version: playlist.version, fields: fields, epoch: epoch)
             }
         }
@@ -99,7 +107,7 @@ public final class PlaylistEntryStore: Sendable {
             try database.snapshot { db in
                 guard let playlist = try Self.playlist(db, playlistID), let position = try Self.position(db, entryID, playlistPK: playlist.pk)
                 else { throw StoreError.notFound }
-                guard let next = try renderEntry(db, playlistID: playlistID, playlistPK: playlist.pk, position: position + 1,
+                guard let next = try renderEntry(db, playlistPK: playlist.pk, position: position + 1,
                                                  version: playlist.version, fields: fields, epoch: epoch)
                 else { throw StoreError.endOfPlaylist }
                 return next
@@ -109,21 +117,24 @@ public final class PlaylistEntryStore: Sendable {
 
     // MARK: Writes (durable when the completion runs)
 
-    /// Inserts `input.playableItemId` at `input.position` (appends when `nil`), shifting
-    /// the entries from there on. Fails with `invalid` naming `/playableItemId` (unknown
-    /// item) or `/position` (past the end), and `conflict` when the playlist is full.
-    public func insert(_ input: PlaylistEntryInput, into playlistID: CatalogID, preconditions: WritePreconditions,
-                       completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void) {
+    /// Inserts the item `values` name (read by ``PlaylistEntrySchema/insertion``) at their
+    /// position (appends when absent), shifting the entries from there on. Fails with
+    /// `invalid` naming the item (unknown) or the position (past the end), and
+    /// `conflict` when the playlist is full.
+    package func insert(_ values: FieldValues, into playlistID: CatalogID, preconditions: WritePreconditions,
+                        completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void) {
         let entryID = CatalogID()
         database.writes.submit(atomic: true, { [self] db in
             let playlist = try Self.lock(db, playlistID, preconditions)
-            let itemPK = try Int64.fetchOne(db.cachedStatement(sql: "SELECT pk FROM playable_items WHERE id = ?"),
-                                            arguments: [input.playableItemId.rawValue])
             var errors: [FieldError] = []
-            if itemPK == nil { errors.append(Violation(.notFound, "No playable item has this id.").at("/playableItemId")) }
-            let position = input.position ?? playlist.count
-            if !(0...playlist.count).contains(position) {
-                errors.append(Violation(.outOfRange, "Must be from 0 to \(playlist.count), the number of entries.").at("/position"))
+            let item = values.reference(to: .playableItems)
+            let itemPK = try item?.value?.text.flatMap { id in
+                try Int64.fetchOne(db.cachedStatement(sql: "SELECT pk FROM playable_items WHERE id = ?"), arguments: [id])
+            }
+            if let item, itemPK == nil { errors.append(Reference.playableItems.missing.at(item.field.pointer)) }
+            let position = values[column: "position"]?.integer.map(Int.init) ?? playlist.count
+            if !(0...playlist.count).contains(position), let field = values.field(column: "position") {
+                errors.append(Violation(.outOfRange, "Must be from 0 to \(playlist.count), the number of entries.").at(field.pointer))
             }
             guard let itemPK, errors.isEmpty else { throw StoreError.invalid(errors) }
             guard playlist.count < Self.maxEntries else {
@@ -135,8 +146,24 @@ public final class PlaylistEntryStore: Sendable {
             try db.cachedStatement(sql: "INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at) VALUES (?, ?, ?, ?, ?)")
                 .execute(arguments: [entryID.rawValue, playlist.pk, itemPK, position, now])
             let version = try Self.touch(db, playlist.pk, entryCount: playlist.count + 1)
-            return try renderEntry(db, playlistID: playlistID, playlistPK: playlist.pk, position: Int64(position), version: version)
+            return try renderEntry(db, playlistPK: playlist.pk, position: Int64(position), version: version)
         }, completion: Self.found(completion))
+    }
+
+    /// Inserts `input`, checked as a body.
+    public func insert(_ input: PlaylistEntryInput, into playlistID: CatalogID, preconditions: WritePreconditions,
+                       completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void) {
+        switch readValues(input, PlaylistEntrySchema.insertion) {
+        case let .success(values): insert(values, into: playlistID, preconditions: preconditions, completion: completion)
+        case let .failure(error): completion(.failure(error))
+        }
+    }
+
+    /// Moves the entry `entryID` to the position `values` hold (read by ``PlaylistEntrySchema/move``).
+    package func move(_ entryID: CatalogID, of playlistID: CatalogID, _ values: FieldValues, preconditions: WritePreconditions,
+                      completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void) {
+        guard let position = values[column: "position"]?.integer else { return completion(.failure(StoreError.invalid([]))) }
+        move(entryID, of: playlistID, to: Int(position), preconditions: preconditions, completion: completion)
     }
 
     /// Moves the entry `entryID` to `position` (0…count−1), shifting the entries between.
@@ -145,7 +172,8 @@ public final class PlaylistEntryStore: Sendable {
         database.writes.submit(atomic: true, { [self] db in
             let (playlist, old) = try Self.lock(db, playlistID, entry: entryID, preconditions)
             guard (0..<playlist.count).contains(position) else {
-                throw StoreError.invalid([Violation(.outOfRange, "Must be from 0 to \(playlist.count - 1), the last position.").at("/position")])
+                let pointer = PlaylistEntrySchema.move.fields.first { $0.column == "position" }?.pointer ?? ""
+                throw StoreError.invalid([Violation(.outOfRange, "Must be from 0 to \(playlist.count - 1), the last position.").at(pointer)])
             }
             let new = Int64(position)
             if new < old {
@@ -157,7 +185,7 @@ public final class PlaylistEntryStore: Sendable {
             }
             try db.cachedStatement(sql: "UPDATE playlist_entries SET position = ? WHERE id = ?").execute(arguments: [new, entryID.rawValue])
             let version = try Self.touch(db, playlist.pk, entryCount: playlist.count)
-            return try renderEntry(db, playlistID: playlistID, playlistPK: playlist.pk, position: new, version: version)
+            return try renderEntry(db, playlistPK: playlist.pk, position: new, version: version)
         }, completion: Self.found(completion))
     }
 
@@ -179,21 +207,33 @@ public final class PlaylistEntryStore: Sendable {
     /// id (`/playableItemIds/3`, at most ``maxListedErrors``). Returns the playlist.
     public func replace(_ order: PlaylistOrder, of playlistID: CatalogID, preconditions: WritePreconditions,
                         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+        switch readValues(order, PlaylistEntrySchema.order) {
+        case let .success(values): replace(values, of: playlistID, preconditions: preconditions, completion: completion)
+        case let .failure(error): completion(.failure(error))
+        }
+    }
+
+    /// Replaces the whole order with the item ids `values` hold (read by ``PlaylistEntrySchema/order``).
+    package func replace(_ values: FieldValues, of playlistID: CatalogID, preconditions: WritePreconditions,
+                         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+        guard let items = values.reference(to: .playableItems), case let .ids(ids)? = items.value else {
+            return completion(.failure(StoreError.invalid([])))
+        }
         database.writes.submit(atomic: true, { [self] db in
             let playlist = try Self.lock(db, playlistID, preconditions)
             // The items, in the new order (ids are UUID text: nothing to escape).
             var itemPKs: [Int64] = []
-            itemPKs.reserveCapacity(order.playableItemIds.count)
+            itemPKs.reserveCapacity(ids.count)
             var unknown: [Int] = []
             let resolve = try RawRows(db, sql: "SELECT i.pk FROM json_each(?) j LEFT JOIN playable_items i ON i.id = j.value ORDER BY j.key",
-                                      arguments: [Self.jsonArray(order.playableItemIds.lazy.map(\.rawValue), quoted: true)])
+                                      arguments: [Self.jsonArray(ids.lazy.map(\.rawValue), quoted: true)])
             while try resolve.step() {
                 if sqlite3_column_type(resolve.statement, 0) == SQLITE_NULL { unknown.append(itemPKs.count) }
                 itemPKs.append(sqlite3_column_int64(resolve.statement, 0))
             }
             guard unknown.isEmpty else {
                 throw StoreError.invalid(unknown.prefix(Self.maxListedErrors).map { offset in
-                    Violation(.notFound, "No playable item has this id.").at("/playableItemIds/\(offset)")
+                    Reference.playableItems.missing.at(items.field.pointer + "/\(offset)")
                 })
             }
             // The current entries of each item, in position order.
@@ -262,6 +302,36 @@ public final class PlaylistEntryStore: Sendable {
         return text
     }
 
+    /// Applies the entries of a playlist's import record (their ids, items and order) to
+    /// the playlist `playlistPK` when they differ from its current ones.
+    /// - Returns: whether they did (a change of the playlist).
+    static func importEntries(_ db: Database, _ record: FieldValues, playlistPK: Int64, pointer: String) throws -> Bool {
+        guard let index = record.fields.firstIndex(where: { if case .documents = $0.kind { true } else { false } }),
+              case let .documents(entries)? = record.values[index] else { return false }
+        let member = pointer + record.fields[index].pointer
+        func item(_ entry: FieldValues) -> String? { entry.reference(to: .playableItems)?.value?.text }
+        let current = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT e.id AS entry, i.id AS item FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk
+            WHERE e.playlist_pk = ? ORDER BY e.position
+            """), arguments: [playlistPK]).map { (entry: $0["entry"] as String, item: $0["item"] as String) }
+        guard !current.elementsEqual(entries, by: { $0.entry == $1[column: "id"]?.text && $0.item == item($1) }) else { return false }
+        try db.cachedStatement(sql: "DELETE FROM playlist_entries WHERE playlist_pk = ?").execute(arguments: [playlistPK])
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at)
+            SELECT ?, ?, pk, ?, ? FROM playable_items WHERE id = ?
+            """)
+        var missing: [FieldError] = []
+        for (position, entry) in entries.enumerated() {
+            try insert.execute(arguments: [entry[column: "id"]?.databaseValue, playlistPK, position, entry[column: "created_at"]?.databaseValue, item(entry)])
+            if db.changesCount == 0, let reference = entry.reference(to: .playableItems) {
+                missing.append(Reference.playableItems.missing.at(member + "/\(position)" + reference.field.pointer))
+            }
+        }
+        guard missing.isEmpty else { throw StoreError.invalid(Array(missing.prefix(maxListedErrors))) }
+        try db.cachedStatement(sql: "UPDATE playlists SET entry_count = ? WHERE pk = ?").execute(arguments: [entries.count, playlistPK])
+        return true
+    }
+
     /// Removes every entry of the item `itemID` from every playlist, keeping positions
     /// dense and bumping each playlist's version. Runs inside the item's deletion.
     static func removeItem(_ db: Database, itemID: CatalogID) throws {
@@ -285,35 +355,21 @@ public final class PlaylistEntryStore: Sendable {
 
     // MARK: Helpers
 
-    /// Appends an entry from the statement's current row (entry columns, then the item's).
+    /// Appends an entry from the statement's current row, its item showing `fields`.
     /// Reads pass the render-cache `epoch` of their snapshot; writes pass `nil` and never
     /// touch the cache (what they render might not commit).
-    private func render(_ statement: SQLiteStatement, playlistID: CatalogID, fields: FieldMask, epoch: UInt64?, into writer: inout JSONWriter) throws {
-        writer.raw("{\"addedAt\":")
-        writer.timestamp(milliseconds: sqlite3_column_int64(statement, 2))
-        writer.raw(",\"entryId\":")
-        writer.string(utf8: RowRenderer.text(statement, 0))
-        writer.raw(",\"playableItem\":")
-        if let itemCache, let epoch, fields == .all {
-            try itemRenderer.render(statement, into: &writer, offset: 3, cache: itemCache, epoch: epoch)
-        } else {
-            try itemRenderer.render(statement, into: &writer, offset: 3, mask: fields)
-        }
-        writer.raw(",\"playlistId\":")
-        writer.string(playlistID.rawValue)
-        writer.raw(",\"position\":")
-        writer.integer(sqlite3_column_int64(statement, 1))
-        writer.byte(UInt8(ascii: "}"))
+    private func render(_ statement: SQLiteStatement, fields: FieldMask, epoch: UInt64?, into writer: inout JSONWriter) throws {
+        try renderer.render(statement, into: &writer, nested: (fields, epoch == nil ? nil : itemCache, epoch ?? 0))
     }
 
     /// The entry at `position`, or `nil` when there is none.
-    private func renderEntry(_ db: Database, playlistID: CatalogID, playlistPK: Int64, position: Int64, version: Int,
+    private func renderEntry(_ db: Database, playlistPK: Int64, position: Int64, version: Int,
                              fields: FieldMask = .all, epoch: UInt64? = nil) throws -> RenderedEntry? {
         let rows = try RawRows(db, sql: selectSQL + " WHERE e.playlist_pk = ? AND e.position = ?", arguments: [playlistPK, position])
         guard try rows.step() else { return nil }
         var writer = JSONWriter(capacity: 700)
-        try render(rows.statement, playlistID: playlistID, fields: fields, epoch: epoch, into: &writer)
-        guard let entryID = CatalogID(String(decoding: RowRenderer.text(rows.statement, 0), as: UTF8.self)) else {
+        try render(rows.statement, fields: fields, epoch: epoch, into: &writer)
+        guard let entryID = CatalogID(String(decoding: RowRenderer.text(rows.statement, idColumn), as: UTF8.self)) else {
             throw StoreError.unavailable("The database holds a malformed entry id.")
         }
         return RenderedEntry(entryID: entryID, playlistVersion: version, json: writer.bytes)
@@ -328,7 +384,6 @@ public final class PlaylistEntryStore: Sendable {
             .map { ($0["pk"], $0["version"], $0["entry_count"]) }
     }
 
-    /// The playlist's row after checking `preconditions` against its version.
     /// The playlist's row after checking `preconditions` against its version. With
     /// `entry`, that entry's position too: a missing playlist or entry is `notFound`
     /// before any precondition is looked at (RFC 9110 §13.2.1).

@@ -1,10 +1,11 @@
 import CatalogModels
+import CatalogSchema
 import GRDB
 import GRDBSQLite
 
 /// One member of a resource's JSON object and the column it comes from.
 struct RenderedField: Sendable {
-    enum Kind: Sendable {
+    indirect enum Kind: Sendable {
         /// A string; NULL (for optional fields) is omitted, as for every kind.
         case text
         case real
@@ -13,6 +14,9 @@ struct RenderedField: Sendable {
         case boolean
         /// Milliseconds since 1970, written as an RFC 3339 string.
         case timestamp
+        /// Another resource's object, rendered by its renderer from its own columns
+        /// (selected where this field's column would be).
+        case object(RowRenderer)
     }
 
     /// The API name, such as `streamURL`.
@@ -31,6 +35,28 @@ struct RenderedField: Sendable {
 
     /// `"name":` as bytes.
     static func key(_ name: String) -> [UInt8] { Array("\"\(name)\":".utf8) }
+
+    /// The rendering of a declared field, or `nil` when documents do not show it (a
+    /// member of bodies or import records only).
+    init?(_ field: SchemaField) {
+        let column: String
+        switch field.storage {
+        case let .column(name), let .derived(name): column = name
+        case .none: column = ""
+        }
+        let kind: Kind
+        switch field.kind {
+        case .text, .url, .id: kind = .text
+        case .number: kind = .real
+        case .integer: kind = .integer
+        case .boolean: kind = .boolean
+        case .timestamp: kind = .timestamp
+        case let .resource(schema): kind = .object(RowRenderer(schema.members))
+        case .ids, .documents: return nil
+        }
+        if case .none = field.storage, case .text = kind { return nil }
+        self.init(field.name, column, kind)
+    }
 }
 
 /// A member rendered by another query (an embedded page), written into an object at
@@ -65,6 +91,8 @@ struct RowRenderer: Sendable {
         let keyStart: Int
         let keyEnd: Int
         let kind: RenderedField.Kind
+        /// The field's first column, from the renderer's first.
+        let column: Int32
     }
 
     private let slots: [Slot]
@@ -73,28 +101,46 @@ struct RowRenderer: Sendable {
     /// Where the `id` and `version` columns are (keys of ``RenderCache``).
     private let idColumn: Int32
     private let versionColumn: Int32
+    /// How many columns rendering reads.
+    let columnCount: Int32
 
     init(_ fields: [RenderedField]) {
         precondition(fields.count <= 64, "A field mask has 64 bits.")
         self.fields = fields.sorted { $0.key.lexicographicallyPrecedes($1.key) }
         var keyBytes: [UInt8] = []
         var slots: [Slot] = []
+        var column: Int32 = 0
         for field in self.fields {
-            slots.append(Slot(keyStart: keyBytes.count, keyEnd: keyBytes.count + field.key.count, kind: field.kind))
+            slots.append(Slot(keyStart: keyBytes.count, keyEnd: keyBytes.count + field.key.count, kind: field.kind, column: column))
             keyBytes += field.key
+            if case let .object(nested) = field.kind { column += nested.columnCount } else { column += 1 }
         }
         self.slots = slots
         self.keyBytes = keyBytes
-        idColumn = Int32(self.fields.firstIndex { $0.column == "id" } ?? 0)
-        versionColumn = Int32(self.fields.firstIndex { $0.column == "version" } ?? 0)
+        columnCount = column
+        let sorted = self.fields
+        let columns = slots.indices.map { (sorted[$0].column, slots[$0].column) }
+        idColumn = columns.first { $0.0 == "id" }?.1 ?? 0
+        versionColumn = columns.first { $0.0 == "version" }?.1 ?? 0
     }
 
-    /// The column names to select, in the order `render` reads them (from column 0).
-    var columns: [String] { fields.map(\.column) }
+    /// The renderer of the declared `members` that documents show.
+    init(_ members: [SchemaField]) {
+        self.init(members.compactMap(RenderedField.init))
+    }
 
-    /// The index of `column` among ``columns``.
+    /// The expressions to select, in the order `render` reads them (from column 0):
+    /// `own` of each field's column, `nested` of each column of an embedded object.
+    func selectList(own: (RenderedField) -> String, nested: (RenderedField) -> String = { $0.column }) -> [String] {
+        fields.flatMap { field -> [String] in
+            if case let .object(renderer) = field.kind { return renderer.selectList(own: nested, nested: nested) }
+            return [own(field)]
+        }
+    }
+
+    /// The index of the column `column` among those selected.
     func index(of column: String) -> Int32 {
-        Int32(fields.firstIndex { $0.column == column } ?? 0)
+        slots.indices.first { fields[$0].column == column }.map { slots[$0].column } ?? 0
     }
 
     /// The API names of the fields, sorted.
@@ -112,9 +158,10 @@ struct RowRenderer: Sendable {
 
     /// Appends the JSON object of the statement's current row, reading the fields from
     /// column `offset` on: the fields `mask` shows, and the `embedded` members (sorted
-    /// by key) at their places.
+    /// by key) at their places. An embedded object shows the fields `nested.mask` shows,
+    /// and comes from `nested.cache` when given (as read in a snapshot of its epoch).
     func render(_ statement: SQLiteStatement, into writer: inout JSONWriter, offset: Int32 = 0, mask: FieldMask = .all,
-                embedded: [EmbeddedMember] = []) throws {
+                embedded: [EmbeddedMember] = [], nested: (mask: FieldMask, cache: RenderCache?, epoch: UInt64) = (.all, nil, 0)) throws {
         writer.byte(UInt8(ascii: "{"))
         var first = true
         var pending = embedded[...]
@@ -128,7 +175,18 @@ struct RowRenderer: Sendable {
                         pending = pending.dropFirst()
                     }
                     guard mask.bits & (1 << UInt64(index)) != 0 else { continue }
-                    let column = offset + Int32(index)
+                    let column = offset + slot.column
+                    if case let .object(renderer) = slot.kind {
+                        if !first { writer.byte(UInt8(ascii: ",")) }
+                        first = false
+                        writer.raw(key)
+                        if let cache = nested.cache, nested.mask == .all {
+                            try renderer.render(statement, into: &writer, offset: column, cache: cache, epoch: nested.epoch)
+                        } else {
+                            try renderer.render(statement, into: &writer, offset: column, mask: nested.mask)
+                        }
+                        continue
+                    }
                     if sqlite3_column_type(statement, column) == SQLITE_NULL { continue }
                     if !first { writer.byte(UInt8(ascii: ",")) }
                     first = false
@@ -144,6 +202,8 @@ struct RowRenderer: Sendable {
                         if sqlite3_column_int64(statement, column) == 0 { writer.raw("false") } else { writer.raw("true") }
                     case .timestamp:
                         writer.timestamp(milliseconds: sqlite3_column_int64(statement, column))
+                    case .object:
+                        break
                     }
                 }
             }

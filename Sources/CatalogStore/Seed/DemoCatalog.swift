@@ -1,5 +1,7 @@
 import CatalogModels
+import CatalogSchema
 import Foundation
+import GRDB
 
 /// The demo catalog loaded into an empty database: the games, countries and videos of
 /// the iOS examples this service grew out of.
@@ -95,4 +97,61 @@ public enum DemoCatalog {
          [CommentInput(author: "Ben", body: "And the bunny holds up at every bit rate.")]),
         ("Sintel", CommentInput(author: "Chloé", body: "The ending gets me every time."), []),
     ]
+}
+
+extension CatalogStore {
+    /// Loads ``DemoCatalog`` into a new, empty catalog, once in the database's life: a
+    /// catalog emptied later stays empty. Every resource goes through its declaration's
+    /// reader and rules, as a request body would.
+    /// - Returns: whether it did.
+    @discardableResult
+    public func seedDemoCatalogIfEmpty() throws -> Bool {
+        try database.writes.write(atomic: true) { [self] db -> Bool in
+            let marker = "demoCatalogOffered"
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM catalog_metadata WHERE key = ?", arguments: [marker]) == nil else { return false }
+            try db.execute(sql: "INSERT INTO catalog_metadata (key, value) VALUES (?, ?)",
+                           arguments: [marker, Timestamp.string(from: Date())])
+            let existing = try Int.fetchOne(db, sql: """
+                SELECT (SELECT count(*) FROM playable_items) + (SELECT count(*) FROM games) + (SELECT count(*) FROM locations)
+                     + (SELECT count(*) FROM playlists)
+                """) ?? 0
+            guard existing == 0 else { return false }
+            // Distinct, increasing creation times keep the demo's order stable.
+            var clock = Timestamp.milliseconds(Date()) - 60_000
+            func insert<Model, Input>(_ store: ResourceStore<Model, Input>, _ input: Input) throws -> CatalogID {
+                clock += 1
+                return try store.insert(db, readValues(input, store.schema.creation).get(), at: clock).id
+            }
+            for game in DemoCatalog.games { _ = try insert(games, game) }
+            for location in DemoCatalog.locations { _ = try insert(locations, location) }
+            var itemIDs: [String: CatalogID] = [:]
+            for item in DemoCatalog.items { itemIDs[item.title] = try insert(items, item) }
+            for playlist in DemoCatalog.playlists {
+                let id = try insert(playlists, playlist.input)
+                let itemIDs = playlist.itemTitles.compactMap { itemIDs[$0] }
+                for (position, itemID) in itemIDs.enumerated() {
+                    clock += 1
+                    try db.execute(sql: """
+                        INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at)
+                        SELECT ?, (SELECT pk FROM playlists WHERE id = ?), pk, ?, ? FROM playable_items WHERE id = ?
+                        """, arguments: [CatalogID().rawValue, id.rawValue, position, clock, itemID.rawValue])
+                }
+                try db.execute(sql: "UPDATE playlists SET entry_count = ? WHERE id = ?", arguments: [itemIDs.count, id.rawValue])
+            }
+            for thread in DemoCatalog.comments {
+                guard let itemID = itemIDs[thread.itemTitle] else { continue }
+                func post(_ input: CommentInput) throws -> CatalogID {
+                    clock += 1
+                    return try comments.insert(db, readValues(input, ResourceSchema.comment.creation).get(), on: itemID, at: clock, countsReply: false).id
+                }
+                let parent = try post(thread.comment)
+                for var reply in thread.replies {
+                    reply.parentId = parent
+                    _ = try post(reply)
+                }
+                try db.execute(sql: "UPDATE comments SET reply_count = ? WHERE id = ?", arguments: [thread.replies.count, parent.rawValue])
+            }
+            return true
+        }
+    }
 }

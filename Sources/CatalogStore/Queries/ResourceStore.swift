@@ -1,69 +1,8 @@
 import CatalogModels
+import CatalogSchema
 import Foundation
 import GRDB
 import GRDBSQLite
-
-/// How one resource maps to its table. Every table has `pk`, `id`, `created_at`,
-/// `updated_at` and `version` besides the resource's own columns.
-protocol ResourceTable: Sendable {
-    associatedtype Model: Sendable
-    associatedtype Input: Sendable
-
-    /// The table's name.
-    static var table: String { get }
-    /// The resource's own columns, in the order of ``values(_:)``.
-    static var dataColumns: [String] { get }
-    /// Sortable API field names and their columns.
-    static var sortColumns: [String: String] { get }
-    /// The FTS5 table over the resource, and its column weights for `bm25`.
-    static var search: (table: String, weights: String)? { get }
-
-    /// Renders rows straight to the model's JSON.
-    static var renderer: RowRenderer { get }
-
-    /// The column values of `input`, in the order of ``dataColumns``.
-    static func values(_ input: Input) -> [(any DatabaseValueConvertible)?]
-    /// The model in `row` (a `SELECT *` of the table, possibly with `sort_key`).
-    static func model(_ row: Row) -> Model
-
-    /// The filter (SQL over the table aliased `t`, with one `?` for the scope's id) of
-    /// the lists of this resource within `scope`; `nil` when the scope does not apply.
-    static func filter(_ scope: ListRequest.Scope) -> String?
-    /// Runs before the row of `id` is deleted, in the same transaction: the changes a
-    /// deletion makes beyond the row and its foreign-key cascades.
-    static func willDelete(_ db: Database, id: CatalogID) throws
-    /// Whether ``willDelete(_:id:)`` writes, so the deletion needs a savepoint.
-    static var deletionWritesMore: Bool { get }
-    /// Whether renderings are worth caching (resources listed and embedded often).
-    static var cachesRenderings: Bool { get }
-}
-
-extension ResourceTable {
-    static func filter(_ scope: ListRequest.Scope) -> String? { nil }
-    static func willDelete(_ db: Database, id: CatalogID) throws {}
-    static var deletionWritesMore: Bool { false }
-    static var cachesRenderings: Bool { false }
-}
-
-extension ResourceTable {
-    static var insertSQL: String {
-        let columns = ["id"] + dataColumns + ["created_at", "updated_at", "version"]
-        return "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
-    }
-
-    static var updateSQL: String {
-        let assignments = dataColumns.map { "\($0) = ?" } + ["updated_at = max(?, created_at)", "version = version + 1"]
-        return "UPDATE \(table) SET \(assignments.joined(separator: ", ")) WHERE id = ?"
-    }
-
-    static var selectByID: String { "SELECT * FROM \(table) WHERE id = ?" }
-
-    /// Reads the columns every resource has.
-    static func meta(_ row: Row) -> (id: CatalogID, createdAt: Date, updatedAt: Date, version: Int) {
-        let id = CatalogID(row["id"] as String) ?? CatalogID()
-        return (id, Timestamp.date(milliseconds: row["created_at"]), Timestamp.date(milliseconds: row["updated_at"]), row["version"])
-    }
-}
 
 /// A resource as its JSON document, rendered from its row.
 public struct RenderedResource: Sendable {
@@ -90,63 +29,84 @@ public struct Embedding: Sendable {
     }
 }
 
-/// The operations every resource supports, over any ``ResourceTable``.
-public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
+/// What a resource's table does beyond its declaration: the lists within a related
+/// resource it offers, and what deleting one of its rows changes besides the row and
+/// its foreign-key cascades.
+struct Relations: Sendable {
+    /// The filter (SQL over the table aliased `t`, with one `?` for the scope's id) of
+    /// the lists within `scope`; `nil` when the scope does not apply.
+    var filter: @Sendable (ListScope) -> String? = { _ in nil }
+    /// Runs before the row of `id` is deleted, in the same transaction.
+    var willDelete: (@Sendable (Database, CatalogID) throws -> Void)?
+    /// What an import of the resource does beyond the generic upsert.
+    var importing = ImportRules()
+}
+
+/// The operations every resource supports, derived from its declaration
+/// (``ResourceSchema``): reads rendered straight from the statement, keyset lists,
+/// and durable writes of the values its body reader produced. `Model` and `Input` are
+/// the resource's wire types, for callers that want typed values.
+public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: Encodable & Sendable>: Sendable {
+    /// The resource's declaration.
+    package let schema: ResourceSchema
     let database: CatalogDatabase
-    private let table: String
+    let renderer: RowRenderer
+    /// Renderings of whole rows by id and version, for resources that cache them.
+    let cache: RenderCache?
+    let relations: Relations
     private let insertSQL: String
     private let updateSQL: String
-    private let selectSQL: String
-    private let sortColumns: [String: String]
-    private let search: (table: String, weights: String)?
-    private let values: @Sendable (Input) -> [(any DatabaseValueConvertible)?]
-    private let decode: @Sendable (Row) -> Model
-    let renderer: RowRenderer
+    /// ` RETURNING …`: the renderer's columns, for writes that render the row they write.
+    let returning: String
+    /// The members a creation and an edit write, by index, in the order of their SQL.
+    private let creationMembers: [Int]
+    private let editMembers: [Int]
     private let renderedSelectSQL: String
-    private let scopeFilter: @Sendable (ListRequest.Scope) -> String?
-    private let willDelete: @Sendable (Database, CatalogID) throws -> Void
-    private let deletionWritesMore: Bool
-    /// Renderings of whole rows by id and version, for tables that cache them.
-    let cache: RenderCache?
+    /// The writable fields of a row (the document a merge patch applies to), then its
+    /// version and, for resources that can be frozen, the freezing flag.
+    private let editable: (renderer: RowRenderer, sql: String)
+    private let sortColumns: [String: String]
     private let versionIndex: Int32
+    private let idIndex: Int32
     /// The select lists of list queries: plain, and with the distance column filled.
     private let listColumns: (plain: String, distance: String)
-    private let idIndex: Int32
 
-    init<Table: ResourceTable>(_ table: Table.Type, database: CatalogDatabase) where Table.Model == Model, Table.Input == Input {
+    init(_ schema: ResourceSchema, database: CatalogDatabase, relations: Relations = Relations()) {
+        self.schema = schema
         self.database = database
-        self.table = Table.table
+        self.relations = relations
+        renderer = RowRenderer(schema.members)
+        cache = schema.cachesRenderings ? RenderCache() : nil
+        let creation = schema.creationColumns, edit = schema.editColumns
+        creationMembers = creation.map(\.index)
+        editMembers = edit.map(\.index)
         // Writes return the written row, rendered like a read, without a second query.
-        let returning = " RETURNING " + Self.selectList(Table.renderer, distance: nil, qualifier: "")
-        insertSQL = Table.insertSQL + returning
-        updateSQL = Table.updateSQL + returning
-        selectSQL = Table.selectByID
-        sortColumns = Table.sortColumns
-        search = Table.search
-        values = { Table.values($0) }
-        decode = { Table.model($0) }
-        renderer = Table.renderer
-        versionIndex = Table.renderer.index(of: "version")
-        listColumns = (Self.selectList(Table.renderer, distance: nil), Self.selectList(Table.renderer, distance: "t.sort_key"))
-        idIndex = Table.renderer.index(of: "id")
-        renderedSelectSQL = "SELECT \(Self.selectList(Table.renderer, distance: nil)) FROM \(Table.table) t WHERE id = ?"
-        scopeFilter = { Table.filter($0) }
-        willDelete = { try Table.willDelete($0, id: $1) }
-        deletionWritesMore = Table.deletionWritesMore
-        cache = Table.cachesRenderings ? RenderCache() : nil
+        let returning = " RETURNING " + Self.selectList(renderer, distance: nil, qualifier: "")
+        self.returning = returning
+        let columns = ["id"] + creation.map(\.column) + ["created_at", "updated_at", "version"]
+        insertSQL = "INSERT INTO \(schema.table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+            + returning
+        let assignments = edit.map { "\($0.column) = ?" } + ["updated_at = max(?, created_at)", "version = version + 1"]
+        updateSQL = "UPDATE \(schema.table) SET \(assignments.joined(separator: ", ")) WHERE id = ?" + returning
+        renderedSelectSQL = "SELECT \(Self.selectList(renderer, distance: nil)) FROM \(schema.table) t WHERE id = ?"
+        let editableRenderer = RowRenderer(schema.members.filter { $0.access == .writable })
+        let editableColumns = editableRenderer.selectList(own: \.column) + ["version"] + (schema.frozen.map { [$0.column] } ?? [])
+        editable = (editableRenderer, "SELECT \(editableColumns.joined(separator: ", ")) FROM \(schema.table) WHERE id = ?")
+        sortColumns = Dictionary(uniqueKeysWithValues: schema.sortableFields.map { name in
+            (name, schema.members.first { $0.name == name }?.column ?? name)
+        })
+        versionIndex = renderer.index(of: "version")
+        idIndex = renderer.index(of: "id")
+        listColumns = (Self.selectList(renderer, distance: nil), Self.selectList(renderer, distance: "t.sort_key"))
     }
 
     /// The renderer's columns; the distance column is the sort key in distance-ordered
     /// lists and NULL elsewhere.
     private static func selectList(_ renderer: RowRenderer, distance: String?, qualifier: String = "t.") -> String {
-        renderer.columns.map { $0 == Geo.distanceColumn ? "\(distance ?? "NULL") AS \($0)" : qualifier + $0 }.joined(separator: ", ")
+        renderer.selectList(own: { field in
+            field.column == ResourceSchema.distanceColumn ? "\(distance ?? "NULL") AS \(field.column)" : qualifier + field.column
+        }).joined(separator: ", ")
     }
-
-    /// The API names of the fields lists can sort by.
-    public var sortableFields: [String] { sortColumns.keys.sorted() }
-
-    /// Whether lists accept full-text search.
-    public var isSearchable: Bool { search != nil }
 
     /// The API names of the resource's fields, sorted.
     public var fieldNames: [String] { renderer.fieldNames }
@@ -184,10 +144,15 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
         return RenderedResource(id: id, version: Int(sqlite3_column_int64(rows.statement, versionIndex)), json: writer.bytes)
     }
 
-    /// One page of the list described by `request`.
+    /// One page of the list described by `request`, as models.
     public func list(_ request: ListRequest) throws(StoreError) -> ListPage<Model> {
-        let (rows, next) = try listRows(request)
-        return ListPage(items: rows.map(decode), nextCursor: next)
+        let page = try renderedList(request)
+        do {
+            let decoded = try CatalogJSON.makeDecoder().decode(Page<Model>.self, from: Data(page.json))
+            return ListPage(items: decoded.items, nextCursor: decoded.nextCursor)
+        } catch {
+            throw .unavailable("The database holds a \(schema.noun) its model cannot read.")
+        }
     }
 
     /// One page as the JSON document of a `Page` (`{"items":[…],"nextCursor":"…"}`),
@@ -256,28 +221,14 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
 
     /// What a cursor of `request` is bound to: this table, the order and the filters.
     private func fingerprint(_ request: ListRequest) -> String {
-        "\(table)|\(request.fingerprint)"
-    }
-
-    /// The rows of one page (renderer columns first, then `sort_key`) and the next cursor.
-    private func listRows(_ request: ListRequest) throws(StoreError) -> ([Row], String?) {
-        let (sql, arguments) = try listQuery(request, after: decodeCursor(request))
-        let rows = try guarded {
-            try database.read { db in try Row.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments)) }
-        }
-        let page = Array(rows.prefix(request.limit))
-        var next: String?
-        if rows.count > request.limit, let last = page.last, let key = ListCursor.Key(last["sort_key"] as DatabaseValue) {
-            next = ListCursor(fingerprint: fingerprint(request), key: key, id: last["id"]).encoded()
-        }
-        return (page, next)
+        "\(schema.table)|\(request.fingerprint)"
     }
 
     /// Builds `SELECT * FROM (rows with their sort_key) WHERE keyset ORDER BY sort_key, id LIMIT n+1`.
     /// Plain lists seek straight to the cursor on the (column, id) index, so a page costs
     /// the same at any depth; filtered lists sort only their matches.
     private func listQuery(_ request: ListRequest, after cursor: ListCursor?) throws(StoreError) -> (String, [(any DatabaseValueConvertible)?]) {
-        var from = "\(table) t"
+        var from = "\(schema.table) t"
         var filters: [String] = []
         var outerFilters: [String] = []
         var arguments: [(any DatabaseValueConvertible)?] = []
@@ -292,9 +243,9 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
             keyExpression = "t.\(column)"
             descending = isDescending
         case .relevance:
-            guard let search, request.search != nil else { throw .invalidCursor("Relevance order needs a search.") }
+            guard let search = schema.searchTable, request.search != nil else { throw .invalidCursor("Relevance order needs a search.") }
             // Text without a letter or digit searches for nothing: no rank to compute.
-            keyExpression = match == nil ? "0.0" : "bm25(\(search.table), \(search.weights))"
+            keyExpression = match == nil ? "0.0" : "bm25(\(search), \(schema.searchWeights))"
         case .distance:
             guard let (latitude, longitude, _) = request.near else { throw .invalidCursor("Distance order needs a point.") }
             keyExpression = Geo.distanceSQL
@@ -303,19 +254,19 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
 
         if request.search != nil, match == nil {
             filters.append("0")
-        } else if let search, let match {
+        } else if let search = schema.searchTable, let match {
             if case .relevance = request.order {
-                from = "\(search.table) JOIN \(table) t ON t.pk = \(search.table).rowid"
-                filters.append("\(search.table) MATCH ?")
+                from = "\(search) JOIN \(schema.table) t ON t.pk = \(search).rowid"
+                filters.append("\(search) MATCH ?")
             } else {
-                filters.append("t.pk IN (SELECT rowid FROM \(search.table) WHERE \(search.table) MATCH ?)")
+                filters.append("t.pk IN (SELECT rowid FROM \(search) WHERE \(search) MATCH ?)")
             }
             arguments.append(match)
         }
         if let scope = request.scope {
-            guard let filter = scopeFilter(scope) else { throw .invalidCursor("This list cannot be scoped that way.") }
+            guard let filter = relations.filter(scope) else { throw .invalidCursor("This list cannot be scoped that way.") }
             filters.append(filter)
-            arguments.append(Self.scopeID(scope).rawValue)
+            arguments.append(scope.id.rawValue)
         }
         for area in request.areas {
             let (filter, filterArguments) = Geo.filter(area)
@@ -343,62 +294,89 @@ public final class ResourceStore<Model: Sendable, Input: Sendable>: Sendable {
 
     // MARK: Writes (durable when the completion runs)
 
-    /// Creates a resource from `input`.
+    /// Creates a resource from `values`, read by the declaration's ``ResourceSchema/creation`` reader.
+    package func create(_ values: FieldValues, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+        submit(completion) { [self] db in try insert(db, values, at: Timestamp.milliseconds(Date())) }
+    }
+
+    /// Inserts a new resource with `values`, created at `time`, and renders it.
+    func insert(_ db: Database, _ values: FieldValues, at time: Int64) throws -> RenderedResource {
+        try renderWritten(db, insertSQL, StatementArguments([CatalogID().rawValue] + arguments(values, creationMembers) + [time, time, 1]))
+    }
+
+    /// Creates a resource from `input`, checked by the same reader and rules as a body
+    /// (`invalid` lists what breaks them).
     public func create(_ input: Input, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
-        let id = CatalogID()
-        submit(completion) { [self] db in
-            let now = Timestamp.milliseconds(Date())
-            return try renderWritten(db, insertSQL, StatementArguments([id.rawValue] + values(input) + [now, now, 1]))
+        switch readValues(input, schema.creation) {
+        case let .success(values): create(values, completion: completion)
+        case let .failure(error): completion(.failure(error))
         }
     }
 
-    /// Replaces the resource `id` with `input`, if `preconditions` hold.
+    /// Replaces the resource `id` with `values` (read by ``ResourceSchema/edit``), if `preconditions` hold.
+    package func replace(_ id: CatalogID, with values: FieldValues, preconditions: WritePreconditions,
+                         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+        update(id, preconditions: preconditions, completion: completion) { _ in values }
+    }
+
+    /// Replaces the resource `id` with `input`, checked as a body, if `preconditions` hold.
     public func replace(_ id: CatalogID, with input: Input, preconditions: WritePreconditions,
                         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
-        update(id, preconditions: preconditions, completion: completion) { _ in input }
+        switch readValues(input, schema.edit) {
+        case let .success(values): replace(id, with: values, preconditions: preconditions, completion: completion)
+        case let .failure(error): completion(.failure(error))
+        }
     }
 
-    /// Changes the resource `id` to what `transform` makes of its current value, inside
-    /// the write transaction (so concurrent changes cannot interleave). An error thrown
-    /// by `transform` fails the call with that same error.
-    public func update(_ id: CatalogID, preconditions: WritePreconditions, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void,
-                       transform: @escaping @Sendable (Model) throws -> Input) {
+    /// Changes the resource `id` to what `transform` makes of its current editable
+    /// document (its writable fields), inside the write transaction, so concurrent
+    /// changes cannot interleave. An error thrown by `transform` fails the call with that
+    /// same error. A frozen resource (a deleted comment) is a `conflict`.
+    package func update(_ id: CatalogID, preconditions: WritePreconditions, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void,
+                        transform: @escaping @Sendable ([String: JSONValue]) throws -> FieldValues) {
         submit(completion) { [self] db in
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: selectSQL), arguments: [id.rawValue]) else {
-                throw StoreError.notFound
-            }
+            let (document, version) = try editableDocument(db, id)
             // The content is checked first (422 before 412), as for PUT, whose body is
             // validated before it reaches the store.
-            let input = try transform(decode(row))
-            try preconditions.check(current: row["version"])
-            return try renderWritten(db, updateSQL, StatementArguments(values(input) + [Timestamp.milliseconds(Date()), id.rawValue]))
+            let values = try transform(document)
+            try preconditions.check(current: version)
+            return try renderWritten(db, updateSQL, StatementArguments(arguments(values, editMembers) + [Timestamp.milliseconds(Date()), id.rawValue]))
         }
+    }
+
+    /// The writable fields of the row `id` as a JSON object, and its version.
+    private func editableDocument(_ db: Database, _ id: CatalogID) throws -> ([String: JSONValue], Int) {
+        let rows = try RawRows(db, sql: editable.sql, arguments: [id.rawValue])
+        guard try rows.step() else { throw StoreError.notFound }
+        let columns = editable.renderer.columnCount
+        if let frozen = schema.frozen, sqlite3_column_int64(rows.statement, columns + 1) != 0 { throw StoreError.conflict(frozen.detail) }
+        var writer = JSONWriter()
+        try editable.renderer.render(rows.statement, into: &writer)
+        guard case let .object(document) = try JSONValue.parse(writer.bytes) else { throw StoreError.unavailable("A row did not render as an object.") }
+        return (document, Int(sqlite3_column_int64(rows.statement, columns)))
     }
 
     /// Deletes the resource `id`, if `preconditions` hold.
     public func delete(_ id: CatalogID, preconditions: WritePreconditions, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        submit(atomic: deletionWritesMore, { [cache] result in
+        submit(atomic: relations.willDelete != nil, { [cache] result in
             if case .success = result { cache?.invalidate(id: id.rawValue) }
             completion(result)
         }) { [self] db in
-            let current = try Int.fetchOne(db.cachedStatement(sql: "SELECT version FROM \(table) WHERE id = ?"), arguments: [id.rawValue])
+            let current = try Int.fetchOne(db.cachedStatement(sql: "SELECT version FROM \(schema.table) WHERE id = ?"), arguments: [id.rawValue])
             try preconditions.check(current: current)
-            try willDelete(db, id)
-            try db.cachedStatement(sql: "DELETE FROM \(table) WHERE id = ?").execute(arguments: [id.rawValue])
+            try relations.willDelete?(db, id)
+            try db.cachedStatement(sql: "DELETE FROM \(schema.table) WHERE id = ?").execute(arguments: [id.rawValue])
         }
     }
 
-    /// The id a scope lists within.
-    private static func scopeID(_ scope: ListRequest.Scope) -> CatalogID {
-        switch scope {
-        case let .commentsOn(item), let .playlistsContaining(item): item
-        case let .repliesTo(comment): comment
-        }
+    /// The values of `members`, as statement arguments.
+    func arguments(_ values: FieldValues, _ members: [Int]) -> [(any DatabaseValueConvertible)?] {
+        members.map { values.values[$0]?.databaseValue }
     }
 
     /// How many resources exist.
     public func count() throws(StoreError) -> Int {
-        try guarded { try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") ?? 0 } }
+        try guarded { try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(schema.table)") ?? 0 } }
     }
 
     /// Runs an INSERT or UPDATE … RETURNING and renders the row it returns.
@@ -451,4 +429,26 @@ func guarded<T>(_ body: () throws -> T) throws(StoreError) -> T {
     } catch {
         throw StoreError.from(error)
     }
+}
+
+extension FieldValue {
+    /// The value as SQLite keeps it (lists are not columns).
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .null, .ids, .documents: .null
+        case let .text(text): text.databaseValue
+        case let .real(number): number.databaseValue
+        case let .integer(number): number.databaseValue
+        }
+    }
+}
+
+/// `input` read as a document of `shape`: what a body of its JSON would give, so typed
+/// callers (the demo catalog, tests) keep the same rules as requests.
+func readValues(_ input: some Encodable, _ shape: DocumentShape) -> Result<FieldValues, StoreError> {
+    guard let json = try? CatalogJSON.makeEncoder().encode(input), case let .object(object)? = try? JSONValue.parse(json) else {
+        return .failure(.invalid([Violation(.invalidType, "The input does not encode as a JSON object.").at("")]))
+    }
+    let (values, errors) = shape.read(object)
+    return errors.isEmpty ? .success(values) : .failure(.invalid(errors))
 }

@@ -3,7 +3,7 @@ import Foundation
 /// Any JSON value, parsed strictly by ``parse(_:)``: a number is never a boolean and
 /// vice versa, duplicate member names and nesting deeper than ``maxDepth`` are errors.
 /// Used to read request bodies field by field and to apply merge patches.
-enum JSONValue: Equatable, Sendable {
+package enum JSONValue: Equatable, Sendable {
     case null
     case bool(Bool)
     case number(Double)
@@ -12,22 +12,24 @@ enum JSONValue: Equatable, Sendable {
     case object([String: JSONValue])
 
     /// The deepest nesting of arrays and objects accepted.
-    static let maxDepth = 64
+    package static let maxDepth = 64
 
     /// Why a document is not JSON, and where.
-    struct ParseError: Error, Equatable {
-        let offset: Int
-        let reason: String
+    package struct ParseError: Error, Equatable {
+        /// The byte offset of the fault.
+        package let offset: Int
+        /// What is wrong there.
+        package let reason: String
     }
 
     /// Parses one JSON text (RFC 8259), with nothing but whitespace around it.
-    static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(ParseError) -> JSONValue {
+    package static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(ParseError) -> JSONValue {
         var parser = JSONParser(Array(bytes))
         return try parser.document()
     }
 
     /// The JSON type's name, for error messages.
-    var typeName: String {
+    package var typeName: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
@@ -39,7 +41,7 @@ enum JSONValue: Equatable, Sendable {
     }
 
     /// RFC 7396 JSON Merge Patch: `patch` applied to `target`.
-    static func mergePatch(_ target: JSONValue, _ patch: JSONValue) -> JSONValue {
+    package static func mergePatch(_ target: JSONValue, _ patch: JSONValue) -> JSONValue {
         guard case let .object(changes) = patch else { return patch }
         var result: [String: JSONValue]
         if case let .object(existing) = target { result = existing } else { result = [:] }

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import CatalogService
+@testable import CatalogSchema
 
 /// The strict body parser: RFC 8259 exactly, plus duplicate names and depth refused.
 @Suite struct JSONParserTests {

@@ -1,0 +1,166 @@
+import CatalogModels
+import Foundation
+
+/// What one kind of document carries — a creation body, an edit, an import record — and
+/// the reader of such documents: each member against its field's kind and rule, one
+/// error per failing field, unknown and read-only members included.
+package struct DocumentShape: Sendable {
+    /// The fields values are read into (their order is the order of ``FieldValues``).
+    package let fields: [SchemaField]
+    /// Which of ``fields`` the document carries.
+    private let accepted: [Bool]
+    /// Which of them it must carry.
+    private let required: [Bool]
+    /// Members refused as read-only (set by the server); any other unaccepted member is unknown.
+    private let readOnly: Set<String>
+
+    /// How many errors about the elements of one array member a document lists at most.
+    package static let maxListedErrors = 100
+
+    /// A document carrying every one of `fields`, required as each field says.
+    package init(_ fields: [SchemaField], readOnly: Set<String> = []) {
+        self.init(fields, accepting: { _ in true }, requiring: \.required, readOnly: readOnly)
+    }
+
+    /// A document carrying the `fields` that `accepting` selects, requiring those that
+    /// `requiring` selects; the others are read-only, as is everything in `readOnly`.
+    package init(_ fields: [SchemaField], accepting: (SchemaField) -> Bool, requiring: (SchemaField) -> Bool, readOnly: Set<String> = []) {
+        self.fields = fields
+        accepted = fields.map(accepting)
+        required = fields.map { accepting($0) && requiring($0) }
+        self.readOnly = readOnly.union(fields.filter { !accepting($0) }.map(\.name))
+    }
+
+    /// The names of the members the document carries.
+    package var memberNames: [String] { zip(fields, accepted).filter(\.1).map(\.0.name) }
+
+    /// The unknown and read-only members of `object`, sorted by name.
+    package func unacceptedMembers(_ object: [String: JSONValue]) -> [FieldError] {
+        Self.unacceptedMembers(object, accepting: isAccepted, readOnly: readOnly)
+    }
+
+    /// The members of `object` that `accepting` refuses, sorted by name: read-only when
+    /// `readOnly` (or the stamps every resource has) hold them, unknown otherwise.
+    package static func unacceptedMembers(_ object: [String: JSONValue], accepting: (String) -> Bool, readOnly: Set<String> = []) -> [FieldError] {
+        var errors: [FieldError] = []
+        for key in object.keys.sorted() where !accepting(key) {
+            if readOnly.contains(key) || SchemaField.stampNames.contains(key) {
+                errors.append(Violation(.readOnly, "'\(key)' is set by the server and cannot be written.").at(SchemaField.pointer(key)))
+            } else {
+                errors.append(Violation(.unknownField, "'\(key)' is not a field of this resource.").at(SchemaField.pointer(key)))
+            }
+        }
+        return errors
+    }
+
+    private func isAccepted(_ key: String) -> Bool {
+        for index in fields.indices where accepted[index] && fields[index].name == key { return true }
+        return false
+    }
+
+    /// Reads `object`: its values (absent optional members take their default, or null)
+    /// and every error, the unaccepted members first, then field by field.
+    package func read(_ object: [String: JSONValue]) -> (values: FieldValues, errors: [FieldError]) {
+        var errors = unacceptedMembers(object)
+        var values = [FieldValue?](repeating: nil, count: fields.count)
+        for index in fields.indices where accepted[index] {
+            let field = fields[index]
+            guard let raw = object[field.name], raw != .null else {
+                if required[index] {
+                    errors.append(Violation(.required, "'\(field.name)' is required.").at(field.pointer))
+                } else {
+                    values[index] = field.defaultValue ?? .null
+                }
+                continue
+            }
+            switch Self.value(raw, of: field) {
+            case let .value(value): values[index] = value
+            case let .failed(failures): errors += failures
+            }
+        }
+        return (FieldValues(fields: fields, values: values), errors)
+    }
+
+    /// The value of `raw` for `field`, or why it is not one.
+    private static func value(_ raw: JSONValue, of field: SchemaField) -> Outcome {
+        func fail(_ violation: Violation) -> Outcome { .failed([violation.at(field.pointer)]) }
+        func mistyped(_ expected: String) -> Outcome {
+            fail(Violation(.invalidType, "Must be \(expected), not \(raw.typeName)."))
+        }
+        switch (field.kind, raw) {
+        case let (.text(rule), .string(text)):
+            return rule.violation(text).map(fail) ?? .value(.text(text))
+        case let (.url, .string(text)):
+            switch Rules.parseWebURL(text) {
+            case let .success(url): return .value(.text(url.absoluteString))
+            case let .failure(violation): return fail(violation)
+            }
+        case let (.number(rule), .number(number)):
+            return rule.violation(number).map(fail) ?? .value(.real(number))
+        case let (.integer(rule), .number(number)):
+            guard number.rounded() == number, abs(number) <= maxExactInteger else { return mistyped("an integer") }
+            return rule.violation(Int(number)).map(fail) ?? .value(.integer(Int64(number)))
+        case let (.boolean, .bool(flag)):
+            return .value(.integer(flag ? 1 : 0))
+        case let (.timestamp, .string(text)):
+            guard let date = Timestamp.date(from: text) else {
+                return fail(Violation(.invalidFormat, "Must be an RFC 3339 date-time, such as 2025-01-31T12:00:00.000Z."))
+            }
+            return .value(.integer(Timestamp.milliseconds(date)))
+        case let (.id, .string(text)):
+            guard let id = CatalogID(text) else { return fail(Violation(.invalidFormat, "Must be an id (a UUID).")) }
+            return .value(.text(id.rawValue))
+        case let (.ids(_, maxCount), .array(elements)):
+            guard elements.count <= maxCount else { return fail(Violation(.tooLong, "Must hold at most \(maxCount) ids.")) }
+            var ids: [CatalogID] = []
+            var errors: [FieldError] = []
+            for (offset, element) in elements.enumerated() {
+                if case let .string(text) = element, let id = CatalogID(text) {
+                    ids.append(id)
+                } else if errors.count < maxListedErrors {
+                    errors.append(Violation(.invalidFormat, "Must be an id (a UUID).").at(field.pointer + "/\(offset)"))
+                } else {
+                    break
+                }
+            }
+            return errors.isEmpty ? .value(.ids(ids)) : .failed(errors)
+        case let (.documents(shape, maxCount), .array(elements)):
+            guard elements.count <= maxCount else { return fail(Violation(.tooLong, "Must hold at most \(maxCount) elements.")) }
+            var documents: [FieldValues] = []
+            var errors: [FieldError] = []
+            for (offset, element) in elements.enumerated() where errors.count < maxListedErrors {
+                let pointer = field.pointer + "/\(offset)"
+                guard case let .object(object) = element else {
+                    errors.append(Violation(.invalidType, "Must be an object, not \(element.typeName).").at(pointer))
+                    continue
+                }
+                let (values, failures) = shape.read(object)
+                documents.append(values)
+                errors += failures.map { $0.prefixed(pointer) }
+            }
+            return errors.isEmpty ? .value(.documents(documents)) : .failed(Array(errors.prefix(maxListedErrors)))
+        case (.text, _), (.url, _), (.timestamp, _), (.id, _): return mistyped("a string")
+        case (.number, _): return mistyped("a number")
+        case (.integer, _): return mistyped("an integer")
+        case (.boolean, _): return mistyped("a boolean")
+        case (.ids, _), (.documents, _): return mistyped("an array")
+        case (.resource, _): return mistyped("an object")
+        }
+    }
+
+    /// A member's value, or why it is not one.
+    private enum Outcome {
+        case value(FieldValue)
+        case failed([FieldError])
+    }
+
+    /// The largest integer every JSON reader holds exactly (2^53 − 1).
+    package static let maxExactInteger = 9_007_199_254_740_991.0
+}
+
+extension FieldError {
+    /// This error with `prefix` before its pointer (the error of a nested document).
+    package func prefixed(_ prefix: String) -> FieldError {
+        FieldError(pointer: prefix + pointer, code: code, message: message)
+    }
+}

@@ -1,0 +1,112 @@
+import CatalogModels
+
+/// One resource, declared once: its fields (``SchemaField``), table, path and the list
+/// features it offers. The store derives its columns, SQL and row renderer from it; the
+/// service its body readers, `fields=` and `sort=` names and routes; imports their
+/// record members. The declarations themselves are in `Resources/`, one file each.
+package struct ResourceSchema: Sendable {
+    /// The `type` of its import records, such as `playableItem`.
+    package let type: String
+    /// Its name in messages, such as `playable item`.
+    package let noun: String
+    /// The collection's path, such as `/v1/playable-items`; a resource is at `path/{id}`.
+    package let path: String
+    package let table: String
+    /// Every member of its documents: `id`, its own fields, `createdAt`, `updatedAt`, `version`.
+    package let members: [SchemaField]
+    /// The FTS5 table over the fields with a search weight, when lists take `q`.
+    package let searchTable: String?
+    /// Whether lists take `near`/`radius` and `bbox` (the fields `latitude` and `longitude`).
+    package let geographic: Bool
+    /// Whether renderings are worth caching (resources listed and embedded often).
+    package let cachesRenderings: Bool
+    /// What `GET …/{id}?include=` may embed, by name.
+    package let includes: [String]
+    /// List parameters that list within a related resource: name → the scope for its id.
+    package let filters: [String: @Sendable (CatalogID) -> ListScope]
+    /// A boolean column that, when true, makes the resource uneditable (409), with why.
+    package let frozen: (column: String, detail: String)?
+    /// Rules across the fields of an import record (its pointers relative to the record's data).
+    package let recordRules: @Sendable (FieldValues) -> [FieldError]
+
+    /// What `POST path` carries: the writable and create-only fields.
+    package let creation: DocumentShape
+    /// What `PUT`, and a merge patch once applied, carry: the writable fields.
+    package let edit: DocumentShape
+    /// What the `data` of an import record carries: the stamps and every imported field.
+    package let importRecord: DocumentShape
+
+    package init(type: String, noun: String, path: String, table: String, fields: [SchemaField], searchTable: String? = nil, geographic: Bool = false,
+                 cachesRenderings: Bool = false, includes: [String] = [], filters: [String: @Sendable (CatalogID) -> ListScope] = [:],
+                 frozen: (column: String, detail: String)? = nil, recordRules: @escaping @Sendable (FieldValues) -> [FieldError] = { _ in [] }) {
+        self.type = type
+        self.noun = noun
+        self.path = path
+        self.table = table
+        members = [SchemaField.stamps[0]] + fields + SchemaField.stamps.dropFirst()
+        self.searchTable = searchTable
+        self.geographic = geographic
+        self.cachesRenderings = cachesRenderings
+        self.includes = includes
+        self.filters = filters
+        self.frozen = frozen
+        self.recordRules = recordRules
+        let shown = Set(includes)
+        creation = DocumentShape(members, accepting: { $0.access != .serverSet }, requiring: \.required, readOnly: shown)
+        edit = DocumentShape(members, accepting: { $0.access == .writable }, requiring: \.required, readOnly: shown)
+        importRecord = DocumentShape(members, accepting: { $0.importRole != .none }, requiring: { $0.required && !$0.nullable }, readOnly: shown)
+    }
+
+    /// The sortable fields, `createdAt` (the default order) first.
+    package var sortableFields: [String] {
+        ["createdAt"] + members.filter(\.sortable).map(\.name)
+    }
+
+    /// The `bm25` weights of the searched columns, in their FTS5 order.
+    package var searchWeights: String {
+        members.compactMap(\.searchWeight).map { String($0) }.joined(separator: ", ")
+    }
+
+    /// The columns an edit writes, in the order of ``edit``'s fields.
+    package var editColumns: [(index: Int, column: String)] { columns { $0.access == .writable } }
+
+    /// The columns a creation writes.
+    package var creationColumns: [(index: Int, column: String)] { columns { $0.access != .serverSet } }
+
+    /// The columns of members selected by `include`, with their index among ``members``.
+    package func columns(_ include: (SchemaField) -> Bool) -> [(index: Int, column: String)] {
+        members.indices.compactMap { index in
+            guard let column = members[index].column, SchemaField.stampNames.contains(members[index].name) == false, include(members[index])
+            else { return nil }
+            return (index, column)
+        }
+    }
+
+    /// The member kept in `column`.
+    package func member(column: String) -> SchemaField? {
+        members.first { $0.column == column }
+    }
+}
+
+extension SchemaField {
+    /// The members every resource has; only the server sets them, imports carry them.
+    static let stamps: [SchemaField] = [
+        SchemaField("id", .column("id"), .id(references: nil), access: .serverSet, import: .stamp),
+        SchemaField("createdAt", .column("created_at"), .timestamp, access: .serverSet, import: .stamp),
+        SchemaField("updatedAt", .column("updated_at"), .timestamp, access: .serverSet, import: .stamp),
+        SchemaField("version", .column("version"), .integer(.integer(in: 1...Int(DocumentShape.maxExactInteger))), access: .serverSet, import: .stamp),
+    ]
+
+    /// Their names.
+    static let stampNames: Set<String> = Set(stamps.map(\.name))
+}
+
+/// The lists that lie within one related resource.
+public enum ListScope: Sendable, Hashable {
+    /// The top-level comments on a playable item.
+    case commentsOn(item: CatalogID)
+    /// The replies to a comment.
+    case repliesTo(comment: CatalogID)
+    /// The playlists holding a playable item.
+    case playlistsContaining(item: CatalogID)
+}

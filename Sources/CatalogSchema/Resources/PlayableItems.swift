@@ -1,0 +1,17 @@
+import CatalogModels
+
+extension ResourceSchema {
+    /// Streaming videos: `/v1/playable-items`, searchable by title and description.
+    /// `include=comments,playlists` embeds the first pages of the item's comments and of
+    /// the playlists holding it.
+    package static let playableItem = ResourceSchema(
+        type: "playableItem", noun: "playable item", path: "/v1/playable-items", table: "playable_items",
+        fields: [
+            .text("title", rule: PlayableItemInput.titleRule, sortable: true, search: 10),
+            .text("description", rule: PlayableItemInput.descriptionRule, default: "", search: 1),
+            .url("streamURL", column: "stream_url"),
+            .url("thumbnailURL", column: "thumbnail_url", required: false),
+            .number("durationSeconds", column: "duration_seconds", rule: PlayableItemInput.durationRule, required: false),
+        ],
+        searchTable: "playable_items_fts", cachesRenderings: true, includes: ["comments", "playlists"])
+}
