@@ -12,6 +12,41 @@ protocol CLIResource {
     static func resource(_ client: CatalogClient) -> ResourceClient<Model, Input>
     /// The rows of `--table` output for one resource.
     static func fields(_ model: Model) -> [(String, String)]
+    /// The options `list` takes besides paging and sorting.
+    associatedtype Filters: ListFilters
+    /// The columns of `list --table`, and the row of one resource.
+    static var listColumns: [String] { get }
+    static func listRow(_ model: Model) -> [String]
+}
+
+/// Options of a resource's `list` beyond paging and sorting.
+protocol ListFilters: ParsableArguments {
+    /// Adds the options given to `query`.
+    func apply(to query: inout ListQuery) throws
+}
+
+/// `--q`: full-text search.
+struct SearchFilter: ListFilters {
+    @Option(name: .customLong("q"), help: "Full-text search.") var search: String?
+
+    func apply(to query: inout ListQuery) { query.search = search }
+}
+
+/// `catalog <resource> list [options]`.
+struct ListCommand<R: CLIResource>: AsyncParsableCommand {
+    static var configuration: CommandConfiguration { CommandConfiguration(commandName: "list", abstract: "List \(R.noun)s.") }
+
+    @OptionGroup var connection: Connection
+    @OptionGroup var options: ListOptions
+    @OptionGroup var filters: R.Filters
+
+    func run() async throws {
+        var query = options.query
+        try filters.apply(to: &query)
+        try await Output.run {
+            try await Output.list(R.resource(connection.client()), query, options: options, connection: connection, columns: R.listColumns, row: R.listRow)
+        }
+    }
 }
 
 /// `catalog <resource> get ID`.

@@ -6,7 +6,7 @@ import Foundation
 struct Playlists: AsyncParsableCommand, CLIResource {
     static let configuration = CommandConfiguration(
         abstract: "Playlists and their entries.",
-        subcommands: [List.self, Show.self, Create.self, Add.self, Move.self, Remove.self, DeleteCommand<Playlists>.self])
+        subcommands: [ListCommand<Playlists>.self, Show.self, Create.self, Add.self, Move.self, Remove.self, DeleteCommand<Playlists>.self])
     static let noun = "playlist"
 
     static func resource(_ client: CatalogClient) -> ResourceClient<Playlist, PlaylistInput> { client.playlists }
@@ -21,21 +21,17 @@ struct Playlists: AsyncParsableCommand, CLIResource {
          ("title", entry.playableItem.title)]
     }
 
-    struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List playlists.")
-        @OptionGroup var connection: Connection
-        @OptionGroup var options: ListOptions
+    static let listColumns = ["id", "title", "entries"]
+    static func listRow(_ playlist: Playlist) -> [String] { [playlist.id.rawValue, playlist.title, "\(playlist.entryCount)"] }
+
+    /// `--q` and `--item`: search, and the playlists holding an item.
+    struct Filters: ListFilters {
         @Option(name: .customLong("q"), help: "Full-text search.") var search: String?
         @Option(help: "Only the playlists holding this playable item.") var item: String?
 
-        func run() async throws {
-            var query = options.query
+        func apply(to query: inout ListQuery) throws {
             query.search = search
             query.playableItemId = try item.map(Output.id)
-            try await Output.run {
-                try await Output.list(connection.client().playlists, query, options: options, connection: connection,
-                                      columns: ["id", "title", "entries"]) { [$0.id.rawValue, $0.title, "\($0.entryCount)"] }
-            }
         }
     }
 

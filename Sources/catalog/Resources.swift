@@ -5,7 +5,7 @@ import Foundation
 
 struct Games: AsyncParsableCommand, CLIResource {
     static let configuration = CommandConfiguration(
-        abstract: "Arcade games.", subcommands: [List.self, GetCommand<Games>.self, Create.self, DeleteCommand<Games>.self])
+        abstract: "Arcade games.", subcommands: [ListCommand<Games>.self, GetCommand<Games>.self, Create.self, DeleteCommand<Games>.self])
     static let noun = "game"
 
     static func resource(_ client: CatalogClient) -> ResourceClient<Game, GameInput> { client.games }
@@ -14,21 +14,9 @@ struct Games: AsyncParsableCommand, CLIResource {
         [("id", game.id.rawValue), ("name", game.name), ("imageName", game.imageName), ("description", game.description), ("version", "\(game.version)")]
     }
 
-    struct List: AsyncParsableCommand {
-        @OptionGroup var connection: Connection
-        @OptionGroup var options: ListOptions
-        @Option(name: .customLong("q"), help: "Full-text search.") var search: String?
-
-        func run() async throws {
-            var query = options.query
-            query.search = search
-            try await Output.run {
-                try await Output.list(connection.client().games, query, options: options, connection: connection,
-                                      columns: ["id", "name", "imageName"]) { [$0.id.rawValue, $0.name, $0.imageName] }
-            }
-        }
-    }
-
+    typealias Filters = SearchFilter
+    static let listColumns = ["id", "name", "imageName"]
+    static func listRow(_ game: Game) -> [String] { [game.id.rawValue, game.name, game.imageName] }
 
     struct Create: AsyncParsableCommand {
         @OptionGroup var connection: Connection
@@ -46,7 +34,7 @@ struct Games: AsyncParsableCommand, CLIResource {
 
 struct Items: AsyncParsableCommand, CLIResource {
     static let configuration = CommandConfiguration(
-        abstract: "Playable items (streaming videos).", subcommands: [List.self, GetCommand<Items>.self, Create.self, DeleteCommand<Items>.self])
+        abstract: "Playable items (streaming videos).", subcommands: [ListCommand<Items>.self, GetCommand<Items>.self, Create.self, DeleteCommand<Items>.self])
     static let noun = "item"
 
     static func resource(_ client: CatalogClient) -> ResourceClient<PlayableItem, PlayableItemInput> { client.playableItems }
@@ -57,21 +45,9 @@ struct Items: AsyncParsableCommand, CLIResource {
          ("description", item.description), ("version", "\(item.version)")]
     }
 
-    struct List: AsyncParsableCommand {
-        @OptionGroup var connection: Connection
-        @OptionGroup var options: ListOptions
-        @Option(name: .customLong("q"), help: "Full-text search.") var search: String?
-
-        func run() async throws {
-            var query = options.query
-            query.search = search
-            try await Output.run {
-                try await Output.list(connection.client().playableItems, query, options: options, connection: connection,
-                                      columns: ["id", "title", "streamURL"]) { [$0.id.rawValue, $0.title, $0.streamURL.absoluteString] }
-            }
-        }
-    }
-
+    typealias Filters = SearchFilter
+    static let listColumns = ["id", "title", "streamURL"]
+    static func listRow(_ item: PlayableItem) -> [String] { [item.id.rawValue, item.title, item.streamURL.absoluteString] }
 
     struct Create: AsyncParsableCommand {
         @OptionGroup var connection: Connection
@@ -92,7 +68,7 @@ struct Items: AsyncParsableCommand, CLIResource {
 }
 
 struct Locations: AsyncParsableCommand, CLIResource {
-    static let configuration = CommandConfiguration(abstract: "Named places.", subcommands: [List.self, GetCommand<Locations>.self])
+    static let configuration = CommandConfiguration(abstract: "Named places.", subcommands: [ListCommand<Locations>.self, GetCommand<Locations>.self])
     static let noun = "location"
 
     static func resource(_ client: CatalogClient) -> ResourceClient<Location, LocationInput> { client.locations }
@@ -102,26 +78,21 @@ struct Locations: AsyncParsableCommand, CLIResource {
          ("latitude", "\(location.latitude)"), ("longitude", "\(location.longitude)"), ("version", "\(location.version)")]
     }
 
-    struct List: AsyncParsableCommand {
-        @OptionGroup var connection: Connection
-        @OptionGroup var options: ListOptions
+    static let listColumns = ["id", "name", "country", "distance (m)"]
+    static func listRow(_ location: Location) -> [String] {
+        [location.id.rawValue, location.name, location.countryCode, location.distanceMeters.map { String(Int($0.rounded())) } ?? ""]
+    }
+
+    /// `--near lat,lon [--radius m]`: by distance from a point.
+    struct Filters: ListFilters {
         @Option(help: "lat,lon: order by distance from this point.") var near: String?
         @Option(help: "Meters from --near (default: the whole Earth).") var radius: Double?
 
-        func run() async throws {
-            var query = options.query
-            if let near {
-                let parts = near.split(separator: ",").compactMap { Double($0) }
-                guard parts.count == 2 else { throw ValidationError("--near takes lat,lon.") }
-                query.near = (latitude: parts[0], longitude: parts[1], radius: radius ?? 20_037_509)
-            }
-            try await Output.run {
-                try await Output.list(connection.client().locations, query, options: options, connection: connection,
-                                      columns: ["id", "name", "country", "distance (m)"]) {
-                    [$0.id.rawValue, $0.name, $0.countryCode, $0.distanceMeters.map { String(Int($0.rounded())) } ?? ""]
-                }
-            }
+        func apply(to query: inout ListQuery) throws {
+            guard let near else { return }
+            let parts = near.split(separator: ",").compactMap { Double($0) }
+            guard parts.count == 2 else { throw ValidationError("--near takes lat,lon.") }
+            query.near = (latitude: parts[0], longitude: parts[1], radius: radius ?? 20_037_509)
         }
     }
-
 }

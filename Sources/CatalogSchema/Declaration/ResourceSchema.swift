@@ -16,7 +16,7 @@ package struct ResourceSchema: Sendable {
     package let members: [SchemaField]
     /// The FTS5 table over the fields with a search weight, when lists take `q`.
     package let searchTable: String?
-    /// Whether lists take `near`/`radius` and `bbox` (the fields `latitude` and `longitude`).
+    /// Whether lists take `near`/`radius` and `bbox` (over the columns ``Geo`` reads in the store).
     package let geographic: Bool
     /// Whether renderings are worth caching (resources listed and embedded often).
     package let cachesRenderings: Bool

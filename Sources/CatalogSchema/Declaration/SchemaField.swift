@@ -66,7 +66,7 @@ package struct SchemaField: Sendable {
         case none
     }
 
-    /// The API name, such as `durationSeconds`.
+    /// The API name: the member's key in JSON documents.
     package let name: String
     package let storage: Storage
     package let kind: Kind

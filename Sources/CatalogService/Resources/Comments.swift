@@ -5,8 +5,8 @@ import HTTPServer
 
 /// Comments on playable items, with one level of replies:
 /// `/v1/playable-items/{id}/comments` (top-level, newest first), `/v1/comments/{id}`
-/// and `/v1/comments/{id}/replies` (oldest first). A deleted comment with replies stays
-/// as a tombstone.
+/// and `/v1/comments/{id}/replies` (oldest first). A comment deleted while it has replies
+/// stays as a tombstone.
 struct Comments: Sendable {
     let store: CommentStore
     let endpoints: ResourceEndpoints<Comment, CommentEdit>

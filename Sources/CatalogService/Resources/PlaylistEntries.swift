@@ -22,7 +22,14 @@ struct PlaylistEntries: Sendable {
         router.add(.GET, entry, .inline { [self] request in try show(request) { try store.entry($0, of: $1) } })
         router.add(.PATCH, entry, endpoints.write(move))
         router.add(.DELETE, entry, endpoints.write(remove))
-        router.add(.GET, entry + "/next", .inline { [self] request in try show(request) { try store.next(after: $0, of: $1) } })
+        router.add(.GET, entry + "/next", .inline { [self] request in
+            try show(request) { entryID, playlistID in
+                switch try store.next(after: entryID, of: playlistID) {
+                case let .entry(next): next
+                case .endOfPlaylist: throw APIError.endOfPlaylist
+                }
+            }
+        })
     }
 
     // MARK: Reads

@@ -29,4 +29,6 @@ struct APIError: Error, Sendable {
     }
 
     static let notFound = APIError(status: .notFound, code: "notFound", detail: "No resource exists with this id.")
+
+    static let endOfPlaylist = APIError(status: .notFound, code: "endOfPlaylist", detail: "The entry is the last of its playlist: nothing plays next.")
 }

@@ -29,8 +29,6 @@ enum ErrorMapping {
                 return .notFound
             case let .invalid(errors):
                 return .validation(errors)
-            case .endOfPlaylist:
-                return APIError(status: .notFound, code: "endOfPlaylist", detail: "The entry is the last of its playlist: nothing plays next.")
             case let .preconditionFailed(current):
                 return APIError(status: .preconditionFailed, code: "preconditionFailed",
                                 detail: "A precondition failed against the current version (\(current)); fetch the resource again and retry.",

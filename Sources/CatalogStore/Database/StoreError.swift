@@ -6,8 +6,6 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The request's content does not fit the current data (an unknown item, a position
     /// past the end): one error per field.
     case invalid([FieldError])
-    /// The entry is the last of its playlist: nothing plays next.
-    case endOfPlaylist
     /// No resource has this id.
     case notFound
     /// A precondition (`If-Match`, `If-None-Match`) is false; `current` is the
@@ -24,7 +22,6 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .invalid(errors): errors.map { "\($0.pointer): \($0.message)" }.joined(separator: "; ")
-        case .endOfPlaylist: "the entry is the last of its playlist"
         case .notFound: "not found"
         case let .preconditionFailed(current): "precondition failed (current version \(current))"
         case let .invalidCursor(detail), let .conflict(detail), let .unavailable(detail): detail

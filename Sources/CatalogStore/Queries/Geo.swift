@@ -3,9 +3,6 @@ import GRDB
 
 /// Geographic SQL for locations: great-circle distance and spatial-index filters.
 enum Geo {
-    /// The column that carries a row's distance from the `near` point (distance-ordered lists only).
-    static let distanceColumn = "distance_meters"
-
     /// The mean Earth radius (IUGG), in meters.
     static let earthRadius = 6_371_008.8
 

@@ -5,7 +5,7 @@ import CatalogSchema
 public struct ListRequest: Sendable, Hashable {
     /// The order of a list.
     public enum Order: Sendable, Hashable {
-        /// By a sortable field (its API name, such as `createdAt` or `title`), then by id.
+        /// By a sortable field (its API name, such as `createdAt`), then by id.
         case field(String, descending: Bool)
         /// By full-text relevance to ``ListRequest/search``, best first.
         case relevance

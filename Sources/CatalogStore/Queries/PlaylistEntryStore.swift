@@ -99,18 +99,22 @@ public final class PlaylistEntryStore: Sendable {
         }
     }
 
-    /// The entry after `entryID` ("up next"). Fails with `notFound` when the playlist or
-    /// the entry does not exist, and `endOfPlaylist` when the entry is the last.
-    public func next(after entryID: CatalogID, of playlistID: CatalogID, fields: FieldMask = .all) throws(StoreError) -> RenderedEntry {
+    /// What plays after an entry: the next entry, or nothing at the end of the playlist.
+    public enum UpNext: Sendable {
+        case entry(RenderedEntry)
+        case endOfPlaylist
+    }
+
+    /// The entry after `entryID` ("up next"), or ``UpNext/endOfPlaylist`` when the entry
+    /// is the last. Fails with `notFound` when the playlist or the entry does not exist.
+    public func next(after entryID: CatalogID, of playlistID: CatalogID, fields: FieldMask = .all) throws(StoreError) -> UpNext {
         let epoch = RenderCache.currentEpoch
         return try guarded {
             try database.snapshot { db in
                 guard let playlist = try Self.playlist(db, playlistID), let position = try Self.position(db, entryID, playlistPK: playlist.pk)
                 else { throw StoreError.notFound }
-                guard let next = try renderEntry(db, playlistPK: playlist.pk, position: position + 1,
-                                                 version: playlist.version, fields: fields, epoch: epoch)
-                else { throw StoreError.endOfPlaylist }
-                return next
+                let next = try renderEntry(db, playlistPK: playlist.pk, position: position + 1, version: playlist.version, fields: fields, epoch: epoch)
+                return next.map(UpNext.entry) ?? .endOfPlaylist
             }
         }
     }
@@ -145,7 +149,7 @@ public final class PlaylistEntryStore: Sendable {
                 .execute(arguments: [playlist.pk, position])
             try db.cachedStatement(sql: "INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at) VALUES (?, ?, ?, ?, ?)")
                 .execute(arguments: [entryID.rawValue, playlist.pk, itemPK, position, now])
-            let version = try Self.touch(db, playlist.pk, entryCount: playlist.count + 1)
+            let version = try Self.touch(db, playlist.pk, count: playlist.count + 1)
             return try renderEntry(db, playlistPK: playlist.pk, position: Int64(position), version: version)
         }, completion: Self.found(completion))
     }
@@ -184,7 +188,7 @@ public final class PlaylistEntryStore: Sendable {
                     .execute(arguments: [playlist.pk, old, new])
             }
             try db.cachedStatement(sql: "UPDATE playlist_entries SET position = ? WHERE id = ?").execute(arguments: [new, entryID.rawValue])
-            let version = try Self.touch(db, playlist.pk, entryCount: playlist.count)
+            let version = try Self.touch(db, playlist.pk, count: playlist.count)
             return try renderEntry(db, playlistPK: playlist.pk, position: new, version: version)
         }, completion: Self.found(completion))
     }
@@ -197,14 +201,14 @@ public final class PlaylistEntryStore: Sendable {
             try db.cachedStatement(sql: "DELETE FROM playlist_entries WHERE id = ?").execute(arguments: [entryID.rawValue])
             try db.cachedStatement(sql: "UPDATE playlist_entries SET position = position - 1 WHERE playlist_pk = ? AND position > ?")
                 .execute(arguments: [playlist.pk, old])
-            return try Self.touch(db, playlist.pk, entryCount: playlist.count - 1)
+            return try Self.touch(db, playlist.pk, count: playlist.count - 1)
         }, completion: Self.mapped(completion))
     }
 
     /// Replaces the whole order with `order`. Entries of items that stay keep their ids
     /// (the first remaining entry of an item goes to the item's first new place, and so
     /// on); the others are removed or added. Fails with `invalid` naming each unknown
-    /// id (`/playableItemIds/3`, at most ``maxListedErrors``). Returns the playlist.
+    /// id (its pointer, at most ``maxListedErrors``). Returns the playlist.
     public func replace(_ order: PlaylistOrder, of playlistID: CatalogID, preconditions: WritePreconditions,
                         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         switch readValues(order, PlaylistEntrySchema.order) {
@@ -281,7 +285,7 @@ public final class PlaylistEntryStore: Sendable {
                     SELECT json_extract(value, '$[0]'), ?, json_extract(value, '$[1]'), json_extract(value, '$[2]'), ? FROM json_each(?)
                     """).execute(arguments: [playlist.pk, Timestamp.milliseconds(Date()), Self.jsonArray(additions)])
             }
-            _ = try Self.touch(db, playlist.pk, entryCount: itemPKs.count)
+            _ = try Self.touch(db, playlist.pk, count: itemPKs.count)
             guard let rendered = try playlists.render(db, playlistID) else { throw StoreError.notFound }
             return rendered
         }, completion: Self.mapped(completion))
@@ -349,7 +353,7 @@ public final class PlaylistEntryStore: Sendable {
                 """).execute(arguments: [playlistPK])
             let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM playlist_entries WHERE playlist_pk = ?"),
                                          arguments: [playlistPK]) ?? 0
-            _ = try touch(db, playlistPK, entryCount: count)
+            _ = try touch(db, playlistPK, count: count)
         }
     }
 
@@ -407,10 +411,10 @@ public final class PlaylistEntryStore: Sendable {
 
     /// Records a change of the playlist's entries: the new count, version + 1, the time.
     /// - Returns: the new version.
-    private static func touch(_ db: Database, _ playlistPK: Int64, entryCount: Int) throws -> Int {
+    private static func touch(_ db: Database, _ playlistPK: Int64, count: Int) throws -> Int {
         try Int.fetchOne(db.cachedStatement(sql: """
             UPDATE playlists SET entry_count = ?, version = version + 1, updated_at = max(?, created_at) WHERE pk = ? RETURNING version
-            """), arguments: [entryCount, Timestamp.milliseconds(Date()), playlistPK]) ?? 0
+            """), arguments: [count, Timestamp.milliseconds(Date()), playlistPK]) ?? 0
     }
 
     private static func fingerprint(_ playlistID: CatalogID) -> String { "playlist_entries|\(playlistID)" }

@@ -247,9 +247,9 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
             // Text without a letter or digit searches for nothing: no rank to compute.
             keyExpression = match == nil ? "0.0" : "bm25(\(search), \(schema.searchWeights))"
         case .distance:
-            guard let (latitude, longitude, _) = request.near else { throw .invalidCursor("Distance order needs a point.") }
+            guard let point = request.near else { throw .invalidCursor("Distance order needs a point.") }
             keyExpression = Geo.distanceSQL
-            keyArguments = [latitude, latitude, longitude]
+            keyArguments = [point.latitude, point.latitude, point.longitude]
         }
 
         if request.search != nil, match == nil {
@@ -331,7 +331,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// Changes the resource `id` to what `transform` makes of its current editable
     /// document (its writable fields), inside the write transaction, so concurrent
     /// changes cannot interleave. An error thrown by `transform` fails the call with that
-    /// same error. A frozen resource (a deleted comment) is a `conflict`.
+    /// same error. A frozen resource (a comment tombstone) is a `conflict`.
     package func update(_ id: CatalogID, preconditions: WritePreconditions, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void,
                         transform: @escaping @Sendable ([String: JSONValue]) throws -> FieldValues) {
         submit(completion) { [self] db in

@@ -19,9 +19,9 @@ struct RenderedField: Sendable {
         case object(RowRenderer)
     }
 
-    /// The API name, such as `streamURL`.
+    /// The API name (the JSON key).
     let name: String
-    /// The JSON key, quoted, with its colon (`"title":`).
+    /// The JSON key, quoted, with its colon (`"key":`).
     let key: [UInt8]
     let column: String
     let kind: Kind
