@@ -15,7 +15,7 @@ struct PlaylistEntries: Sendable {
 
     func register(in router: inout Router) {
         let entries = "/v1/playlists/{id}/entries"
-        let entry = entries + "/{entryId}"
+        let entry = entries + "/" + Self.entryParameter
         router.add(.GET, entries, .inline(list))
         router.add(.POST, entries, endpoints.write(insert))
         router.add(.PUT, entries, endpoints.write(replace))
@@ -92,8 +92,12 @@ struct PlaylistEntries: Sendable {
 
     // MARK: Helpers
 
+    /// The path parameter naming an entry, as openapi.yaml names it.
+    private static let entryParameter = "{entryId}"
+
     private static func ids(_ request: HTTPRequest) throws(APIError) -> (CatalogID, CatalogID) {
-        (try ResourceEndpoints<Playlist, PlaylistInput>.id(request), try ResourceEndpoints<Playlist, PlaylistInput>.id(request, "entryId"))
+        (try ResourceEndpoints<Playlist, PlaylistInput>.id(request),
+         try ResourceEndpoints<Playlist, PlaylistInput>.id(request, String(entryParameter.dropFirst().dropLast())))
     }
 
     /// An entry with the playlist's new version as its `ETag`.
