@@ -5,14 +5,14 @@
 #   2. GET /v1/playable-items?limit=20&cursor={random page}
 #   3. POST /v1/playable-items (every 201 durable: WAL, synchronous=FULL, group commit)
 #      vs nginx serving a static response of the same size.
-# Usage: Benchmarks/catalog.sh   (env: BENCH_DURATION=10s BENCH_ROUNDS=2 BENCH_WORKERS=1 BENCH_ITEMS=10000)
+# Usage: Benchmarks/catalog.sh   (env: BENCH_DURATION=10s BENCH_ROUNDS=2 BENCH_WORKERS=1 BENCH_ITEMS=10000;
+#        CATALOG_SERVER=path/to/catalog-server measures that build instead, e.g. an earlier commit's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/lib.sh
-bench_require
-command -v sqlite3 >/dev/null || apt-get install -y -qq sqlite3 >/dev/null
-swift build -c release --product catalog-server >/dev/null
-server=.build/release/catalog-server
+bench_require sqlite3
+server=${CATALOG_SERVER:-.build/release/catalog-server}
+[ -n "${CATALOG_SERVER:-}" ] || swift build -c release --product catalog-server >/dev/null
 items=${BENCH_ITEMS:-10000}
 
 work=$(mktemp -d)
@@ -80,13 +80,16 @@ scenario() {
     echo "$title"
     BENCH_DURATION=5s bench_wrk "  (warm-up)" "$ours_url" "$ours_script" >/dev/null
     BENCH_DURATION=5s bench_wrk "  (warm-up)" "$nginx_url" "$nginx_script" >/dev/null
-    local ratios=()
+    local ratios=() cpu=()
     for round in $(seq 1 "${BENCH_ROUNDS:-2}"); do
-        bench_wrk "  catalog-server" "$ours_url" "$ours_script"; local a=$BENCH_RPS
-        bench_wrk "  nginx" "$nginx_url" "$nginx_script"; local b=$BENCH_RPS
+        bench_wrk "  catalog-server" "$ours_url" "$ours_script" "$ours"; local a=$BENCH_RPS
+        cpu+=("$BENCH_CPU_US")
+        # shellcheck disable=SC2046
+        bench_wrk "  nginx" "$nginx_url" "$nginx_script" $(bench_nginx_pids "$work"); local b=$BENCH_RPS
         ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", 100 * a / b }')")
     done
     echo "  ours/nginx: $(printf '%s%% ' "${ratios[@]}")-> mean $(printf '%s\n' "${ratios[@]}" | awk '{ s += $1 } END { printf "%.1f%%", s / NR }')   (target $target)"
+    echo "  catalog-server CPU per request: $(printf '%s ' "${cpu[@]}")-> mean $(printf '%s\n' "${cpu[@]}" | awk '{ s += $1 } END { printf "%.1f", s / NR }') µs"
 }
 
 scenario "GET /v1/playable-items/{random id}" 35% \

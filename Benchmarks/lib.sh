@@ -2,12 +2,16 @@
 # with wrk, and print requests/s, latency percentiles, peak RSS and the ratio.
 # Sourced, not run. Needs: wrk, nginx (Debian packages).
 
+# bench_require [COMMAND...]: installs wrk, nginx and each COMMAND (a Debian package of
+# that name) that this machine lacks.
 bench_require() {
     local missing=()
+    for command in "$@"; do command -v "$command" >/dev/null || missing+=("$command"); done
     command -v wrk >/dev/null || missing+=(wrk)
     [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
     if [ ${#missing[@]} -gt 0 ]; then
         echo "installing ${missing[*]}" >&2
+        apt-get update -qq
         apt-get install -y -qq "${missing[@]}" >/dev/null
     fi
 }
@@ -61,22 +65,49 @@ bench_wait_port() {
     return 1
 }
 
-# bench_wrk NAME URL [SCRIPT]: runs wrk, prints one result line, stores rps in BENCH_RPS.
+# bench_wrk NAME URL [SCRIPT [PID...]]: runs wrk, prints one result line, stores rps in
+# BENCH_RPS. With PIDs (the server's processes), it also prints the CPU time they spent
+# per request (user + system, from /proc), stored in BENCH_CPU_US: steadier than req/s
+# on a shared machine, since another tenant's load does not count.
 BENCH_DURATION=${BENCH_DURATION:-10s}
 BENCH_CONNECTIONS=${BENCH_CONNECTIONS:-32}
 bench_wrk() {
     local name=$1 url=$2 script=${3:-}
+    local pids=("${@:4}")
     local args=(-t1 -c"$BENCH_CONNECTIONS" -d"$BENCH_DURATION" --latency)
     [ -n "$script" ] && args+=(-s "$script")
-    local out
+    local out before=0
+    [ ${#pids[@]} -gt 0 ] && before=$(bench_cpu_ticks "${pids[@]}")
     out=$(wrk "${args[@]}" "$url")
     BENCH_RPS=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+    BENCH_CPU_US=
+    if [ ${#pids[@]} -gt 0 ]; then
+        local ticks requests
+        ticks=$(( $(bench_cpu_ticks "${pids[@]}") - before ))
+        requests=$(awk '/requests in/ {print $1}' <<<"$out")
+        BENCH_CPU_US=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$requests" 'BEGIN { printf "%.1f", t * 1000000 / hz / n }')
+    fi
     local p50 p99 non2xx errors
     p50=$(awk '$1 == "50%" {print $2}' <<<"$out")
     p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
     non2xx=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' <<<"$out")
     errors=$(awk '/Socket errors:/ {print $0}' <<<"$out")
-    printf '%-28s %10s req/s   p50 %8s   p99 %8s   non-2xx %s%s\n' "$name" "$BENCH_RPS" "$p50" "$p99" "${non2xx:-0}" "${errors:+   $errors}"
+    printf '%-28s %10s req/s   p50 %8s   p99 %8s   non-2xx %s%s%s\n' "$name" "$BENCH_RPS" "$p50" "$p99" "${non2xx:-0}" \
+        "${BENCH_CPU_US:+   CPU $BENCH_CPU_US µs/req}" "${errors:+   $errors}"
+}
+
+# bench_cpu_ticks PID...: the user + system clock ticks the processes have used.
+bench_cpu_ticks() {
+    local total=0
+    for pid in "$@"; do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done
+    echo "$total"
+}
+
+# bench_nginx_pids ROOT: nginx's master and worker processes.
+bench_nginx_pids() {
+    local master
+    master=$(cat "$1/nginx.pid")
+    echo "$master" $(pgrep -P "$master")
 }
 
 # bench_rss PID: peak resident set size in KiB.
@@ -87,7 +118,7 @@ bench_rss() {
 # bench_nginx_rss ROOT: peak RSS summed over nginx's processes.
 bench_nginx_rss() {
     local total=0
-    for pid in $(pgrep -f "nginx -c $1/nginx.conf") $(pgrep -P "$(cat "$1/nginx.pid")"); do
+    for pid in $(bench_nginx_pids "$1"); do
         total=$((total + $(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)))
     done
     echo "$total kB"

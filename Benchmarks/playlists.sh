@@ -11,8 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/lib.sh
-bench_require
-command -v sqlite3 >/dev/null || apt-get install -y -qq sqlite3 >/dev/null
+bench_require sqlite3
 command -v jq >/dev/null || apt-get install -y -qq jq >/dev/null
 swift build -c release --product catalog-server >/dev/null
 server=.build/release/catalog-server

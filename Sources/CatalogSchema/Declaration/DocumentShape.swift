@@ -17,22 +17,21 @@ package struct DocumentShape: Sendable {
     /// How many errors about the elements of one array member a document lists at most.
     package static let maxListedErrors = 100
 
-    /// A document carrying every one of `fields`, required as each field says.
+    /// A document carrying every one of `fields`, required as each field says; the members
+    /// in `readOnly` are refused as read-only.
     package init(_ fields: [SchemaField], readOnly: Set<String> = []) {
         self.init(fields, accepting: { _ in true }, requiring: \.required, readOnly: readOnly)
     }
 
     /// A document carrying the `fields` that `accepting` selects, requiring those that
-    /// `requiring` selects; the others are read-only, as is everything in `readOnly`.
-    package init(_ fields: [SchemaField], accepting: (SchemaField) -> Bool, requiring: (SchemaField) -> Bool, readOnly: Set<String> = []) {
+    /// `requiring` selects, and refusing the members in `readOnly` as read-only (any
+    /// other unaccepted member is unknown).
+    package init(_ fields: [SchemaField], accepting: (SchemaField) -> Bool, requiring: (SchemaField) -> Bool, readOnly: Set<String>) {
         self.fields = fields
         accepted = fields.map(accepting)
         required = fields.map { accepting($0) && requiring($0) }
-        self.readOnly = readOnly.union(fields.filter { !accepting($0) }.map(\.name))
+        self.readOnly = readOnly
     }
-
-    /// The names of the members the document carries.
-    package var memberNames: [String] { zip(fields, accepted).filter(\.1).map(\.0.name) }
 
     /// The unknown and read-only members of `object`, sorted by name.
     package func unacceptedMembers(_ object: [String: JSONValue]) -> [FieldError] {

@@ -4,7 +4,7 @@ import CatalogModels
 /// features it offers. The store derives its columns, SQL and row renderer from it; the
 /// service its body readers, `fields=` and `sort=` names and routes; imports their
 /// record members. The declarations themselves are in `Resources/`, one file each.
-package struct ResourceSchema: Sendable {
+package final class ResourceSchema: Sendable {
     /// The `type` of its import records, such as `playableItem`.
     package let type: String
     /// Its name in messages, such as `playable item`.
@@ -43,7 +43,8 @@ package struct ResourceSchema: Sendable {
         self.noun = noun
         self.path = path
         self.table = table
-        members = [SchemaField.stamps[0]] + fields + SchemaField.stamps.dropFirst()
+        let members = [SchemaField.stamps[0]] + fields + SchemaField.stamps.dropFirst()
+        self.members = members
         self.searchTable = searchTable
         self.geographic = geographic
         self.cachesRenderings = cachesRenderings
@@ -51,10 +52,19 @@ package struct ResourceSchema: Sendable {
         self.filters = filters
         self.frozen = frozen
         self.recordRules = recordRules
-        let shown = Set(includes)
-        creation = DocumentShape(members, accepting: { $0.access != .serverSet }, requiring: \.required, readOnly: shown)
-        edit = DocumentShape(members, accepting: { $0.access == .writable }, requiring: \.required, readOnly: shown)
-        importRecord = DocumentShape(members, accepting: { $0.importRole != .none }, requiring: { $0.required && !$0.nullable }, readOnly: shown)
+        // Members a document does not accept are refused as read-only, but for what a query
+        // computes (a distance): no member of the resource, so unknown.
+        func shape(accepting: (SchemaField) -> Bool, requiring: (SchemaField) -> Bool) -> DocumentShape {
+            let readOnly = members.filter { field in
+                if case .derived = field.storage { return false }
+                return !accepting(field)
+            }
+            return DocumentShape(members, accepting: accepting, requiring: requiring, readOnly: Set(readOnly.map(\.name)))
+        }
+        creation = shape(accepting: { $0.access != .serverSet }, requiring: \.required)
+        edit = shape(accepting: { $0.access == .writable }, requiring: \.required)
+        importRecord = shape(accepting: { $0.importRole != .none }, requiring: { $0.required && !$0.nullable })
+        searchWeights = members.compactMap(\.searchWeight).map { String($0) }.joined(separator: ", ")
     }
 
     /// The sortable fields, `createdAt` (the default order) first.
@@ -63,9 +73,7 @@ package struct ResourceSchema: Sendable {
     }
 
     /// The `bm25` weights of the searched columns, in their FTS5 order.
-    package var searchWeights: String {
-        members.compactMap(\.searchWeight).map { String($0) }.joined(separator: ", ")
-    }
+    package let searchWeights: String
 
     /// The columns an edit writes, in the order of ``edit``'s fields.
     package var editColumns: [(index: Int, column: String)] { columns { $0.access == .writable } }
@@ -80,11 +88,6 @@ package struct ResourceSchema: Sendable {
             else { return nil }
             return (index, column)
         }
-    }
-
-    /// The member kept in `column`.
-    package func member(column: String) -> SchemaField? {
-        members.first { $0.column == column }
     }
 }
 

@@ -9,10 +9,10 @@ extension ResourceSchema {
         type: "comment", noun: "comment", path: "/v1/comments", table: "comments",
         fields: [
             .server("playableItemId", .column("playable_item_id"), .id(references: .playableItems), import: .identity),
-            SchemaField("parentId", .column("parent_id"), .id(references: .comments), access: .createOnly, required: false, nullable: true,
-                        import: .identity),
             .text("author", rule: CommentInput.authorRule),
             .text("body", rule: CommentInput.bodyRule, nullable: true),
+            SchemaField("parentId", .column("parent_id"), .id(references: .comments), access: .createOnly, required: false, nullable: true,
+                        import: .identity),
             .server("deleted", .column("deleted"), .boolean, import: .data),
             // Counted again by every import; the record's count is checked by the rules below.
             .server("replyCount", .column("reply_count"), .integer(FieldRule { _ in nil }), import: .insertOnly),

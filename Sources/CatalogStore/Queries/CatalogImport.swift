@@ -102,7 +102,7 @@ extension CatalogStore {
             }
             try rules.checkNew?(db, values, pointer)
             let columns = ["id"] + inserted.map(\.column) + ["created_at", "updated_at", "version"]
-            try db.cachedStatement(sql: "INSERT INTO \(schema.table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))")
+            try db.cachedStatement(sql: insertStatement(schema.table, columns))
                 .execute(arguments: StatementArguments([id.databaseValue] + inserted.map { value($0.index) } + [stamp("created_at"), stamp("updated_at"), stamp("version")]))
             outcome = .created
         }

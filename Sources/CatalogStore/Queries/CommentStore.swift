@@ -39,8 +39,7 @@ public final class CommentStore: Sendable {
         let creation = ResourceSchema.comment.creationColumns
         creationMembers = creation.map(\.index)
         let columns = ["id", "playable_item_id"] + creation.map(\.column) + ["created_at", "updated_at", "version"]
-        insertSQL = "INSERT INTO comments (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
-            + resources.returning
+        insertSQL = insertStatement(ResourceSchema.comment.table, columns) + resources.returning
     }
 
     /// Posts `values` (read by ``ResourceSchema/creation`` of comments) on the item

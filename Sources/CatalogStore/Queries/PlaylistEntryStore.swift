@@ -33,8 +33,6 @@ public final class PlaylistEntryStore: Sendable {
 
     /// The most entries a playlist holds.
     public static let maxEntries = PlaylistOrder.maxEntries
-    /// How many errors a rejected order lists at most.
-    static let maxListedErrors = 100
 
     init(database: CatalogDatabase, playlists: ResourceStore<Playlist, PlaylistInput>, items: ResourceStore<PlayableItem, PlayableItemInput>) {
         self.database = database
@@ -208,7 +206,7 @@ public final class PlaylistEntryStore: Sendable {
     /// Replaces the whole order with `order`. Entries of items that stay keep their ids
     /// (the first remaining entry of an item goes to the item's first new place, and so
     /// on); the others are removed or added. Fails with `invalid` naming each unknown
-    /// id (its pointer, at most ``maxListedErrors``). Returns the playlist.
+    /// id (its pointer, at most ``DocumentShape/maxListedErrors``). Returns the playlist.
     public func replace(_ order: PlaylistOrder, of playlistID: CatalogID, preconditions: WritePreconditions,
                         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         switch readValues(order, PlaylistEntrySchema.order) {
@@ -236,7 +234,7 @@ public final class PlaylistEntryStore: Sendable {
                 itemPKs.append(sqlite3_column_int64(resolve.statement, 0))
             }
             guard unknown.isEmpty else {
-                throw StoreError.invalid(unknown.prefix(Self.maxListedErrors).map { offset in
+                throw StoreError.invalid(unknown.prefix(DocumentShape.maxListedErrors).map { offset in
                     Reference.playableItems.missing.at(items.field.pointer + "/\(offset)")
                 })
             }
@@ -331,7 +329,7 @@ public final class PlaylistEntryStore: Sendable {
                 missing.append(Reference.playableItems.missing.at(member + "/\(position)" + reference.field.pointer))
             }
         }
-        guard missing.isEmpty else { throw StoreError.invalid(Array(missing.prefix(maxListedErrors))) }
+        guard missing.isEmpty else { throw StoreError.invalid(Array(missing.prefix(DocumentShape.maxListedErrors))) }
         try db.cachedStatement(sql: "UPDATE playlists SET entry_count = ? WHERE pk = ?").execute(arguments: [entries.count, playlistPK])
         return true
     }

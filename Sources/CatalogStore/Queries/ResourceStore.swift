@@ -66,6 +66,8 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// version and, for resources that can be frozen, the freezing flag.
     private let editable: (renderer: RowRenderer, sql: String)
     private let sortColumns: [String: String]
+    /// The sorts whose keys are integers (times); the others sort text.
+    private let integerSorts: Set<String>
     private let versionIndex: Int32
     private let idIndex: Int32
     /// The select lists of list queries: plain, and with the distance column filled.
@@ -84,17 +86,22 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         let returning = " RETURNING " + Self.selectList(renderer, distance: nil, qualifier: "")
         self.returning = returning
         let columns = ["id"] + creation.map(\.column) + ["created_at", "updated_at", "version"]
-        insertSQL = "INSERT INTO \(schema.table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
-            + returning
+        insertSQL = insertStatement(schema.table, columns) + returning
         let assignments = edit.map { "\($0.column) = ?" } + ["updated_at = max(?, created_at)", "version = version + 1"]
         updateSQL = "UPDATE \(schema.table) SET \(assignments.joined(separator: ", ")) WHERE id = ?" + returning
         renderedSelectSQL = "SELECT \(Self.selectList(renderer, distance: nil)) FROM \(schema.table) t WHERE id = ?"
         let editableRenderer = RowRenderer(schema.members.filter { $0.access == .writable })
         let editableColumns = editableRenderer.selectList(own: \.column) + ["version"] + (schema.frozen.map { [$0.column] } ?? [])
         editable = (editableRenderer, "SELECT \(editableColumns.joined(separator: ", ")) FROM \(schema.table) WHERE id = ?")
-        sortColumns = Dictionary(uniqueKeysWithValues: schema.sortableFields.map { name in
-            (name, schema.members.first { $0.name == name }?.column ?? name)
-        })
+        let sortable = schema.sortableFields.compactMap { name in schema.members.first { $0.name == name } }
+        precondition(sortable.allSatisfy { $0.column != nil }, "A sortable field is a column.")
+        sortColumns = Dictionary(uniqueKeysWithValues: sortable.map { ($0.name, $0.column ?? $0.name) })
+        integerSorts = Set(sortable.filter { field in
+            switch field.kind {
+            case .integer, .timestamp: true
+            default: false
+            }
+        }.map(\.name))
         versionIndex = renderer.index(of: "version")
         idIndex = renderer.index(of: "id")
         listColumns = (Self.selectList(renderer, distance: nil), Self.selectList(renderer, distance: "t.sort_key"))
@@ -210,8 +217,8 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         guard let text = request.cursor else { return nil }
         let cursor = try ListCursor(decoding: text, fingerprint: fingerprint(request))
         let keyFits: Bool = switch (request.order, cursor.key) {
-        case let (.field(name, _), .integer): sortColumns[name] == "created_at"
-        case let (.field(name, _), .text): sortColumns[name] != "created_at"
+        case let (.field(name, _), .integer): integerSorts.contains(name)
+        case let (.field(name, _), .text): !integerSorts.contains(name)
         case let (.relevance, .real(value)), let (.distance, .real(value)): value.isFinite
         default: false
         }
@@ -352,7 +359,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         if let frozen = schema.frozen, sqlite3_column_int64(rows.statement, columns + 1) != 0 { throw StoreError.conflict(frozen.detail) }
         var writer = JSONWriter()
         try editable.renderer.render(rows.statement, into: &writer)
-        guard case let .object(document) = try JSONValue.parse(writer.bytes) else { throw StoreError.unavailable("A row did not render as an object.") }
+        guard case let .object(document)? = try? JSONValue.parse(writer.bytes) else { throw StoreError.unavailable("A row did not render as an object.") }
         return (document, Int(sqlite3_column_int64(rows.statement, columns)))
     }
 
@@ -451,4 +458,9 @@ func readValues(_ input: some Encodable, _ shape: DocumentShape) -> Result<Field
     }
     let (values, errors) = shape.read(object)
     return errors.isEmpty ? .success(values) : .failure(.invalid(errors))
+}
+
+/// `INSERT INTO table (columns) VALUES (?, …)`.
+func insertStatement(_ table: String, _ columns: [String]) -> String {
+    "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
 }

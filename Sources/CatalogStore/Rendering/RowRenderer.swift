@@ -5,7 +5,7 @@ import GRDBSQLite
 
 /// One member of a resource's JSON object and the column it comes from.
 struct RenderedField: Sendable {
-    indirect enum Kind: Sendable {
+    enum Kind: Sendable {
         /// A string; NULL (for optional fields) is omitted, as for every kind.
         case text
         case real
@@ -16,7 +16,7 @@ struct RenderedField: Sendable {
         case timestamp
         /// Another resource's object, rendered by its renderer from its own columns
         /// (selected where this field's column would be).
-        case object(RowRenderer)
+        indirect case object(RowRenderer)
     }
 
     /// The API name (the JSON key).
@@ -39,11 +39,6 @@ struct RenderedField: Sendable {
     /// The rendering of a declared field, or `nil` when documents do not show it (a
     /// member of bodies or import records only).
     init?(_ field: SchemaField) {
-        let column: String
-        switch field.storage {
-        case let .column(name), let .derived(name): column = name
-        case .none: column = ""
-        }
         let kind: Kind
         switch field.kind {
         case .text, .url, .id: kind = .text
@@ -54,7 +49,12 @@ struct RenderedField: Sendable {
         case let .resource(schema): kind = .object(RowRenderer(schema.members))
         case .ids, .documents: return nil
         }
-        if case .none = field.storage, case .text = kind { return nil }
+        let column: String
+        switch (field.storage, kind) {
+        case let (.column(name), _), let (.derived(name), _): column = name
+        case (.none, .object): column = ""
+        case (.none, _): return nil
+        }
         self.init(field.name, column, kind)
     }
 }
@@ -86,16 +86,24 @@ struct RowRenderer: Sendable {
     let fields: [RenderedField]
 
     /// What ``render`` reads per field, free of references (so the loop retains nothing):
-    /// the key's place in ``keyBytes`` and the kind.
+    /// the key's place in ``keyBytes``, the kind and the first column.
     private struct Slot {
+        enum Kind {
+            case text, real, integer, boolean, timestamp
+            /// An embedded object, rendered by ``RowRenderer/objectRenderers`` at this index.
+            case object(Int)
+        }
+
         let keyStart: Int
         let keyEnd: Int
-        let kind: RenderedField.Kind
+        let kind: Kind
         /// The field's first column, from the renderer's first.
         let column: Int32
     }
 
     private let slots: [Slot]
+    /// The renderers of embedded objects.
+    private let objectRenderers: [RowRenderer]
     /// Every field's quoted key and colon, one after another.
     private let keyBytes: [UInt8]
     /// Where the `id` and `version` columns are (keys of ``RenderCache``).
@@ -109,13 +117,26 @@ struct RowRenderer: Sendable {
         self.fields = fields.sorted { $0.key.lexicographicallyPrecedes($1.key) }
         var keyBytes: [UInt8] = []
         var slots: [Slot] = []
+        var objectRenderers: [RowRenderer] = []
         var column: Int32 = 0
         for field in self.fields {
-            slots.append(Slot(keyStart: keyBytes.count, keyEnd: keyBytes.count + field.key.count, kind: field.kind, column: column))
+            let kind: Slot.Kind
+            switch field.kind {
+            case .text: kind = .text
+            case .real: kind = .real
+            case .integer: kind = .integer
+            case .boolean: kind = .boolean
+            case .timestamp: kind = .timestamp
+            case let .object(renderer):
+                kind = .object(objectRenderers.count)
+                objectRenderers.append(renderer)
+            }
+            slots.append(Slot(keyStart: keyBytes.count, keyEnd: keyBytes.count + field.key.count, kind: kind, column: column))
             keyBytes += field.key
-            if case let .object(nested) = field.kind { column += nested.columnCount } else { column += 1 }
+            if case let .object(renderer) = field.kind { column += renderer.columnCount } else { column += 1 }
         }
         self.slots = slots
+        self.objectRenderers = objectRenderers
         self.keyBytes = keyBytes
         columnCount = column
         let sorted = self.fields
@@ -176,7 +197,8 @@ struct RowRenderer: Sendable {
                     }
                     guard mask.bits & (1 << UInt64(index)) != 0 else { continue }
                     let column = offset + slot.column
-                    if case let .object(renderer) = slot.kind {
+                    if case let .object(object) = slot.kind {
+                        let renderer = objectRenderers[object]
                         if !first { writer.byte(UInt8(ascii: ",")) }
                         first = false
                         writer.raw(key)

@@ -126,17 +126,17 @@ extension CatalogStore {
             for location in DemoCatalog.locations { _ = try insert(locations, location) }
             var itemIDs: [String: CatalogID] = [:]
             for item in DemoCatalog.items { itemIDs[item.title] = try insert(items, item) }
-            for playlist in DemoCatalog.playlists {
-                let id = try insert(playlists, playlist.input)
-                let itemIDs = playlist.itemTitles.compactMap { itemIDs[$0] }
-                for (position, itemID) in itemIDs.enumerated() {
+            let playlistIDs = try DemoCatalog.playlists.map { try insert(playlists, $0.input) }
+            for (id, playlist) in zip(playlistIDs, DemoCatalog.playlists) {
+                let entries = playlist.itemTitles.compactMap { itemIDs[$0] }
+                for (position, itemID) in entries.enumerated() {
                     clock += 1
                     try db.execute(sql: """
                         INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at)
                         SELECT ?, (SELECT pk FROM playlists WHERE id = ?), pk, ?, ? FROM playable_items WHERE id = ?
                         """, arguments: [CatalogID().rawValue, id.rawValue, position, clock, itemID.rawValue])
                 }
-                try db.execute(sql: "UPDATE playlists SET entry_count = ? WHERE id = ?", arguments: [itemIDs.count, id.rawValue])
+                try db.execute(sql: "UPDATE playlists SET entry_count = ? WHERE id = ?", arguments: [entries.count, id.rawValue])
             }
             for thread in DemoCatalog.comments {
                 guard let itemID = itemIDs[thread.itemTitle] else { continue }
