@@ -33,7 +33,7 @@ struct Comments: Sendable {
         let schema = store.resources.schema
         let values = try RequestBody.values(request, schema.creation, mediaType: RequestBody.json)
         store.post(on: itemID, values) { result in
-            done(result.map { comment in ResourceEndpoints<Comment, CommentEdit>.created(comment, at: comment.id, in: schema) })
+            done(result.map { comment in ResourceEndpoints<Comment, CommentEdit>.created(comment, in: schema) })
         }
     }
 

@@ -96,7 +96,7 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
 
     private func create(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let values = try RequestBody.values(request, schema.creation, mediaType: RequestBody.json)
-        store.create(values) { result in done(result.map { resource in Self.created(resource, at: resource.id, in: store.schema) }) }
+        store.create(values) { result in done(result.map { resource in Self.created(resource, in: store.schema) }) }
     }
 
     private func replace(_ request: HTTPRequest, _ done: @escaping Completion) throws {
@@ -153,9 +153,9 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
         result.map { response($0) }
     }
 
-    /// A 201 for the resource `id` of `schema`, with its `Location`.
-    static func created(_ resource: RenderedResource, at id: CatalogID, in schema: ResourceSchema) -> HTTPResponse {
-        response(resource, status: .created, headers: [("Location", "\(schema.path)/\(id)")])
+    /// A 201 for the new `resource` of `schema`, with its `Location`.
+    static func created(_ resource: RenderedResource, in schema: ResourceSchema) -> HTTPResponse {
+        response(resource, status: .created, headers: [("Location", "\(schema.path)/\(resource.id)")])
     }
 
     /// A rendered resource with its `ETag` (`tag`, or its version's).

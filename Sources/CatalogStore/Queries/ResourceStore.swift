@@ -196,7 +196,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     private func renderList(_ db: Database, _ request: ListRequest, _ query: (String, [(any DatabaseValueConvertible)?]), epoch: UInt64,
                             into writer: inout JSONWriter) throws -> String? {
         let (sql, arguments) = query
-        let sortKeyIndex = Int32(renderer.fields.count)
+        let sortKeyIndex = renderer.columnCount
         let rows = try RawRows(db, sql: sql, arguments: StatementArguments(arguments))
         return try rows.writePage(limit: request.limit, into: &writer, item: { [renderer, cache] sqlite, writer in
             if let cache, request.fields == .all {
