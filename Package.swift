@@ -29,11 +29,17 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CLinux"]),
         // epoll and eventfd headers for Swift.
         .target(name: "CLinux"),
+        // OpenSSL's libcrypto (libssl-dev), found with pkg-config.
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // Credentials without HTTP or storage: API key secrets, SHA-256, constant-time
+        // comparison, and JWT verification against a JWKS, all on libcrypto.
+        .target(name: "CatalogIdentity", dependencies: ["CCrypto", "CatalogSchema"]),
         // SQLite through GRDB: migrations runner, group-committing writer, the generic
         // resource store derived from the declarations, entries, comments, imports, the demo catalog.
         .target(
             name: "CatalogStore",
             dependencies: [
+                "CatalogIdentity",
                 "CatalogModels",
                 "CatalogSchema",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -43,12 +49,14 @@ let package = Package(
         // Wiring: routes, handlers and error mapping for the catalog service.
         .target(
             name: "CatalogService",
-            dependencies: ["CatalogModels", "CatalogSchema", "CatalogStore", "HTTPServer", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CatalogIdentity", "CatalogModels", "CatalogSchema", "CatalogStore", "HTTPServer", .product(name: "Logging", package: "swift-log")]
         ),
         // Thin executable: parse configuration, start, wait for a signal.
         .executableTarget(
             name: "catalog-server",
             dependencies: [
+                "CatalogIdentity",
+                "CatalogModels",
                 "CatalogService",
                 "CatalogStore",
                 "CLinux",
@@ -63,7 +71,7 @@ let package = Package(
             dependencies: ["CatalogClient", "CatalogModels", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // What several test targets share (a seeded random generator).
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["CCrypto"], path: "Tests/TestSupport"),
         .testTarget(name: "CatalogModelsTests", dependencies: ["CatalogModels"]),
         .testTarget(name: "CatalogSchemaTests", dependencies: ["CatalogSchema", "CatalogModels"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
@@ -73,7 +81,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CatalogServiceTests",
-            dependencies: ["CatalogService", "CatalogSchema", "CatalogStore", "CatalogModels", "CatalogClient", "HTTPServer", "TestSupport"]
+            dependencies: ["CatalogService", "CatalogSchema", "CatalogStore", "CatalogModels", "CatalogClient", "CatalogIdentity", "HTTPServer", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -7,8 +7,11 @@ import FoundationNetworking
 /// An async client for the catalog's HTTP API, built on `URLSession` and the shared
 /// models, usable unchanged from iOS, macOS and Linux.
 ///
+/// Reads of the public catalog need no credential; writes do: an API key, or identity
+/// tokens from a provider (Sign in with Apple, say), asked for before each request.
+///
 /// ```swift
-/// let client = CatalogClient(baseURL: URL(string: "http://127.0.0.1:8080")!)
+/// let client = CatalogClient(baseURL: URL(string: "http://127.0.0.1:8080")!, credentials: .apiKey(key))
 /// for try await game in client.games.all(ListQuery(sort: "name")) { print(game.name) }
 /// var item = try await client.playableItems.get(id)
 /// item = try await client.playableItems.patch(id, MergePatch().set("title", "New"), ifMatch: item.etag)
@@ -20,11 +23,22 @@ public struct CatalogClient: Sendable {
     public let headers: [String: String]
     /// How long one request may take, in seconds.
     public let timeout: TimeInterval
+    /// What identifies the caller, if anything.
+    public let credentials: Credentials?
     let session: URLSession
 
+    /// What a client sends as `Authorization: Bearer …`.
+    public enum Credentials: Sendable {
+        /// An API key (`catalog_…`).
+        case apiKey(String)
+        /// An identity token, asked for before each request (so the provider can refresh it).
+        case identityToken(@Sendable () async throws -> String)
+    }
+
     /// Creates a client.
-    public init(baseURL: URL, headers: [String: String] = [:], timeout: TimeInterval = 30, session: URLSession? = nil) {
+    public init(baseURL: URL, credentials: Credentials? = nil, headers: [String: String] = [:], timeout: TimeInterval = 30, session: URLSession? = nil) {
         self.baseURL = baseURL
+        self.credentials = credentials
         self.headers = headers
         self.timeout = timeout
         self.session = session ?? {
@@ -47,6 +61,26 @@ public struct CatalogClient: Sendable {
     public func entries(of playlistID: CatalogID) -> PlaylistEntriesClient { PlaylistEntriesClient(client: self, playlistID: playlistID) }
     /// Comments and replies.
     public var comments: CommentsClient { CommentsClient(client: self) }
+    /// `/v1/users` (admins; anyone reads a public profile).
+    public var users: ResourceClient<User, UserInput> { ResourceClient(client: self, path: "/v1/users") }
+    /// `/v1/api-keys`: the caller's keys (every key, for admins).
+    public var apiKeys: APIKeysClient { APIKeysClient(client: self) }
+
+    /// The caller's own profile (`GET /v1/me`).
+    public func me() async throws(CatalogClientError) -> Tagged<User> {
+        try tagged(await send("GET", "/v1/me"))
+    }
+
+    /// Changes the caller's profile (`PATCH /v1/me`, a merge patch of `displayName`, `avatarURL`, `email`).
+    public func updateMe(_ changes: MergePatch, ifMatch: String? = nil) async throws(CatalogClientError) -> Tagged<User> {
+        try tagged(await send("PATCH", "/v1/me", body: encode(changes), contentType: "application/merge-patch+json", headers: condition(ifMatch)))
+    }
+
+    /// Deletes the caller's account (`DELETE /v1/me`): its keys stop working, its private
+    /// playlists go, its comments stay with the author shown as deleted.
+    public func deleteMe() async throws(CatalogClientError) {
+        _ = try await send("DELETE", "/v1/me")
+    }
 
     /// Whether the server answers `/healthz`.
     public func isHealthy() async -> Bool {
@@ -92,6 +126,18 @@ public struct CatalogClient: Sendable {
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
         for (name, value) in headers.merging(extra, uniquingKeysWith: { $1 }) { request.setValue(value, forHTTPHeaderField: name) }
+        switch credentials {
+        case let .apiKey(key)?:
+            request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+        case let .identityToken(provide)?:
+            do {
+                request.setValue("Bearer \(try await provide())", forHTTPHeaderField: "Authorization")
+            } catch {
+                throw .transport("No identity token: \(error.localizedDescription)")
+            }
+        case nil:
+            break
+        }
         let data: Data
         let response: URLResponse
         do {
@@ -104,7 +150,12 @@ public struct CatalogClient: Sendable {
             let problem = (try? CatalogJSON.makeDecoder().decode(Problem.self, from: data))
                 ?? Problem(title: HTTPURLResponse.localizedString(forStatusCode: http.statusCode), status: http.statusCode,
                            detail: String(decoding: data.prefix(500), as: UTF8.self))
-            throw http.statusCode == 412 ? .preconditionFailed(problem) : .problem(problem)
+            switch http.statusCode {
+            case 401: throw .unauthorized(problem)
+            case 403: throw .forbidden(problem)
+            case 412: throw .preconditionFailed(problem)
+            default: throw .problem(problem)
+            }
         }
         return (data, http)
     }
@@ -120,8 +171,12 @@ public struct CatalogClient: Sendable {
 
 /// Why a client call failed.
 public enum CatalogClientError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The server answered with a problem document (any non-2xx status but 412).
+    /// The server answered with a problem document (any non-2xx status but 401, 403 and 412).
     case problem(Problem)
+    /// No credential, or one the server refuses (401): sign in again or use another key.
+    case unauthorized(Problem)
+    /// The credential is valid but lacks the rights (403).
+    case forbidden(Problem)
     /// `If-Match` named a version that is no longer current (412): fetch again, then retry.
     case preconditionFailed(Problem)
     /// The request never got an HTTP answer.
@@ -132,7 +187,7 @@ public enum CatalogClientError: Error, Sendable, Hashable, CustomStringConvertib
     /// The problem document, for `problem` and `preconditionFailed`.
     public var problem: Problem? {
         switch self {
-        case let .problem(problem), let .preconditionFailed(problem): problem
+        case let .problem(problem), let .preconditionFailed(problem), let .unauthorized(problem), let .forbidden(problem): problem
         default: nil
         }
     }
@@ -140,7 +195,7 @@ public enum CatalogClientError: Error, Sendable, Hashable, CustomStringConvertib
     /// A one-line explanation.
     public var description: String {
         switch self {
-        case let .problem(problem), let .preconditionFailed(problem):
+        case let .problem(problem), let .preconditionFailed(problem), let .unauthorized(problem), let .forbidden(problem):
             "\(problem.status) \(problem.title)" + (problem.detail.map { ": \($0)" } ?? "")
         case let .transport(message): "transport: \(message)"
         case let .invalidResponse(message): "invalid response: \(message)"

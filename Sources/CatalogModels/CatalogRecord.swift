@@ -69,6 +69,10 @@ public struct PlaylistRecord: Codable, Sendable, Hashable {
     public var title: String
     /// Its description.
     public var description: String
+    /// Its owner on the exporting server; kept by an import only when that user exists there.
+    public var ownerId: CatalogID?
+    /// Who sees it.
+    public var visibility: Visibility
     /// Its entries, in position order.
     public var entries: [Entry]
     /// When it was created.
@@ -79,10 +83,13 @@ public struct PlaylistRecord: Codable, Sendable, Hashable {
     public var version: Int
 
     /// Creates a record.
-    public init(id: CatalogID, title: String, description: String, entries: [Entry], createdAt: Date, updatedAt: Date, version: Int) {
+    public init(id: CatalogID, title: String, description: String, ownerId: CatalogID? = nil, visibility: Visibility = .public, entries: [Entry],
+                createdAt: Date, updatedAt: Date, version: Int) {
         self.id = id
         self.title = title
         self.description = description
+        self.ownerId = ownerId
+        self.visibility = visibility
         self.entries = entries
         self.createdAt = createdAt
         self.updatedAt = updatedAt
@@ -91,7 +98,7 @@ public struct PlaylistRecord: Codable, Sendable, Hashable {
 
     /// The record of `playlist` with `entries`.
     public init(_ playlist: Playlist, entries: [PlaylistEntry]) {
-        self.init(id: playlist.id, title: playlist.title, description: playlist.description,
+        self.init(id: playlist.id, title: playlist.title, description: playlist.description, ownerId: playlist.ownerId, visibility: playlist.visibility,
                   entries: entries.map { Entry(entryId: $0.entryId, playableItemId: $0.playableItem.id, addedAt: $0.addedAt) },
                   createdAt: playlist.createdAt, updatedAt: playlist.updatedAt, version: playlist.version)
     }

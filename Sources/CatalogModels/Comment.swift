@@ -8,8 +8,13 @@ public struct Comment: Codable, Sendable, Hashable, Identifiable {
     public var playableItemId: CatalogID
     /// The comment this replies to; `nil` for a top-level comment.
     public var parentId: CatalogID?
-    /// Who wrote it (1…100 characters).
+    /// The author's display name when the comment was written or the name last changed;
+    /// ``deletedAuthorName`` once the account is deleted.
     public var author: String
+    /// The author's user id; `nil` for comments from before accounts, and once the account is deleted.
+    public var authorId: CatalogID?
+    /// Whether the author deleted their account (the comment stays readable).
+    public var authorDeleted: Bool
     /// The text, returned as plain text exactly as given; `nil` once deleted.
     public var body: String?
     /// Whether the comment was deleted but kept, without its body, for its replies.
@@ -24,12 +29,15 @@ public struct Comment: Codable, Sendable, Hashable, Identifiable {
     public var version: Int
 
     /// Creates a comment value.
-    public init(id: CatalogID, playableItemId: CatalogID, parentId: CatalogID? = nil, author: String, body: String?, deleted: Bool = false,
-                replyCount: Int = 0, createdAt: Date, updatedAt: Date, version: Int) {
+    public init(id: CatalogID, playableItemId: CatalogID, parentId: CatalogID? = nil, author: String, authorId: CatalogID? = nil,
+                authorDeleted: Bool = false, body: String?, deleted: Bool = false, replyCount: Int = 0, createdAt: Date, updatedAt: Date,
+                version: Int) {
         self.id = id
         self.playableItemId = playableItemId
         self.parentId = parentId
         self.author = author
+        self.authorId = authorId
+        self.authorDeleted = authorDeleted
         self.body = body
         self.deleted = deleted
         self.replyCount = replyCount
@@ -39,16 +47,14 @@ public struct Comment: Codable, Sendable, Hashable, Identifiable {
     }
 }
 
-/// The body of `POST /v1/playable-items/{id}/comments`.
+/// The body of `POST /v1/playable-items/{id}/comments`. The author is the caller.
 public struct CommentInput: Codable, Sendable, Hashable, Validatable {
-    /// 1…100 characters.
-    public var author: String
     /// 1…5,000 characters; line breaks allowed.
     public var body: String
     /// The top-level comment this replies to, if any.
     public var parentId: CatalogID?
 
-    /// The allowed author length.
+    /// The allowed length of an author's name (comments from before accounts had up to 100 characters).
     public static let authorLength = 1...100
     /// The allowed body length.
     public static let bodyLength = 1...5000
@@ -57,37 +63,35 @@ public struct CommentInput: Codable, Sendable, Hashable, Validatable {
     /// The rule `body` keeps.
     public static let bodyRule = FieldRule<String>.text(length: bodyLength, multiline: true)
 
+    /// What the author of a deleted account shows as.
+    public static let deletedAuthorName = "deleted user"
+
     /// Creates an input value.
-    public init(author: String, body: String, parentId: CatalogID? = nil) {
-        self.author = author
+    public init(body: String, parentId: CatalogID? = nil) {
         self.body = body
         self.parentId = parentId
     }
 
     /// Every rule this input breaks.
     public func validationErrors() -> [FieldError] {
-        CommentEdit(author: author, body: body).validationErrors()
+        CommentEdit(body: body).validationErrors()
     }
 }
 
 /// What an edit of a comment sets (`PATCH /v1/comments/{id}`, as a merge patch): its
-/// author and body. Neither the thread nor a deleted comment can be edited.
+/// body. Neither the author, the thread nor a deleted comment can be edited.
 public struct CommentEdit: Codable, Sendable, Hashable, Validatable {
-    /// 1…100 characters.
-    public var author: String
     /// 1…5,000 characters.
     public var body: String
 
     /// Creates an edit.
-    public init(author: String, body: String) {
-        self.author = author
+    public init(body: String) {
         self.body = body
     }
 
     /// Every rule this edit breaks.
     public func validationErrors() -> [FieldError] {
         var errors: [FieldError] = []
-        errors.check(author, CommentInput.authorRule, at: "/author")
         errors.check(body, CommentInput.bodyRule, at: "/body")
         return errors
     }

@@ -10,6 +10,10 @@ public struct Playlist: Codable, Sendable, Hashable, Identifiable {
     public var description: String
     /// How many entries the playlist holds.
     public var entryCount: Int
+    /// Who owns it; `nil` for playlists from before accounts, and once the owner's account is deleted.
+    public var ownerId: CatalogID?
+    /// `public`: everyone sees it; `private`: only its owner, editors and admins do.
+    public var visibility: Visibility
     /// The first page of entries, present only when asked for with `include=entries`.
     public var entries: Page<PlaylistEntry>?
     /// When the playlist was created.
@@ -20,12 +24,14 @@ public struct Playlist: Codable, Sendable, Hashable, Identifiable {
     public var version: Int
 
     /// Creates a playlist value.
-    public init(id: CatalogID, title: String, description: String, entryCount: Int, entries: Page<PlaylistEntry>? = nil,
-                createdAt: Date, updatedAt: Date, version: Int) {
+    public init(id: CatalogID, title: String, description: String, entryCount: Int, ownerId: CatalogID? = nil, visibility: Visibility = .public,
+                entries: Page<PlaylistEntry>? = nil, createdAt: Date, updatedAt: Date, version: Int) {
         self.id = id
         self.title = title
         self.description = description
         self.entryCount = entryCount
+        self.ownerId = ownerId
+        self.visibility = visibility
         self.entries = entries
         self.createdAt = createdAt
         self.updatedAt = updatedAt
@@ -39,6 +45,8 @@ public struct PlaylistInput: Codable, Sendable, Hashable, Validatable {
     public var title: String
     /// Up to 5,000 characters; empty when absent.
     public var description: String
+    /// Who sees it; `public` when absent.
+    public var visibility: Visibility
 
     /// The allowed title length.
     public static let titleLength = 1...200
@@ -50,9 +58,10 @@ public struct PlaylistInput: Codable, Sendable, Hashable, Validatable {
     public static let descriptionRule = FieldRule<String>.text(length: descriptionLength, multiline: true)
 
     /// Creates an input value.
-    public init(title: String, description: String = "") {
+    public init(title: String, description: String = "", visibility: Visibility = .public) {
         self.title = title
         self.description = description
+        self.visibility = visibility
     }
 
     /// Decodes a body; `description` may be absent.
@@ -60,6 +69,7 @@ public struct PlaylistInput: Codable, Sendable, Hashable, Validatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         title = try container.decode(String.self, forKey: .title)
         description = try container.decodeIfPresent(String.self, forKey: .description) ?? ""
+        visibility = try container.decodeIfPresent(Visibility.self, forKey: .visibility) ?? .public
     }
 
     /// Every rule this input breaks.
@@ -80,7 +90,7 @@ extension Playlist {
 extension PlaylistInput {
     /// The input that recreates `playlist`'s own fields (for editing it).
     public init(_ playlist: Playlist) {
-        self.init(title: playlist.title, description: playlist.description)
+        self.init(title: playlist.title, description: playlist.description, visibility: playlist.visibility)
     }
 }
 
@@ -148,4 +158,15 @@ public struct PlaylistOrder: Codable, Sendable, Hashable {
     public init(playableItemIds: [CatalogID]) {
         self.playableItemIds = playableItemIds
     }
+}
+
+/// Who sees a playlist.
+public enum Visibility: String, Codable, Sendable, Hashable, CaseIterable {
+    /// Everyone.
+    case `public`
+    /// Only its owner, editors and admins; a 404 to everyone else.
+    case `private`
+
+    /// The rule a visibility's name keeps.
+    public static let rule = FieldRule<String>.oneOf(allCases.map(\.rawValue))
 }

@@ -109,6 +109,34 @@ public enum Rules {
         return nil
     }
 
+    /// An absolute `https` URL with a host, at most ``maxURLLength`` characters.
+    public static func httpsURL(_ value: String) -> Violation? {
+        switch parseWebURL(value) {
+        case let .failure(violation): violation
+        case let .success(url): url.scheme?.lowercased() == "https" ? nil : Violation(.invalidURL, "Must be an absolute https URL.")
+        }
+    }
+
+    /// The longest email address accepted, in bytes (RFC 5321's path limit less its brackets).
+    public static let maxEmailBytes = 254
+
+    /// An email address: one `@` between a non-empty local part and a non-empty domain,
+    /// no spaces or control characters, at most ``maxEmailBytes`` bytes.
+    public static func email(_ value: String) -> Violation? {
+        if value.utf8.count > maxEmailBytes { return Violation(.tooLong, "Must be at most \(maxEmailBytes) bytes.") }
+        let parts = value.split(separator: "@", omittingEmptySubsequences: false)
+        let clean = !value.unicodeScalars.contains { $0.properties.isWhitespace || $0.properties.generalCategory == .control }
+        guard clean, parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+            return Violation(.invalidFormat, "Must be an email address, such as ana@example.com.")
+        }
+        return nil
+    }
+
+    /// One of `allowed`.
+    public static func oneOf(_ value: String, _ allowed: [String]) -> Violation? {
+        allowed.contains(value) ? nil : Violation(.invalidFormat, "Must be one of: \(allowed.joined(separator: ", ")).")
+    }
+
     private static func format(_ value: Double) -> String {
         value == value.rounded() ? String(Int(value)) : String(value)
     }
@@ -145,6 +173,15 @@ extension FieldRule where Value == String {
 
     /// ``Rules/assetName(_:)``.
     public static var assetName: FieldRule { FieldRule(Rules.assetName) }
+
+    /// ``Rules/httpsURL(_:)``.
+    public static var httpsURL: FieldRule { FieldRule(Rules.httpsURL) }
+
+    /// ``Rules/email(_:)``.
+    public static var email: FieldRule { FieldRule(Rules.email) }
+
+    /// ``Rules/oneOf(_:_:)``.
+    public static func oneOf(_ allowed: [String]) -> FieldRule { FieldRule { Rules.oneOf($0, allowed) } }
 }
 
 extension FieldRule where Value == Double {

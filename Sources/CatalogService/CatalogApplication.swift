@@ -1,3 +1,4 @@
+import CatalogIdentity
 import CatalogModels
 import CatalogStore
 import Foundation
@@ -20,9 +21,38 @@ public struct CatalogConfiguration: Sendable {
     public var accessLog = true
     /// Where `POST /admin/backups` writes copies; `backups` beside the database when `nil`.
     public var backupDirectory: String?
+    /// Whether reads of the catalog need a credential too.
+    public var requireAuthForReads = false
+    /// How identity tokens from an identity provider are checked; `nil` refuses them all.
+    public var identityTokens: IdentityTokenSettings?
+    /// Where to serve `/metrics` without credentials, besides the admin-only route (a
+    /// loopback address for Prometheus), if anywhere.
+    public var metricsListener: (host: String, port: Int)?
 
     /// The defaults above.
     public init() {}
+}
+
+/// Where identity tokens' keys come from, and whom they must be from and for.
+public struct IdentityTokenSettings: Sendable {
+    /// The JWKS file (read at start and on ``CatalogApplication/reloadIdentityKeys()``).
+    public var keySetFile: String
+    /// The accepted `iss` values.
+    public var issuers: [String]
+    /// The accepted `aud` values.
+    public var audiences: [String]
+
+    /// Settings with these values.
+    public init(keySetFile: String, issuers: [String], audiences: [String]) {
+        self.keySetFile = keySetFile
+        self.issuers = issuers
+        self.audiences = audiences
+    }
+
+    /// The key set in the file.
+    func loadKeys() throws -> KeySet {
+        try KeySet(json: Array(try Data(contentsOf: URL(fileURLWithPath: keySetFile))))
+    }
 }
 
 /// The assembled service: store, routes and server. The one place that wires routes,
@@ -32,6 +62,11 @@ public final class CatalogApplication: Sendable {
     public let server: HTTPServer
     /// The database.
     public let store: CatalogStore
+    /// The listener serving only `/metrics`, when one is configured.
+    public let metricsServer: HTTPServer?
+    /// Every route with who may call it, as `METHOD pattern access` (for the role × route test).
+    public let routeTable: [(method: String, pattern: String, access: String)]
+    private let tokens: (verifier: TokenVerifier, settings: IdentityTokenSettings)?
     /// Whether this start loaded the demo catalog.
     public let seeded: Bool
     /// The release of this build.
@@ -55,51 +90,88 @@ public final class CatalogApplication: Sendable {
         let reference = ServerReference()
         let backups = Backups(store: store, directory: configuration.backupDirectory
             ?? URL(fileURLWithPath: configuration.databasePath).deletingLastPathComponent().appendingPathComponent("backups").path)
-        let router = Self.router(store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups)
-        server = try HTTPServer(configuration: serverConfiguration, router: router, errorRenderer: { ErrorMapping.render($0, context: $1) })
+        if let settings = configuration.identityTokens {
+            tokens = (TokenVerifier(keys: try settings.loadKeys(), issuers: settings.issuers, audiences: settings.audiences), settings)
+        } else {
+            tokens = nil
+        }
+        let authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier)
+        var routes = Routes(authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads)
+        Self.register(in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups)
+        routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }
+        let render: ErrorRenderer = { ErrorMapping.render($0, context: $1) }
+        server = try HTTPServer(configuration: serverConfiguration, router: routes.router, errorRenderer: render)
         reference.set(server)
+        if let (host, port) = configuration.metricsListener {
+            var router = Router()
+            router.add(.GET, "/metrics", .inline { _ in Self.metricsResponse(metrics, reference) })
+            var listener = ServerConfiguration()
+            listener.host = host
+            listener.port = port
+            listener.loopThreads = 1
+            listener.maxConnections = 64
+            metricsServer = try HTTPServer(configuration: listener, router: router, errorRenderer: render)
+        } else {
+            metricsServer = nil
+        }
     }
 
-    /// Every route the service serves.
-    static func router(_ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference, metrics: Metrics,
-                       backups: Backups) -> Router {
-        var router = Router()
-        router.add(.GET, "/healthz", .inline { _ in Health.liveness })
-        router.add(.GET, "/readyz", .inline { _ in
+    /// Every route the service serves, with who may call it.
+    static func register(in routes: inout Routes, _ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference,
+                         metrics: Metrics, backups: Backups) {
+        routes.add(.GET, "/healthz", .open, .inline { _, _ in Health.liveness })
+        routes.add(.GET, "/readyz", .open, .inline { _, _ in
             try Health.readiness(draining: server.isShuttingDown, databaseReady: store.isReady(migrations: migrations))
         })
-        router.add(.GET, "/openapi.yaml", .inline { _ in try contract.response() })
-        router.add(.GET, "/metrics", .inline { _ in
-            HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
-                         body: Array(metrics.render(server: server).utf8))
-        })
+        routes.add(.GET, "/openapi.yaml", .open, .inline { _, _ in try contract.response() })
+        routes.add(.GET, "/metrics", .admin, .inline { _, _ in metricsResponse(metrics, server) })
         // Blocking: a backup copies the whole database.
-        router.add(.POST, "/admin/backups", .blocking { _ in try backups.create() })
+        routes.add(.POST, "/admin/backups", .admin, .blocking { _, _ in try backups.create() })
         let imports = Imports(store: store)
-        router.add(.POST, "/admin/import", .later { try imports.apply($0, $1) })
-        ResourceEndpoints(store.items, catalog: store, metrics: metrics).register(in: &router)
-        ResourceEndpoints(store.games, catalog: store, metrics: metrics).register(in: &router)
-        ResourceEndpoints(store.locations, catalog: store, metrics: metrics).register(in: &router)
+        routes.add(.POST, "/admin/import", .admin, .later { request, _, done in try imports.apply(request, done) })
+        ResourceEndpoints(store.items, catalog: store, metrics: metrics).register(in: &routes)
+        ResourceEndpoints(store.games, catalog: store, metrics: metrics).register(in: &routes)
+        ResourceEndpoints(store.locations, catalog: store, metrics: metrics).register(in: &routes)
         let playlists = ResourceEndpoints(store.playlists, catalog: store, metrics: metrics)
-        playlists.register(in: &router)
-        PlaylistEntries(store: store.entries, endpoints: playlists, itemFields: FieldSet(store.items)).register(in: &router)
-        Comments(store, metrics: metrics).register(in: &router)
-        return router
+        playlists.register(in: &routes)
+        PlaylistEntries(store: store.entries, endpoints: playlists, itemFields: FieldSet(store.items)).register(in: &routes)
+        Comments(store, metrics: metrics).register(in: &routes)
+        Accounts(store, metrics: metrics, authenticator: routes.authenticator).register(in: &routes)
     }
 
-    /// Starts listening. - Returns: the bound port.
+    private static func metricsResponse(_ metrics: Metrics, _ server: ServerReference) -> HTTPResponse {
+        HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")], body: Array(metrics.render(server: server).utf8))
+    }
+
+    /// Reads the identity provider's key set file again (on SIGHUP); the old keys stay
+    /// when the file cannot be read or holds an invalid key.
+    /// - Returns: how many keys are now in use.
     @discardableResult
-    public func start() throws -> Int { try server.start() }
+    public func reloadIdentityKeys() throws -> Int {
+        guard let tokens else { return 0 }
+        tokens.verifier.replaceKeys(try tokens.settings.loadKeys())
+        return tokens.verifier.keyCount
+    }
+
+    /// Starts listening (and the metrics listener, when configured). - Returns: the bound port.
+    @discardableResult
+    public func start() throws -> Int {
+        let port = try server.start()
+        try metricsServer?.start()
+        return port
+    }
 
     /// Serves until SIGTERM or SIGINT, then drains and closes the database.
     public func runUntilSignal() throws {
         server.runUntilSignal()
+        metricsServer?.shutdown()
         try store.close()
     }
 
     /// Drains the server and closes the database.
     public func shutdown() throws {
         server.shutdown()
+        metricsServer?.shutdown()
         try store.close()
     }
 }

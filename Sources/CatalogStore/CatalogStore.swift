@@ -17,6 +17,8 @@ public final class CatalogStore: Sendable {
     public let entries: PlaylistEntryStore
     /// Comments and replies.
     public let comments: CommentStore
+    /// Users and their API keys.
+    public let accounts: AccountStore
     /// The migrations this open applied (empty when the schema was already current).
     public let appliedMigrations: [String]
     /// The database file.
@@ -58,6 +60,7 @@ public final class CatalogStore: Sendable {
         })))
         entries = PlaylistEntryStore(database: database, playlists: playlists, items: items)
         comments = CommentStore(database: database)
+        accounts = AccountStore(database: database)
     }
 
     // MARK: Embedded lists (`include=…`)
@@ -67,7 +70,7 @@ public final class CatalogStore: Sendable {
 
     /// `comments` in a playable item: its first page of top-level comments, newest first.
     public var itemComments: Embedding {
-        Embedding("comments") { [comments] db, id, epoch, writer in
+        Embedding("comments") { [comments] db, id, _, epoch, writer in
             try comments.resources.renderList(db, ListRequest(limit: Self.embeddedPageSize, order: .field("createdAt", descending: true),
                                                               scope: .commentsOn(item: id)), epoch: epoch, into: &writer)
         }
@@ -75,14 +78,15 @@ public final class CatalogStore: Sendable {
 
     /// `playlists` in a playable item: the first page of the playlists holding it.
     public var itemPlaylists: Embedding {
-        Embedding("playlists") { [playlists] db, id, epoch, writer in
-            try playlists.renderList(db, ListRequest(limit: Self.embeddedPageSize, scope: .playlistsContaining(item: id)), epoch: epoch, into: &writer)
+        Embedding("playlists") { [playlists] db, id, viewer, epoch, writer in
+            try playlists.renderList(db, ListRequest(limit: Self.embeddedPageSize, scope: .playlistsContaining(item: id), viewer: viewer), epoch: epoch,
+                                     into: &writer)
         }
     }
 
     /// `entries` in a playlist: its first page of entries.
     public var playlistEntries: Embedding {
-        Embedding("entries") { [entries] db, id, epoch, writer in
+        Embedding("entries") { [entries] db, id, _, epoch, writer in
             try entries.firstPage(db, playlistID: id, limit: Self.embeddedPageSize, epoch: epoch, into: &writer)
         }
     }

@@ -1,5 +1,7 @@
 import ArgumentParser
 import CLinux
+import CatalogIdentity
+import CatalogModels
 import CatalogService
 import CatalogStore
 import Foundation
@@ -17,7 +19,7 @@ struct CatalogServer: ParsableCommand {
         commandName: "catalog-server",
         abstract: "Serves the video catalog over HTTP/1.1.",
         discussion: "Every option can also be set with the environment variable in brackets; a flag wins over the environment, which wins over the default.",
-        subcommands: [Migrate.self, Healthcheck.self, Backup.self, Restore.self])
+        subcommands: [Migrate.self, Healthcheck.self, Backup.self, Restore.self, Keys.self])
 
     @Option(help: "The address to listen on [CATALOG_HOST, default 127.0.0.1]; 0.0.0.0 for every interface.")
     var host: String?
@@ -58,6 +60,21 @@ struct CatalogServer: ParsableCommand {
     @Option(help: "Where POST /admin/backups writes copies [CATALOG_BACKUP_DIR, default: backups beside the database].")
     var backupDir: String?
 
+    @Flag(help: "Require a credential for reads too [CATALOG_REQUIRE_AUTH_FOR_READS=true]; by default anyone reads the public catalog.")
+    var requireAuthForReads = false
+
+    @Option(help: "The identity provider's JWKS file, read again on SIGHUP [CATALOG_JWKS_FILE]; without it identity tokens are refused.")
+    var jwksFile: String?
+
+    @Option(help: "An accepted identity token issuer (iss); repeat for several [CATALOG_JWT_ISSUERS, comma-separated].")
+    var jwtIssuer: [String] = []
+
+    @Option(help: "An accepted identity token audience (aud); repeat for several [CATALOG_JWT_AUDIENCES, comma-separated].")
+    var jwtAudience: [String] = []
+
+    @Option(help: "HOST:PORT of a separate listener serving only /metrics, without credentials [CATALOG_METRICS_ADDRESS]; keep it on loopback.")
+    var metricsAddress: String?
+
     @OptionGroup var storage: StorageOptions
 
     func run() throws {
@@ -81,6 +98,11 @@ struct CatalogServer: ParsableCommand {
         for name in application.store.appliedMigrations { logger.info("applied migration \(name)") }
         if application.seeded { logger.info("loaded the demo catalog") }
         let bound = try application.start()
+        if let metrics = application.metricsServer, let (host, _) = configuration.metricsListener {
+            logger.info("metrics on http://\(host):\(metrics.port)/metrics")
+        }
+        let reload = Self.reloadKeysOnHangUp(application, logger)
+        defer { reload.cancel() }
         logger.info("catalog-server listening on http://\(configuration.server.host):\(bound)", metadata: [
             "version": "\(CatalogApplication.version)", "database": "\(configuration.databasePath)",
             "sqlite": "\(application.store.sqliteVersion)", "loopThreads": "\(configuration.server.loopThreads)",
@@ -89,6 +111,22 @@ struct CatalogServer: ParsableCommand {
         logger.info("catalog-server stopped")
     }
 
+
+    /// Reads the JWKS file again on each SIGHUP; a bad file keeps the keys in use.
+    private static func reloadKeysOnHangUp(_ application: CatalogApplication, _ logger: Logger) -> any DispatchSourceSignal {
+        signal(SIGHUP, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        source.setEventHandler {
+            do {
+                let count = try application.reloadIdentityKeys()
+                logger.notice("reloaded the identity keys", metadata: ["keys": "\(count)"])
+            } catch {
+                logger.error("kept the identity keys in use: cannot reload them: \(error)")
+            }
+        }
+        source.resume()
+        return source
+    }
 
     /// Response buffers of tens of kilobytes come and go with every request; by default
     /// glibc hands freed memory at the top of the heap back to the kernel past 128 KiB
@@ -113,6 +151,21 @@ struct CatalogServer: ParsableCommand {
         configuration.databasePath = try storage.database(settings)
         configuration.migrationsDirectory = try storage.migrationsDirectory(settings)
         configuration.backupDirectory = try settings.optionalText(backupDir, "CATALOG_BACKUP_DIR")
+        configuration.requireAuthForReads = requireAuthForReads ? true : try settings.boolean(nil, "CATALOG_REQUIRE_AUTH_FOR_READS", default: false)
+        if let file = try settings.optionalText(jwksFile, "CATALOG_JWKS_FILE") {
+            let issuers = try settings.list(jwtIssuer, "CATALOG_JWT_ISSUERS"), audiences = try settings.list(jwtAudience, "CATALOG_JWT_AUDIENCES")
+            guard !issuers.isEmpty, !audiences.isEmpty else {
+                throw SettingError(description: "--jwks-file needs at least one --jwt-issuer and one --jwt-audience")
+            }
+            configuration.identityTokens = IdentityTokenSettings(keySetFile: file, issuers: issuers, audiences: audiences)
+        }
+        if let address = try settings.optionalText(metricsAddress, "CATALOG_METRICS_ADDRESS") {
+            guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]), (0...65535).contains(port),
+                  colon != address.startIndex else {
+                throw SettingError(description: "--metrics-address must be HOST:PORT, such as 127.0.0.1:9100, not '\(address)'")
+            }
+            configuration.metricsListener = (String(address[..<colon]), port)
+        }
         return configuration
     }
 }
@@ -187,10 +240,15 @@ struct Backup: ParsableCommand {
     @Option(help: "Where to put the copy (must not exist).")
     var to: String
 
+    @Option(help: "An admin API key [CATALOG_API_KEY].")
+    var apiKey: String?
+
     func run() throws {
         guard !FileManager.default.fileExists(atPath: to) else { Settings.fail("\(to) already exists") }
         let port = try Settings.localServerPort()
-        guard let answer = HealthProbe.request("POST", port: port, path: "/admin/backups", timeout: 600) else {
+        let key = try Settings.resolving { settings throws(SettingError) in try settings.optionalText(apiKey, "CATALOG_API_KEY") }
+        guard let key else { Settings.fail("a backup needs an admin API key: --api-key or CATALOG_API_KEY") }
+        guard let answer = HealthProbe.request("POST", port: port, path: "/admin/backups", timeout: 600, headers: ["Authorization: Bearer \(key)"]) else {
             Settings.fail("no server answers on 127.0.0.1:\(port)")
         }
         guard answer.hasPrefix("HTTP/1.1 201 "), let bodyStart = answer.range(of: "\r\n\r\n"),
@@ -225,5 +283,45 @@ struct Restore: ParsableCommand {
             Settings.fail("cannot restore: \(error)")
         }
         say("restored \(path) from \(from)")
+    }
+}
+
+/// `catalog-server keys create --role admin --name NAME`: how the first admin gets in.
+/// Applies pending migrations, creates a user named NAME with the role and an API key
+/// for it, and prints the key — alone, on one line of standard output. Works only while
+/// no server holds the database.
+struct Keys: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Create users' API keys offline (the server must be stopped).",
+                                                    subcommands: [Create.self])
+
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a user with ROLE and an API key for it; print the key on standard output.")
+
+        @Option(help: "member, editor or admin.")
+        var role: String
+
+        @Option(help: "The user's display name, also the key's name.")
+        var name: String
+
+        @OptionGroup var storage: StorageOptions
+
+        func run() throws {
+            guard let role = Role(rawValue: role) else { Settings.fail("--role must be one of member, editor, admin, not '\(self.role)'") }
+            let (path, directory) = try Settings.resolving { settings throws(SettingError) in
+                (try storage.database(settings), try storage.migrationsDirectory(settings))
+            }
+            do {
+                let store = try CatalogStore(path: path, migrations: Migration.load(from: directory))
+                defer { try? store.close() }
+                let secret = try APIKeySecret()
+                let created = try store.accounts.bootstrap(name: name, role: role, keyName: name, digest: secret.digest, prefix: secret.displayed)
+                FileHandle.standardError.write(Data("catalog-server: created \(role.rawValue) user \(created.user) with key \(created.key)\n".utf8))
+                say(secret.text)
+            } catch let error as MigrationError {
+                Settings.fail("\(error)")
+            } catch let error as StoreError {
+                Settings.fail("cannot create the key: \(error)")
+            }
+        }
     }
 }

@@ -12,7 +12,7 @@ enum HealthProbe {
     }
 
     /// Sends `method path` without a body; the raw response, or `nil`.
-    static func request(_ method: String, port: Int, path: String, timeout: Double) -> String? {
+    static func request(_ method: String, port: Int, path: String, timeout: Double, headers: [String] = []) -> String? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -27,7 +27,8 @@ enum HealthProbe {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { return nil }
-        let request = Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+        let fields = headers.map { $0 + "\r\n" }.joined()
+        let request = Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(fields)Content-Length: 0\r\nConnection: close\r\n\r\n".utf8)
         guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return nil }
         var response: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)

@@ -54,6 +54,13 @@ struct Settings {
         return value
     }
 
+    /// The repeated flag's values, else the environment's comma-separated ones.
+    func list(_ flags: [String], _ variable: String) throws(SettingError) -> [String] {
+        let values = flags.isEmpty ? (environment[variable]?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } ?? []) : flags
+        if values.contains(where: \.isEmpty) { throw SettingError(description: "\(flags.isEmpty ? variable : "--" + Self.flagName(variable)) must not hold an empty value") }
+        return values
+    }
+
     func integer(_ flag: String?, _ variable: String, default value: Int, in range: ClosedRange<Int>) throws(SettingError) -> Int {
         guard let (text, source) = raw(flag, variable) else { return value }
         guard let number = Int(text), range.contains(number) else {

@@ -9,13 +9,16 @@ struct Catalog: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "catalog",
         abstract: "Read and change a catalog server's games, playable items, locations, playlists and comments.",
-        subcommands: [Games.self, Items.self, Locations.self, Playlists.self, Comments.self, Export.self, Import.self])
+        subcommands: [Games.self, Items.self, Locations.self, Playlists.self, Comments.self, Keys.self, Me.self, Export.self, Import.self])
 }
 
 /// Options every command takes.
 struct Connection: ParsableArguments {
     @Option(help: "The server's base URL (default: $CATALOG_URL, else http://127.0.0.1:8080).")
     var server = ProcessInfo.processInfo.environment["CATALOG_URL"] ?? "http://127.0.0.1:8080"
+
+    @Option(help: "An API key, sent with every request (default: $CATALOG_API_KEY); reads of the public catalog need none.")
+    var apiKey: String?
 
     @Flag(help: "Print a readable table instead of JSON.")
     var table = false
@@ -24,7 +27,8 @@ struct Connection: ParsableArguments {
         guard let url = URL(string: server), url.scheme == "http" || url.scheme == "https" else {
             throw ValidationError("--server must be an http or https URL.")
         }
-        return CatalogClient(baseURL: url)
+        let key = apiKey ?? ProcessInfo.processInfo.environment["CATALOG_API_KEY"]
+        return CatalogClient(baseURL: url, credentials: key.flatMap { $0.isEmpty ? nil : .apiKey($0) })
     }
 }
 

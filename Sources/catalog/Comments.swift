@@ -66,13 +66,12 @@ struct Comments: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Post a comment on a playable item, or a reply with --reply-to.")
         @OptionGroup var connection: Connection
         @Argument(help: "The playable item's id.") var item: String
-        @Option var author: String
         @Option var body: String
         @Option(help: "The id of the top-level comment to reply to.") var replyTo: String?
 
         func run() async throws {
             let item = try Output.id(item)
-            let input = CommentInput(author: author, body: body, parentId: try replyTo.map(Output.id))
+            let input = CommentInput(body: body, parentId: try replyTo.map(Output.id))
             try await Output.run { try Output.one(try await connection.client().comments.post(on: item, input), connection: connection, fields: Comments.fields) }
         }
     }

@@ -36,8 +36,8 @@ import Testing
             }
             try expectSameErrors(GameInput(name: title, description: title, imageName: title), ResourceSchema.game.creation)
             try expectSameErrors(PlaylistInput(title: title, description: title), ResourceSchema.playlist.creation)
-            try expectSameErrors(CommentInput(author: title, body: title), ResourceSchema.comment.creation)
-            try expectSameErrors(CommentEdit(author: title, body: title), ResourceSchema.comment.edit)
+            try expectSameErrors(CommentInput(body: title), ResourceSchema.comment.creation)
+            try expectSameErrors(CommentEdit(body: title), ResourceSchema.comment.edit)
         }
         for (code, latitude) in [("FR", 46.2), ("fr", 91), ("FRA", -90.5), ("", 0)] {
             try expectSameErrors(LocationInput(name: code, countryCode: code, latitude: latitude, longitude: latitude * 2), ResourceSchema.location.creation)
@@ -51,9 +51,9 @@ import Testing
         let (values, errors) = ResourceSchema.comment.creation.read([
             "author": .string("ann"), "body": .string("hi"), "parentId": .null, "replyCount": .number(3), "rating": .number(5), "id": .string("x"),
         ])
-        #expect(errors.map(\.pointer) == ["/id", "/rating", "/replyCount"])
-        #expect(errors.map(\.code) == ["readOnly", "unknownField", "readOnly"])
-        #expect(values["author"] == .text("ann"))
+        #expect(errors.map(\.pointer) == ["/author", "/id", "/rating", "/replyCount"], "the author is the caller, never the body")
+        #expect(errors.map(\.code) == ["readOnly", "readOnly", "unknownField", "readOnly"])
+        #expect(values["body"] == .text("hi"))
         #expect(values["parentId"] == .null)
         let imported = ResourceSchema.comment.importRecord.read([
             "id": .string(CatalogID().rawValue), "playableItemId": .string("42"), "author": .string("a"), "deleted": .bool(true),
@@ -76,7 +76,7 @@ import Testing
     /// Field names the server side may write only in their declaration (and the demo
     /// catalog): every camel-case member of every declared document.
     static var fieldNames: Set<String> {
-        let documents = ResourceSchema.all.flatMap(\.members) + PlaylistEntrySchema.document
+        let documents = (ResourceSchema.all + [.user, .apiKey]).flatMap(\.members) + PlaylistEntrySchema.document
             + [PlaylistEntrySchema.insertion, PlaylistEntrySchema.move, PlaylistEntrySchema.order, PlaylistEntrySchema.record].flatMap(\.fields)
         let types = Set(ResourceSchema.all.map(\.type))
         return Set(documents.map(\.name).filter { name in name.contains(where: \.isUppercase) && !types.contains(name) })

@@ -7,7 +7,7 @@ import Testing
 /// problem documents and lists that follow cursors.
 @Suite struct ClientLibraryTests {
     func client(_ catalog: TestCatalog) -> CatalogClient {
-        CatalogClient(baseURL: catalog.client.baseURL, headers: ["X-Client": "tests"], timeout: 10)
+        CatalogClient(baseURL: catalog.client.baseURL, credentials: .apiKey(catalog.adminKey), headers: ["X-Client": "tests"], timeout: 10)
     }
 
     @Test func createGetPatchReplaceDeleteWithETags() async throws {

@@ -1,3 +1,4 @@
+import CatalogIdentity
 import CatalogModels
 import CatalogStore
 import Foundation
@@ -30,11 +31,49 @@ import Glibc
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
+    /// Runs `catalog-server keys create` on `database` (a fresh file: it migrates it) and
+    /// returns the admin key it prints, checking that standard output holds nothing else.
+    static func bootstrapKey(database: String) throws -> String {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = ["keys", "create", "--role", "admin", "--name", "ops", "--database", database, "--migrations", migrationsDirectory.path]
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try launch(process)
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        _ = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let lines = printed.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 2 && lines[1].isEmpty, "one line, the key, and nothing else: \(printed)")
+        let key = String(lines[0])
+        #expect(key.hasPrefix("catalog_") && key.count == 51)
+        return key
+    }
+
+    @Test func theBootstrapKeyIsAnAdminsOnAFreshFile() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-keys-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("catalog.sqlite").path
+        let key = try Self.bootstrapKey(database: database)
+        let store = try CatalogStore(path: database, migrations: Migration.load(from: migrationsDirectory))
+        defer { try? store.close() }
+        let admins = try store.accounts.users.list(ListRequest()).items
+        #expect(admins.map(\.displayName) == ["ops"])
+        #expect(admins.map(\.role) == [.admin])
+        let credential = try #require(try store.accounts.key(digest: APIKeySecret.digest(of: Array(key.utf8))))
+        #expect(credential.role == .admin)
+        #expect(credential.userID == admins.first?.id)
+        #expect(try store.accounts.key(digest: APIKeySecret.digest(of: Array((key + "x").utf8))) == nil)
+    }
+
     @Test func anAcknowledgedWriteSurvivesKill9() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-kill-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("catalog.sqlite").path
         let port = try Self.freePort()
+        let key = try Self.bootstrapKey(database: database)
         let process = Process()
         process.executableURL = Self.executable
         process.arguments = ["--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--no-seed"]
@@ -42,7 +81,7 @@ import Glibc
         process.standardError = FileHandle.nullDevice  // an orphan must not hold the test runner's pipes
         try launch(process)
         defer { if process.isRunning { process.terminate() } }
-        let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+        let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!, key: key)
         var created: APIResponse?
         for _ in 0..<100 where created == nil {
             created = try? await client.send("POST", "/v1/games", json: ["name": "Durable", "imageName": "durable"])
@@ -111,6 +150,7 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("catalog.sqlite").path
         let port = try Self.freePort()
+        let key = try Self.bootstrapKey(database: database)
         let process = Process()
         process.executableURL = Self.executable
         process.arguments = ["--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--no-seed",
@@ -119,7 +159,7 @@ import Glibc
         process.standardError = FileHandle.nullDevice  // an orphan must not hold the test runner's pipes
         try launch(process)
         defer { if process.isRunning { process.terminate() } }
-        let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+        let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!, key: key)
         for _ in 0..<100 where (try? await client.get("/healthz"))?.status != 200 { try await Task.sleep(for: .milliseconds(50)) }
 
         // Eight clients write as fast as they can; SIGTERM arrives in the middle, once writes are flowing.

@@ -26,8 +26,8 @@ import Testing
             ["countryCode": "FRA", "latitude": -90.5, "longitude": 181],
         ]
         let playlists: [[String: Any]] = [["title": "", "description": long], ["description": 3]]
-        let comments: [[String: Any]] = [["author": "", "body": long], ["author": String(repeating: "a", count: 101), "body": 7, "mood": "happy"]]
-        let commentRecord: [String: Any] = ["playableItemId": item.rawValue, "deleted": false, "replyCount": 0]
+        let comments: [[String: Any]] = [["body": long], ["body": 7, "mood": "happy"]]
+        let commentRecord: [String: Any] = ["playableItemId": item.rawValue, "author": "ann", "deleted": false, "replyCount": 0]
         return items.map { ("/v1/playable-items", "playableItem", $0, stamps) }
             + games.map { ("/v1/games", "game", $0, stamps) }
             + locations.map { ("/v1/locations", "location", $0, stamps) }

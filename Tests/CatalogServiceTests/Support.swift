@@ -1,8 +1,10 @@
 import CatalogClient
+import CatalogIdentity
 import CatalogModels
 import CatalogService
 import Foundation
 import HTTPServer
+import Synchronization
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -14,13 +16,18 @@ let migrationsDirectory = URL(fileURLWithPath: #filePath)
     .appendingPathComponent("Migrations")
 
 /// A running catalog on an ephemeral loopback port, over a fresh SQLite file in a
-/// temporary directory.
+/// temporary directory, with an admin user whose API key ``client`` and ``api`` send.
 final class TestCatalog: Sendable {
     let application: CatalogApplication
     let directory: URL
+    /// Requests as the admin.
     let client: APIClient
+    /// The admin's API key.
+    let adminKey: String
+    /// The admin's user id.
+    let adminID: CatalogID
 
-    init(seed: Bool = true, databaseDirectory: URL? = nil) throws {
+    init(seed: Bool = true, databaseDirectory: URL? = nil, configure: (inout CatalogConfiguration) -> Void = { _ in }) throws {
         directory = databaseDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("catalog-tests-\(UUID().uuidString)")
         var configuration = CatalogConfiguration()
         configuration.server.port = 0
@@ -30,13 +37,40 @@ final class TestCatalog: Sendable {
         configuration.migrationsDirectory = migrationsDirectory
         configuration.seedDemoCatalog = seed
         configuration.openAPIDocument = migrationsDirectory.deletingLastPathComponent().appendingPathComponent("openapi.yaml")
+        configure(&configuration)
         application = try CatalogApplication(configuration: configuration)
         let port = try application.start()
-        client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+        let secret = try APIKeySecret()
+        adminID = try application.store.accounts.bootstrap(name: "Admin", role: .admin, keyName: "tests", digest: secret.digest,
+                                                           prefix: secret.displayed).user
+        adminKey = secret.text
+        client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!, key: adminKey)
+        Self.adminKeys.withLock { $0[client.baseURL.absoluteString] = adminKey }
     }
 
-    /// The project's client library, pointed at this server.
-    var api: CatalogClient { CatalogClient(baseURL: client.baseURL, timeout: 10) }
+    /// The admin keys of the running test catalogs, by base URL (for tests that run the CLI).
+    private static let adminKeys = Mutex<[String: String]>([:])
+
+    /// The admin key of the test catalog at `server`.
+    static func adminKey(for server: URL) -> String? {
+        adminKeys.withLock { $0[server.absoluteString] }
+    }
+
+    /// Requests without a credential.
+    var anonymous: APIClient { APIClient(baseURL: client.baseURL) }
+
+    /// Requests with `key`.
+    func client(key: String) -> APIClient { APIClient(baseURL: client.baseURL, key: key) }
+
+    /// The project's client library, pointed at this server, as the admin.
+    var api: CatalogClient { CatalogClient(baseURL: client.baseURL, credentials: .apiKey(adminKey), timeout: 10) }
+
+    /// A new user with `role` and an API key for it: the key, and the user's id.
+    func user(_ name: String, role: Role = .member) throws -> (key: String, id: CatalogID) {
+        let secret = try APIKeySecret()
+        let created = try application.store.accounts.bootstrap(name: name, role: role, keyName: name, digest: secret.digest, prefix: secret.displayed)
+        return (secret.text, created.user)
+    }
 
     /// Stops the server and closes the database, keeping the file.
     func stop() throws { try application.shutdown() }
@@ -68,6 +102,8 @@ struct APIResponse: Sendable {
 /// A thin URLSession wrapper: exact requests, no caching, no redirects followed.
 struct APIClient: Sendable {
     let baseURL: URL
+    /// The API key sent as `Authorization: Bearer …` unless a request names its own.
+    let key: String?
     private let session: URLSession = {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
@@ -75,13 +111,17 @@ struct APIClient: Sendable {
         return URLSession(configuration: configuration)
     }()
 
-    init(baseURL: URL) { self.baseURL = baseURL }
+    init(baseURL: URL, key: String? = nil) {
+        self.baseURL = baseURL
+        self.key = key
+    }
 
     func send(_ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil) async throws -> APIResponse {
         guard let url = URL(string: baseURL.absoluteString + path) else { throw URLError(.badURL) }
         var request = URLRequest(url: url)
         request.httpMethod = method
         request.httpBody = body
+        if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let (data, response) = try await session.data(for: request)
         guard let http = response as? HTTPURLResponse else { throw URLError(.badServerResponse) }

@@ -65,6 +65,8 @@ import TestSupport
         let store = try scratch.open()
         defer { try? store.close() }
         var itemIDs: [CatalogID] = []
+        let author = try store.accounts.bootstrap(name: "a", role: .member, keyName: "k", digest: [UInt8](repeating: 7, count: 32),
+                                                  prefix: "catalog_test").user
         for (index, text) in Self.awkward.enumerated() {
             let item = try wait {
                 store.items.create(PlayableItemInput(title: "t", streamURL: URL(string: "https://example.com/\(index)")!,
@@ -77,10 +79,10 @@ import TestSupport
             try expectParity(playlist.json, as: Playlist.self)
             let entry = try wait { store.entries.insert(PlaylistEntryInput(playableItemId: item.id), into: playlist.id, preconditions: .init(), completion: $0) }
             try expectParity(entry.json, as: PlaylistEntry.self)
-            let newComment = try wait { store.comments.post(on: item.id, CommentInput(author: "a", body: "b"), completion: $0) }
+            let newComment = try wait { store.comments.post(on: item.id, by: author, CommentInput(body: "b"), completion: $0) }
             let comment = try overwrite(store.comments.resources, newComment.id, [("author", "a" + text), ("body", "b" + text)])
             try expectParity(comment.json, as: CatalogModels.Comment.self)
-            let newReply = try wait { store.comments.post(on: item.id, CommentInput(author: "r", body: "r", parentId: comment.id), completion: $0) }
+            let newReply = try wait { store.comments.post(on: item.id, by: author, CommentInput(body: "r", parentId: comment.id), completion: $0) }
             let reply = try overwrite(store.comments.resources, newReply.id, [("body", text + "r")])
             try expectParity(reply.json, as: CatalogModels.Comment.self)
             _ = try wait { store.comments.delete(comment.id, preconditions: .init(), completion: $0) }

@@ -43,7 +43,7 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
     @Test func appliesOnceAndRecordsChecksums() throws {
         let scratch = try Scratch()
         let first = try scratch.open()
-        #expect(first.appliedMigrations == ["0001_create_catalog.sql", "0002_playlists_and_comments.sql"])
+        #expect(first.appliedMigrations == ["0001_create_catalog.sql", "0002_playlists_and_comments.sql", "0003_users_and_api_keys.sql"])
         try first.close()
         let second = try scratch.open()
         #expect(second.appliedMigrations.isEmpty)

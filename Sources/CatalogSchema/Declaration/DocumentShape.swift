@@ -8,11 +8,11 @@ package struct DocumentShape: Sendable {
     /// The fields values are read into (their order is the order of ``FieldValues``).
     package let fields: [SchemaField]
     /// Which of ``fields`` the document carries.
-    private let accepted: [Bool]
+    private var accepted: [Bool]
     /// Which of them it must carry.
-    private let required: [Bool]
+    private var required: [Bool]
     /// Members refused as read-only (set by the server); any other unaccepted member is unknown.
-    private let readOnly: Set<String>
+    private var readOnly: Set<String>
 
     /// How many errors about the elements of one array member a document lists at most.
     package static let maxListedErrors = 100
@@ -31,6 +31,16 @@ package struct DocumentShape: Sendable {
         accepted = fields.map(accepting)
         required = fields.map { accepting($0) && requiring($0) }
         self.readOnly = readOnly
+    }
+
+    /// The same document without the members `names`, which it refuses as read-only
+    /// (what one caller may write of a document that others write whole).
+    package func excluding(_ names: Set<String>) -> DocumentShape {
+        var shape = self
+        shape.accepted = zip(fields, accepted).map { field, accepted in accepted && !names.contains(field.name) }
+        shape.required = zip(shape.accepted, required).map { $0 && $1 }
+        shape.readOnly.formUnion(names)
+        return shape
     }
 
     /// The unknown and read-only members of `object`, sorted by name.

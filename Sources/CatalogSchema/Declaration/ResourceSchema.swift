@@ -24,6 +24,8 @@ package final class ResourceSchema: Sendable {
     package let includes: [String]
     /// List parameters that list within a related resource: name → the scope for its id.
     package let filters: [String: @Sendable (CatalogID) -> ListScope]
+    /// Who owns each resource and whom it is hidden from, for resources users own.
+    package let ownership: Ownership?
     /// A boolean column that, when true, makes the resource uneditable (409), with why.
     package let frozen: (column: String, detail: String)?
     /// Rules across the fields of an import record (its pointers relative to the record's data).
@@ -38,7 +40,7 @@ package final class ResourceSchema: Sendable {
 
     package init(type: String, noun: String, path: String, table: String, fields: [SchemaField], searchTable: String? = nil, geographic: Bool = false,
                  cachesRenderings: Bool = false, includes: [String] = [], filters: [String: @Sendable (CatalogID) -> ListScope] = [:],
-                 frozen: (column: String, detail: String)? = nil, recordRules: @escaping @Sendable (FieldValues) -> [FieldError] = { _ in [] }) {
+                 ownership: Ownership? = nil, frozen: (column: String, detail: String)? = nil, recordRules: @escaping @Sendable (FieldValues) -> [FieldError] = { _ in [] }) {
         self.type = type
         self.noun = noun
         self.path = path
@@ -50,6 +52,7 @@ package final class ResourceSchema: Sendable {
         self.cachesRenderings = cachesRenderings
         self.includes = includes
         self.filters = filters
+        self.ownership = ownership
         self.frozen = frozen
         self.recordRules = recordRules
         // Members a document does not accept are refused as read-only, but for what a query
@@ -104,6 +107,20 @@ extension SchemaField {
     static let stampNames: Set<String> = Set(stamps.map(\.name))
 }
 
+/// The owner of resources users own (comments, playlists): its only writer besides
+/// editors and admins, and, when the resource is hidden, its only reader besides them.
+package struct Ownership: Sendable {
+    /// The column holding the owner's user id (NULL: no owner, editors' only).
+    package let owner: String
+    /// The column and value that hide a resource (a private playlist), if it can be hidden.
+    package let hiddenWhen: (column: String, value: String)?
+
+    package init(owner: String, hiddenWhen: (column: String, value: String)? = nil) {
+        self.owner = owner
+        self.hiddenWhen = hiddenWhen
+    }
+}
+
 /// The lists that lie within one related resource.
 public enum ListScope: Sendable, Hashable {
     /// The top-level comments on a playable item.
@@ -112,4 +129,6 @@ public enum ListScope: Sendable, Hashable {
     case repliesTo(comment: CatalogID)
     /// The playlists holding a playable item.
     case playlistsContaining(item: CatalogID)
+    /// The API keys of a user.
+    case keysOf(user: CatalogID)
 }

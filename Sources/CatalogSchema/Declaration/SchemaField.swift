@@ -62,6 +62,9 @@ package struct SchemaField: Sendable {
         case stamp
         /// Carried, not a column: the store applies it by the resource's own rules.
         case nested
+        /// Carried: a user id of the exporting server. Written when the resource is created
+        /// and that user exists here (empty otherwise), left alone afterwards.
+        case owner
         /// Not part of import records.
         case none
     }
@@ -129,6 +132,18 @@ extension SchemaField {
     /// A number kept in `column` (the name, unless given); null when absent and not `required`.
     package static func number(_ name: String, column: String? = nil, rule: FieldRule<Double>, required: Bool = true) -> SchemaField {
         SchemaField(name, .column(column ?? name), .number(rule), required: required, nullable: !required)
+    }
+
+    /// The user who owns a resource, kept in `column`: set by the server from the caller,
+    /// absent for resources from before accounts.
+    package static func owner(_ name: String, column: String) -> SchemaField {
+        SchemaField(name, .column(column), .id(references: nil), access: .serverSet, required: false, nullable: true, import: .owner)
+    }
+
+    /// One of `allowed`, kept in `column` (the name, unless given); `default` when absent.
+    package static func choice(_ name: String, column: String? = nil, rule: FieldRule<String>, access: Access = .writable,
+                               default defaultValue: String) -> SchemaField {
+        SchemaField(name, .column(column ?? name), .text(rule), access: access, required: false, default: .text(defaultValue))
     }
 
     /// A field only the server sets, shown in every rendering; `import` says whether

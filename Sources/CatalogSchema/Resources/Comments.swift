@@ -1,7 +1,8 @@
 import CatalogModels
 
 extension ResourceSchema {
-    /// Comments on playable items, with one level of replies: posted at
+    /// Comments on playable items, with one level of replies, written by their author (the
+    /// caller who posts them): posted at
     /// `/v1/playable-items/{id}/comments`, read and edited at `/v1/comments/{id}`. A
     /// deleted comment with replies stays as a tombstone (no body, `deleted`), which
     /// cannot be edited.
@@ -9,7 +10,10 @@ extension ResourceSchema {
         type: "comment", noun: "comment", path: "/v1/comments", table: "comments",
         fields: [
             .server("playableItemId", .column("playable_item_id"), .id(references: .playableItems), import: .identity),
-            .text("author", rule: CommentInput.authorRule),
+            // The author's display name, copied from the account (which may be gone).
+            .server("author", .column("author"), .text(CommentInput.authorRule), import: .data),
+            .owner("authorId", column: "author_id"),
+            SchemaField("authorDeleted", .column("author_deleted"), .boolean, access: .serverSet, required: false, default: .integer(0)),
             .text("body", rule: CommentInput.bodyRule, nullable: true),
             SchemaField("parentId", .column("parent_id"), .id(references: .comments), access: .createOnly, required: false, nullable: true,
                         import: .identity),
@@ -17,6 +21,7 @@ extension ResourceSchema {
             // Counted again by every import; the record's count is checked by the rules below.
             .server("replyCount", .column("reply_count"), .integer(FieldRule { _ in nil }), import: .insertOnly),
         ],
+        ownership: Ownership(owner: "author_id"),
         frozen: (column: "deleted", detail: "The comment was deleted and cannot be edited."),
         recordRules: { record in
             var errors: [FieldError] = []
@@ -32,4 +37,10 @@ extension ResourceSchema {
             }
             return errors
         })
+}
+
+extension ResourceSchema {
+    /// The columns that record a comment's writer: the user, the name shown (theirs when
+    /// writing, kept up to date), and whether their account is gone.
+    package static let commentWriter = (user: "author_id", name: "author", gone: "author_deleted")
 }

@@ -11,10 +11,13 @@ extension ResourceSchema {
             .text("title", rule: PlaylistInput.titleRule, sortable: true, search: 10),
             .text("description", rule: PlaylistInput.descriptionRule, default: "", search: 1),
             .server("entryCount", .column("entry_count"), .integer(.integer(in: 0...PlaylistOrder.maxEntries))),
+            .owner("ownerId", column: "owner_id"),
+            .choice("visibility", rule: Visibility.rule, default: Visibility.public.rawValue),
             .server("entries", .none, .documents(PlaylistEntrySchema.record, maxCount: PlaylistOrder.maxEntries), import: .nested),
         ],
         searchTable: "playlists_fts", includes: ["entries"],
         filters: ["playableItemId": { .playlistsContaining(item: $0) }],
+        ownership: Ownership(owner: "owner_id", hiddenWhen: (column: "visibility", value: Visibility.private.rawValue)),
         recordRules: { record in
             guard case let .documents(entries)? = record["entries"] else { return [] }
             var seen = Set<String>()

@@ -6,24 +6,26 @@ import HTTPServer
 /// `/v1/playlists/{id}/entries`: the ordered entries of a playlist. Every change bumps
 /// the playlist's version, answers with the playlist's new `ETag`, and honours
 /// `If-Match` on the playlist, so two apps reordering one playlist cannot overwrite
-/// each other's changes unseen.
+/// each other's changes unseen. The entries of a private playlist are as hidden as the
+/// playlist; only those who may change the playlist change its entries.
 struct PlaylistEntries: Sendable {
     let store: PlaylistEntryStore
     let endpoints: ResourceEndpoints<Playlist, PlaylistInput>
     /// The fields of the embedded playable items, for `fields=…`.
     let itemFields: FieldSet
 
-    func register(in router: inout Router) {
+    func register(in routes: inout Routes) {
         let entries = "/v1/playlists/{id}/entries"
         let entry = entries + "/" + Self.entryParameter
-        router.add(.GET, entries, .inline(list))
-        router.add(.POST, entries, endpoints.write(insert))
-        router.add(.PUT, entries, endpoints.write(replace))
-        router.add(.GET, entry, .inline { [self] request in try show(request) { try store.entry($0, of: $1) } })
-        router.add(.PATCH, entry, endpoints.write(move))
-        router.add(.DELETE, entry, endpoints.write(remove))
-        router.add(.GET, entry + "/next", .inline { [self] request in
-            try show(request) { entryID, playlistID in
+        let writers = endpoints.writers
+        routes.add(.GET, entries, .read, .inline(list))
+        routes.add(.POST, entries, writers, write(insert))
+        routes.add(.PUT, entries, writers, write(replace))
+        routes.add(.GET, entry, .read, .inline { [self] request, caller in try show(request, caller) { try store.entry($0, of: $1) } })
+        routes.add(.PATCH, entry, writers, write(move))
+        routes.add(.DELETE, entry, writers, write(remove))
+        routes.add(.GET, entry + "/next", .read, .inline { [self] request, caller in
+            try show(request, caller) { entryID, playlistID in
                 switch try store.next(after: entryID, of: playlistID) {
                 case let .entry(next): next
                 case .endOfPlaylist: throw APIError.endOfPlaylist
@@ -34,8 +36,9 @@ struct PlaylistEntries: Sendable {
 
     // MARK: Reads
 
-    private func list(_ request: HTTPRequest) throws -> HTTPResponse {
+    private func list(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
         let id = try ResourceEndpoints<Playlist, PlaylistInput>.id(request)
+        try endpoints.checkMaySee(id, caller)
         let values = try QueryParameters.parse(request, accepted: ["limit", "cursor", "fields"])
         let fields = try values["fields"].map { text throws(APIError) in try itemFields.parse(text) } ?? .all
         let page = try store.page(of: id, limit: ListParameters.limit(values), cursor: ListParameters.cursor(values), fields: fields)
@@ -44,8 +47,9 @@ struct PlaylistEntries: Sendable {
 
     /// One entry, tagged by the playlist's version and a digest of the entry (its item
     /// can change without the playlist changing).
-    private func show(_ request: HTTPRequest, _ read: (CatalogID, CatalogID) throws -> RenderedEntry?) throws -> HTTPResponse {
+    private func show(_ request: HTTPRequest, _ caller: Caller, _ read: (CatalogID, CatalogID) throws -> RenderedEntry?) throws -> HTTPResponse {
         let (playlistID, entryID) = try Self.ids(request)
+        try endpoints.checkMaySee(playlistID, caller)
         _ = try QueryParameters.parse(request, accepted: [])
         guard let entry = try read(entryID, playlistID) else { throw APIError.notFound }
         let tag = ETag.header(entry.playlistVersion, body: entry.json)
@@ -54,6 +58,14 @@ struct PlaylistEntries: Sendable {
     }
 
     // MARK: Writes
+
+    /// A write of the playlist the path names, by those who may change it.
+    private func write(_ body: @escaping @Sendable (HTTPRequest, @escaping Completion) throws -> Void) -> Endpoint {
+        endpoints.write { [endpoints] request, caller, done in
+            try endpoints.checkMayChange(ResourceEndpoints<Playlist, PlaylistInput>.id(request), caller)
+            try body(request, done)
+        }
+    }
 
     private func insert(_ request: HTTPRequest, _ done: @escaping Completion) throws {
         let id = try ResourceEndpoints<Playlist, PlaylistInput>.id(request)

@@ -19,6 +19,9 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
     let fields: FieldSet
     /// What `include=…` may embed in a single resource, by name.
     let includes: [String: Embedding]
+    /// The fields a caller may see of the resource with an id, when not all (a user's
+    /// email is for the user and admins).
+    var visibleFields: (@Sendable (Caller, CatalogID) -> FieldMask)?
 
     /// The collection path, such as `/v1/games`.
     var path: String { store.schema.path }
@@ -36,26 +39,32 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
         includes = Dictionary(uniqueKeysWithValues: schema.includes.compactMap { name in catalog.embedding(name, in: schema).map { (name, $0) } })
     }
 
-    /// Registers the collection (list, create) and the resource (get, replace, patch, delete).
-    func register(in router: inout Router) {
+    /// Who may write: for resources users own, any signed-in caller (the owner, editors
+    /// and admins, as each write checks); else editors.
+    var writers: Access { schema.ownership == nil ? .editor : .member }
+
+    /// Registers the collection (list, create) and the resource (get, replace, patch,
+    /// delete); anyone reads.
+    func register(in routes: inout Routes) {
         let item = path + "/{id}"
-        router.add(.GET, path, list())
-        router.add(.POST, path, write(create))
-        router.add(.GET, item, get)
-        router.add(.PUT, item, write(replace))
-        router.add(.PATCH, item, write(patch))
-        router.add(.DELETE, item, write(delete))
+        routes.add(.GET, path, .read, list())
+        routes.add(.POST, path, writers, write(create))
+        routes.add(.GET, item, .read, get)
+        routes.add(.PUT, item, writers, write(replace))
+        routes.add(.PATCH, item, writers, write(patch))
+        routes.add(.DELETE, item, writers, write(delete))
     }
 
     // MARK: Reads
 
     /// Lists the resources, within the scope `scope` makes of the request when given
     /// (its path names the parent); `descending` overrides the default order's direction.
-    func list(scope: (@Sendable (HTTPRequest) throws(APIError) -> ListRequest.Scope)? = nil, descending: Bool? = nil) -> Handler {
+    func list(scope: (@Sendable (HTTPRequest, Caller) throws(APIError) -> ListRequest.Scope?)? = nil, descending: Bool? = nil) -> Endpoint {
         var options = options
         if let descending { options.descendingByDefault = descending }
-        return .inline { [self, options] request in
-            let query = try ListParameters.parse(request, options: options, scope: scope?(request))
+        return .inline { [self, options] request, caller in
+            var query = try ListParameters.parse(request, options: options, scope: scope?(request, caller))
+            query.viewer = caller.viewer
             let started = Self.now()
             let page = try store.renderedList(query)
             metrics.observeRead(seconds: Self.now() - started)
@@ -73,17 +82,23 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
     }
 
     /// `GET …/{id}`, with `fields` and `include`.
-    var get: Handler {
-        .inline { [self] request in
-            let id = try Self.id(request)
-            let shape = try Representation.parse(request, fields: fields, includes: includes)
-            let started = Self.now()
-            let found = try store.rendered(id, fields: shape.fields, embedding: shape.embedding)
-            metrics.observeRead(seconds: Self.now() - started)
-            guard let resource = found else { throw APIError.notFound }
-            let tag = shape.isShaped ? ETag.header(resource.version, body: resource.json) : ETag.header(resource.version)
-            return try Self.conditional(request, tag: tag) ?? Self.response(resource, tag: tag)
+    var get: Endpoint {
+        .inline { [self] request, caller in try show(Self.id(request), request, caller) }
+    }
+
+    /// The resource `id` as `caller` may see it, with the request's `fields` and `include`.
+    func show(_ id: CatalogID, _ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        var shape = try Representation.parse(request, fields: fields, includes: includes)
+        if let visible = visibleFields?(caller, id), visible != .all {
+            shape.fields = shape.fields.intersection(visible)
+            shape.isShaped = true
         }
+        let started = Self.now()
+        let found = try store.rendered(id, fields: shape.fields, embedding: shape.embedding, viewer: caller.viewer)
+        metrics.observeRead(seconds: Self.now() - started)
+        guard let resource = found else { throw APIError.notFound }
+        let tag = shape.isShaped ? ETag.header(resource.version, body: resource.json) : ETag.header(resource.version)
+        return try Self.conditional(request, tag: tag) ?? Self.response(resource, tag: tag)
     }
 
     /// 304 when the request's `If-None-Match` lists `tag`.
@@ -94,25 +109,47 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
 
     // MARK: Writes
 
-    private func create(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+    private func create(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
         let values = try RequestBody.values(request, schema.creation, mediaType: RequestBody.json)
-        store.create(values) { result in done(result.map { resource in Self.created(resource, in: store.schema) }) }
+        store.create(values, owner: caller.userID) { result in done(result.map { resource in Self.created(resource, in: store.schema) }) }
     }
 
-    private func replace(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+    /// Checks that `caller` may change the resource `id`, for resources users own: 404
+    /// when it does not exist or is hidden from the caller, 403 when the caller may see
+    /// it but is neither its owner, an editor nor an admin.
+    func checkMayChange(_ id: CatalogID, _ caller: Caller) throws {
+        guard schema.ownership != nil, !caller.has(.editor) else { return }
+        guard let ownership = try store.ownership(of: id) else { throw APIError.notFound }
+        try caller.checkMayChange(owner: ownership.owner, hidden: ownership.hidden)
+    }
+
+    /// Checks that `caller` may see the resource `id` (404 otherwise), for resources that can be hidden.
+    func checkMaySee(_ id: CatalogID, _ caller: Caller) throws {
+        guard schema.ownership?.hiddenWhen != nil, !caller.has(.editor) else { return }
+        guard let ownership = try store.ownership(of: id), !ownership.hidden || caller.is(ownership.owner) else { throw APIError.notFound }
+    }
+
+    private func replace(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
+        try checkMayChange(id, caller)
         let preconditions = try ETag.preconditions(request)
         let values = try RequestBody.values(request, schema.edit, mediaType: RequestBody.json)
         store.replace(id, with: values, preconditions: preconditions) { done(Self.updated($0)) }
     }
 
     /// `PATCH …/{id}` with a merge patch of the editable document.
-    func patch(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+    func patch(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
+        try checkMayChange(id, caller)
+        try patch(id, request, accepting: schema.edit, done)
+    }
+
+    /// Applies the request's merge patch to the resource `id`; every member of the patch
+    /// must be one `accepting` takes, a `null` too (it vanishes in the merge).
+    func patch(_ id: CatalogID, _ request: HTTPRequest, accepting: DocumentShape, _ done: @escaping Completion) throws {
         let preconditions = try ETag.preconditions(request)
         let patch = try RequestBody.object(request, mediaType: RequestBody.mergePatch)
-        // Every member of the patch must be writable, a `null` too (it vanishes in the merge).
-        let unaccepted = schema.edit.unacceptedMembers(patch)
+        let unaccepted = accepting.unacceptedMembers(patch)
         guard unaccepted.isEmpty else { throw APIError.validation(unaccepted) }
         let shape = schema.edit
         store.update(id, preconditions: preconditions, completion: { done(Self.updated($0)) }) { document in
@@ -122,8 +159,9 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
     }
 
     /// `DELETE …/{id}`.
-    func delete(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+    func delete(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
+        try checkMayChange(id, caller)
         let preconditions = try ETag.preconditions(request)
         store.delete(id, preconditions: preconditions) { result in
             done(result.map { HTTPResponse(status: .noContent) })
@@ -139,10 +177,10 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
 
     /// A handler whose work finishes later (a durable write) and answers through `done`;
     /// the time from submission to answer is recorded as a database write.
-    func write(_ body: @escaping @Sendable (HTTPRequest, @escaping Completion) throws -> Void) -> Handler {
-        .later { [metrics] request, done in
+    func write(_ body: @escaping @Sendable (HTTPRequest, Caller, @escaping Completion) throws -> Void) -> Endpoint {
+        .later { [metrics] request, caller, done in
             let started = Self.now()
-            try body(request) { result in
+            try body(request, caller) { result in
                 metrics.observeWrite(seconds: Self.now() - started)
                 done(result)
             }

@@ -32,3 +32,23 @@ struct APIError: Error, Sendable {
 
     static let endOfPlaylist = APIError(status: .notFound, code: "endOfPlaylist", detail: "The entry is the last of its playlist: nothing plays next.")
 }
+
+extension APIError {
+    /// The `realm` every challenge names.
+    static let realm = "Bearer realm=\"catalog\""
+
+    /// 401: no credential where one is needed.
+    static let unauthenticated = APIError(status: .unauthorized, code: "unauthenticated",
+                                          detail: "This request needs a credential: send Authorization: Bearer with an API key or identity token.",
+                                          headers: [("WWW-Authenticate", realm)])
+
+    /// 401: the credential sent is not valid (unknown, revoked, expired, malformed or
+    /// badly signed); which of these is not said.
+    static let invalidToken = APIError(status: .unauthorized, code: "invalidToken", detail: "The credential is not valid.",
+                                       headers: [("WWW-Authenticate", realm + ", error=\"invalid_token\"")])
+
+    /// 403: a valid credential without the rights.
+    static func forbidden(_ detail: String) -> APIError {
+        APIError(status: .forbidden, code: "forbidden", detail: detail, headers: [("WWW-Authenticate", realm + ", error=\"insufficient_scope\"")])
+    }
+}

@@ -75,8 +75,19 @@ extension CatalogStore {
         let id = values[column: "id"]?.text ?? ""
         let data = schema.columns { $0.importRole == .data }
         let identity = schema.columns { $0.importRole == .identity }
-        let inserted = data + identity + schema.columns { $0.importRole == .insertOnly }
-        func value(_ member: Int) -> DatabaseValue { values.values[member]?.databaseValue ?? .null }
+        let owners = schema.columns { $0.importRole == .owner }
+        let inserted = data + identity + schema.columns { $0.importRole == .insertOnly } + owners
+        // An owner is a user of the exporting server: kept when that user exists here.
+        var known: [Int: DatabaseValue] = [:]
+        for owner in owners {
+            guard let user = values.values[owner.index]?.text,
+                  try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM users WHERE id = ?"), arguments: [user]) != nil else {
+                known[owner.index] = .null
+                continue
+            }
+            known[owner.index] = user.databaseValue
+        }
+        func value(_ member: Int) -> DatabaseValue { known[member] ?? values.values[member]?.databaseValue ?? .null }
         let stamp = { (column: String) in values[column: column]?.databaseValue ?? .null }
         var outcome: ImportOutcome
         let selected = (data + identity).map(\.column)

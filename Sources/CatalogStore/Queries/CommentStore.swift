@@ -17,7 +17,7 @@ public final class CommentStore: Sendable {
             switch scope {
             case .commentsOn: "t.playable_item_id = ? AND t.parent_id IS NULL"
             case .repliesTo: "t.parent_id = ?"
-            case .playlistsContaining: nil
+            case .playlistsContaining, .keysOf: nil
             }
         }, importing: ImportRules(checkNew: { db, record, pointer in
             guard let itemID = record[column: "playable_item_id"]?.text, let parentID = record[column: "parent_id"]?.text,
@@ -38,32 +38,40 @@ public final class CommentStore: Sendable {
         })))
         let creation = ResourceSchema.comment.creationColumns
         creationMembers = creation.map(\.index)
-        let columns = ["id", "playable_item_id"] + creation.map(\.column) + ["created_at", "updated_at", "version"]
+        let writer = ResourceSchema.commentWriter
+        let columns = ["id", "playable_item_id"] + creation.map(\.column) + ["created_at", "updated_at", "version", writer.user, writer.name]
         insertSQL = insertStatement(ResourceSchema.comment.table, columns) + resources.returning
     }
 
-    /// Posts `values` (read by ``ResourceSchema/creation`` of comments) on the item
-    /// `itemID`: a top-level comment, or a reply when they name a parent, a top-level
-    /// comment on the same item. Fails with `notFound` when the item does not exist, and
-    /// `invalid` naming the parent when it is unknown, on another item, a reply or deleted.
-    package func post(on itemID: CatalogID, _ values: FieldValues, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+    /// Posts `values` (read by ``ResourceSchema/creation`` of comments) by the user
+    /// `writer` on the item `itemID`: a top-level comment, or a reply when they name a
+    /// parent, a top-level comment on the same item. Fails with `notFound` when the item
+    /// (or the writer) does not exist, and `invalid` naming the parent when it is unknown,
+    /// on another item, a reply or deleted.
+    package func post(on itemID: CatalogID, by writer: CatalogID, _ values: FieldValues,
+                      completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         let parentID = values[column: "parent_id"]?.text
         resources.submit(atomic: parentID != nil, completion) { [self] db in
-            try insert(db, values, on: itemID, at: Timestamp.milliseconds(Date()))
+            guard let name = try String.fetchOne(db.cachedStatement(sql: "SELECT display_name FROM users WHERE id = ?"), arguments: [writer.rawValue])
+            else { throw StoreError.notFound }
+            return try insert(db, values, on: itemID, writer: (writer, name), at: Timestamp.milliseconds(Date()))
         }
     }
 
-    /// Posts `input` on the item `itemID`, checked as a body.
-    public func post(on itemID: CatalogID, _ input: CommentInput, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+    /// Posts `input` by the user `writer` on the item `itemID`, checked as a body.
+    public func post(on itemID: CatalogID, by writer: CatalogID, _ input: CommentInput,
+                     completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         switch readValues(input, ResourceSchema.comment.creation) {
-        case let .success(values): post(on: itemID, values, completion: completion)
+        case let .success(values): post(on: itemID, by: writer, values, completion: completion)
         case let .failure(error): completion(.failure(error))
         }
     }
 
-    /// Inserts a comment on `itemID` created at `time`, updating its parent's reply count
-    /// (a change of the parent) when `countsReply`.
-    func insert(_ db: Database, _ values: FieldValues, on itemID: CatalogID, at time: Int64, countsReply: Bool = true) throws -> RenderedResource {
+    /// Inserts a comment on `itemID` by `writer` (a user, or only a name for comments
+    /// without accounts) created at `time`, updating its parent's reply count (a change
+    /// of the parent) when `countsReply`.
+    func insert(_ db: Database, _ values: FieldValues, on itemID: CatalogID, writer: (id: CatalogID?, name: String), at time: Int64,
+                countsReply: Bool = true) throws -> RenderedResource {
         guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM playable_items WHERE id = ?"), arguments: [itemID.rawValue]) != nil else {
             throw StoreError.notFound
         }
@@ -72,7 +80,7 @@ public final class CommentStore: Sendable {
             try Self.checkParent(db, parentID, itemID: itemID, pointer: field.pointer)
         }
         let id = CatalogID()
-        let arguments = [id.rawValue, itemID.rawValue] + resources.arguments(values, creationMembers) + [time, time, 1]
+        let arguments = [id.rawValue, itemID.rawValue] + resources.arguments(values, creationMembers) + [time, time, 1, writer.id?.rawValue, writer.name]
         let created = try resources.renderWritten(db, insertSQL, StatementArguments(arguments))
         if let parentID, countsReply {
             try db.cachedStatement(sql: """

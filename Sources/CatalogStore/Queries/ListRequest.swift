@@ -39,10 +39,14 @@ public struct ListRequest: Sendable, Hashable {
     public var scope: Scope?
     /// The fields each item shows.
     public var fields: FieldMask
+    /// Who lists: hidden resources (private playlists) appear only to their owner and to
+    /// those who see everything.
+    public var viewer: Viewer
 
     /// Creates a request.
     public init(limit: Int = 20, order: Order = .field("createdAt", descending: false), cursor: String? = nil, search: String? = nil,
-                areas: [Area] = [], scope: Scope? = nil, fields: FieldMask = .all) {
+                areas: [Area] = [], scope: Scope? = nil, fields: FieldMask = .all, viewer: Viewer = .everything) {
+        self.viewer = viewer
         self.limit = limit
         self.order = order
         self.cursor = cursor
@@ -68,6 +72,14 @@ public struct ListRequest: Sendable, Hashable {
         for case let .near(latitude, longitude, radius) in areas { return (latitude, longitude, radius) }
         return nil
     }
+}
+
+/// Who reads: what decides whether hidden resources (private playlists) are shown.
+public enum Viewer: Sendable, Hashable {
+    /// Sees every resource: editors, admins and the server itself.
+    case everything
+    /// Sees what is not hidden, and what the user with this id owns (nothing, for `nil`: anonymous).
+    case user(CatalogID?)
 }
 
 /// One page of results.
@@ -105,7 +117,7 @@ extension ListScope {
         switch self {
         case let .commentsOn(item): ("playable_items", item)
         case let .repliesTo(comment): ("comments", comment)
-        case .playlistsContaining: nil
+        case .playlistsContaining, .keysOf: nil
         }
     }
 
@@ -114,6 +126,7 @@ extension ListScope {
         switch self {
         case let .commentsOn(item), let .playlistsContaining(item): item
         case let .repliesTo(comment): comment
+        case let .keysOf(user): user
         }
     }
 }

@@ -12,6 +12,13 @@ public struct RenderedResource: Sendable {
     public let version: Int
     /// The JSON document, byte for byte what the Codable model encodes to.
     public let json: [UInt8]
+
+    /// A resource whose document is `json`.
+    package init(id: CatalogID, version: Int, json: [UInt8]) {
+        self.id = id
+        self.version = version
+        self.json = json
+    }
 }
 
 /// A related list embedded in a resource's JSON (`include=…`), rendered from the same
@@ -19,11 +26,11 @@ public struct RenderedResource: Sendable {
 public struct Embedding: Sendable {
     /// The member's key, quoted, with its colon.
     let key: [UInt8]
-    /// Writes the member's value for the resource with this id (the render-cache epoch
-    /// read before the snapshot began comes along).
-    let render: @Sendable (Database, CatalogID, UInt64, inout JSONWriter) throws -> Void
+    /// Writes the member's value for the resource with this id, as the viewer may see it
+    /// (the render-cache epoch read before the snapshot began comes along).
+    let render: @Sendable (Database, CatalogID, Viewer, UInt64, inout JSONWriter) throws -> Void
 
-    init(_ name: String, render: @escaping @Sendable (Database, CatalogID, UInt64, inout JSONWriter) throws -> Void) {
+    init(_ name: String, render: @escaping @Sendable (Database, CatalogID, Viewer, UInt64, inout JSONWriter) throws -> Void) {
         key = RenderedField.key(name)
         self.render = render
     }
@@ -40,6 +47,8 @@ struct Relations: Sendable {
     var willDelete: (@Sendable (Database, CatalogID) throws -> Void)?
     /// What an import of the resource does beyond the generic upsert.
     var importing = ImportRules()
+    /// Runs after the row of `id` is changed by an edit, in the same transaction.
+    var didUpdate: (@Sendable (Database, CatalogID) throws -> Void)?
 }
 
 /// The operations every resource supports, derived from its declaration
@@ -62,6 +71,10 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     private let creationMembers: [Int]
     private let editMembers: [Int]
     private let renderedSelectSQL: String
+    /// The same, for a viewer who sees only what is not hidden and what they own.
+    private let visibleSelectSQL: String?
+    /// The filter of hidden rows a restricted viewer does not own (over `t`; the hidden value, then the viewer's id).
+    private let visibleFilter: String?
     /// The writable fields of a row (the document a merge patch applies to), then its
     /// version and, for resources that can be frozen, the freezing flag.
     private let editable: (renderer: RowRenderer, sql: String)
@@ -85,11 +98,19 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         // Writes return the written row, rendered like a read, without a second query.
         let returning = " RETURNING " + Self.selectList(renderer, distance: nil, qualifier: "")
         self.returning = returning
-        let columns = ["id"] + creation.map(\.column) + ["created_at", "updated_at", "version"]
+        let columns = ["id"] + creation.map(\.column) + ["created_at", "updated_at", "version"] + (schema.ownership.map { [$0.owner] } ?? [])
         insertSQL = insertStatement(schema.table, columns) + returning
         let assignments = edit.map { "\($0.column) = ?" } + ["updated_at = max(?, created_at)", "version = version + 1"]
         updateSQL = "UPDATE \(schema.table) SET \(assignments.joined(separator: ", ")) WHERE id = ?" + returning
         renderedSelectSQL = "SELECT \(Self.selectList(renderer, distance: nil)) FROM \(schema.table) t WHERE id = ?"
+        if let ownership = schema.ownership, let hidden = ownership.hiddenWhen {
+            let filter = "(t.\(hidden.column) != ? OR t.\(ownership.owner) = ?)"
+            visibleFilter = filter
+            visibleSelectSQL = renderedSelectSQL + " AND " + filter
+        } else {
+            visibleFilter = nil
+            visibleSelectSQL = nil
+        }
         let editableRenderer = RowRenderer(schema.members.filter { $0.access == .writable })
         let editableColumns = editableRenderer.selectList(own: \.column) + ["version"] + (schema.frozen.map { [$0.column] } ?? [])
         editable = (editableRenderer, "SELECT \(editableColumns.joined(separator: ", ")) FROM \(schema.table) WHERE id = ?")
@@ -126,25 +147,33 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// The resource with `id` as its JSON document, with its version; `nil` when absent.
     /// Rendered straight from the statement: the fast path for `GET /…/{id}`.
     /// With `embedding`, the related lists are read from the same snapshot as the resource.
-    public func rendered(_ id: CatalogID, fields: FieldMask = .all, embedding: [Embedding] = []) throws(StoreError) -> RenderedResource? {
+    /// A `viewer` other than `.everything` finds hidden resources it does not own absent.
+    public func rendered(_ id: CatalogID, fields: FieldMask = .all, embedding: [Embedding] = [], viewer: Viewer = .everything) throws(StoreError)
+        -> RenderedResource? {
         if embedding.isEmpty {
-            return try guarded { try database.read { db in try render(db, id, fields: fields) } }
+            return try guarded { try database.read { db in try render(db, id, fields: fields, viewer: viewer) } }
         }
         let epoch = RenderCache.currentEpoch
         return try guarded {
             try database.snapshot { db in
                 // Each member is read and written when the resource's row reaches its key.
                 let members = embedding.map { embedding in
-                    EmbeddedMember(key: embedding.key) { writer in try embedding.render(db, id, epoch, &writer) }
+                    EmbeddedMember(key: embedding.key) { writer in try embedding.render(db, id, viewer, epoch, &writer) }
                 }
-                return try render(db, id, fields: fields, embedded: members.sorted { $0.key.lexicographicallyPrecedes($1.key) })
+                return try render(db, id, fields: fields, embedded: members.sorted { $0.key.lexicographicallyPrecedes($1.key) }, viewer: viewer)
             }
         }
     }
 
     /// Renders the row of `id` as read by `db` (inside a write transaction, what it will commit).
-    func render(_ db: Database, _ id: CatalogID, fields: FieldMask = .all, embedded: [EmbeddedMember] = []) throws -> RenderedResource? {
-        let rows = try RawRows(db, sql: renderedSelectSQL, arguments: [id.rawValue])
+    func render(_ db: Database, _ id: CatalogID, fields: FieldMask = .all, embedded: [EmbeddedMember] = [], viewer: Viewer = .everything) throws
+        -> RenderedResource? {
+        let rows: RawRows
+        if case let .user(user) = viewer, let visibleSelectSQL, let hidden = schema.ownership?.hiddenWhen {
+            rows = try RawRows(db, sql: visibleSelectSQL, arguments: [id.rawValue, hidden.value, user?.rawValue ?? ""])
+        } else {
+            rows = try RawRows(db, sql: renderedSelectSQL, arguments: [id.rawValue])
+        }
         guard try rows.step() else { return nil }
         var writer = JSONWriter(capacity: embedded.isEmpty ? 512 : 16_384)
         try renderer.render(rows.statement, into: &writer, mask: fields, embedded: embedded)
@@ -275,6 +304,10 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
             filters.append(filter)
             arguments.append(scope.id.rawValue)
         }
+        if case let .user(user) = request.viewer, let visibleFilter, let hidden = schema.ownership?.hiddenWhen {
+            filters.append(visibleFilter)
+            arguments += [hidden.value, user?.rawValue ?? ""]
+        }
         for area in request.areas {
             let (filter, filterArguments) = Geo.filter(area)
             filters.append(filter)
@@ -301,14 +334,34 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
 
     // MARK: Writes (durable when the completion runs)
 
-    /// Creates a resource from `values`, read by the declaration's ``ResourceSchema/creation`` reader.
-    package func create(_ values: FieldValues, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
-        submit(completion) { [self] db in try insert(db, values, at: Timestamp.milliseconds(Date())) }
+    /// Creates a resource from `values`, read by the declaration's ``ResourceSchema/creation``
+    /// reader, owned by `owner` when the resource has owners.
+    package func create(_ values: FieldValues, owner: CatalogID? = nil, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+        submit(completion) { [self] db in try insert(db, values, owner: owner, at: Timestamp.milliseconds(Date())) }
     }
 
-    /// Inserts a new resource with `values`, created at `time`, and renders it.
-    func insert(_ db: Database, _ values: FieldValues, at time: Int64) throws -> RenderedResource {
-        try renderWritten(db, insertSQL, StatementArguments([CatalogID().rawValue] + arguments(values, creationMembers) + [time, time, 1]))
+    /// Inserts a new resource with `values` (and `owner`, when the resource has owners),
+    /// created at `time`, and renders it.
+    func insert(_ db: Database, _ values: FieldValues, owner: CatalogID? = nil, at time: Int64) throws -> RenderedResource {
+        let ownerArgument: [(any DatabaseValueConvertible)?] = schema.ownership == nil ? [] : [owner?.rawValue]
+        return try renderWritten(db, insertSQL, StatementArguments([CatalogID().rawValue] + arguments(values, creationMembers) + [time, time, 1] + ownerArgument))
+    }
+
+    /// Who owns the resource `id` and whether it is hidden; `nil` when it does not exist.
+    /// For resources without owners, the owner is always `nil`.
+    public func ownership(of id: CatalogID) throws(StoreError) -> (owner: CatalogID?, hidden: Bool)? {
+        guard let ownership = schema.ownership else {
+            return try guarded {
+                try database.read { db in try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM \(schema.table) WHERE id = ?"), arguments: [id.rawValue]) }
+            }.map { _ in (nil, false) }
+        }
+        let hidden = ownership.hiddenWhen.map { "\($0.column) = ?" } ?? "0"
+        let arguments: StatementArguments = ownership.hiddenWhen.map { [$0.value, id.rawValue] } ?? [id.rawValue]
+        return try guarded {
+            try database.read { db in
+                try Row.fetchOne(db.cachedStatement(sql: "SELECT \(ownership.owner), \(hidden) FROM \(schema.table) WHERE id = ?"), arguments: arguments)
+            }
+        }.map { row in ((row[0] as String?).flatMap(CatalogID.init), row[1] as Bool) }
     }
 
     /// Creates a resource from `input`, checked by the same reader and rules as a body
@@ -347,7 +400,9 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
             // validated before it reaches the store.
             let values = try transform(document)
             try preconditions.check(current: version)
-            return try renderWritten(db, updateSQL, StatementArguments(arguments(values, editMembers) + [Timestamp.milliseconds(Date()), id.rawValue]))
+            let written = try renderWritten(db, updateSQL, StatementArguments(arguments(values, editMembers) + [Timestamp.milliseconds(Date()), id.rawValue]))
+            try relations.didUpdate?(db, id)
+            return written
         }
     }
 

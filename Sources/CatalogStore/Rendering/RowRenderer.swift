@@ -75,6 +75,9 @@ public struct FieldMask: Sendable, Hashable {
 
     /// Every field.
     public static let all = FieldMask(bits: .max)
+
+    /// The fields both masks show.
+    public func intersection(_ other: FieldMask) -> FieldMask { FieldMask(bits: bits & other.bits) }
 }
 
 /// Renders result rows straight from the SQLite statement to JSON, without a `Row`,

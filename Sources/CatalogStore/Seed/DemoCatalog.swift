@@ -91,11 +91,12 @@ public enum DemoCatalog {
          ["BipBop 4x3 (HLS)", "BipBop 16x9 (HLS)", "BipBop Advanced (HLS, fMP4)"]),
     ]
 
-    /// A short thread: comments on an item's title, each with its replies.
-    public static let comments: [(itemTitle: String, comment: CommentInput, replies: [CommentInput])] = [
-        ("Big Buck Bunny", CommentInput(author: "Ana", body: "Still the best test video for a new player."),
-         [CommentInput(author: "Ben", body: "And the bunny holds up at every bit rate.")]),
-        ("Sintel", CommentInput(author: "Chloé", body: "The ending gets me every time."), []),
+    /// A short thread: comments on an item's title, each with its replies, by authors
+    /// without accounts (as comments from before accounts are).
+    public static let comments: [(itemTitle: String, comment: (author: String, input: CommentInput), replies: [(author: String, input: CommentInput)])] = [
+        ("Big Buck Bunny", ("Ana", CommentInput(body: "Still the best test video for a new player.")),
+         [("Ben", CommentInput(body: "And the bunny holds up at every bit rate."))]),
+        ("Sintel", ("Chloé", CommentInput(body: "The ending gets me every time.")), []),
     ]
 }
 
@@ -140,13 +141,14 @@ extension CatalogStore {
             }
             for thread in DemoCatalog.comments {
                 guard let itemID = itemIDs[thread.itemTitle] else { continue }
-                func post(_ input: CommentInput) throws -> CatalogID {
+                func post(_ comment: (author: String, input: CommentInput)) throws -> CatalogID {
                     clock += 1
-                    return try comments.insert(db, readValues(input, ResourceSchema.comment.creation).get(), on: itemID, at: clock, countsReply: false).id
+                    return try comments.insert(db, readValues(comment.input, ResourceSchema.comment.creation).get(), on: itemID,
+                                               writer: (nil, comment.author), at: clock, countsReply: false).id
                 }
                 let parent = try post(thread.comment)
                 for var reply in thread.replies {
-                    reply.parentId = parent
+                    reply.input.parentId = parent
                     _ = try post(reply)
                 }
                 try db.execute(sql: "UPDATE comments SET reply_count = ? WHERE id = ?", arguments: [thread.replies.count, parent.rawValue])

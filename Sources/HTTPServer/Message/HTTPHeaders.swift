@@ -55,6 +55,12 @@ public struct HTTPHeaders: Sendable, Sequence {
         return result
     }
 
+    /// Every value of the fields named `name`, in order, as the bytes received (no
+    /// `String` is made: for values that are secrets, or that may be large).
+    public func rawValues(for name: String) -> [ArraySlice<UInt8>] {
+        fields.indices.filter { nameEquals($0, name) }.map(valueBytes(at:))
+    }
+
     /// The fields as (name, value) pairs, in the order received.
     public func makeIterator() -> AnyIterator<(name: String, value: String)> {
         var index = 0

@@ -22,6 +22,8 @@ public struct HTTPStatus: Sendable, Hashable, CustomStringConvertible {
     public static let noContent = HTTPStatus(code: 204)
     public static let notModified = HTTPStatus(code: 304)
     public static let badRequest = HTTPStatus(code: 400)
+    public static let unauthorized = HTTPStatus(code: 401)
+    public static let forbidden = HTTPStatus(code: 403)
     public static let notFound = HTTPStatus(code: 404)
     public static let methodNotAllowed = HTTPStatus(code: 405)
     public static let requestTimeout = HTTPStatus(code: 408)

@@ -265,6 +265,16 @@ final class Connection {
                     phase = .awaiting(context)
                     deadline = 0
                     handle(request, Responder(loop: loop, fd: fd, connectionID: id, sequence: requestSequence))
+                case let .either(handle):
+                    // A later answer arrives through this loop's queue, so it cannot run
+                    // before the phase below is set.
+                    if let response = try handle(request, Responder(loop: loop, fd: fd, connectionID: id, sequence: requestSequence)) {
+                        write(response, context)
+                    } else {
+                        loop.core.inFlight.add(1, ordering: .relaxed)
+                        phase = .awaiting(context)
+                        deadline = 0
+                    }
                 }
             }
         } catch {

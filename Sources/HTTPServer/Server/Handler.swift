@@ -15,6 +15,7 @@ public struct Handler: Sendable {
     enum Kind: Sendable {
         case inline(@Sendable (HTTPRequest) throws -> HTTPResponse)
         case deferred(@Sendable (HTTPRequest, Responder) -> Void)
+        case either(@Sendable (HTTPRequest, Responder) throws -> HTTPResponse?)
     }
 
     let kind: Kind
@@ -48,6 +49,19 @@ public struct Handler: Sendable {
                 }
             }
         })
+    }
+
+    /// A handler that runs on the event loop thread and either answers at once (returning
+    /// the response) or returns `nil` and answers later through the ``Responder``, from
+    /// any thread, exactly once. For work that is usually quick but sometimes must wait
+    /// (a credential seen for the first time). It must not block.
+    public static func either(_ handle: @escaping @Sendable (HTTPRequest, Responder) throws -> HTTPResponse?) -> Handler {
+        Handler(kind: .either(handle))
+    }
+
+    /// Runs `job` on the pool of threads reserved for blocking work.
+    public static func runBlocking(_ job: @escaping @Sendable () -> Void) {
+        BlockingPool.shared.submit(job)
     }
 
     /// A handler that receives a ``Responder`` and answers through it later, from any thread.

@@ -1,0 +1,126 @@
+import CatalogIdentity
+import CatalogModels
+import CatalogSchema
+import CatalogStore
+import HTTPServer
+
+/// Users and API keys: `/v1/users` (admins; anyone reads a public profile), `/v1/me`
+/// (the caller's own profile) and `/v1/api-keys` (the caller's keys; admins see and
+/// revoke every key). Changes that alter what a credential may do — a role, a revoked
+/// key, a deleted account — are forgotten by the ``Authenticator`` before they are
+/// answered, so the next request sees them.
+struct Accounts: Sendable {
+    let store: AccountStore
+    let users: ResourceEndpoints<User, UserInput>
+    let keys: ResourceEndpoints<APIKey, APIKeyInput>
+    let authenticator: Authenticator
+    /// What `PATCH /v1/me` accepts: the profile, not the role.
+    private let profile: DocumentShape
+
+    init(_ catalog: CatalogStore, metrics: Metrics, authenticator: Authenticator) {
+        store = catalog.accounts
+        self.authenticator = authenticator
+        var users = ResourceEndpoints(catalog.accounts.users, catalog: catalog, metrics: metrics)
+        // A user's email is for the user and admins.
+        let publicFields = catalog.accounts.users.mask(Set(catalog.accounts.users.fieldNames).subtracting(ResourceSchema.privateUserFields)) ?? .all
+        users.visibleFields = { caller, id in caller.has(.admin) || caller.is(id) ? .all : publicFields }
+        self.users = users
+        keys = ResourceEndpoints(catalog.accounts.keys, catalog: catalog, metrics: metrics, descendingByDefault: false)
+        profile = ResourceSchema.user.edit.excluding(["role"])
+    }
+
+    func register(in routes: inout Routes) {
+        let user = users.path + "/{id}"
+        routes.add(.GET, users.path, .admin, users.list())
+        routes.add(.POST, users.path, .admin, users.write(createUser))
+        routes.add(.GET, user, .read, users.get)
+        routes.add(.PATCH, user, .admin, users.write(patchUser))
+        routes.add(.DELETE, user, .admin, users.write { request, _, done in try deleteUser(ResourceEndpoints<User, UserInput>.id(request), request, done) })
+
+        routes.add(.GET, "/v1/me", .member, .inline { [users] request, caller in try users.show(caller.user(), request, caller) })
+        routes.add(.PATCH, "/v1/me", .member, users.write { [users, profile] request, caller, done in
+            try users.patch(caller.user(), request, accepting: profile, done)
+        })
+        routes.add(.DELETE, "/v1/me", .member, users.write { request, caller, done in try deleteUser(caller.user(), request, done) })
+
+        let key = keys.path + "/{id}"
+        routes.add(.GET, keys.path, .member, keys.list(scope: { _, caller throws(APIError) in
+            caller.has(.admin) ? nil : .keysOf(user: try caller.user())
+        }))
+        routes.add(.POST, keys.path, .member, keys.write(createKey))
+        routes.add(.GET, key, .member, .inline { [self] request, caller in
+            let id = try ResourceEndpoints<APIKey, APIKeyInput>.id(request)
+            try checkOwnsKey(id, caller)
+            return try keys.show(id, request, caller)
+        })
+        routes.add(.DELETE, key, .member, keys.write(revokeKey))
+    }
+
+    // MARK: Users
+
+    private func createUser(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
+        let values = try RequestBody.values(request, ResourceSchema.user.creation, mediaType: RequestBody.json)
+        store.users.create(values) { result in done(result.map { ResourceEndpoints<User, UserInput>.created($0, in: ResourceSchema.user) }) }
+    }
+
+    /// An admin's merge patch of any user, its role included.
+    private func patchUser(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
+        let id = try ResourceEndpoints<User, UserInput>.id(request)
+        try users.patch(id, request, accepting: ResourceSchema.user.edit) { [authenticator] result in
+            // The role may have changed: credentials are checked again.
+            if case .success = result { authenticator.forget(user: id) }
+            done(result)
+        }
+    }
+
+    private func deleteUser(_ id: CatalogID, _ request: HTTPRequest, _ done: @escaping Completion) throws {
+        let preconditions = try ETag.preconditions(request)
+        store.deleteUser(id, preconditions: preconditions) { [authenticator] result in
+            if case .success = result { authenticator.forget(user: id) }
+            done(result.map { HTTPResponse(status: .noContent) })
+        }
+    }
+
+    // MARK: Keys
+
+    /// Creates a key: a role no higher than the caller's, for the caller or (admins) any user.
+    private func createKey(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
+        let user = try caller.user()
+        let values = try RequestBody.values(request, ResourceSchema.apiKey.creation, mediaType: RequestBody.json)
+        if let role = values["role"]?.text.flatMap(Role.init(rawValue:)), !caller.has(role) {
+            throw APIError.forbidden("A key's role cannot be above the caller's (\(caller.role?.rawValue ?? "none")).")
+        }
+        if let owner = values[column: "user_id"]?.text, owner != user.rawValue, !caller.has(.admin) {
+            throw APIError.forbidden("Only admins create keys for other users.")
+        }
+        let secret: APIKeySecret
+        do { secret = try APIKeySecret() } catch { throw StoreError.unavailable("No random bytes are available.") }
+        store.createKey(values, caller: user, digest: secret.digest, prefix: secret.displayed) { result in
+            done(result.map { key in
+                // The secret, this once, as the last member of the key's document.
+                var json = key.json
+                if json.last == UInt8(ascii: "}") { json.removeLast() }
+                json += Array(",\"secret\":\"\(secret.text)\"}".utf8)
+                return ResourceEndpoints<APIKey, APIKeyInput>.created(RenderedResource(id: key.id, version: key.version, json: json),
+                                                                      in: ResourceSchema.apiKey)
+            })
+        }
+    }
+
+    /// Revokes a key: the next request with it gets 401.
+    private func revokeKey(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
+        let id = try ResourceEndpoints<APIKey, APIKeyInput>.id(request)
+        try checkOwnsKey(id, caller)
+        let preconditions = try ETag.preconditions(request)
+        store.keys.delete(id, preconditions: preconditions) { [authenticator] result in
+            if case .success = result { authenticator.forget(key: id) }
+            done(result.map { HTTPResponse(status: .noContent) })
+        }
+    }
+
+    /// 404 unless the key `id` is the caller's or the caller is an admin.
+    private func checkOwnsKey(_ id: CatalogID, _ caller: Caller) throws {
+        guard !caller.has(.admin) else { return }
+        guard let owner = try store.owner(ofKey: id), caller.is(owner) else { throw APIError.notFound }
+    }
+}

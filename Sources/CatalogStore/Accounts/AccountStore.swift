@@ -1,0 +1,189 @@
+import CatalogIdentity
+import CatalogModels
+import CatalogSchema
+import Foundation
+import GRDB
+
+/// Who a credential stands for, as the store knows it.
+public struct StoredCredential: Sendable, Hashable {
+    /// The user.
+    public let userID: CatalogID
+    /// What the credential may do: the lower of its key's role and its user's.
+    public let role: Role
+    /// The API key, when the credential is one.
+    public let keyID: CatalogID?
+    /// When the key expires (milliseconds since 1970), if it does.
+    public let expires: Int64?
+}
+
+/// Users, their API keys and identities: what the access layer reads on a credential's
+/// first use, and the writes that change who may do what.
+public final class AccountStore: Sendable {
+    /// Profiles (`/v1/users`).
+    public let users: ResourceStore<User, UserInput>
+    /// API keys, without their secrets (`/v1/api-keys`).
+    public let keys: ResourceStore<APIKey, APIKeyInput>
+    private let database: CatalogDatabase
+    private let insertKeySQL: String
+    private let keyCreationMembers: [Int]
+
+    init(database: CatalogDatabase) {
+        self.database = database
+        users = ResourceStore(.user, database: database, relations: Relations(didUpdate: { db, id in
+            // Comments show their writer's current display name.
+            let writer = ResourceSchema.commentWriter
+            try db.cachedStatement(sql: """
+                UPDATE comments SET \(writer.name) = (SELECT display_name FROM users WHERE id = ?1), version = version + 1,
+                    updated_at = max(?2, created_at)
+                WHERE \(writer.user) = ?1 AND \(writer.name) != (SELECT display_name FROM users WHERE id = ?1)
+                """).execute(arguments: [id.rawValue, Timestamp.milliseconds(Date())])
+        }))
+        keys = ResourceStore(.apiKey, database: database, relations: Relations(filter: { scope in
+            guard case .keysOf = scope else { return nil }
+            return "t.user_id = ?"
+        }))
+        let creation = ResourceSchema.apiKey.creationColumns
+        keyCreationMembers = creation.map(\.index)
+        let columns = ["id"] + creation.map(\.column) + ["created_at", "updated_at", "version", "prefix", "secret_hash"]
+        insertKeySQL = insertStatement(ResourceSchema.apiKey.table, columns) + keys.returning
+    }
+
+    // MARK: Credentials
+
+    /// The key whose secret has SHA-256 `digest`, with its user, or `nil` when there is none.
+    public func key(digest: [UInt8]) throws(StoreError) -> StoredCredential? {
+        try guarded {
+            try database.read { db in
+                guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+                    SELECT k.id, k.user_id, k.role, u.role, k.expires_at, k.secret_hash FROM api_keys k JOIN users u ON u.id = k.user_id
+                    WHERE k.secret_hash = ?
+                    """), arguments: [Data(digest)]) else { return nil }
+                // The index found it by equality; the comparison that decides is constant-time.
+                let stored: Data = row[5]
+                guard Crypto.constantTimeEqual(Array(stored), digest), let keyID = CatalogID(row[0] as String), let userID = CatalogID(row[1] as String)
+                else { return nil }
+                return StoredCredential(userID: userID, role: min(Self.role(row[2]), Self.role(row[3])), keyID: keyID, expires: row[4])
+            }
+        }
+    }
+
+    /// Records that the key `id` was used at `time` (milliseconds), without waiting.
+    public func recordUse(ofKey id: CatalogID, at time: Int64) {
+        database.writes.submit({ db in
+            try db.cachedStatement(sql: "UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?")
+                .execute(arguments: [time, id.rawValue])
+        }, completion: { _ in })
+    }
+
+    /// The user an identity provider's (`issuer`, `subject`) names, if it has been seen.
+    public func user(issuer: String, subject: String) throws(StoreError) -> StoredCredential? {
+        try guarded {
+            try database.read { db in
+                try Row.fetchOne(db.cachedStatement(sql: "SELECT id, role FROM users WHERE issuer = ? AND subject = ?"), arguments: [issuer, subject])
+            }
+        }.flatMap { row in CatalogID(row[0] as String).map { StoredCredential(userID: $0, role: Self.role(row[1]), keyID: nil, expires: nil) } }
+    }
+
+    /// The user (`issuer`, `subject`) names, created as a `member` when it is new, with
+    /// `email` (when valid) and a display name from it.
+    public func provision(issuer: String, subject: String, email: String?, completion: @escaping @Sendable (Result<StoredCredential, any Error>) -> Void) {
+        let email = email.flatMap { UserInput.emailRule.violation($0) == nil ? $0 : nil }
+        let name = email.map { String($0.prefix { $0 != "@" }.prefix(UserInput.displayNameLength.upperBound)) }
+            .flatMap { UserInput.displayNameRule.violation($0) == nil ? $0 : nil } ?? "New user"
+        database.writes.submit({ db -> StoredCredential in
+            let now = Timestamp.milliseconds(Date())
+            try db.cachedStatement(sql: """
+                INSERT INTO users (id, display_name, email, role, issuer, subject, created_at, updated_at, version)
+                VALUES (?, ?, ?, 'member', ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING
+                """).execute(arguments: [CatalogID().rawValue, name, email, issuer, subject, now, now])
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, role FROM users WHERE issuer = ? AND subject = ?"),
+                                             arguments: [issuer, subject]), let id = CatalogID(row[0] as String) else { throw StoreError.notFound }
+            return StoredCredential(userID: id, role: Self.role(row[1]), keyID: nil, expires: nil)
+        }, completion: { completion($0.mapError { StoreError.from($0) }) })
+    }
+
+    // MARK: Keys
+
+    /// The user whose key `id` is; `nil` when there is no such key.
+    public func owner(ofKey id: CatalogID) throws(StoreError) -> CatalogID? {
+        try guarded {
+            try database.read { db in try String.fetchOne(db.cachedStatement(sql: "SELECT user_id FROM api_keys WHERE id = ?"), arguments: [id.rawValue]) }
+        }.flatMap(CatalogID.init)
+    }
+
+    /// Creates a key from `values` (read by ``ResourceSchema/creation`` of keys) for the
+    /// user they name, or `caller` when they name none, with the secret's
+    /// `digest` and `prefix`. Fails with `invalid` when the user does not exist, when the
+    /// role is above the user's, or when it expires in the past.
+    package func createKey(_ values: FieldValues, caller: CatalogID, digest: [UInt8], prefix: String,
+                           completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+        var values = values
+        guard let userIndex = values.fields.firstIndex(where: { $0.column == "user_id" }), let roleIndex = values.fields.firstIndex(where: { $0.column == "role" })
+        else { return completion(.failure(StoreError.unavailable("The API key declaration lacks its user or role."))) }
+        if values.values[userIndex] == nil || values.values[userIndex] == .null { values.values[userIndex] = .text(caller.rawValue) }
+        let userField = values.fields[userIndex], roleField = values.fields[roleIndex]
+        keys.submit(completion) { [self] db in
+            let now = Timestamp.milliseconds(Date())
+            var errors: [FieldError] = []
+            let userRole = try String.fetchOne(db.cachedStatement(sql: "SELECT role FROM users WHERE id = ?"), arguments: [values.values[userIndex]?.text])
+            let role = Self.role(values.values[roleIndex]?.text ?? "")
+            if userRole == nil {
+                errors.append(Violation(.notFound, "No user has this id.").at(userField.pointer))
+            } else if role > Self.role(userRole) {
+                errors.append(Violation(.outOfRange, "Must not be above the user's role (\(userRole ?? "")).").at(roleField.pointer))
+            }
+            if let expiresIndex = values.fields.firstIndex(where: { $0.column == "expires_at" }), let expires = values.values[expiresIndex]?.integer,
+               expires <= now {
+                errors.append(Violation(.outOfRange, "Must be in the future.").at(values.fields[expiresIndex].pointer))
+            }
+            guard errors.isEmpty else { throw StoreError.invalid(errors) }
+            let arguments = [CatalogID().rawValue] + keys.arguments(values, keyCreationMembers) + [now, now, 1, prefix, Data(digest)]
+            return try keys.renderWritten(db, insertKeySQL, StatementArguments(arguments))
+        }
+    }
+
+    /// Creates a user with `role` and a key for it, at once: how the first admin gets in
+    /// (`catalog-server keys create`). Waits for the write to be durable.
+    /// - Returns: the user's and the key's ids.
+    public func bootstrap(name: String, role: Role, keyName: String, digest: [UInt8], prefix: String) throws -> (user: CatalogID, key: CatalogID) {
+        let errors = [UserInput.displayNameRule.violation(name), APIKeyInput.nameRule.violation(keyName)].compactMap { $0?.at("/name") }
+        guard errors.isEmpty else { throw StoreError.invalid(errors) }
+        let user = CatalogID(), key = CatalogID()
+        try database.writes.write(atomic: true) { db in
+            let now = Timestamp.milliseconds(Date())
+            try db.execute(sql: "INSERT INTO users (id, display_name, role, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, 1)",
+                           arguments: [user.rawValue, name, role.rawValue, now, now])
+            try db.execute(sql: """
+                INSERT INTO api_keys (id, user_id, name, role, prefix, secret_hash, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)
+                """, arguments: [key.rawValue, user.rawValue, keyName, role.rawValue, prefix, Data(digest), now, now])
+        }
+        return (user, key)
+    }
+
+    // MARK: Deleting accounts
+
+    /// Deletes the user `id`, if `preconditions` hold: its keys go with it, its private
+    /// playlists are deleted and its public ones lose their owner, and its comments stay
+    /// readable, their writer shown as deleted.
+    public func deleteUser(_ id: CatalogID, preconditions: WritePreconditions = WritePreconditions(),
+                           completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        users.submit(atomic: true, completion) { db in
+            let current = try Int.fetchOne(db.cachedStatement(sql: "SELECT version FROM users WHERE id = ?"), arguments: [id.rawValue])
+            try preconditions.check(current: current)
+            let now = Timestamp.milliseconds(Date())
+            let writer = ResourceSchema.commentWriter
+            try db.cachedStatement(sql: """
+                UPDATE comments SET \(writer.user) = NULL, \(writer.name) = ?, \(writer.gone) = 1, version = version + 1, updated_at = max(?, created_at)
+                WHERE \(writer.user) = ?
+                """).execute(arguments: [CommentInput.deletedAuthorName, now, id.rawValue])
+            try db.cachedStatement(sql: "DELETE FROM playlists WHERE owner_id = ? AND visibility = ?").execute(arguments: [id.rawValue, Visibility.private.rawValue])
+            try db.cachedStatement(sql: "UPDATE playlists SET owner_id = NULL, version = version + 1, updated_at = max(?, created_at) WHERE owner_id = ?")
+                .execute(arguments: [now, id.rawValue])
+            try db.cachedStatement(sql: "DELETE FROM users WHERE id = ?").execute(arguments: [id.rawValue])
+        }
+    }
+
+    // MARK: Helpers
+
+    private static func role(_ text: String?) -> Role { text.flatMap(Role.init(rawValue:)) ?? .member }
+}
