@@ -81,7 +81,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CatalogServiceTests",
-            dependencies: ["CatalogService", "CatalogSchema", "CatalogStore", "CatalogModels", "CatalogClient", "CatalogIdentity", "HTTPServer", "TestSupport"]
+            dependencies: [
+                "CatalogService", "CatalogSchema", "CatalogStore", "CatalogModels", "CatalogClient", "CatalogIdentity", "HTTPServer", "TestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -46,15 +46,11 @@ public final class VerificationKey: @unchecked Sendable {
         case .string("RSA")?:
             algorithm = .rs256
             let modulus = try bytes("n"), exponent = try bytes("e")
-            key = try Self.build("RSA", id: id) { builder in
-                let n = BN_bin2bn(modulus, Int32(modulus.count), nil)
-                let e = BN_bin2bn(exponent, Int32(exponent.count), nil)
-                defer {
-                    BN_free(n)
-                    BN_free(e)
-                }
-                return OSSL_PARAM_BLD_push_BN(builder, "n", n) == 1 && OSSL_PARAM_BLD_push_BN(builder, "e", e) == 1
+            guard let built = ccrypto_rsa_public_key(modulus, modulus.count, exponent, exponent.count) else {
+                ERR_clear_error()
+                throw Invalid(description: "key \(id): not a valid RSA public key")
             }
+            key = built
             guard EVP_PKEY_get_bits(key) >= 2048 else {
                 EVP_PKEY_free(key)
                 throw Invalid(description: "key \(id): an RSA key of under 2048 bits")
@@ -64,11 +60,12 @@ public final class VerificationKey: @unchecked Sendable {
             let x = try bytes("x"), y = try bytes("y")
             guard x.count == 32, y.count == 32 else { throw Invalid(description: "key \(id): x and y must be 32 bytes") }
             algorithm = .es256
-            let point = [0x04] + x + y
-            key = try Self.build("EC", id: id) { builder in
-                OSSL_PARAM_BLD_push_utf8_string(builder, "group", "prime256v1", 0) == 1
-                    && point.withUnsafeBytes { OSSL_PARAM_BLD_push_octet_string(builder, "pub", $0.baseAddress, $0.count) } == 1
+            let point: [UInt8] = [0x04] + x + y
+            guard let built = ccrypto_p256_public_key(point, point.count) else {
+                ERR_clear_error()
+                throw Invalid(description: "key \(id): not a valid P-256 public key")
             }
+            key = built
         default:
             throw Invalid(description: "key \(id): kty must be RSA or EC")
         }
@@ -82,32 +79,6 @@ public final class VerificationKey: @unchecked Sendable {
     }
 
     deinit { EVP_PKEY_free(key) }
-
-    /// Builds a public key of `type` from the parameters `push` adds, and checks it
-    /// (for EC, that the point is on the curve).
-    private static func build(_ type: String, id: String, _ push: (OpaquePointer?) throws(Invalid) -> Bool) throws(Invalid) -> OpaquePointer {
-        defer { ERR_clear_error() }
-        guard let builder = OSSL_PARAM_BLD_new() else { throw Invalid(description: "out of memory") }
-        defer { OSSL_PARAM_BLD_free(builder) }
-        guard try push(builder), let params = OSSL_PARAM_BLD_to_param(builder) else { throw Invalid(description: "key \(id): unusable parameters") }
-        defer { OSSL_PARAM_free(params) }
-        guard let context = EVP_PKEY_CTX_new_from_name(nil, type, nil) else { throw Invalid(description: "out of memory") }
-        defer { EVP_PKEY_CTX_free(context) }
-        var key: OpaquePointer?
-        guard EVP_PKEY_fromdata_init(context) == 1, EVP_PKEY_fromdata(context, &key, ccrypto_public_key_selection, params) == 1, let key else {
-            throw Invalid(description: "key \(id): not a valid \(type) public key")
-        }
-        guard let check = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else {
-            EVP_PKEY_free(key)
-            throw Invalid(description: "out of memory")
-        }
-        defer { EVP_PKEY_CTX_free(check) }
-        guard EVP_PKEY_public_check(check) == 1 else {
-            EVP_PKEY_free(key)
-            throw Invalid(description: "key \(id): not a valid \(type) public key")
-        }
-        return key
-    }
 
     /// Whether `signature` (as a JWS carries it: PKCS #1 for RS256, `r‖s` for ES256)
     /// signs `message` under this key.

@@ -1,0 +1,212 @@
+import CatalogClient
+import CatalogModels
+import Foundation
+import Testing
+
+/// Every route, tried as each kind of caller against a real server: anonymous, a member
+/// who owns the resources involved, another member, an editor and an admin. A route
+/// served without a row here fails the test.
+@Suite struct AccessMatrixTests {
+    enum Caller: Int, CaseIterable, CustomStringConvertible {
+        case anonymous, owner, other, editor, admin
+        var description: String { ["anonymous", "owner", "other member", "editor", "admin"][rawValue] }
+    }
+
+    /// One request: its path, JSON body (with the content type) and, when the row needs
+    /// a caller of its own (deleting one's account), that caller's key.
+    struct Call {
+        var path: String
+        var body: Any?
+        var contentType = "application/json"
+        var key: String?
+    }
+
+    /// The world the calls act on: users of every kind and resources the owner owns.
+    final class World: Sendable {
+        let catalog: TestCatalog
+        let owner: (key: String, id: CatalogID)
+        let other: (key: String, id: CatalogID)
+        let editor: (key: String, id: CatalogID)
+        let item: CatalogID
+        let playlist: CatalogID
+        let comment: CatalogID
+        let ownerKeyID: CatalogID
+
+        init() async throws {
+            catalog = try TestCatalog(seed: false)
+            owner = try catalog.user("Owner")
+            other = try catalog.user("Other")
+            editor = try catalog.user("Editor", role: .editor)
+            item = try await catalog.api.playableItems.create(PlayableItemInput(title: "Item", streamURL: URL(string: "https://example.com/v")!)).value.id
+            let ownerAPI = CatalogClient(baseURL: catalog.client.baseURL, credentials: .apiKey(owner.key), timeout: 10)
+            playlist = try await ownerAPI.playlists.create(PlaylistInput(title: "Owned")).value.id
+            _ = try await ownerAPI.entries(of: playlist).replace(with: [item, item])
+            comment = try await ownerAPI.comments.post(on: item, CommentInput(body: "Mine")).value.id
+            ownerKeyID = try await ownerAPI.apiKeys.list().items[0].id
+        }
+
+        var ownerAPI: CatalogClient { CatalogClient(baseURL: catalog.client.baseURL, credentials: .apiKey(owner.key), timeout: 10) }
+
+        func key(_ caller: Caller) -> String? {
+            switch caller {
+            case .anonymous: nil
+            case .owner: owner.key
+            case .other: other.key
+            case .editor: editor.key
+            case .admin: catalog.adminKey
+            }
+        }
+
+        func freshItem() async throws -> CatalogID {
+            try await catalog.api.playableItems.create(PlayableItemInput(title: "Fresh", streamURL: URL(string: "https://example.com/f")!)).value.id
+        }
+
+        func freshPlaylist() async throws -> CatalogID {
+            let id = try await ownerAPI.playlists.create(PlaylistInput(title: "Fresh")).value.id
+            _ = try await ownerAPI.entries(of: id).replace(with: [item, item])
+            return id
+        }
+
+        func firstEntry(_ playlist: CatalogID) async throws -> CatalogID {
+            try await catalog.api.entries(of: playlist).list().items[0].entryId
+        }
+    }
+
+    typealias Row = (expected: [Int], call: (World, Caller) async throws -> Call)
+
+    static func same(_ status: Int) -> [Int] { Array(repeating: status, count: 5) }
+    /// Editors and admins only.
+    static func editors(_ status: Int) -> [Int] { [401, 403, 403, status, status] }
+    /// Admins only.
+    static func admins(_ status: Int) -> [Int] { [401, 403, 403, 403, status] }
+    /// The owner, editors and admins.
+    static func owners(_ status: Int) -> [Int] { [401, status, 403, status, status] }
+    /// Anyone signed in.
+    static func members(_ status: Int) -> [Int] { [401, status, status, status, status] }
+
+    static let patch = "application/merge-patch+json"
+
+    /// The expected statuses by `METHOD pattern`, in ``Caller`` order.
+    static func matrix() -> [String: Row] {
+        var rows: [String: Row] = [
+            "GET /healthz": (same(200), { _, _ in Call(path: "/healthz") }),
+            "GET /readyz": (same(200), { _, _ in Call(path: "/readyz") }),
+            "GET /openapi.yaml": (same(200), { _, _ in Call(path: "/openapi.yaml") }),
+            "GET /metrics": (admins(200), { _, _ in Call(path: "/metrics") }),
+            "POST /admin/backups": (admins(201), { _, _ in Call(path: "/admin/backups") }),
+            "POST /admin/import": (admins(200), { _, _ in Call(path: "/admin/import", body: ["records": []]) }),
+
+            "GET /v1/playlists": (same(200), { _, _ in Call(path: "/v1/playlists") }),
+            "POST /v1/playlists": (members(201), { _, _ in Call(path: "/v1/playlists", body: ["title": "New"]) }),
+            "GET /v1/playlists/{id}": (same(200), { world, _ in Call(path: "/v1/playlists/\(world.playlist)") }),
+            "PUT /v1/playlists/{id}": (owners(200), { world, _ in Call(path: "/v1/playlists/\(world.playlist)", body: ["title": "Renamed"]) }),
+            "PATCH /v1/playlists/{id}": (owners(200), { world, _ in
+                Call(path: "/v1/playlists/\(world.playlist)", body: ["description": "d"], contentType: patch)
+            }),
+            "DELETE /v1/playlists/{id}": (owners(204), { world, _ in Call(path: "/v1/playlists/\(try await world.freshPlaylist())") }),
+            "GET /v1/playlists/{id}/entries": (same(200), { world, _ in Call(path: "/v1/playlists/\(world.playlist)/entries") }),
+            "POST /v1/playlists/{id}/entries": (owners(201), { world, _ in
+                Call(path: "/v1/playlists/\(world.playlist)/entries", body: ["playableItemId": world.item.rawValue])
+            }),
+            "PUT /v1/playlists/{id}/entries": (owners(200), { world, _ in
+                Call(path: "/v1/playlists/\(world.playlist)/entries", body: ["playableItemIds": [world.item.rawValue, world.item.rawValue]])
+            }),
+            "GET /v1/playlists/{id}/entries/{entryId}": (same(200), { world, _ in
+                Call(path: "/v1/playlists/\(world.playlist)/entries/\(try await world.firstEntry(world.playlist))")
+            }),
+            "PATCH /v1/playlists/{id}/entries/{entryId}": (owners(200), { world, _ in
+                Call(path: "/v1/playlists/\(world.playlist)/entries/\(try await world.firstEntry(world.playlist))", body: ["position": 1], contentType: patch)
+            }),
+            "DELETE /v1/playlists/{id}/entries/{entryId}": (owners(204), { world, _ in
+                let playlist = try await world.freshPlaylist()
+                return Call(path: "/v1/playlists/\(playlist)/entries/\(try await world.firstEntry(playlist))")
+            }),
+            "GET /v1/playlists/{id}/entries/{entryId}/next": (same(200), { world, _ in
+                Call(path: "/v1/playlists/\(world.playlist)/entries/\(try await world.firstEntry(world.playlist))/next")
+            }),
+
+            "GET /v1/playable-items/{id}/comments": (same(200), { world, _ in Call(path: "/v1/playable-items/\(world.item)/comments") }),
+            "POST /v1/playable-items/{id}/comments": (members(201), { world, _ in Call(path: "/v1/playable-items/\(world.item)/comments", body: ["body": "Hi"]) }),
+            "GET /v1/comments/{id}": (same(200), { world, _ in Call(path: "/v1/comments/\(world.comment)") }),
+            "PATCH /v1/comments/{id}": (owners(200), { world, _ in Call(path: "/v1/comments/\(world.comment)", body: ["body": "Edited"], contentType: patch) }),
+            "DELETE /v1/comments/{id}": (owners(204), { world, _ in
+                Call(path: "/v1/comments/\(try await world.ownerAPI.comments.post(on: world.item, CommentInput(body: "Doomed")).value.id)")
+            }),
+            "GET /v1/comments/{id}/replies": (same(200), { world, _ in Call(path: "/v1/comments/\(world.comment)/replies") }),
+
+            "GET /v1/users": (admins(200), { _, _ in Call(path: "/v1/users") }),
+            "POST /v1/users": (admins(201), { _, _ in Call(path: "/v1/users", body: ["displayName": "Made"]) }),
+            "GET /v1/users/{id}": (same(200), { world, _ in Call(path: "/v1/users/\(world.owner.id)") }),
+            "PATCH /v1/users/{id}": (admins(200), { world, _ in
+                Call(path: "/v1/users/\(try world.catalog.user("Promoted").id)", body: ["role": "editor"], contentType: patch)
+            }),
+            "DELETE /v1/users/{id}": (admins(204), { world, _ in Call(path: "/v1/users/\(try world.catalog.user("Doomed").id)") }),
+            "GET /v1/me": (members(200), { _, _ in Call(path: "/v1/me") }),
+            "PATCH /v1/me": (members(200), { _, _ in Call(path: "/v1/me", body: ["avatarURL": "https://example.com/me.png"], contentType: patch) }),
+            // Each caller deletes an account of its own kind, not the world's.
+            "DELETE /v1/me": (members(204), { world, caller in
+                let role: Role = caller == .admin ? .admin : caller == .editor ? .editor : .member
+                return Call(path: "/v1/me", key: caller == .anonymous ? nil : try world.catalog.user("Leaving", role: role).key)
+            }),
+
+            "GET /v1/api-keys": (members(200), { _, _ in Call(path: "/v1/api-keys") }),
+            "POST /v1/api-keys": (members(201), { _, _ in Call(path: "/v1/api-keys", body: ["name": "script"]) }),
+            // Someone else's key does not exist for a member or an editor.
+            "GET /v1/api-keys/{id}": ([401, 200, 404, 404, 200], { world, _ in Call(path: "/v1/api-keys/\(world.ownerKeyID)") }),
+            "DELETE /v1/api-keys/{id}": ([401, 204, 404, 404, 204], { world, _ in
+                Call(path: "/v1/api-keys/\(try await world.ownerAPI.apiKeys.create(APIKeyInput(name: "Doomed")).key.id)")
+            }),
+        ]
+        // The catalog proper: anyone reads, editors write.
+        let bodies: [(path: String, body: [String: Any])] = [
+            ("/v1/playable-items", ["title": "T", "streamURL": "https://example.com/t"]),
+            ("/v1/games", ["name": "G", "imageName": "g"]),
+            ("/v1/locations", ["name": "L", "countryCode": "FR", "latitude": 1, "longitude": 2]),
+        ]
+        for (path, body) in bodies {
+            func fresh(_ world: World) async throws -> String {
+                let created = try await world.catalog.client.send("POST", path, json: body)
+                return "\(path)/\(try created.decode(Identified.self).id)"
+            }
+            rows["GET \(path)"] = (same(200), { _, _ in Call(path: path) })
+            rows["POST \(path)"] = (editors(201), { _, _ in Call(path: path, body: body) })
+            rows["GET \(path)/{id}"] = (same(200), { world, _ in Call(path: try await fresh(world)) })
+            rows["PUT \(path)/{id}"] = (editors(200), { world, _ in Call(path: try await fresh(world), body: body) })
+            rows["PATCH \(path)/{id}"] = (editors(200), { world, _ in Call(path: try await fresh(world), body: [:], contentType: patch) })
+            rows["DELETE \(path)/{id}"] = (editors(204), { world, _ in Call(path: try await fresh(world)) })
+        }
+        return rows
+    }
+
+    struct Identified: Decodable { let id: CatalogID }
+
+    @Test func everyRouteAnswersEachCallerAsExpected() async throws {
+        let world = try await World()
+        let routes = world.catalog.application.routeTable.map { "\($0.method) \($0.pattern)" }
+        let matrix = Self.matrix()
+        #expect(Set(routes) == Set(matrix.keys),
+                "routes without a row: \(Set(routes).subtracting(matrix.keys).sorted()); rows without a route: \(Set(matrix.keys).subtracting(routes).sorted())")
+        for route in routes.sorted() {
+            guard let row = matrix[route] else { continue }
+            let method = String(route.prefix { $0 != " " })
+            for caller in Caller.allCases {
+                let call = try await row.call(world, caller)
+                let client = APIClient(baseURL: world.catalog.client.baseURL, key: call.key ?? world.key(caller))
+                let response = if let body = call.body {
+                    try await client.send(method, call.path, json: body, contentType: call.contentType)
+                } else {
+                    try await client.send(method, call.path)
+                }
+                let expected = row.expected[caller.rawValue]
+                #expect(response.status == expected, "\(route) as \(caller): \(response.status) \(response.text.prefix(300))")
+                if expected == 401 {
+                    #expect(response.header("WWW-Authenticate") == "Bearer realm=\"catalog\"", "\(route) as \(caller)")
+                    #expect(response.problem?.code == "unauthenticated")
+                } else if expected == 403 {
+                    #expect(response.header("WWW-Authenticate") == "Bearer realm=\"catalog\", error=\"insufficient_scope\"", "\(route) as \(caller)")
+                    #expect(response.problem?.code == "forbidden")
+                }
+            }
+        }
+    }
+}
