@@ -1,5 +1,6 @@
 """schemathesis hooks for the catalog's contract run: they teach the generators two
-grammars a JSON Schema `pattern` states but their generators cannot produce.
+grammars a JSON Schema `pattern` states but their generators cannot produce, and keep
+the run's admin signed in.
 
 - `entity-tags` (the format of `If-Match` and `If-None-Match`): `*` or a comma-separated
   list of entity tags. For header values, schemathesis's coverage phase only generates
@@ -11,10 +12,15 @@ grammars a JSON Schema `pattern` states but their generators cannot produce.
   Positive test cases therefore leave out a `cursor` the server did not mint (one from a
   real `nextCursor`, through the document's links, stays). Negative cases keep their
   generated cursors, and the server must still refuse them.
+- The run signs in as the only admin, with its only key (`.ci/contract.sh`). A request
+  that would delete or demote that user, or revoke that key, goes to an id no user or
+  key has instead: after it, every request would be refused and test nothing.
 """
 
 import base64
 import binascii
+import os
+import uuid
 
 import schemathesis
 from hypothesis import strategies as st
@@ -46,3 +52,19 @@ def _minted(cursor):
     except (binascii.Error, ValueError):
         return False
     return plain.startswith(b"1\x1f")
+
+
+# The admin's user and key ids, from .ci/contract.sh, by the operations that would lock it out.
+_OWN = {
+    ("PATCH", "/v1/users/{id}"): "CATALOG_CI_USER_ID",
+    ("DELETE", "/v1/users/{id}"): "CATALOG_CI_USER_ID",
+    ("DELETE", "/v1/api-keys/{id}"): "CATALOG_CI_KEY_ID",
+}
+
+
+@schemathesis.hook
+def before_call(context, case, kwargs):
+    variable = _OWN.get((case.operation.method.upper(), case.operation.path))
+    own = os.environ.get(variable) if variable else None
+    if own and case.path_parameters and str(case.path_parameters.get("id", "")).lower() == own.lower():
+        case.path_parameters = {**case.path_parameters, "id": str(uuid.uuid4())}

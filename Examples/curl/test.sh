@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every example against a fresh server (demo catalog, temporary database) and
-# compares what each prints with expected/*.txt. Used by CI.
+# Runs every example against a fresh server (demo catalog, temporary database, an admin's
+# API key in CATALOG_API_KEY) and compares what each prints with expected/*.txt. Used by CI.
 # Usage: Examples/curl/test.sh [path/to/catalog-server]   (default .build/debug/catalog-server)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -9,6 +9,11 @@ cd "$root/Examples/curl"
 work=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+
+# The examples write as the first admin, created offline before the server holds the
+# database (catalog-server keys create prints only the key); comments show its name.
+CATALOG_API_KEY=$("$server" keys create --role admin --name Ana --database "$work/catalog.sqlite" --migrations ../../Migrations)
+export CATALOG_API_KEY
 
 "$server" --port 0 --database "$work/catalog.sqlite" --migrations ../../Migrations > "$work/server.log" 2>&1 &
 pid=$!
