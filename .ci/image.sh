@@ -24,6 +24,11 @@ cp openapi.yaml "$app/openapi.yaml"
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export CATALOG_HOST=0.0.0.0 CATALOG_PORT=$port CATALOG_DATABASE=$data/catalog.sqlite
+# The first admin's key, as `docker run --rm -v catalog-data:/data catalog keys create …`
+# makes it: on the fresh volume, before the server starts; the key alone on stdout.
+CATALOG_API_KEY=$(cd "$app" && ./catalog-server keys create --role admin --name admin)
+[[ "$CATALOG_API_KEY" =~ ^catalog_[A-Za-z0-9_-]{43}$ ]] || { echo "keys create printed '$CATALOG_API_KEY'" >&2; exit 1; }
+export CATALOG_API_KEY
 (cd "$app" && exec ./catalog-server) > "$data/server.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do
@@ -33,6 +38,10 @@ done
 (cd "$app" && ./catalog-server healthcheck)
 curl -sf "http://127.0.0.1:$port/openapi.yaml" >/dev/null
 # Online backup through the running server; a restore must refuse while it runs.
+if (cd "$app" && ./catalog-server keys create --role admin --name second >/dev/null 2>&1); then
+    echo "keys create ran while the server held the database" >&2
+    exit 1
+fi
 (cd "$app" && ./catalog-server backup --to "$data/backup.sqlite")
 if (cd "$app" && ./catalog-server restore --from "$data/backup.sqlite" 2>/dev/null); then
     echo "restore ran while the server held the database" >&2

@@ -5,6 +5,7 @@
 #   2. GET /v1/playable-items?limit=20&cursor={random page}
 #   3. POST /v1/playable-items (every 201 durable: WAL, synchronous=FULL, group commit)
 #      vs nginx serving a static response of the same size.
+#   4. GET /v1/playable-items/{random id} with an API key vs without (target: within 10%).
 # Usage: Benchmarks/catalog.sh   (env: BENCH_DURATION=10s BENCH_ROUNDS=2 BENCH_WORKERS=1 BENCH_ITEMS=10000;
 #        CATALOG_SERVER=path/to/catalog-server measures that build instead, e.g. an earlier commit's)
 set -euo pipefail
@@ -24,6 +25,7 @@ trap '[ -n "$ours" ] && kill $ours 2>/dev/null; bench_nginx_stop "$work"; rm -rf
 "$server" migrate --database "$database" >/dev/null
 bench_seed_items "$database" "$items"
 sqlite3 "$database" "SELECT id FROM playable_items" > "$work/ids.txt"
+key=$(bench_admin_key "$server" "$database")
 
 "$server" --port "$ours_port" --loop-threads "$BENCH_WORKERS" --database "$database" --no-seed --log-level warning >/dev/null &
 ours=$!
@@ -43,7 +45,7 @@ for page in $(seq 1 $((items / 20))); do
     [ -n "$cursor" ] || break
 done
 post_body='{"title":"Benchmark upload","description":"Posted by wrk.","streamURL":"https://videos.example.com/new/master.m3u8","durationSeconds":42}'
-curl -sf -X POST -H 'Content-Type: application/json' -d "$post_body" "http://127.0.0.1:$ours_port/v1/playable-items" -o "$work/static/created"
+curl -sf -X POST -H 'Content-Type: application/json' -H "Authorization: Bearer $key" -d "$post_body" "http://127.0.0.1:$ours_port/v1/playable-items" -o "$work/static/created"
 
 bench_nginx "$work" "$nginx_port" "/v1/playable-items/ $work/static application/json" "/pages/ $work/static application/json" \
     "/created $work/static/created application/json"
@@ -53,6 +55,7 @@ bench_nginx "$work" "$nginx_port" "/v1/playable-items/ $work/static application/
     echo "ids = {"; sed 's/.*/"&",/' "$work/ids.txt"; echo "}"
     echo 'request = function() return wrk.format("GET", "/v1/playable-items/" .. ids[math.random(#ids)]) end'
 } > "$work/get.lua"
+{ echo "wrk.headers[\"Authorization\"] = \"Bearer $key\""; cat "$work/get.lua"; } > "$work/get-key.lua"
 pages=$(wc -l < "$work/cursors.txt")
 {
     echo "cursors = {"; sed 's/.*/"&",/' "$work/cursors.txt"; echo "}"
@@ -65,6 +68,7 @@ echo "request = function() return wrk.format(\"GET\", \"/pages/\" .. math.random
 cat > "$work/post.lua" <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer $key"
 wrk.body = '$post_body'
 LUA
 
@@ -98,5 +102,18 @@ scenario "GET /v1/playable-items?limit=20&cursor={random page}" 17% \
     "http://127.0.0.1:$ours_port" "$work/list.lua" "http://127.0.0.1:$nginx_port" "$work/pages.lua"
 scenario "POST /v1/playable-items (each 201 durable) vs a same-sized static GET" 25% \
     "http://127.0.0.1:$ours_port/v1/playable-items" "$work/post.lua" "http://127.0.0.1:$nginx_port/created"
+
+# The same GET with and without an API key, interleaved: what checking a key costs
+# (after its first use it is checked from memory, with one SHA-256).
+echo "GET /v1/playable-items/{random id}: with an API key vs anonymous"
+BENCH_DURATION=5s bench_wrk "  (warm-up)" "http://127.0.0.1:$ours_port" "$work/get-key.lua" >/dev/null
+ratios=() keyed_cpu=() anonymous_cpu=()
+for round in $(seq 1 "${BENCH_ROUNDS:-2}"); do
+    bench_wrk "  with a key" "http://127.0.0.1:$ours_port" "$work/get-key.lua" "$ours"; keyed=$BENCH_RPS; keyed_cpu+=("$BENCH_CPU_US")
+    bench_wrk "  anonymous" "http://127.0.0.1:$ours_port" "$work/get.lua" "$ours"; anonymous=$BENCH_RPS; anonymous_cpu+=("$BENCH_CPU_US")
+    ratios+=("$(awk -v a="$keyed" -v b="$anonymous" 'BEGIN { printf "%.1f", 100 * a / b }')")
+done
+echo "  keyed/anonymous: $(printf '%s%% ' "${ratios[@]}")-> mean $(printf '%s\n' "${ratios[@]}" | awk '{ s += $1 } END { printf "%.1f%%", s / NR }')   (target ≥ 90%)"
+echo "  CPU per request: with a key $(printf '%s\n' "${keyed_cpu[@]}" | awk '{ s += $1 } END { printf "%.1f", s / NR }') µs, anonymous $(printf '%s\n' "${anonymous_cpu[@]}" | awk '{ s += $1 } END { printf "%.1f", s / NR }') µs"
 
 echo "peak RSS: catalog-server $(bench_rss $ours), nginx $(bench_nginx_rss "$work")"

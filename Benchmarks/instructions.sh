@@ -3,7 +3,8 @@
 # binary and requests whatever else the machine does, so it shows small differences
 # between two builds that req/s and CPU time on a shared machine cannot.
 # Each server answers a fixed sequence over one keep-alive connection (curl): 300 GETs
-# of random items, 100 first list pages, 200 durable POSTs, on a 10,000-item database.
+# of random items (anonymous, then again with an API key), 100 first list pages, 200
+# durable POSTs, on a 10,000-item database.
 # A run answering one /healthz is subtracted (start-up and shutdown).
 # Usage: Benchmarks/instructions.sh [SERVER...]   (default: .build/release/catalog-server;
 #        name an earlier commit's build too to compare them side by side)
@@ -19,16 +20,23 @@ trap 'rm -rf "$work"' EXIT
 port=18390
 "$1" migrate --database "$work/base.sqlite" >/dev/null
 bench_seed_items "$work/base.sqlite" 10000
+key=$(bench_admin_key "$1" "$work/base.sqlite")
 sqlite3 "$work/base.sqlite" "PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null
 url="http://127.0.0.1:$port"
 post_body='{"title":"Benchmark upload","description":"Posted by curl.","streamURL":"https://videos.example.com/new/master.m3u8","durationSeconds":42}'
 printf 'url = "%s/healthz"\noutput = /dev/null\n' "$url" > "$work/base.conf"
 sqlite3 "$work/base.sqlite" "SELECT id FROM playable_items ORDER BY random() LIMIT 300" \
     | sed "s|.*|url = \"$url/v1/playable-items/&\"\noutput = /dev/null|" > "$work/get.conf"
+# With the key: its first use (a database read and a write) is in the base, so what is
+# left is what checking a known key costs. Options in a curl config apply to every URL
+# after them unless `next` starts a new set: each request carries its own one header.
+printf 'url = "%s/v1/me"\noutput = /dev/null\nheader = "Authorization: Bearer %s"\n' "$url" "$key" > "$work/base-key.conf"
+{ cat "$work/base-key.conf"; sed "s|^output = /dev/null|&\nheader = \"Authorization: Bearer $key\"|; s|^url|next\nurl|" "$work/get.conf"; } > "$work/get-key.conf"
 for _ in $(seq 1 100); do printf 'url = "%s/v1/playable-items?limit=20&sort=title"\noutput = /dev/null\n' "$url"; done > "$work/list.conf"
 for _ in $(seq 1 200); do
-    printf 'url = "%s/v1/playable-items"\nheader = "Content-Type: application/json"\ndata = "%s"\noutput = /dev/null\n' "$url" "${post_body//\"/\\\"}"
-done > "$work/post.conf"
+    printf 'url = "%s/v1/playable-items"\nheader = "Content-Type: application/json"\nheader = "Authorization: Bearer %s"\ndata = "%s"\noutput = /dev/null\nnext\n' \
+        "$url" "$key" "${post_body//\"/\\\"}"
+done | sed '$d' > "$work/post.conf"
 
 # instructions SERVER CONFIG: callgrind's total for the server answering CONFIG.
 instructions() {
@@ -46,11 +54,13 @@ instructions() {
     callgrind_annotate "$work/callgrind.out" 2>/dev/null | awk '/PROGRAM TOTALS/ && !done { gsub(",", "", $1); print $1; done = 1 }'
 }
 
-printf '%-40s %14s %14s %14s\n' "instructions per request" "GET item" "list page" "POST (durable)"
+printf '%-40s %14s %14s %14s %14s\n' "instructions per request" "GET item" "GET (API key)" "list page" "POST (durable)"
 for server in "$@"; do
     base=$(instructions "$server" "$work/base.conf")
     get=$(instructions "$server" "$work/get.conf")
+    keyed=$(instructions "$server" "$work/get-key.conf")
+    keyed_base=$(instructions "$server" "$work/base-key.conf")
     list=$(instructions "$server" "$work/list.conf")
     post=$(instructions "$server" "$work/post.conf")
-    printf '%-40s %14s %14s %14s\n' "$server" $(((get - base) / 300)) $(((list - base) / 100)) $(((post - base) / 200))
+    printf '%-40s %14s %14s %14s %14s\n' "$server" $(((get - base) / 300)) $(((keyed - keyed_base) / 300)) $(((list - base) / 100)) $(((post - base) / 200))
 done

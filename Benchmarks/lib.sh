@@ -151,3 +151,9 @@ SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(h
 FROM n;
 SQL
 }
+
+# bench_admin_key SERVER DATABASE: a new admin API key on the (stopped) server's database,
+# for the writes a benchmark makes.
+bench_admin_key() {
+    "$1" keys create --role admin --name bench --database "$2" 2>/dev/null
+}

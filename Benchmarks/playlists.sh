@@ -26,6 +26,7 @@ trap '[ -n "$ours" ] && kill $ours 2>/dev/null; bench_nginx_stop "$work"; rm -rf
 "$server" migrate --database "$database" >/dev/null
 bench_seed_items "$database" "$items"
 sqlite3 "$database" "SELECT id FROM playable_items" > "$work/items.txt"
+key=$(bench_admin_key "$server" "$database")
 
 "$server" --port "$ours_port" --loop-threads "$BENCH_WORKERS" --database "$database" --no-seed --log-level warning >/dev/null &
 ours=$!
@@ -36,10 +37,10 @@ base="http://127.0.0.1:$ours_port"
 mkdir -p "$work/static/v1/playlists"
 : > "$work/playlists.txt"
 for i in $(seq 1 $playlists); do
-    id=$(curl -sf -X POST -H 'Content-Type: application/json' -d "{\"title\":\"Playlist $i\",\"description\":\"Fifty videos.\"}" \
+    id=$(curl -sf -X POST -H 'Content-Type: application/json' -H "Authorization: Bearer $key" -d "{\"title\":\"Playlist $i\",\"description\":\"Fifty videos.\"}" \
         "$base/v1/playlists" | jq -r .id)
     shuf -n 50 "$work/items.txt" | jq -R . | jq -sc '{playableItemIds: .}' \
-        | curl -sf -X PUT -H 'Content-Type: application/json' --data-binary @- "$base/v1/playlists/$id/entries" >/dev/null
+        | curl -sf -X PUT -H 'Content-Type: application/json' -H "Authorization: Bearer $key" --data-binary @- "$base/v1/playlists/$id/entries" >/dev/null
     curl -sf "$base/v1/playlists/$id?include=entries" -o "$work/static/v1/playlists/$id"
     echo "$id" >> "$work/playlists.txt"
 done
@@ -71,17 +72,17 @@ done
 echo "  ours/nginx: $(printf '%s%% ' "${ratios[@]}")-> mean $(printf '%s\n' "${ratios[@]}" | awk '{ s += $1 } END { printf "%.1f%%", s / NR }')   (target 15%)"
 
 # A 10,000-entry playlist.
-long=$(curl -sf -X POST -H 'Content-Type: application/json' -d '{"title":"Ten thousand"}' "$base/v1/playlists" | jq -r .id)
+long=$(curl -sf -X POST -H 'Content-Type: application/json' -H "Authorization: Bearer $key" -d '{"title":"Ten thousand"}' "$base/v1/playlists" | jq -r .id)
 for _ in $(seq 1 10); do cat "$work/items.txt"; done | jq -R . | jq -sc '{playableItemIds: .}' > "$work/forward.json"
 jq -c '{playableItemIds: (.playableItemIds | reverse)}' "$work/forward.json" > "$work/reverse.json"
-curl -sf -X PUT -H 'Content-Type: application/json' --data-binary @"$work/forward.json" "$base/v1/playlists/$long/entries" | jq -e '.entryCount == 10000' >/dev/null
+curl -sf -X PUT -H 'Content-Type: application/json' -H "Authorization: Bearer $key" --data-binary @"$work/forward.json" "$base/v1/playlists/$long/entries" | jq -e '.entryCount == 10000' >/dev/null
 entry=$(curl -sf "$base/v1/playlists/$long/entries?limit=1" | jq -r '.items[0].entryId')
 cat > "$work/move.lua" <<LUA
 local i = 0
 request = function()
   i = i + 1
   local position = (i % 2 == 1) and 9999 or 0
-  return wrk.format("PATCH", "/v1/playlists/$long/entries/$entry", {["Content-Type"] = "application/merge-patch+json"},
+  return wrk.format("PATCH", "/v1/playlists/$long/entries/$entry", {["Content-Type"] = "application/merge-patch+json", ["Authorization"] = "Bearer $key"},
                     '{"position":' .. position .. '}')
 end
 LUA

@@ -117,13 +117,15 @@ public enum Rules {
         }
     }
 
-    /// The longest email address accepted, in bytes (RFC 5321's path limit less its brackets).
-    public static let maxEmailBytes = 254
+    /// The longest email address accepted, in Unicode scalars (RFC 5321's path limit less
+    /// its brackets; at most 1,016 bytes).
+    public static let maxEmailLength = 254
 
     /// An email address: one `@` between a non-empty local part and a non-empty domain,
-    /// no spaces or control characters, at most ``maxEmailBytes`` bytes.
+    /// no spaces or control characters, at most ``maxEmailLength`` Unicode scalars (what
+    /// JSON Schema's `maxLength` counts).
     public static func email(_ value: String) -> Violation? {
-        if value.utf8.count > maxEmailBytes { return Violation(.tooLong, "Must be at most \(maxEmailBytes) bytes.") }
+        if value.unicodeScalars.count > maxEmailLength { return Violation(.tooLong, "Must be at most \(maxEmailLength) characters.") }
         let parts = value.split(separator: "@", omittingEmptySubsequences: false)
         let clean = !value.unicodeScalars.contains { $0.properties.isWhitespace || $0.properties.generalCategory == .control }
         guard clean, parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {

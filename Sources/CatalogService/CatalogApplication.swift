@@ -70,7 +70,7 @@ public final class CatalogApplication: Sendable {
     /// Whether this start loaded the demo catalog.
     public let seeded: Bool
     /// The release of this build.
-    public static let version = "0.3.0"
+    public static let version = "0.4.0"
 
     /// Opens the database (applying migrations and, when asked and empty, the demo
     /// catalog) and builds the server. Nothing listens until ``start()``.

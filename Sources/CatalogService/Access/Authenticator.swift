@@ -35,30 +35,29 @@ final class Authenticator: Sendable {
     }
 
     /// The caller `request` names: anonymous without `Authorization`.
-    /// - Throws: 401 `invalidToken` for anything but one well-formed, valid bearer credential.
-    func authenticate(_ request: HTTPRequest) throws(APIError) -> Outcome {
+    /// - Throws: 401 `invalidToken` for anything but one well-formed, valid bearer
+    ///   credential; the store's error (503) when the database cannot say.
+    func authenticate(_ request: HTTPRequest) throws -> Outcome {
         let fields = request.headers.rawValues(for: "authorization")
         guard let field = fields.first else { return .now(.anonymous) }
-        guard fields.count == 1, let token = Self.bearerToken(field) else { throw .invalidToken }
-        let digest = Crypto.sha256(token)
-        let now = Timestamp.milliseconds(Date())
+        guard fields.count == 1, let token = Self.bearerToken(field) else { throw APIError.invalidToken }
+        let digest = CredentialMemory.Digest(Crypto.sha256(token))
+        let now = Self.milliseconds()
         if let remembered = memory.recall(digest, now: now) {
             recordUse(remembered, digest: digest, now: now)
             return .now(Caller(remembered.credential))
         }
         let generation = memory.generation
         if APIKeySecret.looksLikeKey(token) {
-            guard let credential = try? accounts.key(digest: digest) else { throw .invalidToken }
-            if let expires = credential.expires, expires <= now { throw .invalidToken }
+            guard let credential = try accounts.key(digest: digest.bytes) else { throw APIError.invalidToken }
+            if let expires = credential.expires, expires <= now { throw APIError.invalidToken }
             memory.remember(digest, credential, until: credential.expires ?? .max, generation: generation)
             recordUse(memory.recall(digest, now: now), digest: digest, now: now)
             return .now(Caller(credential))
         }
-        guard let tokens, let identity = try? tokens.verify(token) else { throw .invalidToken }
+        guard let tokens, let identity = try? tokens.verify(token) else { throw APIError.invalidToken }
         let expires = Int64(min(identity.expires * 1000, Double(Int64.max / 2)))
-        let known: StoredCredential?
-        do { known = try accounts.user(issuer: identity.issuer, subject: identity.subject) } catch { throw .invalidToken }
-        if let known {
+        if let known = try accounts.user(issuer: identity.issuer, subject: identity.subject) {
             memory.remember(digest, known, until: expires, generation: generation)
             return .now(Caller(known))
         }
@@ -77,7 +76,7 @@ final class Authenticator: Sendable {
     func forget(key: CatalogID) { memory.forget { $0.keyID == key } }
 
     /// Writes the key's last use when the last write is older than the interval.
-    private func recordUse(_ remembered: CredentialMemory.Entry?, digest: [UInt8], now: Int64) {
+    private func recordUse(_ remembered: CredentialMemory.Entry?, digest: CredentialMemory.Digest, now: Int64) {
         guard let remembered, let key = remembered.credential.keyID, now - remembered.lastRecorded >= Self.useRecordInterval else { return }
         memory.markRecorded(digest, at: now)
         accounts.recordUse(ofKey: key, at: now)
@@ -86,31 +85,36 @@ final class Authenticator: Sendable {
     /// The token of `Bearer <token68>` (the scheme in any case, then one or more spaces),
     /// when well-formed and at most ``maxTokenBytes``.
     static func bearerToken(_ value: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
-        let scheme = Array("bearer".utf8)
-        guard value.count > scheme.count + 1, zip(value.prefix(scheme.count), scheme).allSatisfy({ $0 | 0x20 == $1 }) else { return nil }
-        var rest = value.dropFirst(scheme.count)
-        guard rest.first == UInt8(ascii: " ") else { return nil }
-        while rest.first == UInt8(ascii: " ") { rest = rest.dropFirst() }
-        while rest.last == UInt8(ascii: " ") || rest.last == UInt8(ascii: "\t") { rest = rest.dropLast() }
-        guard !rest.isEmpty, rest.count <= maxTokenBytes else { return nil }
-        // token68: letters, digits and -._~+/, then optional padding.
-        var padding = false
-        for byte in rest {
-            let isPad = byte == UInt8(ascii: "=")
-            if padding && !isPad { return nil }
-            padding = padding || isPad
-            guard isPad || ASCIIClass.isToken68(byte) else { return nil }
+        let range: Range<Int>? = value.withUnsafeBufferPointer { bytes in
+            let scheme: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0x62, 0x65, 0x61, 0x72, 0x65, 0x72)  // "bearer"
+            guard bytes.count > 7, bytes[0] | 0x20 == scheme.0, bytes[1] | 0x20 == scheme.1, bytes[2] | 0x20 == scheme.2,
+                  bytes[3] | 0x20 == scheme.3, bytes[4] | 0x20 == scheme.4, bytes[5] | 0x20 == scheme.5, bytes[6] == 0x20 else { return nil }
+            var start = 7, end = bytes.count
+            while start < end, bytes[start] == 0x20 { start += 1 }
+            guard start < end, end - start <= maxTokenBytes else { return nil }
+            // token68: letters, digits and -._~+/, then optional padding.
+            var index = start
+            while index < end, isToken68(bytes[index]) { index += 1 }
+            while index < end, bytes[index] == UInt8(ascii: "=") { index += 1 }
+            guard index == end, bytes[start] != UInt8(ascii: "=") else { return nil }
+            return start..<end
         }
-        return rest
+        return range.map { value[(value.startIndex + $0.lowerBound)..<(value.startIndex + $0.upperBound)] }
     }
-}
 
-/// Byte classes for credentials.
-private enum ASCIIClass {
-    static func isToken68(_ byte: UInt8) -> Bool {
-        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-            || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
-            || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "/")
+    /// Whether a token68 holds `byte` before its padding.
+    @inline(__always) private static func isToken68(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D, 0x2E, 0x5F, 0x7E, 0x2B, 0x2F: true  // digits, letters, - . _ ~ + /
+        default: false
+        }
+    }
+
+    /// Milliseconds since 1970, from the system clock (no `Date` on the hot path).
+    static func milliseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
     }
 }
 
@@ -119,6 +123,29 @@ private enum ASCIIClass {
 /// checked again). A generation number moves on every forgetting, so a lookup that
 /// began before it is not remembered after it.
 final class CredentialMemory: Sendable {
+    /// A SHA-256 digest as four words: hashed and compared without a loop over bytes.
+    struct Digest: Hashable, Sendable {
+        let words: (UInt64, UInt64, UInt64, UInt64)
+
+        init(_ bytes: [UInt8]) {
+            words = bytes.withUnsafeBytes { raw in
+                (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                 raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+            }
+        }
+
+        var bytes: [UInt8] {
+            withUnsafeBytes(of: words) { Array($0) }
+        }
+
+        static func == (lhs: Digest, rhs: Digest) -> Bool { lhs.words == rhs.words }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(words.0)
+            hasher.combine(words.1)
+        }
+    }
+
     struct Entry: Sendable {
         let credential: StoredCredential
         /// When it stops being valid, in milliseconds.
@@ -128,7 +155,7 @@ final class CredentialMemory: Sendable {
     }
 
     private struct State {
-        var entries: [[UInt8]: Entry] = [:]
+        var entries: [Digest: Entry] = [:]
         var generation: UInt64 = 0
     }
 
@@ -139,7 +166,7 @@ final class CredentialMemory: Sendable {
 
     var generation: UInt64 { state.withLock { $0.generation } }
 
-    func recall(_ digest: [UInt8], now: Int64) -> Entry? {
+    func recall(_ digest: Digest, now: Int64) -> Entry? {
         state.withLock { state in
             guard let entry = state.entries[digest] else { return nil }
             guard entry.until > now else {
@@ -150,7 +177,7 @@ final class CredentialMemory: Sendable {
         }
     }
 
-    func remember(_ digest: [UInt8], _ credential: StoredCredential, until: Int64, generation: UInt64) {
+    func remember(_ digest: Digest, _ credential: StoredCredential, until: Int64, generation: UInt64) {
         state.withLock { state in
             guard state.generation == generation else { return }
             if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
@@ -158,7 +185,7 @@ final class CredentialMemory: Sendable {
         }
     }
 
-    func markRecorded(_ digest: [UInt8], at time: Int64) {
+    func markRecorded(_ digest: Digest, at time: Int64) {
         state.withLock { $0.entries[digest]?.lastRecorded = time }
     }
 

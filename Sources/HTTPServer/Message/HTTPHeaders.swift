@@ -58,7 +58,9 @@ public struct HTTPHeaders: Sendable, Sequence {
     /// Every value of the fields named `name`, in order, as the bytes received (no
     /// `String` is made: for values that are secrets, or that may be large).
     public func rawValues(for name: String) -> [ArraySlice<UInt8>] {
-        fields.indices.filter { nameEquals($0, name) }.map(valueBytes(at:))
+        var values: [ArraySlice<UInt8>] = []
+        for index in fields.indices where nameEquals(index, name) { values.append(valueBytes(at: index)) }
+        return values
     }
 
     /// The fields as (name, value) pairs, in the order received.
