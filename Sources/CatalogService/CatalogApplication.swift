@@ -67,6 +67,7 @@ public final class CatalogApplication: Sendable {
     /// Every route with who may call it, as `METHOD pattern access` (for the role × route test).
     public let routeTable: [(method: String, pattern: String, access: String)]
     private let tokens: (verifier: TokenVerifier, settings: IdentityTokenSettings)?
+    private let authenticator: Authenticator
     /// Whether this start loaded the demo catalog.
     public let seeded: Bool
     /// The release of this build.
@@ -95,7 +96,7 @@ public final class CatalogApplication: Sendable {
         } else {
             tokens = nil
         }
-        let authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier)
+        authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier)
         var routes = Routes(authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads)
         Self.register(in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups)
         routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }
@@ -150,6 +151,8 @@ public final class CatalogApplication: Sendable {
     public func reloadIdentityKeys() throws -> Int {
         guard let tokens else { return 0 }
         tokens.verifier.replaceKeys(try tokens.settings.loadKeys())
+        // Tokens signed by a key no longer there must not go on working from memory.
+        authenticator.forgetIdentityTokens()
         return tokens.verifier.keyCount
     }
 

@@ -24,11 +24,14 @@ import TestSupport
     }
 
     static func claims(subject: String = "user-1", issuer: String = issuer, audience: Any = audience, expires: Double = 600, notBefore: Double? = nil,
-                       email: String? = nil) -> [String: Any] {
+                       email: String? = nil, emailVerified: Bool = true) -> [String: Any] {
         let now = Date().timeIntervalSince1970
         var claims: [String: Any] = ["iss": issuer, "sub": subject, "aud": audience, "iat": Int(now), "exp": Int(now + expires)]
         if let notBefore { claims["nbf"] = Int(now + notBefore) }
-        if let email { claims["email"] = email }
+        if let email {
+            claims["email"] = email
+            claims["email_verified"] = emailVerified
+        }
         return claims
     }
 
@@ -49,8 +52,9 @@ import TestSupport
         let again = try await Self.me(catalog, token: ec.token(Self.claims(audience: ["someone-else", Self.audience])))
         #expect(try again.decode(User.self).id == user.id)
         // Another subject is another user; a token may post as its user.
-        let other = try await Self.me(catalog, token: ec.token(Self.claims(subject: "user-2")))
+        let other = try await Self.me(catalog, token: ec.token(Self.claims(subject: "user-2", email: "eve@example.com", emailVerified: false)))
         #expect(try other.decode(User.self).id != user.id)
+        #expect(try other.decode(User.self).email == nil, "an email the provider did not verify is not copied")
         // Within the 60 s leeway: expired 30 s ago, or valid from 30 s on, still accepted.
         #expect(try await Self.me(catalog, token: rsa.token(Self.claims(expires: -30))).status == 200)
         #expect(try await Self.me(catalog, token: rsa.token(Self.claims(notBefore: 30))).status == 200)
@@ -103,10 +107,13 @@ import TestSupport
         let (catalog, file) = try Self.catalog(trusting: [old])
         defer { try? FileManager.default.removeItem(at: file) }
         #expect(try await Self.me(catalog, token: new.token(Self.claims())).status == 401)
+        let accepted = old.token(Self.claims(subject: "before"))
+        #expect(try await Self.me(catalog, token: accepted).status == 200)
         try TokenSigner.keySet([new]).write(to: file)
         #expect(try catalog.application.reloadIdentityKeys() == 1)
         #expect(try await Self.me(catalog, token: new.token(Self.claims(subject: "fresh"))).status == 200)
         #expect(try await Self.me(catalog, token: old.token(Self.claims(subject: "stale"))).status == 401)
+        #expect(try await Self.me(catalog, token: accepted).status == 401, "a token of a removed key is not remembered past the reload")
         // A broken file keeps the keys in use.
         try Data("{\"keys\": [{\"kty\": \"oct\"}]}".utf8).write(to: file)
         #expect(throws: (any Error).self) { try catalog.application.reloadIdentityKeys() }
@@ -143,7 +150,23 @@ import TestSupport
             #expect(response.status == 401)
             #expect(response.problem?.code == "invalidToken")
         }
-        await expectProblem(401, "invalidToken") { try await Self.api(catalog, created.secret).me() }
+        // The client library says which refusal it was.
+        let revoked = await Self.refusal { _ = try await Self.api(catalog, created.secret).me() }
+        #expect(revoked == .unauthorized(try #require(revoked?.problem)) && revoked?.problem?.code == "invalidToken")
+        let lacking = await Self.refusal { _ = try await Self.api(catalog, member.key).games.create(GameInput(name: "G", imageName: "g")) }
+        #expect(lacking == .forbidden(try #require(lacking?.problem)) && lacking?.problem?.code == "forbidden")
+        let anonymous = await Self.refusal { _ = try await CatalogClient(baseURL: catalog.client.baseURL, timeout: 10).me() }
+        #expect(anonymous == .unauthorized(try #require(anonymous?.problem)) && anonymous?.problem?.code == "unauthenticated")
+    }
+
+    /// The client error `body` fails with; `nil` when it succeeds.
+    static func refusal(_ body: () async throws -> Void) async -> CatalogClientError? {
+        do {
+            try await body()
+            return nil
+        } catch {
+            return error as? CatalogClientError
+        }
     }
 
     @Test func aKeyOnceCheckedIsNotReadAgainButRevocationStillApplies() async throws {
@@ -181,6 +204,16 @@ import TestSupport
         // A key that expires stops working when it does.
         let brief = try await Self.api(catalog, member.key).apiKeys.create(APIKeyInput(name: "brief", expiresAt: Date(timeIntervalSinceNow: 1.5)))
         #expect(try await catalog.client(key: brief.secret).get("/v1/me").status == 200)
+        await expectProblem(403, "forbidden") { try await Self.api(catalog, brief.secret).apiKeys.create(APIKeyInput(name: "forever")) }
+        // A member key of an editor neither sees nor revokes the editor's own key.
+        let editorKeys = try await Self.api(catalog, editor.key).apiKeys.list().items
+        let memberKey = try await Self.api(catalog, editor.key).apiKeys.create(APIKeyInput(name: "member key"))
+        #expect(try await Self.api(catalog, memberKey.secret).apiKeys.list().items.map(\.id) == [memberKey.key.id])
+        for key in editorKeys {
+            #expect(try await catalog.client(key: memberKey.secret).get("/v1/api-keys/\(key.id)").status == 404)
+            #expect(try await catalog.client(key: memberKey.secret).send("DELETE", "/v1/api-keys/\(key.id)").status == 404)
+        }
+        #expect(try await catalog.client(key: editor.key).get("/v1/me").status == 200)
         try await Task.sleep(for: .seconds(2))
         #expect(try await catalog.client(key: brief.secret).get("/v1/me").status == 401)
     }

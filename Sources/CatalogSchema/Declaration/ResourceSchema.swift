@@ -129,6 +129,6 @@ public enum ListScope: Sendable, Hashable {
     case repliesTo(comment: CatalogID)
     /// The playlists holding a playable item.
     case playlistsContaining(item: CatalogID)
-    /// The API keys of a user.
-    case keysOf(user: CatalogID)
+    /// The API keys of a user whose role is at most `upTo`.
+    case keysOf(user: CatalogID, upTo: Role)
 }

@@ -49,7 +49,12 @@ final class Authenticator: Sendable {
         }
         let generation = memory.generation
         if APIKeySecret.looksLikeKey(token) {
-            guard let credential = try accounts.key(digest: digest.bytes) else { throw APIError.invalidToken }
+            // A key refused once stays refused (no new key can have its digest): no second read.
+            guard !memory.wasRefused(digest) else { throw APIError.invalidToken }
+            guard let credential = try accounts.key(digest: digest.bytes) else {
+                memory.refuse(digest)
+                throw APIError.invalidToken
+            }
             if let expires = credential.expires, expires <= now { throw APIError.invalidToken }
             memory.remember(digest, credential, until: credential.expires ?? .max, generation: generation)
             recordUse(memory.recall(digest, now: now), digest: digest, now: now)
@@ -74,6 +79,9 @@ final class Authenticator: Sendable {
 
     /// Forgets the API key `key` (revoked).
     func forget(key: CatalogID) { memory.forget { $0.keyID == key } }
+
+    /// Forgets every identity token checked (the provider's keys were read again: some may be gone).
+    func forgetIdentityTokens() { memory.forget { $0.keyID == nil } }
 
     /// Writes the key's last use when the last write is older than the interval.
     private func recordUse(_ remembered: CredentialMemory.Entry?, digest: CredentialMemory.Digest, now: Int64) {
@@ -119,9 +127,9 @@ final class Authenticator: Sendable {
 }
 
 /// Checked credentials by the SHA-256 of their token, shared by every event loop, with
-/// at most `capacity` entries (when full, it starts again empty: a credential is only
-/// checked again). A generation number moves on every forgetting, so a lookup that
-/// began before it is not remembered after it.
+/// at most `capacity` entries (when full, half are dropped: a credential is only checked
+/// again), and as many key-shaped tokens that named no key. A generation number moves on
+/// every forgetting, so a lookup that began before it is not remembered after it.
 final class CredentialMemory: Sendable {
     /// A SHA-256 digest as four words: hashed and compared without a loop over bytes.
     struct Digest: Hashable, Sendable {
@@ -156,6 +164,8 @@ final class CredentialMemory: Sendable {
 
     private struct State {
         var entries: [Digest: Entry] = [:]
+        /// Key-shaped tokens that name no key.
+        var refused: Set<Digest> = []
         var generation: UInt64 = 0
     }
 
@@ -180,8 +190,22 @@ final class CredentialMemory: Sendable {
     func remember(_ digest: Digest, _ credential: StoredCredential, until: Int64, generation: UInt64) {
         state.withLock { state in
             guard state.generation == generation else { return }
-            if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
-            state.entries[digest] = Entry(credential: credential, until: until, lastRecorded: 0)
+            if state.entries.count >= capacity {
+                // Half of them go, in the dictionary's (unpredictable) order: checked again when used.
+                for key in Array(state.entries.keys.prefix(capacity / 2)) { state.entries[key] = nil }
+            }
+            state.entries[digest] = Entry(credential: credential, until: until, lastRecorded: credential.lastUsed ?? 0)
+        }
+    }
+
+    func wasRefused(_ digest: Digest) -> Bool {
+        state.withLock { $0.refused.contains(digest) }
+    }
+
+    func refuse(_ digest: Digest) {
+        state.withLock { state in
+            if state.refused.count >= capacity { state.refused.removeAll(keepingCapacity: true) }
+            state.refused.insert(digest)
         }
     }
 

@@ -10,17 +10,20 @@ struct Caller: Sendable {
     let role: Role?
     /// The API key the request came with, if any.
     let keyID: CatalogID?
+    /// When that key expires (milliseconds since 1970), if it does.
+    let keyExpires: Int64?
 
-    static let anonymous = Caller(userID: nil, role: nil, keyID: nil)
+    static let anonymous = Caller(userID: nil, role: nil, keyID: nil, keyExpires: nil)
 
-    init(userID: CatalogID?, role: Role?, keyID: CatalogID?) {
+    init(userID: CatalogID?, role: Role?, keyID: CatalogID?, keyExpires: Int64?) {
         self.userID = userID
         self.role = role
         self.keyID = keyID
+        self.keyExpires = keyExpires
     }
 
     init(_ credential: StoredCredential) {
-        self.init(userID: credential.userID, role: credential.role, keyID: credential.keyID)
+        self.init(userID: credential.userID, role: credential.role, keyID: credential.keyID, keyExpires: credential.expires)
     }
 
     /// Whether the caller has `role` or a higher one.

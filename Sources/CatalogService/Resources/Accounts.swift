@@ -45,7 +45,8 @@ struct Accounts: Sendable {
 
         let key = keys.path + "/{id}"
         routes.add(.GET, keys.path, .member, keys.list(scope: { _, caller throws(APIError) in
-            caller.has(.admin) ? nil : .keysOf(user: try caller.user())
+            // Keys above the caller's own role are not a member key's to see or revoke.
+            caller.has(.admin) ? nil : .keysOf(user: try caller.user(), upTo: caller.role ?? .member)
         }))
         routes.add(.POST, keys.path, .member, keys.write(createKey))
         routes.add(.GET, key, .member, .inline { [self] request, caller in
@@ -93,6 +94,10 @@ struct Accounts: Sendable {
         if let owner = values[column: "user_id"]?.text, owner != user.rawValue, !caller.has(.admin) {
             throw APIError.forbidden("Only admins create keys for other users.")
         }
+        // A key that expires cannot make one that outlives it.
+        if let limit = caller.keyExpires, (values[column: "expires_at"]?.integer).map({ $0 > limit }) ?? true {
+            throw APIError.forbidden("The key used expires; a key it creates must expire no later than \(Timestamp.string(milliseconds: limit)).")
+        }
         let secret: APIKeySecret
         do { secret = try APIKeySecret() } catch { throw StoreError.unavailable("No random bytes are available.") }
         store.createKey(values, caller: user, digest: secret.digest, prefix: secret.displayed) { result in
@@ -101,8 +106,10 @@ struct Accounts: Sendable {
                 var json = key.json
                 if json.last == UInt8(ascii: "}") { json.removeLast() }
                 json += Array(",\"secret\":\"\(secret.text)\"}".utf8)
-                return ResourceEndpoints<APIKey, APIKeyInput>.created(RenderedResource(id: key.id, version: key.version, json: json),
-                                                                      in: ResourceSchema.apiKey)
+                var response = ResourceEndpoints<APIKey, APIKeyInput>.created(RenderedResource(id: key.id, version: key.version, json: json),
+                                                                              in: ResourceSchema.apiKey)
+                response.headers.append(("Cache-Control", "no-store"))
+                return response
             })
         }
     }
@@ -118,9 +125,10 @@ struct Accounts: Sendable {
         }
     }
 
-    /// 404 unless the key `id` is the caller's or the caller is an admin.
+    /// 404 unless the key `id` is the caller's, with a role no higher than the caller's,
+    /// or the caller is an admin.
     private func checkOwnsKey(_ id: CatalogID, _ caller: Caller) throws {
         guard !caller.has(.admin) else { return }
-        guard let owner = try store.owner(ofKey: id), caller.is(owner) else { throw APIError.notFound }
+        guard let key = try store.owner(ofKey: id), caller.is(key.user), caller.has(key.role) else { throw APIError.notFound }
     }
 }

@@ -14,6 +14,8 @@ public struct StoredCredential: Sendable, Hashable {
     public let keyID: CatalogID?
     /// When the key expires (milliseconds since 1970), if it does.
     public let expires: Int64?
+    /// When the key's use was last recorded (milliseconds since 1970), if ever.
+    public var lastUsed: Int64? = nil
 }
 
 /// Users, their API keys and identities: what the access layer reads on a credential's
@@ -39,8 +41,10 @@ public final class AccountStore: Sendable {
                 """).execute(arguments: [id.rawValue, Timestamp.milliseconds(Date())])
         }))
         keys = ResourceStore(.apiKey, database: database, relations: Relations(filter: { scope in
-            guard case .keysOf = scope else { return nil }
-            return "t.user_id = ?"
+            guard case let .keysOf(_, highest) = scope else { return nil }
+            // The roles are the model's own names, never a caller's text.
+            let roles = Role.allCases.filter { $0 <= highest }.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+            return "t.user_id = ? AND t.role IN (\(roles))"
         }))
         let creation = ResourceSchema.apiKey.creationColumns
         keyCreationMembers = creation.map(\.index)
@@ -55,14 +59,14 @@ public final class AccountStore: Sendable {
         try guarded {
             try database.read { db in
                 guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-                    SELECT k.id, k.user_id, k.role, u.role, k.expires_at, k.secret_hash FROM api_keys k JOIN users u ON u.id = k.user_id
+                    SELECT k.id, k.user_id, k.role, u.role, k.expires_at, k.secret_hash, k.last_used_at FROM api_keys k JOIN users u ON u.id = k.user_id
                     WHERE k.secret_hash = ?
                     """), arguments: [Data(digest)]) else { return nil }
                 // The index found it by equality; the comparison that decides is constant-time.
                 let stored: Data = row[5]
                 guard Crypto.constantTimeEqual(Array(stored), digest), let keyID = CatalogID(row[0] as String), let userID = CatalogID(row[1] as String)
                 else { return nil }
-                return StoredCredential(userID: userID, role: min(Self.role(row[2]), Self.role(row[3])), keyID: keyID, expires: row[4])
+                return StoredCredential(userID: userID, role: min(Self.role(row[2]), Self.role(row[3])), keyID: keyID, expires: row[4], lastUsed: row[6])
             }
         }
     }
@@ -104,12 +108,15 @@ public final class AccountStore: Sendable {
 
     // MARK: Keys
 
-    /// The user whose key `id` is; `nil` when there is no such key.
-    public func owner(ofKey id: CatalogID) throws(StoreError) -> CatalogID? {
+    /// The user whose key `id` is, with the key's role; `nil` when there is no such key.
+    public func owner(ofKey id: CatalogID) throws(StoreError) -> (user: CatalogID, role: Role)? {
         try guarded {
-            try database.read { db in try String.fetchOne(db.cachedStatement(sql: "SELECT user_id FROM api_keys WHERE id = ?"), arguments: [id.rawValue]) }
-        }.flatMap(CatalogID.init)
+            try database.read { db in try Row.fetchOne(db.cachedStatement(sql: "SELECT user_id, role FROM api_keys WHERE id = ?"), arguments: [id.rawValue]) }
+        }.flatMap { row in CatalogID(row[0] as String).map { ($0, Self.role(row[1])) } }
     }
+
+    /// The most keys one user may have.
+    public static let maxKeysPerUser = 100
 
     /// Creates a key from `values` (read by ``ResourceSchema/creation`` of keys) for the
     /// user they name, or `caller` when they name none, with the secret's
@@ -137,6 +144,10 @@ public final class AccountStore: Sendable {
                 errors.append(Violation(.outOfRange, "Must be in the future.").at(values.fields[expiresIndex].pointer))
             }
             guard errors.isEmpty else { throw StoreError.invalid(errors) }
+            let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM api_keys WHERE user_id = ?"), arguments: [values.values[userIndex]?.text]) ?? 0
+            guard count < Self.maxKeysPerUser else {
+                throw StoreError.conflict("A user has at most \(Self.maxKeysPerUser) API keys; revoke one first.")
+            }
             let arguments = [CatalogID().rawValue] + keys.arguments(values, keyCreationMembers) + [now, now, 1, prefix, Data(digest)]
             return try keys.renderWritten(db, insertKeySQL, StatementArguments(arguments))
         }

@@ -126,7 +126,7 @@ extension ListScope {
         switch self {
         case let .commentsOn(item), let .playlistsContaining(item): item
         case let .repliesTo(comment): comment
-        case let .keysOf(user): user
+        case let .keysOf(user, _): user
         }
     }
 }

@@ -394,7 +394,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// same error. A frozen resource (a comment tombstone) is a `conflict`.
     package func update(_ id: CatalogID, preconditions: WritePreconditions, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void,
                         transform: @escaping @Sendable ([String: JSONValue]) throws -> FieldValues) {
-        submit(completion) { [self] db in
+        submit(atomic: relations.didUpdate != nil, completion) { [self] db in
             let (document, version) = try editableDocument(db, id)
             // The content is checked first (422 before 412), as for PUT, whose body is
             // validated before it reaches the store.
