@@ -22,10 +22,12 @@ struct Accounts: Sendable {
         self.authenticator = authenticator
         var users = ResourceEndpoints(catalog.accounts.users, catalog: catalog, metrics: metrics)
         // A user's email is for the user and admins.
-        let publicFields = catalog.accounts.users.mask(Set(catalog.accounts.users.fieldNames).subtracting(ResourceSchema.privateUserFields)) ?? .all
+        guard let publicFields = catalog.accounts.users.mask(Set(catalog.accounts.users.fieldNames).subtracting(ResourceSchema.privateUserFields)) else {
+            preconditionFailure("A user's public fields are fields of the user declaration.")
+        }
         users.visibleFields = { caller, id in caller.has(.admin) || caller.is(id) ? .all : publicFields }
         self.users = users
-        keys = ResourceEndpoints(catalog.accounts.keys, catalog: catalog, metrics: metrics, descendingByDefault: false)
+        keys = ResourceEndpoints(catalog.accounts.keys, catalog: catalog, metrics: metrics)
         profile = ResourceSchema.user.edit.excluding(["role"])
     }
 
