@@ -9,7 +9,7 @@ public struct VerifiedIdentity: Sendable, Hashable {
     public let issuer: String
     /// The subject (`sub`): the user's id at the issuer.
     public let subject: String
-    /// The `email` claim, when `email_verified` says the provider checked it.
+    /// The `email` claim, unless `email_verified` says the provider did not check it.
     public let email: String?
     /// `exp`, in seconds since 1970.
     public let expires: Double
@@ -93,7 +93,7 @@ public final class TokenVerifier: Sendable {
         guard case let .string(subject)? = claims["sub"], !subject.isEmpty, subject.utf8.count <= 255 else { throw Rejection("no sub") }
         // Some providers send the flag as a string.
         var email: String?
-        if case let .string(text)? = claims["email"], claims["email_verified"] == .bool(true) || claims["email_verified"] == .string("true") {
+        if case let .string(text)? = claims["email"], claims["email_verified"] != .bool(false), claims["email_verified"] != .string("false") {
             email = text
         }
         return VerifiedIdentity(issuer: issuer, subject: subject, email: email, expires: expires)
