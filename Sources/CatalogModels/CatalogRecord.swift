@@ -96,6 +96,22 @@ public struct PlaylistRecord: Codable, Sendable, Hashable {
         self.version = version
     }
 
+    private enum CodingKeys: String, CodingKey { case id, title, description, ownerId, visibility, entries, createdAt, updatedAt, version }
+
+    /// Decodes a record; exports made before accounts have no owner or visibility (public).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(CatalogID.self, forKey: .id)
+        title = try container.decode(String.self, forKey: .title)
+        description = try container.decode(String.self, forKey: .description)
+        ownerId = try container.decodeIfPresent(CatalogID.self, forKey: .ownerId)
+        visibility = try container.decodeIfPresent(Visibility.self, forKey: .visibility) ?? .public
+        entries = try container.decode([Entry].self, forKey: .entries)
+        createdAt = try container.decode(Date.self, forKey: .createdAt)
+        updatedAt = try container.decode(Date.self, forKey: .updatedAt)
+        version = try container.decode(Int.self, forKey: .version)
+    }
+
     /// The record of `playlist` with `entries`.
     public init(_ playlist: Playlist, entries: [PlaylistEntry]) {
         self.init(id: playlist.id, title: playlist.title, description: playlist.description, ownerId: playlist.ownerId, visibility: playlist.visibility,

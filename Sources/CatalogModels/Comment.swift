@@ -45,6 +45,27 @@ public struct Comment: Codable, Sendable, Hashable, Identifiable {
         self.updatedAt = updatedAt
         self.version = version
     }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, playableItemId, parentId, author, authorId, authorDeleted, body, deleted, replyCount, createdAt, updatedAt, version
+    }
+
+    /// Decodes a comment; exports made before accounts have no `authorDeleted` (false).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(CatalogID.self, forKey: .id)
+        playableItemId = try container.decode(CatalogID.self, forKey: .playableItemId)
+        parentId = try container.decodeIfPresent(CatalogID.self, forKey: .parentId)
+        author = try container.decode(String.self, forKey: .author)
+        authorId = try container.decodeIfPresent(CatalogID.self, forKey: .authorId)
+        authorDeleted = try container.decodeIfPresent(Bool.self, forKey: .authorDeleted) ?? false
+        body = try container.decodeIfPresent(String.self, forKey: .body)
+        deleted = try container.decode(Bool.self, forKey: .deleted)
+        replyCount = try container.decode(Int.self, forKey: .replyCount)
+        createdAt = try container.decode(Date.self, forKey: .createdAt)
+        updatedAt = try container.decode(Date.self, forKey: .updatedAt)
+        version = try container.decode(Int.self, forKey: .version)
+    }
 }
 
 /// The body of `POST /v1/playable-items/{id}/comments`. The author is the caller.

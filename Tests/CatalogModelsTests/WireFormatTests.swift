@@ -110,3 +110,24 @@ import Testing
         #expect(GameInput(name: "Joust", imageName: "joust").validationErrors().isEmpty)
     }
 }
+
+/// Exports made before accounts still decode: no owner, public, author not deleted.
+@Suite struct EarlierExportTests {
+    @Test func recordsWithoutAccountsDecode() throws {
+        let json = """
+            {"records":[
+            {"type":"playlist","data":{"id":"4b7f8c2e-0f7a-4c64-9a55-0e6bb1c4a6d2","title":"Old","description":"","entries":[],
+             "createdAt":"2025-01-31T12:00:00.000Z","updatedAt":"2025-01-31T12:00:00.000Z","version":1}},
+            {"type":"comment","data":{"id":"5b7f8c2e-0f7a-4c64-9a55-0e6bb1c4a6d2","playableItemId":"6b7f8c2e-0f7a-4c64-9a55-0e6bb1c4a6d2",
+             "author":"Ana","body":"Hi","deleted":false,"replyCount":0,
+             "createdAt":"2025-01-31T12:00:00.000Z","updatedAt":"2025-01-31T12:00:00.000Z","version":1}}]}
+            """
+        let request = try CatalogJSON.makeDecoder().decode(ImportRequest.self, from: Data(json.utf8))
+        guard case let .playlist(playlist) = request.records[0], case let .comment(comment) = request.records[1] else {
+            Issue.record("wrong record types")
+            return
+        }
+        #expect(playlist.visibility == .public && playlist.ownerId == nil)
+        #expect(comment.authorDeleted == false && comment.authorId == nil && comment.author == "Ana")
+    }
+}
