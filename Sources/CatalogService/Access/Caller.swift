@@ -12,18 +12,23 @@ struct Caller: Sendable {
     let keyID: CatalogID?
     /// When that key expires (milliseconds since 1970), if it does.
     let keyExpires: Int64?
+    /// Whether the credential carries its user's whole role (not a weaker key of a
+    /// stronger user): what deleting the account takes.
+    let hasUsersRole: Bool
 
-    static let anonymous = Caller(userID: nil, role: nil, keyID: nil, keyExpires: nil)
+    static let anonymous = Caller(userID: nil, role: nil, keyID: nil, keyExpires: nil, hasUsersRole: false)
 
-    init(userID: CatalogID?, role: Role?, keyID: CatalogID?, keyExpires: Int64?) {
+    init(userID: CatalogID?, role: Role?, keyID: CatalogID?, keyExpires: Int64?, hasUsersRole: Bool) {
         self.userID = userID
         self.role = role
         self.keyID = keyID
         self.keyExpires = keyExpires
+        self.hasUsersRole = hasUsersRole
     }
 
     init(_ credential: StoredCredential) {
-        self.init(userID: credential.userID, role: credential.role, keyID: credential.keyID, keyExpires: credential.expires)
+        self.init(userID: credential.userID, role: credential.role, keyID: credential.keyID, keyExpires: credential.expires,
+                  hasUsersRole: credential.hasUsersRole)
     }
 
     /// Whether the caller has `role` or a higher one.

@@ -43,7 +43,11 @@ struct Accounts: Sendable {
         routes.add(.PATCH, "/v1/me", .member, users.write { [users, profile] request, caller, done in
             try users.patch(caller.user(), request, accepting: profile, done)
         })
-        routes.add(.DELETE, "/v1/me", .member, users.write { request, caller, done in try deleteUser(caller.user(), request, done) })
+        routes.add(.DELETE, "/v1/me", .member, users.write { request, caller, done in
+            // A weaker key of a stronger user (a member key of an admin) cannot end the account.
+            guard caller.hasUsersRole else { throw APIError.forbidden("Deleting an account takes a credential with the account's whole role.") }
+            try deleteUser(caller.user(), request, done)
+        })
 
         let key = keys.path + "/{id}"
         routes.add(.GET, keys.path, .member, keys.list(scope: { _, caller throws(APIError) in

@@ -10,6 +10,8 @@ public struct StoredCredential: Sendable, Hashable {
     public let userID: CatalogID
     /// What the credential may do: the lower of its key's role and its user's.
     public let role: Role
+    /// Whether that is all its user may do (not a weaker key of a stronger user).
+    public var hasUsersRole = true
     /// The API key, when the credential is one.
     public let keyID: CatalogID?
     /// When the key expires (milliseconds since 1970), if it does.
@@ -66,7 +68,9 @@ public final class AccountStore: Sendable {
                 let stored: Data = row[5]
                 guard Crypto.constantTimeEqual(Array(stored), digest), let keyID = CatalogID(row[0] as String), let userID = CatalogID(row[1] as String)
                 else { return nil }
-                return StoredCredential(userID: userID, role: min(Self.role(row[2]), Self.role(row[3])), keyID: keyID, expires: row[4], lastUsed: row[6])
+                let keyRole = Self.role(row[2]), userRole = Self.role(row[3])
+                return StoredCredential(userID: userID, role: min(keyRole, userRole), hasUsersRole: keyRole >= userRole, keyID: keyID, expires: row[4],
+                                        lastUsed: row[6])
             }
         }
     }
