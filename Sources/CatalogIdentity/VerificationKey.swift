@@ -143,7 +143,4 @@ public struct KeySet: Sendable {
         }
         self.keys = keys
     }
-
-    /// No keys: every token is refused.
-    public init() { keys = [:] }
 }

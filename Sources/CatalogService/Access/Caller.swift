@@ -62,7 +62,7 @@ struct Caller: Sendable {
 }
 
 /// Who may call a route, before what the handler checks of ownership.
-enum Access: String, Sendable, CaseIterable {
+enum Access: String, Sendable {
     /// Anyone, without looking at credentials: health, readiness, the contract.
     case open
     /// Anyone, unless reads require a credential (`--require-auth-for-reads`); a credential
