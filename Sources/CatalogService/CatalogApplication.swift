@@ -105,7 +105,7 @@ public final class CatalogApplication: Sendable {
         reference.set(server)
         if let (host, port) = configuration.metricsListener {
             var router = Router()
-            router.add(.GET, "/metrics", .inline { _ in Self.metricsResponse(metrics, reference) })
+            router.add(.GET, "/metrics", .blocking { _ in Self.metricsResponse(metrics, reference) })
             var listener = ServerConfiguration()
             listener.host = host
             listener.port = port
@@ -125,7 +125,8 @@ public final class CatalogApplication: Sendable {
             try Health.readiness(draining: server.isShuttingDown, databaseReady: store.isReady(migrations: migrations))
         })
         routes.add(.GET, "/openapi.yaml", .open, .inline { _, _ in try contract.response() })
-        routes.add(.GET, "/metrics", .admin, .inline { _, _ in metricsResponse(metrics, server) })
+        // Off the event loop: rendering is not free, and a loop must stay free for requests.
+        routes.add(.GET, "/metrics", .admin, .blocking { _, _ in metricsResponse(metrics, server) })
         // Blocking: a backup copies the whole database.
         routes.add(.POST, "/admin/backups", .admin, .blocking { _, _ in try backups.create() })
         let imports = Imports(store: store)

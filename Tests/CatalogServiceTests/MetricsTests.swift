@@ -1,5 +1,9 @@
 import Foundation
 import Testing
+@testable import CatalogService
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `GET /metrics`, parsed as the Prometheus text exposition format.
 @Suite struct MetricsTests {
@@ -87,8 +91,65 @@ import Testing
         #expect(value("catalog_db_write_duration_seconds_count", [:]) == 1)
         #expect((value("catalog_db_read_duration_seconds_count", [:]) ?? 0) >= 3)
         #expect(value("catalog_http_open_connections", [:]) ?? 0 >= 1)
-        #expect(value("catalog_http_requests_in_flight", [:]) == 0)
+        #expect(value("catalog_http_requests_in_flight", [:]) == 1, "only this one, rendered off the event loop")
         #expect(value("catalog_http_rejected_total", ["reason": "tooManyConnections"]) == 0)
         #expect(value("catalog_build_info", [:]) == 1)
+    }
+
+    /// Issue 12, finding 1: 20,000 distinct method tokens once grew the metrics by 80 MB.
+    @Test func labelsStayBoundedWhateverMethodsClientsSend() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let port = try #require(catalog.client.baseURL.port)
+        // Pipelined on one connection: unknown methods get 501 (or 405 on a known path).
+        var head = ""
+        for index in 0..<300 {
+            let token = "X\(index)" + String(repeating: "Q", count: 200)
+            head += "\(token) \(index.isMultiple(of: 2) ? "/v1/games" : "/nowhere") HTTP/1.1\r\nHost: x\r\n\r\n"
+        }
+        head += "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        let answer = try RawConnection.exchange(port: port, Array(head.utf8))
+        #expect(answer.contains("HTTP/1.1 200 OK"), "the connection survived to the last request")
+        let text = try await catalog.client.get("/metrics").text
+        #expect(!text.contains("QQQQ"), "no client token is a label")
+        let samples = try Self.parse(text)
+        let methods = Set(samples.compactMap { $0.labels["method"] })
+        #expect(methods.isSubset(of: Metrics.methods.union(["OTHER", "-"])), "\(methods)")
+        let other = samples.filter { $0.name == "catalog_http_requests_total" && $0.labels["method"] == "OTHER" }.map(\.value).reduce(0, +)
+        #expect(other == 300)
+        #expect(text.utf8.count < 64 * 1024)
+    }
+}
+
+/// One raw TCP exchange with a local server: sends `bytes`, reads until the server closes
+/// (or 10 s pass), for requests no HTTP client library would send.
+enum RawConnection {
+    static func exchange(port: Int, _ bytes: [UInt8]) throws -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw URLError(.cannotConnectToHost) }
+        defer { close(fd) }
+        var wait = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw URLError(.cannotConnectToHost) }
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { break }
+            sent += count
+        }
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { break }
+            received += chunk[0..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
     }
 }

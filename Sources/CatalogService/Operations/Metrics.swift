@@ -3,7 +3,14 @@ import HTTPServer
 import Synchronization
 
 /// Prometheus metrics, served at `GET /metrics` in the text exposition format 0.0.4.
+///
+/// Every label set is bounded, whatever clients send: a route label is a registered
+/// pattern, `unmatched` or `-`; a method label is one of the methods the server
+/// implements or `OTHER`; a status is a three-digit code. The series are therefore at
+/// most routes × methods × statuses, and the exposition stays small.
 final class Metrics: Sendable {
+    /// The method labels: the methods the server implements; any other token counts as `OTHER`.
+    static let methods: Set<String> = Set(HTTPMethod.allCases.map(\.rawValue))
     /// A latency histogram with cumulative buckets, in seconds.
     struct Histogram {
         static let bounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
@@ -42,9 +49,11 @@ final class Metrics: Sendable {
     /// Records an answered request (the server's request observer).
     func observe(_ request: CompletedRequest) {
         let route = request.route ?? (request.method == "-" ? "-" : "unmatched")
+        let method = request.method == "-" || Self.methods.contains(request.method) ? request.method : "OTHER"
         let reason = request.route == nil ? Self.rejectionReason(request) : nil
+        let status = (100...599).contains(request.status) ? request.status : 0
         state.withLock { state in
-            state.requests[RequestKey(route: route, method: request.method, status: request.status), default: 0] += 1
+            state.requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
             state.durations[route, default: Histogram()].observe(Double(request.durationMicroseconds) / 1_000_000)
             if let reason { state.rejected[reason, default: 0] += 1 }
         }
