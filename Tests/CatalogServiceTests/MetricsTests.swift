@@ -107,7 +107,7 @@ import Glibc
             head += "\(token) \(index.isMultiple(of: 2) ? "/v1/games" : "/nowhere") HTTP/1.1\r\nHost: x\r\n\r\n"
         }
         head += "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        let answer = try RawConnection.exchange(port: port, Array(head.utf8))
+        let answer = try await RawConnection.exchange(port: port, Array(head.utf8))
         #expect(answer.contains("HTTP/1.1 200 OK"), "the connection survived to the last request")
         let text = try await catalog.client.get("/metrics").text
         #expect(!text.contains("QQQQ"), "no client token is a label")
@@ -121,9 +121,16 @@ import Glibc
 }
 
 /// One raw TCP exchange with a local server: sends `bytes`, reads until the server closes
-/// (or 10 s pass), for requests no HTTP client library would send.
+/// (or 10 s pass), for requests no HTTP client library would send. It blocks on a thread
+/// of its own, never on one of the few threads Swift concurrency runs tasks on.
 enum RawConnection {
-    static func exchange(port: Int, _ bytes: [UInt8]) throws -> String {
+    static func exchange(port: Int, _ bytes: [UInt8]) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try blockingExchange(port: port, bytes) }) }.start()
+        }
+    }
+
+    private static func blockingExchange(port: Int, _ bytes: [UInt8]) throws -> String {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw URLError(.cannotConnectToHost) }
         defer { close(fd) }

@@ -266,12 +266,21 @@ final class Connection {
                     deadline = 0
                     handle(request, Responder(loop: loop, fd: fd, connectionID: id, sequence: requestSequence))
                 case let .either(handle):
-                    // A later answer arrives through this loop's queue, so it cannot run
-                    // before the phase below is set.
-                    if let response = try handle(request, Responder(loop: loop, fd: fd, connectionID: id, sequence: requestSequence)) {
+                    // Counted in flight before it runs, as work it hands to another thread
+                    // may look at the count. A later answer arrives through this loop's
+                    // queue, so it cannot run before the phase below is set.
+                    loop.core.inFlight.add(1, ordering: .relaxed)
+                    let response: HTTPResponse?
+                    do {
+                        response = try handle(request, Responder(loop: loop, fd: fd, connectionID: id, sequence: requestSequence))
+                    } catch {
+                        loop.core.inFlight.subtract(1, ordering: .relaxed)
+                        throw error
+                    }
+                    if let response {
+                        loop.core.inFlight.subtract(1, ordering: .relaxed)
                         write(response, context)
                     } else {
-                        loop.core.inFlight.add(1, ordering: .relaxed)
                         phase = .awaiting(context)
                         deadline = 0
                     }
