@@ -44,6 +44,12 @@ public enum Crypto {
         guard a.count == b.count else { return false }
         return a.withUnsafeBytes { a in b.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 } }
     }
+
+    /// Lowercase hexadecimal.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] }, as: UTF8.self)
+    }
 }
 
 /// Base64url without padding (RFC 4648 §5), as JWTs and JWKs use it.

@@ -1,6 +1,7 @@
 import CatalogModels
 import Foundation
 import Testing
+import TestSupport
 
 /// The `catalog` command-line client against a real server.
 @Suite struct CLITests {
@@ -10,7 +11,12 @@ import Testing
         let errors: String
     }
 
-    static func run(_ arguments: [String], server: URL, input: Data? = nil) throws -> Run {
+    /// Runs `catalog` to its end, on a thread of its own.
+    static func run(_ arguments: [String], server: URL, input: Data? = nil) async throws -> Run {
+        try await onThread { try blockingRun(arguments, server: server, input: input) }
+    }
+
+    private static func blockingRun(_ arguments: [String], server: URL, input: Data?) throws -> Run {
         let process = Process()
         process.executableURL = ExecutableTests.executable.deletingLastPathComponent().appendingPathComponent("catalog")
         process.arguments = arguments
@@ -34,28 +40,28 @@ import Testing
     @Test func createGetListAndErrors() async throws {
         let catalog = try TestCatalog(seed: false)
         let server = catalog.client.baseURL
-        let created = try Self.run(["games", "create", "--name", "Pac-Man", "--image-name", "pac-man"], server: server)
+        let created = try await Self.run(["games", "create", "--name", "Pac-Man", "--image-name", "pac-man"], server: server)
         #expect(created.status == 0, "\(created.errors)")
         let game = try CatalogJSON.makeDecoder().decode(Game.self, from: Data(created.output.utf8))
         #expect(game.name == "Pac-Man")
 
-        let fetched = try Self.run(["games", "get", game.id.rawValue], server: server)
+        let fetched = try await Self.run(["games", "get", game.id.rawValue], server: server)
         #expect(try CatalogJSON.makeDecoder().decode(Game.self, from: Data(fetched.output.utf8)) == game)
 
-        let table = try Self.run(["games", "list", "--table"], server: server)
+        let table = try await Self.run(["games", "list", "--table"], server: server)
         #expect(table.output.split(separator: "\n").first?.hasPrefix("id") == true)
         #expect(table.output.contains("Pac-Man"))
 
-        let invalid = try Self.run(["games", "create", "--name", "", "--image-name", "x"], server: server)
+        let invalid = try await Self.run(["games", "create", "--name", "", "--image-name", "x"], server: server)
         #expect(invalid.status == 1)
         #expect(invalid.errors.contains("422"))
         #expect(invalid.output.isEmpty)
 
-        let missing = try Self.run(["items", "get", CatalogID().rawValue], server: server)
+        let missing = try await Self.run(["items", "get", CatalogID().rawValue], server: server)
         #expect(missing.status == 1)
         #expect(missing.errors.contains("No resource exists with this id."))
 
-        let unreachable = try Self.run(["games", "list", "--server", "http://127.0.0.1:1"], server: server)
+        let unreachable = try await Self.run(["games", "list", "--server", "http://127.0.0.1:1"], server: server)
         #expect(unreachable.status == 1)
         #expect(unreachable.errors.hasPrefix("catalog: transport"))
     }
@@ -65,46 +71,46 @@ import Testing
         let server = catalog.client.baseURL
         let ids = try await PlaylistAPITests.items(catalog.api, 3)
         let decoder = CatalogJSON.makeDecoder()
-        let created = try Self.run(["playlists", "create", "--title", "Road trip"], server: server)
+        let created = try await Self.run(["playlists", "create", "--title", "Road trip"], server: server)
         #expect(created.status == 0, "\(created.errors)")
         let playlist = try decoder.decode(Playlist.self, from: Data(created.output.utf8))
         var entries: [PlaylistEntry] = []
         for id in ids {
-            let added = try Self.run(["playlists", "add", playlist.id.rawValue, id.rawValue], server: server)
+            let added = try await Self.run(["playlists", "add", playlist.id.rawValue, id.rawValue], server: server)
             #expect(added.status == 0, "\(added.errors)")
             entries.append(try decoder.decode(PlaylistEntry.self, from: Data(added.output.utf8)))
         }
-        let moved = try Self.run(["playlists", "move", playlist.id.rawValue, entries[2].entryId.rawValue, "--to", "0", "--if-match", "\"4\""], server: server)
+        let moved = try await Self.run(["playlists", "move", playlist.id.rawValue, entries[2].entryId.rawValue, "--to", "0", "--if-match", "\"4\""], server: server)
         #expect(moved.status == 0, "\(moved.errors)")
-        let stale = try Self.run(["playlists", "move", playlist.id.rawValue, entries[2].entryId.rawValue, "--to", "1", "--if-match", "\"4\""], server: server)
+        let stale = try await Self.run(["playlists", "move", playlist.id.rawValue, entries[2].entryId.rawValue, "--to", "1", "--if-match", "\"4\""], server: server)
         #expect(stale.status == 1)
         #expect(stale.errors.contains("412"))
-        let removed = try Self.run(["playlists", "remove", playlist.id.rawValue, entries[0].entryId.rawValue], server: server)
+        let removed = try await Self.run(["playlists", "remove", playlist.id.rawValue, entries[0].entryId.rawValue], server: server)
         #expect(removed.status == 0, "\(removed.errors)")
         #expect(removed.errors.contains("\"6\""))
-        let shown = try Self.run(["playlists", "show", playlist.id.rawValue], server: server)
+        let shown = try await Self.run(["playlists", "show", playlist.id.rawValue], server: server)
         let detail = try decoder.decode(Playlist.self, from: Data(shown.output.utf8))
         #expect(detail.entries?.items.map(\.playableItem.id) == [ids[2], ids[1]])
         #expect(detail.entries?.items.map(\.position) == [0, 1])
-        let table = try Self.run(["playlists", "show", playlist.id.rawValue, "--table"], server: server)
+        let table = try await Self.run(["playlists", "show", playlist.id.rawValue, "--table"], server: server)
         #expect(table.output.contains("Video 2") && table.output.contains("position"))
 
-        let comment = try Self.run(["comments", "post", ids[0].rawValue, "--body", "Lovely"], server: server)
+        let comment = try await Self.run(["comments", "post", ids[0].rawValue, "--body", "Lovely"], server: server)
         #expect(comment.status == 0, "\(comment.errors)")
         let parent = try decoder.decode(CatalogModels.Comment.self, from: Data(comment.output.utf8))
-        let reply = try Self.run(["comments", "post", ids[0].rawValue, "--body", "Agreed", "--reply-to", parent.id.rawValue], server: server)
+        let reply = try await Self.run(["comments", "post", ids[0].rawValue, "--body", "Agreed", "--reply-to", parent.id.rawValue], server: server)
         #expect(reply.status == 0, "\(reply.errors)")
-        let listed = try decoder.decode(Page<CatalogModels.Comment>.self, from: Data(Self.run(["comments", "list", ids[0].rawValue], server: server).output.utf8))
+        let listed = try decoder.decode(Page<CatalogModels.Comment>.self, from: Data(await Self.run(["comments", "list", ids[0].rawValue], server: server).output.utf8))
         #expect(listed.items.map(\.replyCount) == [1])
-        _ = try Self.run(["comments", "post", ids[0].rawValue, "--body", "Second"], server: server)
+        _ = try await Self.run(["comments", "post", ids[0].rawValue, "--body", "Second"], server: server)
         let every = try decoder.decode(Page<CatalogModels.Comment>.self,
-                                       from: Data(Self.run(["comments", "list", ids[0].rawValue, "--all", "--limit", "1"], server: server).output.utf8))
+                                       from: Data(await Self.run(["comments", "list", ids[0].rawValue, "--all", "--limit", "1"], server: server).output.utf8))
         #expect(every.items.map(\.body) == ["Second", "Lovely"], "--all follows the cursor, newest first")
         #expect(every.items.allSatisfy { $0.author == "Admin" }, "the author is the caller")
         #expect(every.nextCursor == nil)
-        let replies = try Self.run(["comments", "replies", parent.id.rawValue, "--table"], server: server)
+        let replies = try await Self.run(["comments", "replies", parent.id.rawValue, "--table"], server: server)
         #expect(replies.output.contains("Admin") && replies.output.contains("Agreed"))
-        let nested = try Self.run(["comments", "post", ids[0].rawValue, "--body", "x", "--reply-to",
+        let nested = try await Self.run(["comments", "post", ids[0].rawValue, "--body", "x", "--reply-to",
                                    (try decoder.decode(CatalogModels.Comment.self, from: Data(reply.output.utf8))).id.rawValue], server: server)
         #expect(nested.status == 1)
         #expect(nested.errors.contains("422"))
@@ -113,19 +119,19 @@ import Testing
     @Test func exportThenImportTwice() async throws {
         let source = try TestCatalog()
         let target = try TestCatalog(seed: false)
-        let exported = try Self.run(["export"], server: source.client.baseURL)
+        let exported = try await Self.run(["export"], server: source.client.baseURL)
         #expect(exported.status == 0, "\(exported.errors)")
         let lines = exported.output.split(separator: "\n")
         #expect(lines.count > 40)
         #expect(exported.errors.contains("exported \(lines.count) records"))
         let decoder = CatalogJSON.makeDecoder()
-        let first = try Self.run(["import"], server: target.client.baseURL, input: Data(exported.output.utf8))
+        let first = try await Self.run(["import"], server: target.client.baseURL, input: Data(exported.output.utf8))
         #expect(first.status == 0, "\(first.errors)")
         #expect(try decoder.decode(ImportSummary.self, from: Data(first.output.utf8)) == ImportSummary(created: lines.count))
-        let second = try Self.run(["import", "--batch", "7"], server: target.client.baseURL, input: Data(exported.output.utf8))
+        let second = try await Self.run(["import", "--batch", "7"], server: target.client.baseURL, input: Data(exported.output.utf8))
         #expect(try decoder.decode(ImportSummary.self, from: Data(second.output.utf8)) == ImportSummary(unchanged: lines.count))
-        #expect(try Self.run(["export"], server: target.client.baseURL).output == exported.output)
-        let garbage = try Self.run(["import"], server: target.client.baseURL, input: Data("{\"type\":\"game\"}\n".utf8))
+        #expect(try await Self.run(["export"], server: target.client.baseURL).output == exported.output)
+        let garbage = try await Self.run(["import"], server: target.client.baseURL, input: Data("{\"type\":\"game\"}\n".utf8))
         #expect(garbage.status == 1)
         #expect(garbage.errors.contains("line 1"))
     }

@@ -4,6 +4,7 @@ import CatalogStore
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,7 +34,11 @@ import Glibc
 
     /// Runs `catalog-server keys create` on `database` (a fresh file: it migrates it) and
     /// returns the admin key it prints, checking that standard output holds nothing else.
-    static func bootstrapKey(database: String) throws -> String {
+    static func bootstrapKey(database: String) async throws -> String {
+        try await onThread { try blockingBootstrapKey(database: database) }
+    }
+
+    private static func blockingBootstrapKey(database: String) throws -> String {
         let process = Process()
         process.executableURL = executable
         process.arguments = ["keys", "create", "--role", "admin", "--name", "ops", "--database", database, "--migrations", migrationsDirectory.path]
@@ -56,7 +61,7 @@ import Glibc
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-keys-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("catalog.sqlite").path
-        let key = try Self.bootstrapKey(database: database)
+        let key = try await Self.bootstrapKey(database: database)
         let store = try CatalogStore(path: database, migrations: Migration.load(from: migrationsDirectory))
         defer { try? store.close() }
         let admins = try store.accounts.users.list(ListRequest()).items
@@ -73,7 +78,7 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("catalog.sqlite").path
         let port = try Self.freePort()
-        let key = try Self.bootstrapKey(database: database)
+        let key = try await Self.bootstrapKey(database: database)
         let process = Process()
         process.executableURL = Self.executable
         process.arguments = ["--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--no-seed"]
@@ -100,7 +105,10 @@ import Glibc
     }
 
     @Test func settingsComeFromFlagsThenEnvironmentAndBadValuesStopStartup() async throws {
-        func run(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, errors: String) {
+        func run(_ arguments: [String], environment: [String: String]) async throws -> (status: Int32, errors: String) {
+            try await onThread { try blockingRun(arguments, environment: environment) }
+        }
+        @Sendable func blockingRun(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, errors: String) {
             let process = Process()
             process.executableURL = Self.executable
             process.arguments = arguments
@@ -113,12 +121,12 @@ import Glibc
             process.waitUntilExit()
             return (process.terminationStatus, text)
         }
-        let bad = try run([], environment: ["CATALOG_PORT": "eighty"])
+        let bad = try await run([], environment: ["CATALOG_PORT": "eighty"])
         #expect(bad.status == 64)
         #expect(bad.errors == "catalog-server: CATALOG_PORT must be an integer from 0 to 65535, not 'eighty'\n")
-        let flagWins = try run(["--port", "99999"], environment: ["CATALOG_PORT": "8080"])
+        let flagWins = try await run(["--port", "99999"], environment: ["CATALOG_PORT": "8080"])
         #expect(flagWins.errors == "catalog-server: --port must be an integer from 0 to 65535, not '99999'\n")
-        let timeout = try run([], environment: ["CATALOG_KEEP_ALIVE_TIMEOUT": "0"])
+        let timeout = try await run([], environment: ["CATALOG_KEEP_ALIVE_TIMEOUT": "0"])
         #expect(timeout.errors.hasPrefix("catalog-server: CATALOG_KEEP_ALIVE_TIMEOUT must be a number of seconds"))
 
         // A valid environment configures the server.
@@ -141,7 +149,7 @@ import Glibc
         }
         #expect(games?.items.isEmpty == true, "CATALOG_SEED=false")
         kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        try await onThread { process.waitUntilExit() }
         #expect(process.terminationStatus == 0)
     }
 
@@ -150,7 +158,7 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("catalog.sqlite").path
         let port = try Self.freePort()
-        let key = try Self.bootstrapKey(database: database)
+        let key = try await Self.bootstrapKey(database: database)
         let process = Process()
         process.executableURL = Self.executable
         process.arguments = ["--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--no-seed",
@@ -186,7 +194,7 @@ import Glibc
             kill(process.processIdentifier, SIGTERM)
             return try await group.reduce(into: ([CatalogID](), [Int]())) { $0.0 += $1.0; $0.1 += $1.1 }
         }
-        process.waitUntilExit()
+        try await onThread { process.waitUntilExit() }
         #expect(process.terminationStatus == 0)
         #expect(outcomes.1.isEmpty, "every answered write was a 201, not \(outcomes.1)")
         #expect(outcomes.0.count > 0)
@@ -224,7 +232,7 @@ import Glibc
         #expect(body == "ok")
 
         kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        try await onThread { process.waitUntilExit() }
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 0)
         let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

@@ -38,7 +38,7 @@ import TestSupport
     }
 
     @Test func validTokensNameOneMemberPerIssuerAndSubject() async throws {
-        let rsa = TokenSigner(.rsa, kid: "rsa-1"), ec = TokenSigner(.ec, kid: "ec-1")
+        let rsa = try await TokenSigner.make(.rsa, kid: "rsa-1"), ec = try await TokenSigner.make(.ec, kid: "ec-1")
         let (catalog, file) = try Self.catalog(trusting: [rsa, ec])
         defer { try? FileManager.default.removeItem(at: file) }
         let first = try await Self.me(catalog, token: rsa.token(Self.claims(email: "ana@example.com")))
@@ -63,8 +63,8 @@ import TestSupport
     }
 
     @Test func everyForgeryIsRefused() async throws {
-        let rsa = TokenSigner(.rsa, kid: "rsa-1"), ec = TokenSigner(.ec, kid: "ec-1")
-        let stranger = TokenSigner(.rsa, kid: "rsa-1")
+        let rsa = try await TokenSigner.make(.rsa, kid: "rsa-1"), ec = try await TokenSigner.make(.ec, kid: "ec-1")
+        let stranger = try await TokenSigner.make(.rsa, kid: "rsa-1")
         let (catalog, file) = try Self.catalog(trusting: [rsa, ec])
         defer { try? FileManager.default.removeItem(at: file) }
         let valid = rsa.token(Self.claims())
@@ -80,7 +80,7 @@ import TestSupport
             ("nbf in the future", rsa.token(Self.claims(notBefore: 120))),
             ("wrong iss", rsa.token(Self.claims(issuer: "https://evil.example"))),
             ("wrong aud", rsa.token(Self.claims(audience: "someone-else"))),
-            ("unknown kid", TokenSigner(.rsa, kid: "rsa-2").token(Self.claims())),
+            ("unknown kid", try await TokenSigner.make(.rsa, kid: "rsa-2").token(Self.claims())),
             ("tampered payload", parts[0] + "." + tampered + "." + parts[2]),
             ("another key's signature", stranger.token(Self.claims())),
             ("HS256 keyed with the RSA public key", hsInput + "." + TokenSigner.base64URL(TokenSigner.hmacSHA256(Array(hsInput.utf8), secret: publicKey))),
@@ -101,7 +101,7 @@ import TestSupport
     }
 
     @Test func keysAreReadAgainOnReload() async throws {
-        let old = TokenSigner(.ec, kid: "old"), new = TokenSigner(.ec, kid: "new")
+        let old = try await TokenSigner.make(.ec, kid: "old"), new = try await TokenSigner.make(.ec, kid: "new")
         let (catalog, file) = try Self.catalog(trusting: [old])
         defer { try? FileManager.default.removeItem(at: file) }
         #expect(try await Self.me(catalog, token: new.token(Self.claims())).status == 401)

@@ -1,9 +1,7 @@
 import Foundation
 import Testing
 @testable import CatalogService
-#if canImport(Glibc)
-import Glibc
-#endif
+import TestSupport
 
 /// `GET /metrics`, parsed as the Prometheus text exposition format.
 @Suite struct MetricsTests {
@@ -107,7 +105,7 @@ import Glibc
             head += "\(token) \(index.isMultiple(of: 2) ? "/v1/games" : "/nowhere") HTTP/1.1\r\nHost: x\r\n\r\n"
         }
         head += "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        let answer = try await RawConnection.exchange(port: port, Array(head.utf8))
+        let answer = try await Loopback.exchange(port: port, Array(head.utf8))
         #expect(answer.contains("HTTP/1.1 200 OK"), "the connection survived to the last request")
         let text = try await catalog.client.get("/metrics").text
         #expect(!text.contains("QQQQ"), "no client token is a label")
@@ -117,46 +115,5 @@ import Glibc
         let other = samples.filter { $0.name == "catalog_http_requests_total" && $0.labels["method"] == "OTHER" }.map(\.value).reduce(0, +)
         #expect(other == 300)
         #expect(text.utf8.count < 64 * 1024)
-    }
-}
-
-/// One raw TCP exchange with a local server: sends `bytes`, reads until the server closes
-/// (or 10 s pass), for requests no HTTP client library would send. It blocks on a thread
-/// of its own, never on one of the few threads Swift concurrency runs tasks on.
-enum RawConnection {
-    static func exchange(port: Int, _ bytes: [UInt8]) async throws -> String {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try blockingExchange(port: port, bytes) }) }.start()
-        }
-    }
-
-    private static func blockingExchange(port: Int, _ bytes: [UInt8]) throws -> String {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw URLError(.cannotConnectToHost) }
-        defer { close(fd) }
-        var wait = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw URLError(.cannotConnectToHost) }
-        var sent = 0
-        while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { break }
-            sent += count
-        }
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { break }
-            received += chunk[0..<count]
-        }
-        return String(decoding: received, as: UTF8.self)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import HTTPServer
 
 /// Keep-alive, pipelining, Expect, HEAD/OPTIONS, routing and response framing over real sockets.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import HTTPServer
 
 /// Every parser rule, over a real socket: exact bytes in, exact status and closure out.

@@ -1,20 +1,9 @@
 import Foundation
+import TestSupport
 @testable import HTTPServer
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// Runs blocking socket code on a thread of its own, so tests never block the
-/// cooperative pool that `.async` handlers need.
-func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread {
-            continuation.resume(with: Result { try body() })
-        }
-        thread.stackSize = 4 << 20
-        thread.start()
-    }
-}
 
 struct TestFailure: Error, CustomStringConvertible {
     let description: String
@@ -109,21 +98,7 @@ final class RawClient: @unchecked Sendable {
     private var buffer: [UInt8] = []
 
     init(port: Int, receiveTimeout: Double = 10) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket failed: \(errno)") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else {
-            let error = errno
-            close(fd)
-            throw TestFailure("connect failed: \(error)")
-        }
-        setReceiveTimeout(receiveTimeout)
+        fd = try Loopback.connect(port: port, receiveTimeout: receiveTimeout)
     }
 
     deinit { close(fd) }

@@ -26,6 +26,12 @@ public final class TokenSigner: @unchecked Sendable {
         self.key = key!
     }
 
+    /// A new key pair, made on a thread of its own: RSA key generation takes up to seconds,
+    /// which must not hold a thread of the cooperative pool.
+    public static func make(_ kind: Kind, kid: String) async throws -> TokenSigner {
+        try await onThread { TokenSigner(kind, kid: kid) }
+    }
+
     deinit { EVP_PKEY_free(key) }
 
     /// The public key as a JWK.

@@ -41,7 +41,8 @@ final class Authenticator: Sendable {
         let fields = request.headers.rawValues(for: "authorization")
         guard let field = fields.first else { return .now(.anonymous) }
         guard fields.count == 1, let token = Self.bearerToken(field) else { throw APIError.invalidToken }
-        let digest = CredentialMemory.Digest(Crypto.sha256(token))
+        let hash = Crypto.sha256(token)
+        let digest = CredentialMemory.Digest(hash)
         let now = Self.milliseconds()
         if let remembered = memory.recall(digest, now: now) {
             recordUse(remembered, digest: digest, now: now)
@@ -51,7 +52,7 @@ final class Authenticator: Sendable {
         if APIKeySecret.looksLikeKey(token) {
             // A key refused once stays refused (no new key can have its digest): no second read.
             guard !memory.wasRefused(digest) else { throw APIError.invalidToken }
-            guard let credential = try accounts.key(digest: digest.bytes) else {
+            guard let credential = try accounts.key(digest: hash) else {
                 memory.refuse(digest)
                 throw APIError.invalidToken
             }
@@ -140,10 +141,6 @@ final class CredentialMemory: Sendable {
                 (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
                  raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
             }
-        }
-
-        var bytes: [UInt8] {
-            withUnsafeBytes(of: words) { Array($0) }
         }
 
         static func == (lhs: Digest, rhs: Digest) -> Bool { lhs.words == rhs.words }

@@ -1,3 +1,4 @@
+import CatalogIdentity
 import Foundation
 import GRDB
 
@@ -29,9 +30,14 @@ public struct Migration: Sendable, Hashable {
             }
             guard migrations.last?.version != version else { throw MigrationError.duplicateVersion(name) }
             let data = try Data(contentsOf: directory.appendingPathComponent(name))
-            migrations.append(Migration(version: version, fileName: name, sql: String(decoding: data, as: UTF8.self), checksum: SHA256.hex(Array(data))))
+            migrations.append(Migration(version: version, fileName: name, sql: String(decoding: data, as: UTF8.self), checksum: checksum(data)))
         }
         return migrations
+    }
+
+    /// A migration file's fingerprint: the SHA-256 of its bytes, as 64 lowercase hex digits.
+    static func checksum(_ data: Data) -> String {
+        Crypto.hex(Crypto.sha256(data))
     }
 
     /// The migrations folder to use when none is configured (see ``InstalledFiles``).

@@ -347,14 +347,10 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         return try renderWritten(db, insertSQL, StatementArguments([CatalogID().rawValue] + arguments(values, creationMembers) + [time, time, 1] + ownerArgument))
     }
 
-    /// Who owns the resource `id` and whether it is hidden; `nil` when it does not exist.
-    /// For resources without owners, the owner is always `nil`.
+    /// Who owns the resource `id` (of a resource users own) and whether it is hidden;
+    /// `nil` when it does not exist, or the resource has no owners.
     public func ownership(of id: CatalogID) throws(StoreError) -> (owner: CatalogID?, hidden: Bool)? {
-        guard let ownership = schema.ownership else {
-            return try guarded {
-                try database.read { db in try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM \(schema.table) WHERE id = ?"), arguments: [id.rawValue]) }
-            }.map { _ in (nil, false) }
-        }
+        guard let ownership = schema.ownership else { return nil }
         let hidden = ownership.hiddenWhen.map { "\($0.column) = ?" } ?? "0"
         let arguments: StatementArguments = ownership.hiddenWhen.map { [$0.value, id.rawValue] } ?? [id.rawValue]
         return try guarded {
