@@ -44,15 +44,37 @@ public struct Violation: Error, Sendable, Hashable {
 /// The validation rules shared by the server and its clients. Each returns `nil` when
 /// the value is acceptable.
 public enum Rules {
-    /// Text whose length in characters lies in `range`, without control characters
-    /// (a `multiline` text may hold tabs and line breaks). NUL in particular never reaches
-    /// storage, where it would cut the text short.
+    /// The most UTF-8 bytes a text may spend per character of its limit: a text limited
+    /// to 200 characters holds at most 800 bytes, so no limit can be met by a few
+    /// characters that are each enormous.
+    public static let maxBytesPerCharacter = 4
+
+    /// The most combining marks one character may stack (Unicode general categories Mn,
+    /// Mc and Me in a row). Real scripts stack a handful; "Zalgo" text stacks thousands.
+    public static let maxCombiningMarks = 8
+
+    /// Text whose length in characters lies in `range`, in at most
+    /// ``maxBytesPerCharacter`` bytes of UTF-8 per character of that range, without
+    /// control characters (a `multiline` text may hold tabs and line breaks), and without
+    /// more than ``maxCombiningMarks`` combining marks on one character. NUL in particular
+    /// never reaches storage, where it would cut the text short.
+    ///
+    /// A single-line text also refuses what changes how text around it displays without
+    /// showing itself: bidirectional embeddings, overrides and isolates (U+202A–U+202E,
+    /// U+2066–U+2069), the zero-width space (U+200B), word joiner (U+2060) and byte order
+    /// mark (U+FEFF), and the line and paragraph separators (U+2028, U+2029). The zero-width
+    /// joiner and non-joiner (U+200D, U+200C), which emoji sequences and several scripts
+    /// need, are accepted between an emoji, a letter of such a script or a virama and
+    /// what follows; anywhere else they are refused too.
+    ///
+    /// The server stores text in Unicode Normalization Form C (see ``normalized(_:)``);
+    /// the limits apply to the text as sent.
     public static func text(_ value: String, length range: ClosedRange<Int>, multiline: Bool = false) -> Violation? {
-        let allowed: Set<Unicode.Scalar> = multiline ? ["\t", "\n", "\r"] : []
-        if value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && !allowed.contains($0) }) {
-            return Violation(.invalidFormat, multiline ? "Must not contain control characters other than tabs and line breaks."
-                                                       : "Must not contain control characters or line breaks.")
+        let maxBytes = range.upperBound * maxBytesPerCharacter
+        if value.utf8.count > maxBytes {
+            return Violation(.tooLong, "Must be at most \(range.upperBound) characters and \(maxBytes) bytes of UTF-8.")
         }
+        if let violation = scalarViolation(value, multiline: multiline) { return violation }
         let count = value.count
         if count < range.lowerBound {
             return range.lowerBound == 1 ? Violation(.tooShort, "Must not be empty.") : Violation(.tooShort, "Must be at least \(range.lowerBound) characters.")
@@ -61,7 +83,72 @@ public enum Rules {
         return nil
     }
 
-    /// The longest URL accepted, in characters.
+    /// `value` in Unicode Normalization Form C, the form the server stores, so that text
+    /// that looks the same compares, sorts and searches the same.
+    public static func normalized(_ value: String) -> String {
+        // Below U+0300 every character is already in NFC; its UTF-8 lead bytes are < 0xCC.
+        if value.utf8.allSatisfy({ $0 < 0xCC }) { return value }
+        return value.precomposedStringWithCanonicalMapping
+    }
+
+    /// Why the scalars of `value` break the character rules of ``text(_:length:multiline:)``.
+    private static func scalarViolation(_ value: String, multiline: Bool) -> Violation? {
+        var marks = 0
+        var previous: Unicode.Scalar?
+        var joinerPending = false
+        for scalar in value.unicodeScalars {
+            let properties = scalar.properties
+            switch properties.generalCategory {
+            case .control:
+                if !(multiline && (scalar == "\t" || scalar == "\n" || scalar == "\r")) {
+                    return Violation(.invalidFormat, multiline ? "Must not contain control characters other than tabs and line breaks."
+                                                               : "Must not contain control characters or line breaks.")
+                }
+            case .nonspacingMark, .spacingMark, .enclosingMark:
+                marks += 1
+                if marks > maxCombiningMarks {
+                    return Violation(.invalidFormat, "Must not stack more than \(maxCombiningMarks) combining marks on one character.")
+                }
+                joinerPending = false
+                previous = scalar
+                continue
+            default:
+                break
+            }
+            marks = 0
+            if !multiline {
+                if invisibleFormatting.contains(scalar.value) { return invisibleFormattingViolation }
+                if scalar == "\u{200C}" || scalar == "\u{200D}" {
+                    guard let previous, joins(after: previous) else { return invisibleFormattingViolation }
+                    joinerPending = true
+                } else {
+                    joinerPending = false
+                }
+            }
+            previous = scalar
+        }
+        return joinerPending ? invisibleFormattingViolation : nil
+    }
+
+    /// Scalars a single-line text refuses anywhere (see ``text(_:length:multiline:)``).
+    private static let invisibleFormatting: Set<UInt32> = [0x200B, 0x2028, 0x2029, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
+                                                           0x2060, 0x2066, 0x2067, 0x2068, 0x2069, 0xFEFF]
+
+    private static let invisibleFormattingViolation = Violation(
+        .invalidFormat,
+        "Must not contain bidirectional controls, zero-width spaces or stray joiners, line or paragraph separators, or byte order marks.")
+
+    /// Whether a zero-width joiner or non-joiner may follow `scalar`: an emoji (or its
+    /// variation selector), a letter of a script without case (Arabic, Persian, Indic…),
+    /// or a virama.
+    private static func joins(after scalar: Unicode.Scalar) -> Bool {
+        let properties = scalar.properties
+        return scalar.value > 0x7F
+            && (properties.isEmoji || scalar.value == 0xFE0F || properties.generalCategory == .otherLetter
+                || properties.canonicalCombiningClass == .virama)
+    }
+
+    /// The longest URL accepted, in Unicode scalars (what JSON Schema's `maxLength` counts).
     public static let maxURLLength = 2048
 
     /// An absolute `http` or `https` URL with a host, at most ``maxURLLength`` characters.
@@ -72,7 +159,9 @@ public enum Rules {
 
     /// Parses `value` once, checking it as ``webURL(_:)`` does.
     public static func parseWebURL(_ value: String) -> Result<URL, Violation> {
-        if value.count > maxURLLength { return .failure(Violation(.tooLong, "Must be at most \(maxURLLength) characters.")) }
+        if value.utf8.count > maxURLLength * maxBytesPerCharacter || value.unicodeScalars.count > maxURLLength {
+            return .failure(Violation(.tooLong, "Must be at most \(maxURLLength) characters."))
+        }
         guard let url = URL(string: value), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = url.host, !host.isEmpty
         else { return .failure(Violation(.invalidURL, "Must be an absolute http or https URL.")) }
@@ -122,12 +211,18 @@ public enum Rules {
     public static let maxEmailLength = 254
 
     /// An email address: one `@` between a non-empty local part and a non-empty domain,
-    /// no spaces or control characters, at most ``maxEmailLength`` Unicode scalars (what
+    /// no spaces, control characters or invisible formatting (as single-line text refuses
+    /// it, and no joiners at all), at most ``maxEmailLength`` Unicode scalars (what
     /// JSON Schema's `maxLength` counts).
     public static func email(_ value: String) -> Violation? {
-        if value.unicodeScalars.count > maxEmailLength { return Violation(.tooLong, "Must be at most \(maxEmailLength) characters.") }
+        if value.utf8.count > maxEmailLength * maxBytesPerCharacter || value.unicodeScalars.count > maxEmailLength {
+            return Violation(.tooLong, "Must be at most \(maxEmailLength) characters.")
+        }
         let parts = value.split(separator: "@", omittingEmptySubsequences: false)
-        let clean = !value.unicodeScalars.contains { $0.properties.isWhitespace || $0.properties.generalCategory == .control }
+        let clean = !value.unicodeScalars.contains {
+            $0.properties.isWhitespace || $0.properties.generalCategory == .control || invisibleFormatting.contains($0.value)
+                || $0 == "\u{200C}" || $0 == "\u{200D}"
+        }
         guard clean, parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
             return Violation(.invalidFormat, "Must be an email address, such as ana@example.com.")
         }

@@ -103,6 +103,43 @@ import Testing
         #expect(Rules.assetName("../x")?.code == .invalidFormat)
     }
 
+    @Test func textLimitsCountBytesAndMarks() {
+        // One "character" of 50,000 combining marks: refused by bytes before anything is counted.
+        let zalgo = "a" + String(repeating: "\u{301}", count: 50_000)
+        #expect(zalgo.count == 1)
+        #expect(Rules.text(zalgo, length: 1...100)?.code == .tooLong)
+        #expect(Rules.text(zalgo, length: 1...100)?.message == "Must be at most 100 characters and 400 bytes of UTF-8.")
+        // Within the bytes, a stack of nine marks on one character is refused; eight pass.
+        #expect(Rules.text("a" + String(repeating: "\u{301}", count: 9), length: 1...100)?.code == .invalidFormat)
+        #expect(Rules.text("a" + String(repeating: "\u{301}", count: 8) + "b\u{301}", length: 1...100) == nil)
+        // 200 four-byte characters fill 800 bytes exactly.
+        #expect(Rules.text(String(repeating: "😀", count: 200), length: 1...200) == nil)
+        #expect(Rules.text(String(repeating: "😀", count: 200) + "x", length: 1...200)?.code == .tooLong)
+        #expect(Rules.webURL("https://e.com/" + String(repeating: "é", count: 2040))?.code == .tooLong)
+    }
+
+    @Test func singleLineTextRefusesInvisibleFormatting() {
+        for scalar: UInt32 in [0x202A, 0x202E, 0x2066, 0x2069, 0x200B, 0x2060, 0xFEFF, 0x2028, 0x2029] {
+            let text = "ad" + String(Character(Unicode.Scalar(scalar)!)) + "min"
+            #expect(Rules.text(text, length: 1...50)?.code == .invalidFormat, "U+\(String(scalar, radix: 16))")
+            #expect(Rules.text(text, length: 0...5000, multiline: true) == nil, "multi-line text keeps U+\(String(scalar, radix: 16))")
+        }
+        #expect(Rules.text("ad\u{200D}min", length: 1...50)?.code == .invalidFormat, "a joiner between Latin letters")
+        #expect(Rules.text("\u{200C}admin", length: 1...50)?.code == .invalidFormat, "a leading joiner")
+        #expect(Rules.text("👩\u{200D}", length: 1...50)?.code == .invalidFormat, "a trailing joiner")
+        #expect(Rules.text("👩\u{200D}💻 coder", length: 1...50) == nil, "an emoji sequence")
+        #expect(Rules.text("می\u{200C}خواهم", length: 1...50) == nil, "Persian's non-joiner")
+        #expect(Rules.text("क्\u{200D}ष", length: 1...50) == nil, "a joiner after a virama")
+        #expect(Rules.email("ana\u{200B}@example.com")?.code == .invalidFormat)
+    }
+
+    @Test func storedTextIsNFC() {
+        #expect(Rules.normalized("Cafe\u{301}") == "Caf\u{E9}")
+        #expect(Array(Rules.normalized("Cafe\u{301}").utf8) == Array("Caf\u{E9}".utf8))
+        #expect(Rules.normalized("plain ASCII") == "plain ASCII")
+        #expect(Array(Rules.normalized("\u{212B}").utf8) == Array("\u{C5}".utf8), "the Angstrom sign is the letter Å")
+    }
+
     @Test func inputsReportEveryFailingField() {
         let input = PlayableItemInput(title: "", description: "", streamURL: URL(string: "ftp://e.com/a")!, durationSeconds: -1)
         #expect(input.validationErrors().map(\.pointer) == ["/title", "/streamURL", "/durationSeconds"])

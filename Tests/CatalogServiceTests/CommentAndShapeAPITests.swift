@@ -68,6 +68,36 @@ import Testing
         await expectProblem(404) { try await api.comments.get(posted[1].id) }
     }
 
+    @Test func largePagesEndEarlyAndTextIsStoredComposed() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let api = catalog.api
+        let item = try await PlaylistAPITests.items(api, 1)[0]
+        // 100 comments of 20,000 bytes each: a page of 100 would be 2 MB; pages stop at 1 MiB.
+        let body = String(repeating: "😀", count: CommentInput.bodyLength.upperBound)
+        for _ in 0..<100 { _ = try await api.comments.post(on: item, CommentInput(body: body)) }
+        let first = try await catalog.client.get("/v1/playable-items/\(item)/comments?limit=100")
+        #expect(first.status == 200)
+        #expect(first.body.count < 1_100_000)
+        let page = try first.decode(Page<CatalogModels.Comment>.self)
+        #expect(page.items.count > 40 && page.items.count < 60, "\(page.items.count)")
+        #expect(page.nextCursor != nil)
+        var seen = Set<CatalogID>()
+        for try await comment in api.comments.all(on: item, ListQuery(limit: 100)) { seen.insert(comment.id) }
+        #expect(seen.count == 100, "following the cursors reaches every comment")
+
+        // Stored in NFC; bidi controls refused in single-line fields, kept in multi-line ones.
+        let game = try await api.games.create(GameInput(name: "Cafe\u{301} Racer", description: "\u{202E}reversed", imageName: "cafe"))
+        #expect(Array(game.value.name.utf8) == Array("Caf\u{E9} Racer".utf8))
+        #expect(game.value.description == "\u{202E}reversed")
+        await expectProblem(422, "validationFailed") {
+            try await api.games.create(GameInput(name: "admin\u{202E}nimda", imageName: "x"))
+        }
+        let zalgo = try await catalog.client.send("POST", "/v1/playable-items/\(item)/comments",
+                                                  json: ["body": "a" + String(repeating: "\u{301}", count: 50_000)])
+        #expect(zalgo.status == 422)
+        #expect(String(decoding: zalgo.body, as: UTF8.self).contains("20000 bytes of UTF-8"))
+    }
+
     @Test func editsValidationAndMethods() async throws {
         let catalog = try TestCatalog(seed: false)
         let api = catalog.api

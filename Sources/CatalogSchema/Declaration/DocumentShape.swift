@@ -98,7 +98,7 @@ package struct DocumentShape: Sendable {
         }
         switch (field.kind, raw) {
         case let (.text(rule), .string(text)):
-            return rule.violation(text).map(fail) ?? .value(.text(text))
+            return rule.violation(text).map(fail) ?? .value(.text(Rules.normalized(text)))
         case let (.url, .string(text)):
             switch Rules.parseWebURL(text) {
             case let .success(url): return .value(.text(url.absoluteString))

@@ -24,6 +24,10 @@ public struct ListRequest: Sendable, Hashable {
     /// Lists within one parent resource (declared by the resources' list filters and routes).
     public typealias Scope = ListScope
 
+    /// The most bytes of items a list page holds: a page ends early, with a `nextCursor`,
+    /// once its items have taken this much (it always holds at least one).
+    public static let maxPageBytes = 1 << 20
+
     /// The page size.
     public var limit: Int
     /// The order.

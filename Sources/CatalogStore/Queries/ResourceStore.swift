@@ -218,16 +218,16 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
 
     /// Writes the first page of `request` as `db` sees it (for embedding in another resource).
     func renderList(_ db: Database, _ request: ListRequest, epoch: UInt64, into writer: inout JSONWriter) throws {
-        _ = try renderList(db, request, listQuery(request, after: nil), epoch: epoch, into: &writer)
+        _ = try renderList(db, request, listQuery(request, after: nil), epoch: epoch, maxBytes: .max, into: &writer)
     }
 
     /// Writes a page; returns the next page's cursor.
     private func renderList(_ db: Database, _ request: ListRequest, _ query: (String, [(any DatabaseValueConvertible)?]), epoch: UInt64,
-                            into writer: inout JSONWriter) throws -> String? {
+                            maxBytes: Int = ListRequest.maxPageBytes, into writer: inout JSONWriter) throws -> String? {
         let (sql, arguments) = query
         let sortKeyIndex = renderer.columnCount
         let rows = try RawRows(db, sql: sql, arguments: StatementArguments(arguments))
-        return try rows.writePage(limit: request.limit, into: &writer, item: { [renderer, cache] sqlite, writer in
+        return try rows.writePage(limit: request.limit, maxBytes: maxBytes, into: &writer, item: { [renderer, cache] sqlite, writer in
             if let cache, request.fields == .all {
                 try renderer.render(sqlite, into: &writer, cache: cache, epoch: epoch)
             } else {

@@ -34,23 +34,31 @@ final class RawRows {
 extension RawRows {
     /// Writes `{"items":[…],"nextCursor":"…"}` from rows selected with `LIMIT limit + 1`:
     /// `item` writes each of the first `limit` rows; when a further row exists, the next
-    /// cursor is what `cursor` makes of the last row on the page.
+    /// cursor is what `cursor` makes of the last row on the page. The page also ends, with
+    /// a cursor, once its items have taken `maxBytes` (one item is always written), so no
+    /// answer grows with the size of what it lists.
     /// - Returns: the next cursor, `nil` on the last page.
-    func writePage(limit: Int, into writer: inout JSONWriter, item: (SQLiteStatement, inout JSONWriter) throws -> Void,
-                   cursor: (SQLiteStatement) -> String?) throws -> String? {
+    func writePage(limit: Int, maxBytes: Int = ListRequest.maxPageBytes, into writer: inout JSONWriter,
+                   item: (SQLiteStatement, inout JSONWriter) throws -> Void, cursor: (SQLiteStatement) -> String?) throws -> String? {
         writer.raw("{\"items\":[")
+        let start = writer.count
         var count = 0
         var cursorOfLast: String?
         var next: String?
         while try step() {
-            if count == limit {
+            if let cursorOfLast {
                 next = cursorOfLast
                 break
             }
             if count > 0 { writer.byte(UInt8(ascii: ",")) }
             try item(statement, &writer)
             count += 1
-            if count == limit { cursorOfLast = cursor(statement) }
+            if count == limit {
+                guard let key = cursor(statement) else { break }
+                cursorOfLast = key
+            } else if writer.count - start >= maxBytes, let key = cursor(statement) {
+                cursorOfLast = key
+            }
         }
         writer.byte(UInt8(ascii: "]"))
         if let next {

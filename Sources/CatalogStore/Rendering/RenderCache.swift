@@ -5,7 +5,7 @@ import Synchronization
 /// Rendered JSON of resources, keyed by id and validated by version: a resource changes
 /// only with a new version, so a hit is exactly what rendering the row would write.
 /// Serves the hot embedded and listed playable items (an `include=entries` page writes
-/// fifty of them). Bounded: when full it starts over.
+/// fifty of them). Bounded in entries and in bytes: when either is full it starts over.
 ///
 /// Two writes can bring an (id, version) pair back with other content: a deletion and an
 /// import that re-creates the id. After such a commit, ``invalidate(id:)`` moves the
@@ -20,22 +20,31 @@ final class RenderCache: Sendable {
         let json: [UInt8]
     }
 
-    private let entries = Mutex<[UInt64: Entry]>([:])
+    private struct Entries {
+        var byKey: [UInt64: Entry] = [:]
+        /// The bytes of JSON held.
+        var bytes = 0
+    }
+
+    private let entries = Mutex(Entries())
     private let capacity: Int
+    private let maxBytes: Int
     private static let epoch = Atomic<UInt64>(0)
 
     /// The epoch to pass to ``store(id:version:json:epoch:)``, read before the snapshot begins.
     static var currentEpoch: UInt64 { epoch.load(ordering: .acquiring) }
 
-    init(capacity: Int = 20_000) {
+    /// A cache of at most `capacity` entries holding at most `maxBytes` of JSON.
+    init(capacity: Int = 20_000, maxBytes: Int = 8 << 20) {
         self.capacity = capacity
+        self.maxBytes = maxBytes
     }
 
     /// The cached JSON of the resource `id` at `version`, if any.
     func json(id: UnsafeBufferPointer<UInt8>, version: Int64) -> [UInt8]? {
         let key = Self.key(id)
         return entries.withLock { entries in
-            guard let entry = entries[key], entry.version == version, entry.id.count == id.count else { return nil }
+            guard let entry = entries.byKey[key], entry.version == version, entry.id.count == id.count else { return nil }
             let same = entry.id.withUnsafeBufferPointer { stored in
                 guard let a = stored.baseAddress, let b = id.baseAddress else { return stored.isEmpty }
                 return memcmp(a, b, id.count) == 0
@@ -45,13 +54,19 @@ final class RenderCache: Sendable {
     }
 
     /// Remembers the JSON of the resource `id` at `version`, read from a snapshot taken in
-    /// `epoch`; nothing when an invalidation came since.
+    /// `epoch`; nothing when an invalidation came since, or when the JSON alone would take
+    /// more than 1/64 of the byte budget.
     func store(id: UnsafeBufferPointer<UInt8>, version: Int64, json: ArraySlice<UInt8>, epoch: UInt64) {
+        guard json.count <= maxBytes / 64 else { return }
         let entry = Entry(id: Array(id), version: version, json: Array(json))
         entries.withLock { entries in
             guard Self.epoch.load(ordering: .acquiring) == epoch else { return }
-            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[Self.key(id)] = entry
+            if entries.byKey.count >= capacity || entries.bytes + json.count > maxBytes {
+                entries.byKey.removeAll(keepingCapacity: true)
+                entries.bytes = 0
+            }
+            if let old = entries.byKey.updateValue(entry, forKey: Self.key(id)) { entries.bytes -= old.json.count }
+            entries.bytes += json.count
         }
     }
 
@@ -60,7 +75,9 @@ final class RenderCache: Sendable {
         Self.epoch.add(1, ordering: .releasing)
         var id = id
         let key = id.withUTF8 { Self.key($0) }
-        _ = entries.withLock { $0.removeValue(forKey: key) }
+        entries.withLock { entries in
+            if let old = entries.byKey.removeValue(forKey: key) { entries.bytes -= old.json.count }
+        }
     }
 
     /// A hash of the id's bytes, eight at a time.
