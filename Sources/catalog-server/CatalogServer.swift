@@ -33,14 +33,23 @@ struct CatalogServer: ParsableCommand {
     @Option(help: "Most simultaneous connections [CATALOG_MAX_CONNECTIONS, default 10000].")
     var maxConnections: String?
 
+    @Option(help: "Most simultaneous connections from one client address, an IPv6 client's /64 [CATALOG_MAX_CONNECTIONS_PER_ADDRESS, default 128].")
+    var maxConnectionsPerAddress: String?
+
+    @Option(help: "Most bytes of partly received request bodies held at once [CATALOG_MAX_BUFFERED_BODY_BYTES, default 67108864].")
+    var maxBufferedBodyBytes: String?
+
     @Option(help: "Largest request body in bytes [CATALOG_MAX_BODY_SIZE, default 1048576].")
     var maxBodySize: String?
 
     @Option(help: "Seconds to receive a whole request head [CATALOG_HEAD_TIMEOUT, default 10].")
     var headTimeout: String?
 
-    @Option(help: "Seconds a request body may stall [CATALOG_BODY_TIMEOUT, default 30].")
+    @Option(help: "Seconds to receive a whole request body, from the end of its head [CATALOG_BODY_TIMEOUT, default 30].")
     var bodyTimeout: String?
+
+    @Option(help: "Seconds a request may wait for its answer, queued or running, before a 503 [CATALOG_REQUEST_TIMEOUT, default 60].")
+    var requestTimeout: String?
 
     @Option(help: "Seconds an idle keep-alive connection stays open [CATALOG_KEEP_ALIVE_TIMEOUT, default 75].")
     var keepAliveTimeout: String?
@@ -142,9 +151,14 @@ struct CatalogServer: ParsableCommand {
         configuration.server.port = try settings.integer(port, "CATALOG_PORT", default: 8080, in: 0...65535)
         configuration.server.loopThreads = try settings.integer(loopThreads, "CATALOG_LOOP_THREADS", default: configuration.server.loopThreads, in: 1...256)
         configuration.server.maxConnections = try settings.integer(maxConnections, "CATALOG_MAX_CONNECTIONS", default: 10_000, in: 1...1_000_000)
+        configuration.server.maxConnectionsPerAddress = try settings.integer(maxConnectionsPerAddress, "CATALOG_MAX_CONNECTIONS_PER_ADDRESS",
+                                                                             default: 128, in: 1...1_000_000)
+        configuration.server.maxBufferedBodyBytes = try settings.integer(maxBufferedBodyBytes, "CATALOG_MAX_BUFFERED_BODY_BYTES",
+                                                                         default: 64 << 20, in: 1...(1 << 40))
         configuration.server.limits.maxBody = try settings.integer(maxBodySize, "CATALOG_MAX_BODY_SIZE", default: 1024 * 1024, in: 1...(1 << 30))
         configuration.server.headTimeout = try settings.seconds(headTimeout, "CATALOG_HEAD_TIMEOUT", default: 10)
-        configuration.server.bodyIdleTimeout = try settings.seconds(bodyTimeout, "CATALOG_BODY_TIMEOUT", default: 30)
+        configuration.server.bodyTimeout = try settings.seconds(bodyTimeout, "CATALOG_BODY_TIMEOUT", default: 30)
+        configuration.server.requestTimeout = try settings.seconds(requestTimeout, "CATALOG_REQUEST_TIMEOUT", default: 60)
         configuration.server.keepAliveTimeout = try settings.seconds(keepAliveTimeout, "CATALOG_KEEP_ALIVE_TIMEOUT", default: 75)
         configuration.server.shutdownTimeout = try settings.seconds(shutdownTimeout, "CATALOG_SHUTDOWN_TIMEOUT", default: 10)
         configuration.seedDemoCatalog = noSeed ? false : try settings.boolean(nil, "CATALOG_SEED", default: true)

@@ -285,7 +285,8 @@ import TestSupport
             $0.keepAliveTimeout = .seconds(30)
         }
         try await onThread {
-            let clients = try (0..<1000).map { _ in try server.client() }
+            // From ten loopback addresses: each stays under the per-address connection limit.
+            let clients = try (0..<1000).map { try server.client(from: "127.0.1.\($0 % 10 + 1)") }
             for (index, client) in clients.enumerated() {
                 try client.send("GET /items/\(index) HTTP/1.1\r\nHost: x\r\n\r\n")
             }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 @testable import HTTPServer
 #if canImport(Glibc)
@@ -22,7 +23,7 @@ final class TestServer: Sendable {
         configuration.loopThreads = 1
         configuration.limits.maxBody = 64 * 1024
         configuration.headTimeout = .milliseconds(500)
-        configuration.bodyIdleTimeout = .milliseconds(500)
+        configuration.bodyTimeout = .milliseconds(500)
         configuration.keepAliveTimeout = .milliseconds(800)
         configuration.lingerTimeout = .milliseconds(300)
         configuration.shutdownTimeout = .seconds(5)
@@ -55,12 +56,19 @@ final class TestServer: Sendable {
             try await Task.sleep(for: .milliseconds(10))
             return .text("async done")
         })
+        router.add(.GET, "/wait/{token}", .deferred { request, responder in
+            // Never answers: the test watches the responder through ``waiting``.
+            Self.waiting.withLock { $0[request.pathParameters["token"] ?? ""] = responder }
+        })
         router.add(.GET, "/fail", .inline { _ in throw TestFailure("secret internal detail") })
         router.add(.GET, "/teapot", .blocking { _ in
             throw HTTPError(HTTPStatus(code: 418, reasonPhrase: "I'm a teapot"), code: "teapot", detail: "Short and stout.")
         })
         return router
     }
+
+    /// The responders of `/wait/{token}` requests, by token.
+    static let waiting = Mutex<[String: Responder]>([:])
 
     init(_ adjust: (inout ServerConfiguration) -> Void = { _ in }) throws {
         server = try HTTPServer(configuration: Self.configuration(adjust), router: Self.router())
@@ -69,7 +77,7 @@ final class TestServer: Sendable {
 
     deinit { server.shutdown() }
 
-    func client() throws -> RawClient { try RawClient(port: port) }
+    func client(from source: String = "127.0.0.1") throws -> RawClient { try RawClient(port: port, source: source) }
 }
 
 /// A response read off a raw socket.
@@ -97,11 +105,14 @@ final class RawClient: @unchecked Sendable {
     let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: Int, receiveTimeout: Double = 10) throws {
-        fd = try Loopback.connect(port: port, receiveTimeout: receiveTimeout)
+    init(port: Int, receiveTimeout: Double = 10, source: String = "127.0.0.1") throws {
+        fd = try Loopback.connect(port: port, receiveTimeout: receiveTimeout, source: source)
     }
 
     deinit { close(fd) }
+
+    /// Closes both directions (the server sees FIN) without releasing the descriptor.
+    func hangUp() { shutdown(fd, Int32(SHUT_RDWR)) }
 
     func setReceiveTimeout(_ seconds: Double) {
         var timeout = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1_000_000))

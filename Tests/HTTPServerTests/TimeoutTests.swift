@@ -41,8 +41,25 @@ import Glibc
         #expect(status == 408)
     }
 
+    @Test func tricklingBodyIsCutOffAtTheWholeBodyDeadline() async throws {
+        let server = try TestServer { $0.bodyTimeout = .milliseconds(600) }
+        let (status, elapsed) = try await onThread { () -> (Int, Double) in
+            let client = try server.client()
+            let start = Date()
+            try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+            // A byte every 100 ms would restart an idle timer for ever; the deadline is a total.
+            for _ in 0..<40 {
+                usleep(100_000)
+                guard (try? client.send("X")) != nil else { break }
+            }
+            return (try client.readResponse().status, Date().timeIntervalSince(start))
+        }
+        #expect(status == 408)
+        #expect(elapsed < 4.5, "cut off at the body deadline, not after the whole trickle (\(elapsed) s)")
+    }
+
     @Test func stalledBodyGets408() async throws {
-        let server = try TestServer { $0.bodyIdleTimeout = .milliseconds(400) }
+        let server = try TestServer { $0.bodyTimeout = .milliseconds(400) }
         let (response, closed) = try await onThread { () -> (RawResponse, Bool) in
             let client = try server.client()
             try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
@@ -72,7 +89,7 @@ import Glibc
     @Test func thousandSlowClientsDoNotStopOthersBeingServed() async throws {
         let server = try TestServer { $0.headTimeout = .seconds(30) }
         try await onThread {
-            let slowClients = try (0..<1000).map { _ in try server.client() }
+            let slowClients = try (0..<1000).map { try server.client(from: "127.0.1.\($0 % 10 + 1)") }
             // Slowloris: each sends part of a head, then a byte now and then, never finishing.
             for client in slowClients { try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n") }
             for round in 0..<3 {

@@ -22,10 +22,21 @@ public enum Loopback {
         public let description: String
     }
 
-    /// A connected socket with a receive timeout of `receiveTimeout` seconds.
-    public static func connect(port: Int, receiveTimeout: Double = 10) throws -> Int32 {
+    /// A connected socket with a receive timeout of `receiveTimeout` seconds, from the
+    /// loopback address `source` (any of 127.0.0.0/8 reaches the server).
+    public static func connect(port: Int, receiveTimeout: Double = 10, source: String = "127.0.0.1") throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket failed: \(errno)") }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else {
+            close(fd)
+            throw Failure(description: "bind to \(source) failed: \(errno)")
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

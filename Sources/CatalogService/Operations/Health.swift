@@ -34,6 +34,13 @@ final class ServerReference: Sendable {
     var inFlightRequests: Int { server.withLock { $0?.inFlightRequests ?? 0 } }
     /// Client connections open now.
     var openConnections: Int { server.withLock { $0?.openConnections ?? 0 } }
-    /// Connections refused at the connection limit.
-    var refusedConnections: Int { server.withLock { $0?.refusedConnections ?? 0 } }
+    /// What the server refused or gave up on before a handler answered, by reason.
+    var rejections: [String: Int] {
+        server.withLock { server in
+            guard let server else { return [:] }
+            return ["tooManyConnections": server.refusedConnections, "tooManyConnectionsFromAddress": server.refusedPerAddress,
+                    "bodyBufferFull": server.refusedBodies, "requestTimeout": server.expiredRequests,
+                    "clientGone": server.abandonedRequests, "blockingPoolFull": WorkPool.blocking.refused]
+        }
+    }
 }

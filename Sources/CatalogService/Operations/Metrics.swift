@@ -101,7 +101,7 @@ final class Metrics: Sendable {
         out += "# HELP catalog_http_rejected_total Requests and connections refused before reaching a handler, by reason.\n"
         out += "# TYPE catalog_http_rejected_total counter\n"
         var rejected = snapshot.rejected
-        rejected["tooManyConnections"] = UInt64(server.refusedConnections)
+        for (reason, count) in server.rejections { rejected[reason] = UInt64(count) }
         for (reason, count) in rejected.sorted(by: { $0.key < $1.key }) {
             out += "catalog_http_rejected_total{reason=\(Self.quoted(reason))} \(count)\n"
         }

@@ -51,7 +51,7 @@ final class EventLoop: @unchecked Sendable {
         self.core = core
         epoll = try Epoll()
         let configuration = core.configuration
-        let shortest = min(configuration.headTimeout, configuration.bodyIdleTimeout, configuration.keepAliveTimeout, configuration.lingerTimeout)
+        let shortest = min(configuration.headTimeout, configuration.bodyTimeout, configuration.keepAliveTimeout, configuration.lingerTimeout)
         sweepInterval = max(5, min(250, shortest.milliseconds / 10))
     }
 
@@ -145,6 +145,7 @@ final class EventLoop: @unchecked Sendable {
             connection.close()
             return
         }
+        if flags & Epoll.peerClosed != 0, connection.abandonIfAwaiting() { return }
         if flags & Epoll.writable != 0 { connection.onWritable() }
         if flags & Epoll.readable != 0, !connection.isClosed { connection.onReadable() }
     }
@@ -161,7 +162,7 @@ final class EventLoop: @unchecked Sendable {
 
     private func acceptConnections() {
         for _ in 0..<64 {
-            let accepted: (fd: Int32, peer: String)?
+            let accepted: (fd: Int32, peer: String, client: String)?
             do {
                 accepted = try Socket.accept(listener)
             } catch {
@@ -170,42 +171,56 @@ final class EventLoop: @unchecked Sendable {
                 acceptPausedUntil = now + 100
                 return
             }
-            guard let (fd, peer) = accepted else { return }
+            guard let (fd, peer, client) = accepted else { return }
             if core.openConnections.add(1, ordering: .relaxed).newValue > core.configuration.maxConnections {
                 core.openConnections.subtract(1, ordering: .relaxed)
                 core.refusedConnections.add(1, ordering: .relaxed)
-                ResponseWriter.overloaded.withUnsafeBytes { _ = send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                Glibc.close(fd)
+                refuse(fd, ResponseWriter.overloaded)
+                continue
+            }
+            guard core.admit(client) else {
+                core.openConnections.subtract(1, ordering: .relaxed)
+                core.refusedPerAddress.add(1, ordering: .relaxed)
+                refuse(fd, ResponseWriter.tooManyFromAddress)
                 continue
             }
             let target = peers[acceptCursor % peers.count]
             acceptCursor &+= 1
             if target === self {
-                adopt(fd: fd, peer: peer)
-            } else if !target.execute({ $0.adopt(fd: fd, peer: peer) }) {
+                adopt(fd: fd, peer: peer, client: client)
+            } else if !target.execute({ $0.adopt(fd: fd, peer: peer, client: client) }) {
                 // That loop already finished a shutdown.
                 Glibc.close(fd)
+                core.release(client)
                 core.openConnections.subtract(1, ordering: .relaxed)
             }
         }
     }
 
-    private func adopt(fd: Int32, peer: String) {
+    /// Sends a connection that is not taken its one response and closes it.
+    private func refuse(_ fd: Int32, _ response: [UInt8]) {
+        response.withUnsafeBytes { _ = send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        Glibc.close(fd)
+    }
+
+    private func adopt(fd: Int32, peer: String, client: String) {
         guard !stopped, !isDraining else {
             Glibc.close(fd)
+            core.release(client)
             core.openConnections.subtract(1, ordering: .relaxed)
             return
         }
         nextConnectionID &+= 1
-        let connection = Connection(fd: fd, id: nextConnectionID, peer: peer, loop: self)
+        let connection = Connection(fd: fd, id: nextConnectionID, peer: peer, client: client, loop: self)
         let slot = Int(fd)
         if slot >= connections.count {
             connections.append(contentsOf: repeatElement(nil, count: max(slot + 1 - connections.count, connections.count)))
         }
         do {
-            try epoll.add(fd, events: Epoll.readable, token: Self.token(fd: fd, id: nextConnectionID))
+            try epoll.add(fd, events: Epoll.readable | Epoll.peerClosed, token: Self.token(fd: fd, id: nextConnectionID))
         } catch {
             Glibc.close(fd)
+            core.release(client)
             core.openConnections.subtract(1, ordering: .relaxed)
             return
         }
@@ -213,12 +228,12 @@ final class EventLoop: @unchecked Sendable {
         connectionCount += 1
     }
 
-    /// Called by a connection when it closes its descriptor.
     func forget(_ connection: Connection) {
         let slot = Int(connection.fd)
         guard slot < connections.count, connections[slot] === connection else { return }
         connections[slot] = nil
         connectionCount -= 1
+        core.release(connection.client)
         core.openConnections.subtract(1, ordering: .relaxed)
     }
 

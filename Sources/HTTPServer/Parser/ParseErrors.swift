@@ -34,5 +34,9 @@ extension HTTPError {
     static let invalidChunk = badRequest("invalidChunk", "The chunked body is malformed.")
     static let chunkSizeLineTooLong = badRequest("invalidChunk", "A chunk-size line exceeds the server's limit.")
     static let headTimeout = HTTPError(.requestTimeout, code: "requestTimeout", detail: "The request head was not received in time.")
-    static let bodyTimeout = HTTPError(.requestTimeout, code: "requestTimeout", detail: "The request body stalled.")
+    static let bodyTimeout = HTTPError(.requestTimeout, code: "requestTimeout", detail: "The request body was not received in time.")
+    static let bodyBufferFull = HTTPError(.serviceUnavailable, code: "serverBusy", detail: "The server holds too many request bodies; retry shortly.",
+                                          headers: ["Retry-After": "1"])
+    static let requestExpired = HTTPError(.serviceUnavailable, code: "requestTimeout", detail: "The request was not answered in time.",
+                                          headers: ["Retry-After": "1"])
 }

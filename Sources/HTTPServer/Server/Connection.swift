@@ -40,11 +40,15 @@ final class Connection {
     private enum TimeoutAction {
         case close
         case fail(HTTPError)
+        /// A deferred answer is overdue: answer 503 for it and close.
+        case expire
     }
 
     let fd: Int32
     let id: UInt64
     let peer: String
+    /// The address this connection is counted under (see ``ServerCore/admit(_:)``).
+    let client: String
     private unowned let loop: EventLoop
     private let input = ByteBuffer(capacity: 8 * 1024)
     private let output = ByteBuffer(capacity: 4 * 1024)
@@ -62,6 +66,10 @@ final class Connection {
     private var deadlineAction = TimeoutAction.close
     private var writeDeadline: Int64 = 0
     private var requestSequence: UInt64 = 0
+    /// The ticket of the request a deferred handler is answering.
+    private var ticket: RequestTicket?
+    /// Bytes of the body budget this connection holds for a body still arriving.
+    private var reservedBodyBytes = 0
 
     /// Above this many unsent bytes the connection stops taking new requests until the
     /// client reads (pipelining without reading cannot grow memory without bound).
@@ -69,10 +77,11 @@ final class Connection {
     private static let readChunk = 16 * 1024
     private static let maxReadPerEvent = 256 * 1024
 
-    init(fd: Int32, id: UInt64, peer: String, loop: EventLoop) {
+    init(fd: Int32, id: UInt64, peer: String, client: String, loop: EventLoop) {
         self.fd = fd
         self.id = id
         self.peer = peer
+        self.client = client
         self.loop = loop
         parser = RequestHeadParser(limits: loop.core.configuration.limits)
         setDeadline(loop.core.headTimeout, .close)
@@ -126,8 +135,6 @@ final class Connection {
         case .head where !requestStarted:
             requestStarted = true
             setDeadline(loop.core.headTimeout, .fail(.headTimeout))
-        case .body:
-            setDeadline(loop.core.bodyIdleTimeout, .fail(.bodyTimeout))
         default:
             break
         }
@@ -172,7 +179,10 @@ final class Connection {
 
     private func updateInterest() {
         var desired: UInt32 = 0
-        if !peerClosedInput && wantsInput { desired |= Epoll.readable }
+        if !peerClosedInput {
+            desired |= Epoll.peerClosed
+            if wantsInput { desired |= Epoll.readable }
+        }
         if !output.isEmpty { desired |= Epoll.writable }
         if desired != registeredEvents {
             registeredEvents = desired
@@ -202,10 +212,22 @@ final class Connection {
                 if head.framing == .none {
                     dispatch(head, body: [])
                 } else {
+                    // A body still arriving is held against the server-wide budget.
+                    let held: Int? = switch head.framing {
+                    case let .length(length): input.readableCount >= length ? nil : Optional(length)
+                    default: parser.limits.maxBody
+                    }
+                    if let held {
+                        guard loop.core.reserveBody(held) else {
+                            failConnection(HTTPError.bodyBufferFull, path: head.path)
+                            return
+                        }
+                        reservedBodyBytes = held
+                    }
                     if head.expectsContinue, input.isEmpty { output.append(ResponseWriter.continueLine) }
                     chunkedDecoder = head.framing == .chunked ? ChunkedDecoder(limits: parser.limits) : nil
                     phase = .body(head)
-                    setDeadline(loop.core.bodyIdleTimeout, .fail(.bodyTimeout))
+                    setDeadline(loop.core.bodyTimeout, .fail(.bodyTimeout))
                 }
             case let .body(head):
                 var body: [UInt8] = []
@@ -231,9 +253,17 @@ final class Connection {
                         return
                     }
                 }
+                releaseBody()
                 dispatch(head, body: body)
             }
         }
+    }
+
+    /// Gives back the body budget this connection holds.
+    private func releaseBody() {
+        guard reservedBodyBytes > 0 else { return }
+        loop.core.bufferedBodyBytes.subtract(reservedBodyBytes, ordering: .relaxed)
+        reservedBodyBytes = 0
     }
 
     private func dispatch(_ head: RequestHead, body: [UInt8]) {
@@ -262,17 +292,17 @@ final class Connection {
                     write(try handle(request), context)
                 case let .deferred(handle):
                     loop.core.inFlight.add(1, ordering: .relaxed)
-                    phase = .awaiting(context)
-                    deadline = 0
-                    handle(request, Responder(loop: loop, fd: fd, connectionID: id, sequence: requestSequence))
+                    awaitAnswer(context)
+                    handle(request, responder())
                 case let .either(handle):
                     // Counted in flight before it runs, as work it hands to another thread
                     // may look at the count. A later answer arrives through this loop's
                     // queue, so it cannot run before the phase below is set.
                     loop.core.inFlight.add(1, ordering: .relaxed)
                     let response: HTTPResponse?
+                    let responder = responder()
                     do {
-                        response = try handle(request, Responder(loop: loop, fd: fd, connectionID: id, sequence: requestSequence))
+                        response = try handle(request, responder)
                     } catch {
                         loop.core.inFlight.subtract(1, ordering: .relaxed)
                         throw error
@@ -281,14 +311,44 @@ final class Connection {
                         loop.core.inFlight.subtract(1, ordering: .relaxed)
                         write(response, context)
                     } else {
-                        phase = .awaiting(context)
-                        deadline = 0
+                        awaitAnswer(context)
                     }
                 }
             }
         } catch {
             write(loop.core.render(error, path: head.path, requestID: requestID), context)
         }
+    }
+
+    /// A responder for the request being dispatched, with a new ticket.
+    private func responder() -> Responder {
+        let ticket = RequestTicket()
+        self.ticket = ticket
+        return Responder(loop: loop, fd: fd, connectionID: id, sequence: requestSequence, ticket: ticket)
+    }
+
+    /// Waits for a deferred answer, until the request deadline.
+    private func awaitAnswer(_ context: ResponseContext) {
+        phase = .awaiting(context)
+        setDeadline(loop.core.requestTimeout, .expire)
+    }
+
+    /// Marks the awaited request abandoned and forgets it; false when none is awaited.
+    private func abandonAwaited() -> Bool {
+        guard case .awaiting = phase else { return false }
+        loop.core.inFlight.subtract(1, ordering: .relaxed)
+        ticket?.abandoned.store(true, ordering: .relaxed)
+        ticket = nil
+        return true
+    }
+
+    /// The client closed its side while a deferred handler works for it: nobody will
+    /// read the answer, so the work is marked abandoned and the connection closed.
+    /// - Returns: whether that happened (false when no answer is awaited).
+    func abandonIfAwaiting() -> Bool {
+        guard case .awaiting = phase else { return false }
+        close()
+        return true
     }
 
     /// Monotonic nanoseconds.
@@ -322,6 +382,7 @@ final class Connection {
     func complete(sequence: UInt64, with result: Result<HTTPResponse, SendableError>) {
         guard case let .awaiting(context) = phase, context.sequence == sequence else { return }
         loop.core.inFlight.subtract(1, ordering: .relaxed)
+        ticket = nil
         switch result {
         case let .success(response): write(response, context)
         case let .failure(failure): write(loop.core.render(failure.error, path: context.path, requestID: context.requestID), context)
@@ -373,7 +434,7 @@ final class Connection {
             } else if count < 0 && errno == EINTR {
                 continue
             } else if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                if writeDeadline == 0 { writeDeadline = loop.now + loop.core.bodyIdleTimeout }
+                if writeDeadline == 0 { writeDeadline = loop.now + loop.core.bodyTimeout }
                 return
             } else {
                 close()
@@ -425,6 +486,13 @@ final class Connection {
         case let .fail(error):
             failConnection(error, path: nil)
             finishTurn()
+        case .expire:
+            guard case let .awaiting(context) = phase, abandonAwaited() else { return }
+            loop.core.expiredRequests.add(1, ordering: .relaxed)
+            write(loop.core.render(HTTPError.requestExpired, path: context.path, requestID: context.requestID), context)
+            closeAfterFlush = true
+            deadline = 0
+            finishTurn()
         }
     }
 
@@ -437,7 +505,8 @@ final class Connection {
     func close() {
         guard !isClosed else { return }
         isClosed = true
-        if case .awaiting = phase { loop.core.inFlight.subtract(1, ordering: .relaxed) }
+        if abandonAwaited() { loop.core.abandonedRequests.add(1, ordering: .relaxed) }
+        releaseBody()
         Glibc.close(fd)
         loop.forget(self)
     }

@@ -35,8 +35,21 @@ final class ServerCore: Sendable {
     let refusedConnections = Atomic<Int>(0)
     /// The largest input buffer any connection has needed, in bytes.
     let peakInputBuffer = Atomic<Int>(0)
+    /// Connections turned away at the per-address limit.
+    let refusedPerAddress = Atomic<Int>(0)
+    /// Bodies refused because the body buffer budget was spent.
+    let refusedBodies = Atomic<Int>(0)
+    /// Deferred requests that passed their deadline.
+    let expiredRequests = Atomic<Int>(0)
+    /// Deferred requests whose client left before the answer.
+    let abandonedRequests = Atomic<Int>(0)
+    /// Bytes of partly received bodies held now.
+    let bufferedBodyBytes = Atomic<Int>(0)
+    /// Open connections by client address.
+    private let connectionsByAddress = Mutex<[String: Int]>([:])
     let headTimeout: Int64
-    let bodyIdleTimeout: Int64
+    let bodyTimeout: Int64
+    let requestTimeout: Int64
     let keepAliveTimeout: Int64
     let lingerTimeout: Int64
 
@@ -45,9 +58,38 @@ final class ServerCore: Sendable {
         self.router = router
         self.renderError = renderError
         headTimeout = configuration.headTimeout.milliseconds
-        bodyIdleTimeout = configuration.bodyIdleTimeout.milliseconds
+        bodyTimeout = configuration.bodyTimeout.milliseconds
+        requestTimeout = configuration.requestTimeout.milliseconds
         keepAliveTimeout = configuration.keepAliveTimeout.milliseconds
         lingerTimeout = configuration.lingerTimeout.milliseconds
+    }
+
+    /// Counts a connection from `address`; false (counting nothing) when that address
+    /// is at its limit.
+    func admit(_ address: String) -> Bool {
+        connectionsByAddress.withLock { counts in
+            let count = counts[address, default: 0]
+            guard count < configuration.maxConnectionsPerAddress else { return false }
+            counts[address] = count + 1
+            return true
+        }
+    }
+
+    /// Forgets a connection counted by ``admit(_:)``.
+    func release(_ address: String) {
+        connectionsByAddress.withLock { counts in
+            if let count = counts[address], count > 1 { counts[address] = count - 1 } else { counts[address] = nil }
+        }
+    }
+
+    /// Takes `bytes` from the body buffer budget; false (taking nothing) when they do not fit.
+    func reserveBody(_ bytes: Int) -> Bool {
+        if bufferedBodyBytes.add(bytes, ordering: .relaxed).newValue > configuration.maxBufferedBodyBytes {
+            bufferedBodyBytes.subtract(bytes, ordering: .relaxed)
+            refusedBodies.add(1, ordering: .relaxed)
+            return false
+        }
+        return true
     }
 
     func render(_ error: any Error, path: String?, requestID: String) -> HTTPResponse {
@@ -108,6 +150,21 @@ public final class HTTPServer: Sendable {
 
     /// Connections refused at ``ServerConfiguration/maxConnections`` since start.
     public var refusedConnections: Int { core.refusedConnections.load(ordering: .relaxed) }
+
+    /// Connections refused at ``ServerConfiguration/maxConnectionsPerAddress`` since start.
+    public var refusedPerAddress: Int { core.refusedPerAddress.load(ordering: .relaxed) }
+
+    /// Request bodies refused at ``ServerConfiguration/maxBufferedBodyBytes`` since start.
+    public var refusedBodies: Int { core.refusedBodies.load(ordering: .relaxed) }
+
+    /// Requests answered 503 at ``ServerConfiguration/requestTimeout`` since start.
+    public var expiredRequests: Int { core.expiredRequests.load(ordering: .relaxed) }
+
+    /// Deferred requests whose client closed its connection before the answer, since start.
+    public var abandonedRequests: Int { core.abandonedRequests.load(ordering: .relaxed) }
+
+    /// Bytes of partly received request bodies held right now.
+    public var bufferedBodyBytes: Int { core.bufferedBodyBytes.load(ordering: .relaxed) }
 
     /// The number of client connections open right now.
     public var openConnections: Int { core.openConnections.load(ordering: .relaxed) }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A route's request handler, and where it runs.
 ///
@@ -28,13 +29,7 @@ public struct Handler: Sendable {
     /// A handler that runs on the shared blocking-work pool.
     public static func blocking(_ handle: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) -> Handler {
         Handler(kind: .deferred { request, responder in
-            BlockingPool.shared.submit {
-                do {
-                    responder.respond(try handle(request))
-                } catch {
-                    responder.fail(error)
-                }
-            }
+            WorkPool.blocking.run(for: responder) { try handle(request) }
         })
     }
 
@@ -60,8 +55,10 @@ public struct Handler: Sendable {
     }
 
     /// Runs `job` on the pool of threads reserved for blocking work.
-    public static func runBlocking(_ job: @escaping @Sendable () -> Void) {
-        BlockingPool.shared.submit(job)
+    /// - Returns: false, without running it, when that pool's queue is full.
+    @discardableResult
+    public static func runBlocking(_ job: @escaping @Sendable () -> Void) -> Bool {
+        WorkPool.blocking.submit(job)
     }
 
     /// A handler that receives a ``Responder`` and answers through it later, from any thread.
@@ -71,12 +68,22 @@ public struct Handler: Sendable {
     }
 }
 
+/// Whether the client of a deferred request still waits for its answer.
+final class RequestTicket: Sendable {
+    let abandoned = Atomic<Bool>(false)
+}
+
 /// Delivers the answer of a deferred handler back to its connection's event loop.
 public struct Responder: Sendable {
     let loop: EventLoop
     let fd: Int32
     let connectionID: UInt64
     let sequence: UInt64
+    let ticket: RequestTicket
+
+    /// Whether nobody waits for the answer any more: the client closed its connection
+    /// or the request passed its deadline. Queued work for it can be dropped.
+    public var isAbandoned: Bool { ticket.abandoned.load(ordering: .relaxed) }
 
     /// Sends `response` to the client.
     public func respond(_ response: HTTPResponse) {
@@ -100,27 +107,61 @@ struct SendableError: Error, @unchecked Sendable {
     init(_ error: any Error) { self.error = error }
 }
 
-/// A fixed pool of threads for handlers that block.
-final class BlockingPool: @unchecked Sendable {
-    static let shared = BlockingPool(threads: max(8, ProcessInfo.processInfo.activeProcessorCount * 4))
+/// A fixed pool of threads with a bounded queue, for work that must not run on an event
+/// loop. A full queue refuses more work at once (503 with `Retry-After` for a request)
+/// instead of growing, and a request whose client has gone is dropped unrun.
+public final class WorkPool: @unchecked Sendable {
+    /// The pool for blocking handlers (``Handler/blocking(_:)``): file I/O, `fsync`, locks.
+    public static let blocking = WorkPool(name: "blocking", threads: max(8, ProcessInfo.processInfo.activeProcessorCount * 4), queueLimit: 1024)
+
+    /// The answer to a request refused because the queue is full.
+    public static let busy = HTTPError(.serviceUnavailable, code: "serverBusy", detail: "The server is busy; retry shortly.",
+                                       headers: ["Retry-After": "1"])
 
     private let condition = NSCondition()
     private var jobs: [(@Sendable () -> Void)?] = []
     private var head = 0
+    private let queueLimit: Int
+    private let refusals = Atomic<Int>(0)
 
-    init(threads: Int) {
+    /// Starts `threads` threads named `name-N`, which take jobs from a queue of at most `queueLimit`.
+    public init(name: String, threads: Int, queueLimit: Int) {
+        self.queueLimit = queueLimit
         for index in 0..<threads {
             let thread = Thread { [unowned self] in self.work() }
-            thread.name = "blocking-\(index)"
+            thread.name = "\(name)-\(index)"
             thread.start()
         }
     }
 
-    func submit(_ job: @escaping @Sendable () -> Void) {
+    /// Jobs refused because the queue was full, since start.
+    public var refused: Int { refusals.load(ordering: .relaxed) }
+
+    /// Queues `job`.
+    /// - Returns: false, without queueing it, when the queue is full.
+    @discardableResult
+    public func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
         condition.lock()
+        guard jobs.count - head < queueLimit else {
+            condition.unlock()
+            refusals.add(1, ordering: .relaxed)
+            return false
+        }
         jobs.append(job)
         condition.signal()
         condition.unlock()
+        return true
+    }
+
+    /// Answers the deferred request of `responder` with what `work` returns, run on the
+    /// pool: 503 at once when the queue is full, nothing when the client has gone before
+    /// its turn.
+    public func run(for responder: Responder, _ work: @escaping @Sendable () throws -> HTTPResponse) {
+        let queued = submit {
+            guard !responder.isAbandoned else { return }
+            do { responder.respond(try work()) } catch { responder.fail(error) }
+        }
+        if !queued { responder.fail(Self.busy) }
     }
 
     private func work() {

@@ -59,10 +59,14 @@ enum ResponseWriter {
     /// The interim response sent before reading a body the client holds back with `Expect: 100-continue`.
     static let continueLine: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
     /// Sent to a connection over the server's limit before it is closed.
-    static let overloaded: [UInt8] = {
-        let body = #"{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"The server is at its connection limit.","code":"tooManyConnections"}"#
+    static let overloaded = refusal(detail: "The server is at its connection limit.", code: "tooManyConnections")
+    /// Sent to a connection over its client address's limit before it is closed.
+    static let tooManyFromAddress = refusal(detail: "Too many connections from this address.", code: "tooManyConnections")
+
+    private static func refusal(detail: String, code: String) -> [UInt8] {
+        let body = #"{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"\#(detail)","code":"\#(code)"}"#
         return Array("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\nRetry-After: 1\r\n\r\n\(body)".utf8)
-    }()
+    }
 
     private static let contentLengthPrefix: [UInt8] = Array("Content-Length: ".utf8)
     private static let requestIDPrefix: [UInt8] = Array("X-Request-Id: ".utf8)

@@ -17,9 +17,15 @@ public struct ServerConfiguration: Sendable {
     /// How long a client has to send a whole request head, from its first byte
     /// (or from connecting, for the first request). Exceeded: 408 and close.
     public var headTimeout: Duration = .seconds(10)
-    /// How long a request body may stall between two reads. Exceeded: 408 and close.
-    /// The same bound applies to a client that stops reading its response.
-    public var bodyIdleTimeout: Duration = .seconds(30)
+    /// How long a client has to send a whole request body, from the end of its head
+    /// (a total, not an idle timer: a byte now and then does not extend it). Exceeded:
+    /// 408 and close. A client that stops reading its response gets the same bound
+    /// between two writes that make progress.
+    public var bodyTimeout: Duration = .seconds(30)
+    /// How long a request handed to a deferred handler may wait for its answer, queued
+    /// or running. Exceeded: 503 with `Retry-After`, the connection is closed and the
+    /// request is marked abandoned (see ``Responder/isAbandoned``).
+    public var requestTimeout: Duration = .seconds(60)
     /// How long an idle keep-alive connection stays open between requests.
     public var keepAliveTimeout: Duration = .seconds(75)
     /// How long a graceful shutdown waits for requests in flight before closing everything.
@@ -29,6 +35,14 @@ public struct ServerConfiguration: Sendable {
     public var lingerTimeout: Duration = .seconds(2)
     /// The most connections open at once; further ones are answered 503 and closed.
     public var maxConnections = 10_000
+    /// The most connections open at once from one client address (an IPv6 client's
+    /// whole /64); further ones are answered 503 and closed, so one client cannot take
+    /// every connection.
+    public var maxConnectionsPerAddress = 128
+    /// The most bytes of partly received request bodies held across all connections;
+    /// a body that would go over is answered 503 with `Retry-After` and its connection
+    /// closed. Bodies that arrive whole with their head are not counted.
+    public var maxBufferedBodyBytes = 64 << 20
     /// The listen backlog.
     public var backlog: Int32 = 1024
     /// Called on the event loop after every response is queued (for access logs and

@@ -10,6 +10,8 @@ final class Epoll {
     static let readable = UInt32(EPOLLIN.rawValue)
     static let writable = UInt32(EPOLLOUT.rawValue)
     static let hangup = UInt32(EPOLLHUP.rawValue) | UInt32(EPOLLERR.rawValue)
+    /// The peer closed its side (sent FIN): reported even while input is not wanted.
+    static let peerClosed = UInt32(EPOLLRDHUP.rawValue)
 
     let fd: Int32
     let wakeFD: Int32

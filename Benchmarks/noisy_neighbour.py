@@ -1,0 +1,1081 @@
+#!/usr/bin/env python3
+"""Driver for Benchmarks/noisy-neighbour.sh (Python 3 standard library only).
+
+Subcommands:
+  run      one pattern: start a fresh server on a copy of the seeded database, set the
+           pattern up, run the victim and 4 attackers at once, read the server's peak RSS,
+           stop it, append one JSON result line to --results.
+  report   print the table of a results file (and write it to --output).
+  victim, attacker   internal: one client process each, started by `run`; they print one
+           JSON object on standard output when done.
+
+The victim is anonymous (except in `writer`), binds 127.0.0.2 and sends one request every
+20 ms over one keep-alive connection (the next one at once when an answer is late), timing
+each from send to the last byte of the answer. Attacker i binds 127.0.0.(10+i). A victim
+request that fails (connection error, timeout, or any status but 2xx) counts as an error
+and as infinitely slow in its percentiles, so p99 is only finite when 99% were answered.
+"""
+
+import argparse
+import asyncio
+import errno
+import json
+import os
+import random
+import resource
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import http.client
+
+HOST = "127.0.0.1"
+VICTIM_ADDRESS = "127.0.0.2"
+SETUP_ADDRESS = "127.0.0.3"
+ATTACKERS = 4
+VICTIM_INTERVAL = 0.020
+VICTIM_TIMEOUT = 5.0
+READ_TIMEOUT = 5.0
+SLOW_READ_TIMEOUT = 15.0  # backups and 10,000-entry playlist writes
+TARGET_P99_MS = 25.0
+TARGET_RSS_MIB = 256.0
+
+PATTERNS = ["baseline", "get-flood", "metrics-labels", "search", "near", "big-comments",
+            "slow-body", "buffered-bodies", "backups", "writer", "deferred-queue"]
+
+SEARCH_QUERIES = ["/v1/playable-items?q=a%20b%20c%20d%20e%20f%20g%20h%20i%20j%20k%20l%20m%20n%20o%20p",
+                  "/v1/playable-items?q=sample"]
+
+
+def raise_file_limit():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 65536, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def failure_name(error):
+    """The short name an attacker or the victim records for a failed exchange."""
+    if isinstance(error, (asyncio.TimeoutError, socket.timeout, TimeoutError)):
+        return "timeout"
+    if isinstance(error, ConnectionRefusedError):
+        return "refused"
+    if isinstance(error, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+        return "reset"
+    if isinstance(error, (asyncio.IncompleteReadError, EOFError)):
+        return "closed"
+    if isinstance(error, OSError) and error.errno:
+        return errno.errorcode.get(error.errno, "oserror").lower()
+    return type(error).__name__.lower()
+
+
+def request_bytes(method, path, key=None, body=None, extra=""):
+    head = f"{method} {path} HTTP/1.1\r\nHost: {HOST}\r\n"
+    if key:
+        head += f"Authorization: Bearer {key}\r\n"
+    if body is not None:
+        head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+    head += extra + "\r\n"
+    return head.encode() + (body or b"")
+
+
+# ---------------------------------------------------------------------------------------
+# Blocking HTTP (victim and setup)
+
+class BlockingConnection:
+    def __init__(self, port, source, timeout):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.sock.bind((source, 0))
+            self.sock.settimeout(timeout)
+            self.sock.connect((HOST, port))
+        except BaseException:
+            self.sock.close()
+            raise
+        self.buffer = bytearray()
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def _fill(self, deadline):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise socket.timeout("timed out")
+        self.sock.settimeout(remaining)
+        data = self.sock.recv(262144)
+        if not data:
+            raise EOFError("closed")
+        self.buffer += data
+
+    def _take_line(self, deadline):
+        while True:
+            index = self.buffer.find(b"\r\n")
+            if index >= 0:
+                line = bytes(self.buffer[:index])
+                del self.buffer[:index + 2]
+                return line
+            self._fill(deadline)
+
+    def _take(self, count, deadline):
+        while len(self.buffer) < count:
+            self._fill(deadline)
+        data = bytes(self.buffer[:count])
+        del self.buffer[:count]
+        return data
+
+    def exchange(self, data, timeout, method="GET"):
+        """Sends one request, reads its answer: (status, body, keep_alive)."""
+        deadline = time.monotonic() + timeout
+        self.sock.settimeout(timeout)
+        self.sock.sendall(data)
+        while True:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end >= 0:
+                break
+            self._fill(deadline)
+        head = bytes(self.buffer[:end]).decode("latin-1")
+        del self.buffer[:end + 4]
+        lines = head.split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        keep_alive = "close" not in headers.get("connection", "").lower()
+        if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+            body = b""
+        elif "chunked" in headers.get("transfer-encoding", "").lower():
+            parts = []
+            while True:
+                size = int(self._take_line(deadline).split(b";")[0], 16)
+                if size == 0:
+                    while self._take_line(deadline):
+                        pass
+                    break
+                parts.append(self._take(size, deadline))
+                self._take(2, deadline)
+            body = b"".join(parts)
+        elif "content-length" in headers:
+            body = self._take(int(headers["content-length"]), deadline)
+        else:
+            try:
+                while True:
+                    self._fill(deadline)
+            except EOFError:
+                pass
+            body, self.buffer = bytes(self.buffer), bytearray()
+            keep_alive = False
+        return status, body, keep_alive
+
+
+def http_call(port, method, path, key=None, body=None, timeout=30.0, source=SETUP_ADDRESS):
+    """One request on its own connection: (status, body bytes)."""
+    data = body if body is None or isinstance(body, bytes) else json.dumps(body, ensure_ascii=False).encode()
+    connection = BlockingConnection(port, source, timeout)
+    try:
+        status, answer, _ = connection.exchange(request_bytes(method, path, key, data), timeout, method)
+        return status, answer
+    finally:
+        connection.close()
+
+
+def setup_call(port, method, path, key, body=None, timeout=30.0, expect=(200, 201)):
+    """A setup request, retried on 429/503 (honouring Retry-After up to 5 s) for up to 30 s."""
+    give_up = time.monotonic() + 30
+    while True:
+        status, answer = http_call(port, method, path, key, body, timeout)
+        if status in expect or status not in (429, 503) or time.monotonic() > give_up:
+            return status, answer
+        time.sleep(1.0)
+
+
+# ---------------------------------------------------------------------------------------
+# The victim
+
+def percentile(sorted_values, p):
+    if not sorted_values:
+        return None
+    index = max(0, min(len(sorted_values) - 1, -(-p * len(sorted_values) // 100) - 1))
+    return sorted_values[int(index)]
+
+
+def victim_main(config_path):
+    config = json.load(open(config_path))
+    port, start, duration = config["port"], config["start"], config["duration"]
+    end = start + duration
+    get_request = request_bytes("GET", "/v1/playable-items/" + config["victim_item"])
+    editor_key = config.get("victim_key")
+    requests = [("GET", get_request)]
+    if editor_key:
+        body = json.dumps({"name": "Victim game", "imageName": "victim"}).encode()
+        requests.append(("POST", request_bytes("POST", "/v1/games", editor_key, body)))
+    samples = {kind: [] for kind, _ in requests}  # latency in ms, None for a failure
+    failures = {}
+    connection = None
+    next_send = start
+    index = 0
+    delay = start - time.monotonic()
+    if delay > 0:
+        time.sleep(delay)
+    while True:
+        now = time.monotonic()
+        if now >= end:
+            break
+        if now < next_send:
+            time.sleep(next_send - now)
+        kind, data = requests[index % len(requests)]
+        index += 1
+        sent = time.perf_counter()
+        try:
+            if connection is None:
+                connection = BlockingConnection(port, VICTIM_ADDRESS, VICTIM_TIMEOUT)
+                sent = time.perf_counter()  # a reconnect is not the request's latency
+            status, _, keep_alive = connection.exchange(data, min(VICTIM_TIMEOUT, end + 2 - time.monotonic() + 0.001))
+            elapsed = (time.perf_counter() - sent) * 1000
+            if 200 <= status < 300:
+                samples[kind].append(elapsed)
+            else:
+                samples[kind].append(None)
+                failures[str(status)] = failures.get(str(status), 0) + 1
+            if not keep_alive:
+                connection.close()
+                connection = None
+        except Exception as error:  # noqa: BLE001 - every failure is data
+            samples[kind].append(None)
+            name = failure_name(error)
+            failures[name] = failures.get(name, 0) + 1
+            if connection is not None:
+                connection.close()
+                connection = None
+        next_send += VICTIM_INTERVAL
+        if next_send < time.monotonic():
+            next_send = time.monotonic()
+    if connection is not None:
+        connection.close()
+    json.dump({"samples": samples, "failures": failures}, sys.stdout)
+
+
+# ---------------------------------------------------------------------------------------
+# Attackers
+
+class Attacker:
+    def __init__(self, config, index):
+        self.config = config
+        self.index = index
+        self.port = config["port"]
+        self.source = f"127.0.0.{10 + index}"
+        self.key = config["admin_key"]
+        self.ids = config["ids"]
+        self.end = config["start"] + config["duration"]
+        self.counts = {}
+        self.notes = {}
+        self.rng = random.Random(index * 7919 + 1)
+
+    def count(self, name, amount=1):
+        self.counts[name] = self.counts.get(name, 0) + amount
+
+    def over(self):
+        return time.monotonic() >= self.end
+
+    # --- stream helpers
+
+    async def open(self):
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(HOST, self.port, local_addr=(self.source, 0), limit=1 << 20), READ_TIMEOUT)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return reader, writer
+
+    @staticmethod
+    async def _read_response(reader, method="GET"):
+        head = await reader.readuntil(b"\r\n\r\n")
+        status = int(head[9:12])
+        lower = head.lower()
+        keep_alive = b"\r\nconnection: close" not in lower
+        length = None
+        at = lower.find(b"\r\ncontent-length:")
+        if at >= 0:
+            length = int(lower[at + 17:lower.index(b"\r\n", at + 2)])
+        size = 0
+        if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+            pass
+        elif b"\r\ntransfer-encoding: chunked" in lower:
+            while True:
+                line = await reader.readuntil(b"\r\n")
+                chunk = int(line.split(b";")[0], 16)
+                if chunk == 0:
+                    while await reader.readuntil(b"\r\n") != b"\r\n":
+                        pass
+                    break
+                await reader.readexactly(chunk + 2)
+                size += chunk
+        elif length is not None:
+            await reader.readexactly(length)
+            size = length
+        else:
+            size = len(await reader.read())
+            keep_alive = False
+        return status, keep_alive, size
+
+    async def read_response(self, reader, timeout=READ_TIMEOUT, method="GET"):
+        return await asyncio.wait_for(self._read_response(reader, method), timeout)
+
+    @staticmethod
+    def close(writer):
+        try:
+            writer.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    async def exchange_loop(self, make_batch, timeout=READ_TIMEOUT, on_response=None):
+        """Keep-alive loop: send a batch (list of (method, bytes)), read every answer, repeat;
+        reconnect whenever the connection ends."""
+        while not self.over():
+            try:
+                reader, writer = await self.open()
+            except Exception as error:  # noqa: BLE001
+                self.count(failure_name(error))
+                await asyncio.sleep(0.01)
+                continue
+            try:
+                while not self.over():
+                    batch = make_batch()
+                    writer.write(b"".join(data for _, data in batch))
+                    await writer.drain()
+                    for number, (method, _) in enumerate(batch):
+                        started = time.monotonic()
+                        status, keep_alive, size = await self.read_response(reader, timeout, method)
+                        self.count(str(status))
+                        if on_response:
+                            on_response(method, status, size, time.monotonic() - started)
+                        if not keep_alive:
+                            raise EOFError("closed by the server") if number < len(batch) - 1 else _Reconnect()
+            except _Reconnect:
+                pass
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001
+                self.count(failure_name(error))
+            finally:
+                self.close(writer)
+
+    # --- raw-socket helpers (connections that are held and not read)
+
+    async def raw_open(self):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.bind((self.source, 0))
+            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(sock, (HOST, self.port)), READ_TIMEOUT)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    async def raw_send(self, sock, data, timeout=READ_TIMEOUT):
+        await asyncio.wait_for(asyncio.get_running_loop().sock_sendall(sock, data), timeout)
+
+    def raw_poll(self, sock, peek=False):
+        """Without blocking: None while the connection is open and silent (or, with peek,
+        open with an answer waiting that stays unread), else what ended it (a status the
+        server sent, or closed/reset)."""
+        try:
+            data = sock.recv(1 if peek else 65536, socket.MSG_PEEK if peek else 0)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError as error:
+            return failure_name(error)
+        if not data:
+            return "closed"
+        if peek:
+            return None
+        if data.startswith(b"HTTP/1."):
+            return data[9:12].decode("latin-1")
+        return "data"
+
+    async def hold(self, limit, open_one, tick, on_tick=None, open_interval=0.0, peek=False):
+        """Keeps up to `limit` connections made by open_one() open; every `tick` seconds
+        checks them (a connection the server answered or closed is counted and replaced)
+        and calls on_tick(sock) on the live ones."""
+        live = []
+        next_tick = time.monotonic() + tick
+        try:
+            while not self.over():
+                while len(live) < limit and not self.over():
+                    try:
+                        live.append(await open_one())
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as error:  # noqa: BLE001
+                        self.count(failure_name(error))
+                        break
+                    if open_interval:
+                        await asyncio.sleep(open_interval)
+                        if time.monotonic() >= next_tick:
+                            break
+                wait = next_tick - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                next_tick = max(next_tick + tick, time.monotonic())
+                still = []
+                for sock in live:
+                    outcome = self.raw_poll(sock, peek)
+                    if outcome is None and on_tick is not None:
+                        try:
+                            await on_tick(sock)
+                        except asyncio.CancelledError:
+                            raise
+                        except Exception as error:  # noqa: BLE001
+                            outcome = failure_name(error)
+                    if outcome is None:
+                        still.append(sock)
+                    else:
+                        self.count(outcome)
+                        sock.close()
+                live = still
+        finally:
+            self.count("held", len([s for s in live if self.raw_poll(s, peek) is None]))
+            for sock in live:
+                sock.close()
+
+    # --- the patterns
+
+    async def get_flood(self):
+        ids = self.ids
+        def batch():
+            return [("GET", request_bytes("GET", "/v1/playable-items/" + self.rng.choice(ids))) for _ in range(16)]
+        await self.exchange_loop(batch)
+
+    async def metrics_labels(self):
+        table = bytes(65 + b % 26 for b in range(256))
+        metrics = ("GET", request_bytes("GET", "/metrics", self.key))
+        state = {"batches": 0}
+
+        def batch():
+            requests = [("X", os.urandom(4096).translate(table) + b" /v1/games HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                        for _ in range(16)]
+            state["batches"] += 1
+            if state["batches"] % 4 == 0:
+                requests.append(metrics)
+            return requests
+
+        def seen(method, status, size, seconds):
+            if method == "GET" and status == 200:
+                self.notes["metrics_bytes"] = max(self.notes.get("metrics_bytes", 0), size)
+                self.notes["metrics_seconds"] = max(self.notes.get("metrics_seconds", 0), seconds)
+        await self.exchange_loop(batch, on_response=seen)
+
+    async def search(self):
+        state = {"n": 0}
+        def batch():
+            state["n"] += 1
+            return [("GET", request_bytes("GET", SEARCH_QUERIES[state["n"] % 2]))]
+        await self.exchange_loop(batch)
+
+    async def near(self):
+        def batch():
+            lat, lng = self.rng.uniform(-89, 89), self.rng.uniform(-179, 179)
+            return [("GET", request_bytes("GET", f"/v1/locations?near={lat:.4f},{lng:.4f}"))]
+        await self.exchange_loop(batch)
+
+    async def big_comments(self):
+        path = f"/v1/playable-items/{self.config['comments_item']}/comments?limit=100"
+        requests = request_bytes("GET", path) * 8
+
+        async def open_one():
+            sock = await self.raw_open()
+            try:
+                await self.raw_send(sock, requests)
+            except BaseException:
+                sock.close()
+                raise
+            self.count("sent", 8)
+            return sock
+        await self.hold(20, open_one, tick=0.5, open_interval=0.1, peek=True)
+
+    async def slow_body(self):
+        head = (f"POST /v1/games HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: Bearer {self.key}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n").encode()
+
+        async def open_one():
+            sock = await self.raw_open()
+            try:
+                await self.raw_send(sock, head)
+            except BaseException:
+                sock.close()
+                raise
+            return sock
+
+        async def trickle(sock):
+            await self.raw_send(sock, b" ", 1.0)
+        await self.hold(100, open_one, tick=1.5, on_tick=trickle)
+
+    async def buffered_bodies(self):
+        head = (f"POST /v1/games HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: Bearer {self.key}\r\n"
+                "Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n").encode()
+        body = b'{"name":"' + b"x" * (999999 - 9)
+
+        async def open_one():
+            sock = await self.raw_open()
+            try:
+                await self.raw_send(sock, head + body, timeout=3.0)
+            except BaseException:
+                sock.close()
+                raise
+            return sock
+        await self.hold(75, open_one, tick=1.0)
+
+    async def backups(self):
+        request = [("POST", request_bytes("POST", "/admin/backups", self.key))]
+        await self.exchange_loop(lambda: request, timeout=SLOW_READ_TIMEOUT)
+
+    async def writer(self):
+        playlist = self.config["playlists"][self.index]
+        items = list(self.config["playlist_items"])
+        orders = [items[::-1]]
+        for _ in range(3):
+            shuffled = items[:]
+            self.rng.shuffle(shuffled)
+            orders.append(shuffled)
+        orders.append(items)
+        bodies = [request_bytes("PUT", f"/v1/playlists/{playlist}/entries", self.key,
+                                json.dumps({"playableItemIds": order}).encode()) for order in orders]
+        state = {"n": 0}
+
+        def batch():
+            state["n"] += 1
+            return [("PUT", bodies[state["n"] % len(bodies)])]
+        await self.exchange_loop(batch, timeout=SLOW_READ_TIMEOUT)
+
+    async def deferred_queue(self):
+        requests = b"".join(
+            request_bytes("POST", "/v1/games", self.key,
+                          json.dumps({"name": f"Deferred {self.index}-{n}", "imageName": "deferred"}).encode())
+            for n in range(64))
+        linger = struct.pack("ii", 1, 0)
+        while not self.over():
+            try:
+                sock = await self.raw_open()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001
+                self.count(failure_name(error))
+                await asyncio.sleep(0.01)
+                continue
+            try:
+                await self.raw_send(sock, requests)
+                self.count("sent", 64)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001
+                self.count(failure_name(error))
+            finally:
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+                except OSError:
+                    pass
+                sock.close()
+
+    async def run(self, pattern):
+        delay = self.config["start"] - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        body = {
+            "get-flood": self.get_flood, "metrics-labels": self.metrics_labels, "search": self.search,
+            "near": self.near, "big-comments": self.big_comments, "slow-body": self.slow_body,
+            "buffered-bodies": self.buffered_bodies, "backups": self.backups, "writer": self.writer,
+            "deferred-queue": self.deferred_queue,
+        }[pattern]
+        task = asyncio.ensure_future(body())
+        try:
+            await asyncio.wait_for(asyncio.shield(task), max(0.0, self.end - time.monotonic()))
+        except asyncio.TimeoutError:
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass
+
+
+class _Reconnect(Exception):
+    pass
+
+
+def attacker_main(config_path, index):
+    raise_file_limit()
+    config = json.load(open(config_path))
+    attacker = Attacker(config, index)
+    try:
+        asyncio.run(attacker.run(config["pattern"]))
+    except Exception as error:  # noqa: BLE001
+        attacker.count("driver-error:" + type(error).__name__)
+    json.dump({"counts": attacker.counts, "notes": attacker.notes}, sys.stdout)
+
+
+# ---------------------------------------------------------------------------------------
+# One pattern
+
+def read_status(pid):
+    values = {}
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith(("VmHWM:", "VmRSS:")):
+                    values[line.split(":")[0]] = int(line.split()[1])
+    except OSError:
+        pass
+    return values
+
+
+class Watchdog(threading.Thread):
+    """Samples the server's RSS every 50 ms; kills it past the cap (so an abuse pattern
+    cannot take the machine's memory from everyone else)."""
+
+    def __init__(self, process, cap_kib):
+        super().__init__(daemon=True)
+        self.process, self.cap_kib = process, cap_kib
+        self.peak_kib = 0
+        self.killed = False
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.wait(0.05):
+            if self.process.poll() is not None:
+                return
+            values = read_status(self.process.pid)
+            self.peak_kib = max(self.peak_kib, values.get("VmHWM", 0), values.get("VmRSS", 0))
+            if self.cap_kib and values.get("VmRSS", 0) > self.cap_kib:
+                self.killed = True
+                self.process.kill()
+                return
+
+
+def port_free(port):
+    probe = socket.socket()
+    try:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((HOST, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
+def wait_ready(port, process, seconds=20.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            status, _ = http_call(port, "GET", "/readyz", timeout=1.0)
+            if status == 200:
+                return True
+        except Exception:  # noqa: BLE001
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def server_version(port, key):
+    try:
+        status, body = http_call(port, "GET", "/metrics", key, timeout=5.0)
+        if status == 200:
+            for line in body.decode("utf-8", "replace").splitlines():
+                if line.startswith("catalog_build_info{"):
+                    labels = dict(part.split("=", 1) for part in line[line.index("{") + 1:line.index("}")].split(","))
+                    return {name: value.strip('"') for name, value in labels.items()}
+    except Exception:  # noqa: BLE001
+        pass
+    return {}
+
+
+def setup_big_comments(port, key, item):
+    """Posts 100 comments with the largest body the server takes; returns a note."""
+    budget = (1 << 20) - len(b'{"body":"a"}') - 16
+    candidates = [("a" + "\u0301" * (budget // 2), "'a' + {} combining acutes"),
+                  ("a" + "\u0301" * (budget // 4), "'a' + {} combining acutes"),
+                  ("a" * 5000, "5000 plain letters")]
+    body = label = None
+    for text, description in candidates:
+        status, answer = setup_call(port, "POST", f"/v1/playable-items/{item}/comments", key, {"body": text}, 60)
+        if status == 201:
+            body, label = text, description.format(len(text) - 1)
+            break
+    if body is None:
+        return f"no comment accepted (last: {status} {answer[:120]!r})", 0
+    payload = json.dumps({"body": body}, ensure_ascii=False).encode()
+    created, refused = 1, {}
+    lock = threading.Lock()
+
+    def post(_):
+        nonlocal created
+        try:
+            status, _ = setup_call(port, "POST", f"/v1/playable-items/{item}/comments", key, payload, 60)
+        except Exception as error:  # noqa: BLE001
+            status = failure_name(error)
+        with lock:
+            if status == 201:
+                created += 1
+            else:
+                refused[str(status)] = refused.get(str(status), 0) + 1
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(post, range(99)))
+    note = f"{created} comments of {len(payload) / 1048576:.2f} MiB ({label})"
+    if refused:
+        note += ", refused " + " ".join(f"{k}×{v}" for k, v in refused.items())
+    return note, created
+
+
+def setup_writer(port, key, items):
+    playlists = []
+    for index in range(ATTACKERS):
+        status, answer = setup_call(port, "POST", "/v1/playlists", key, {"title": f"Noisy writer {index}"})
+        if status != 201:
+            raise RuntimeError(f"POST /v1/playlists: {status} {answer[:200]!r}")
+        playlist = json.loads(answer)["id"]
+        status, answer = setup_call(port, "PUT", f"/v1/playlists/{playlist}/entries", key,
+                                    {"playableItemIds": items}, 60)
+        if status != 200:
+            raise RuntimeError(f"PUT /v1/playlists/{playlist}/entries: {status} {answer[:200]!r}")
+        playlists.append(playlist)
+    return playlists
+
+
+def summarize_victim(result):
+    samples = result.get("samples", {})
+    merged = [value for values in samples.values() for value in values]
+    infinite = float("inf")
+    ordered = sorted(infinite if value is None else value for value in merged)
+    summary = {
+        "requests": len(merged),
+        "errors": sum(1 for value in merged if value is None),
+        "failures": result.get("failures", {}),
+        "p50": percentile(ordered, 50),
+        "p99": percentile(ordered, 99),
+        "max": ordered[-1] if ordered else None,
+    }
+    if len(samples) > 1:
+        for kind, values in samples.items():
+            kind_ordered = sorted(infinite if value is None else value for value in values)
+            summary[kind.lower() + "_p50"] = percentile(kind_ordered, 50)
+            summary[kind.lower() + "_p99"] = percentile(kind_ordered, 99)
+    return summary
+
+
+def run_pattern(args):
+    raise_file_limit()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the server
+    pattern = args.pattern
+    work = args.workdir
+    result = {"pattern": pattern, "notes": []}
+    ids = [line.strip() for line in open(args.ids) if line.strip()]
+    key = args.admin_key
+    migrations = ["--migrations", args.migrations] if args.migrations else []
+    victim_key = None
+    if pattern == "writer":
+        made = subprocess.run([args.server, "keys", "create", "--role", "editor", "--name", "victim",
+                               "--database", args.database] + migrations,
+                              capture_output=True, text=True, check=True)
+        victim_key = made.stdout.strip().splitlines()[-1]
+    if not port_free(args.port):
+        raise SystemExit(f"port {args.port} is taken: stop whatever listens there")
+    backups = os.path.join(work, "backups")
+    command = [args.server, "--port", str(args.port), "--database", args.database, "--no-seed",
+               "--log-level", "warning", "--backup-dir", backups] + migrations + args.server_flags.split()
+    log = open(os.path.join(work, "server.log"), "wb")
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=args.cwd)
+    children = []
+    watchdog = None
+    try:
+        try:
+            with open(f"/proc/{server.pid}/oom_score_adj", "w") as adjust:
+                adjust.write("1000")  # if memory runs out, the benchmarked server goes first
+        except OSError:
+            pass
+        if not wait_ready(args.port, server):
+            raise RuntimeError(f"the server did not become ready; log:\n{tail(work)}")
+        watchdog = Watchdog(server, args.rss_cap_mib * 1024)
+        watchdog.start()
+        result["version"] = server_version(args.port, key)
+
+        config = {"pattern": pattern, "port": args.port, "admin_key": key, "ids": ids[:2000],
+                  "victim_item": ids[0], "duration": args.duration}
+        setup_started = time.monotonic()
+        if pattern == "big-comments":
+            config["comments_item"] = ids[1]
+            note, _ = setup_big_comments(args.port, key, ids[1])
+            result["notes"].append(note)
+        elif pattern == "writer":
+            items = random.Random(7).sample(ids, min(10000, len(ids)))
+            config["playlists"] = setup_writer(args.port, key, items)
+            config["playlist_items"] = items
+            config["victim_key"] = victim_key
+        result["setup_seconds"] = round(time.monotonic() - setup_started, 1)
+        if result["setup_seconds"] >= 2:
+            result["notes"].append(f"setup {result['setup_seconds']:.0f} s")
+        if server.poll() is not None:
+            raise RuntimeError(f"the server exited during setup; log:\n{tail(work)}")
+
+        config["start"] = time.monotonic() + 1.5
+        config_path = os.path.join(work, "config.json")
+        with open(config_path, "w") as out:
+            json.dump(config, out)
+        me = os.path.abspath(__file__)
+        victim = subprocess.Popen([sys.executable, me, "victim", config_path], stdout=subprocess.PIPE)
+        children.append(victim)
+        attackers = []
+        if pattern != "baseline":
+            for index in range(ATTACKERS):
+                attacker = subprocess.Popen([sys.executable, me, "attacker", config_path, str(index)],
+                                            stdout=subprocess.PIPE, preexec_fn=lambda: os.nice(args.attacker_nice))
+                attackers.append(attacker)
+                children.append(attacker)
+        limit = config["start"] + args.duration + VICTIM_TIMEOUT + 15
+        outputs = []
+        for child in [victim] + attackers:
+            try:
+                out, _ = child.communicate(timeout=max(1.0, limit - time.monotonic()))
+                outputs.append(json.loads(out or b"{}"))
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.communicate()
+                outputs.append({"counts": {"driver-hung": 1}})
+            except ValueError:
+                outputs.append({"counts": {"driver-error": 1}})
+        result["victim"] = summarize_victim(outputs[0])
+        counts, notes = {}, {}
+        for output in outputs[1:]:
+            for name, value in output.get("counts", {}).items():
+                counts[name] = counts.get(name, 0) + value
+            for name, value in output.get("notes", {}).items():
+                notes[name] = max(notes.get(name, 0), value)
+        result["attackers"] = counts if pattern != "baseline" else None
+        if "metrics_bytes" in notes:
+            result["notes"].append(f"/metrics grew to {notes['metrics_bytes'] / 1024:.0f} KiB, "
+                                   f"slowest {notes['metrics_seconds'] * 1000:.0f} ms")
+
+        # The server after the window: alive? answering? its peak RSS.
+        values = read_status(server.pid) if server.poll() is None else {}
+        watchdog.stopping.set()
+        watchdog.join()
+        result["peak_rss_kib"] = max(values.get("VmHWM", 0), watchdog.peak_kib)
+        if server.poll() is not None:
+            if watchdog.killed:
+                result["server"] = f"killed by the benchmark at the {args.rss_cap_mib} MiB RSS cap"
+            else:
+                result["server"] = describe_exit(server.returncode)
+                result["log_tail"] = tail(work)
+        else:
+            try:
+                status, _ = http_call(args.port, "GET", "/healthz", timeout=5.0)
+                result["server"] = "ok" if status == 200 else f"/healthz answered {status} after the window"
+            except Exception as error:  # noqa: BLE001
+                result["server"] = f"/healthz failed after the window ({failure_name(error)})"
+            stopped = time.monotonic()
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(timeout=args.stop_timeout)
+                seconds = time.monotonic() - stopped
+                if seconds > 3:
+                    result["notes"].append(f"graceful stop took {seconds:.1f} s")
+                if server.returncode != 0:
+                    result["notes"].append(f"stopped with {describe_exit(server.returncode)}")
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+                result["notes"].append(f"no graceful stop within {args.stop_timeout:.0f} s (killed)")
+        if pattern == "deferred-queue" and server.returncode is not None:
+            try:
+                import sqlite3
+                database = sqlite3.connect(f"file:{args.database}?mode=ro", uri=True)
+                games = database.execute("SELECT count(*) FROM games").fetchone()[0]
+                database.close()
+                result["notes"].append(f"the server created {games} games")
+            except Exception as error:  # noqa: BLE001
+                result["notes"].append(f"games not counted ({error})")
+        if pattern == "backups":
+            files, size = 0, 0
+            for root, _, names in os.walk(backups):
+                for name in names:
+                    files += 1
+                    size += os.path.getsize(os.path.join(root, name))
+            result["notes"].append(f"backup dir holds {files} files, {size / 1048576:.0f} MiB")
+        if result["victim"].get("get_p99") is not None:
+            v = result["victim"]
+            result["notes"].append(f"victim GET p50/p99 {fmt_ms(v['get_p50'])}/{fmt_ms(v['get_p99'])}, "
+                                   f"POST p50/p99 {fmt_ms(v['post_p50'])}/{fmt_ms(v['post_p99'])}")
+        if result["victim"]["failures"]:
+            result["notes"].append("victim got " + format_counts(result["victim"]["failures"]))
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+        if watchdog is not None:
+            watchdog.stopping.set()
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        log.close()
+    with open(args.results, "a") as out:
+        out.write(json.dumps(result) + "\n")
+    print(format_row(result), file=sys.stderr)
+
+
+def describe_exit(code):
+    if code is None:
+        return "running"
+    if code < 0:
+        try:
+            return f"server died of {signal.Signals(-code).name}"
+        except ValueError:
+            return f"server died of signal {-code}"
+    return f"server exited with code {code}"
+
+
+def tail(work, lines=8):
+    try:
+        with open(os.path.join(work, "server.log"), "rb") as log:
+            return b"\n".join(log.read().splitlines()[-lines:]).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+# ---------------------------------------------------------------------------------------
+# Report
+
+def fmt_ms(value):
+    if value is None:
+        return "-"
+    if value == float("inf"):
+        return "∞"
+    if value >= 100:
+        return f"{value:.0f} ms"
+    return f"{value:.1f} ms"
+
+
+def status_order(item):
+    name = item[0]
+    return (0, int(name), "") if name.isdigit() else (1, 0, name)
+
+
+def format_counts(counts):
+    if not counts:
+        return "nothing"
+    return " ".join(f"{name}×{value}" for name, value in sorted(counts.items(), key=status_order))
+
+
+def verdict(result):
+    victim = result.get("victim") or {}
+    p99 = victim.get("p99")
+    rss_mib = result.get("peak_rss_kib", 0) / 1024
+    ok = (p99 is not None and p99 <= TARGET_P99_MS and rss_mib <= TARGET_RSS_MIB
+          and result.get("server") == "ok")
+    return "PASS" if ok else "FAIL"
+
+
+ROW = "{:<16} {:>11} {:>12} {:>13}   {:<40} {:>9}    {:<6} {}"
+
+
+def format_row(result):
+    victim = result.get("victim") or {}
+    attackers = "-" if result.get("attackers") is None else format_counts(result["attackers"])
+    errors = f"{victim.get('errors', 0)} of {victim.get('requests', 0)}"
+    notes = list(result.get("notes", []))
+    if result.get("server") not in (None, "ok"):
+        notes.insert(0, result["server"])
+    return ROW.format(result["pattern"], fmt_ms(victim.get("p50")), fmt_ms(victim.get("p99")), errors,
+                      attackers, f"{result.get('peak_rss_kib', 0) / 1024:.0f} MiB", verdict(result),
+                      "; ".join(notes)).rstrip()
+
+
+def report(args):
+    results = [json.loads(line) for line in open(args.results) if line.strip()]
+    lines = []
+    version = next((r["version"] for r in results if r.get("version")), {})
+    header = "catalog-server"
+    if version.get("version"):
+        header += f" {version['version']}"
+    if version.get("sqlite"):
+        header += f" (SQLite {version['sqlite']})"
+    header += f" — {args.server}"
+    if args.context:
+        header += f"; {args.context}"
+    lines.append(header)
+    lines.append(ROW.format("pattern", "victim p50", "victim p99", "victim errs", "attackers got",
+                            "peak RSS", "target", "notes").rstrip())
+    for result in results:
+        lines.append(format_row(result))
+    failed = [r["pattern"] for r in results if verdict(r) == "FAIL"]
+    target = f"target: victim p99 ≤ {TARGET_P99_MS:.0f} ms and peak RSS ≤ {TARGET_RSS_MIB:.0f} MiB, server alive"
+    if failed:
+        lines.append(f"{target}: FAIL ({len(failed)} of {len(results)}: {', '.join(failed)})")
+    else:
+        lines.append(f"{target}: PASS (all {len(results)} patterns)")
+    for result in results:
+        if result.get("log_tail"):
+            lines.append(f"{result['pattern']}: last server log lines:")
+            lines.extend("  " + line for line in result["log_tail"].splitlines())
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    if args.output:
+        with open(args.output, "w") as out:
+            out.write(text)
+    return 1 if failed and args.strict else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run")
+    run.add_argument("--pattern", required=True, choices=PATTERNS)
+    run.add_argument("--server", required=True)
+    run.add_argument("--database", required=True)
+    run.add_argument("--migrations", default="")
+    run.add_argument("--port", type=int, required=True)
+    run.add_argument("--workdir", required=True)
+    run.add_argument("--cwd", default=None)
+    run.add_argument("--ids", required=True)
+    run.add_argument("--admin-key", required=True)
+    run.add_argument("--duration", type=float, default=10.0)
+    run.add_argument("--results", required=True)
+    run.add_argument("--server-flags", default="")
+    run.add_argument("--rss-cap-mib", type=int, default=2048)
+    run.add_argument("--stop-timeout", type=float, default=15.0)
+    run.add_argument("--attacker-nice", type=int, default=0)
+    rep = commands.add_parser("report")
+    rep.add_argument("--results", required=True)
+    rep.add_argument("--server", default="catalog-server")
+    rep.add_argument("--context", default="")
+    rep.add_argument("--output", default="")
+    rep.add_argument("--strict", action="store_true")
+    victim = commands.add_parser("victim")
+    victim.add_argument("config")
+    attacker = commands.add_parser("attacker")
+    attacker.add_argument("config")
+    attacker.add_argument("index", type=int)
+    args = parser.parse_args()
+    if args.command == "run":
+        run_pattern(args)
+    elif args.command == "report":
+        sys.exit(report(args))
+    elif args.command == "victim":
+        victim_main(args.config)
+    else:
+        attacker_main(args.config, args.index)
+
+
+if __name__ == "__main__":
+    main()
