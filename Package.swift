@@ -39,6 +39,7 @@ let package = Package(
         .target(
             name: "CatalogStore",
             dependencies: [
+                "CLinux",
                 "CatalogIdentity",
                 "CatalogModels",
                 "CatalogSchema",

@@ -986,7 +986,7 @@ def verdict(result):
     return "PASS" if ok else "FAIL"
 
 
-ROW = "{:<16} {:>11} {:>12} {:>13}   {:<40} {:>9}    {:<6} {}"
+ROW = "{:<16} {:>11} {:>12} {:>13}   {:<46} {:>9}    {:<6} {}"
 
 
 def format_row(result):

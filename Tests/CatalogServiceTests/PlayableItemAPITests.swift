@@ -338,3 +338,19 @@ enum DemoCatalogCounts {
     static let games = 4
     static let locations = 28
 }
+
+/// Searches are bounded: at most eight words, each of two letters or more a prefix.
+@Suite struct SearchLimitTests {
+    @Test func searchesAreBoundedAndRunOffTheLoop() async throws {
+        let catalog = try TestCatalog(seed: false)
+        _ = try await PlaylistAPITests.items(catalog.api, 3)
+        let nine = try await catalog.client.get("/v1/playable-items?q=a%20b%20c%20d%20e%20f%20g%20h%20i")
+        #expect(nine.status == 400)
+        #expect(String(decoding: nine.body, as: UTF8.self).contains("at most 8 words"))
+        // "v" alone is a whole word (no title has it); "vi" is a prefix of "Video".
+        #expect(try await catalog.client.get("/v1/playable-items?q=v").decode(Page<PlayableItem>.self).items.isEmpty)
+        #expect(try await catalog.client.get("/v1/playable-items?q=vi").decode(Page<PlayableItem>.self).items.count == 3)
+        // A percent-encoded parameter name is still a search (it runs on the read pool).
+        #expect(try await catalog.client.get("/v1/playable-items?%71=vid").decode(Page<PlayableItem>.self).items.count == 3)
+    }
+}

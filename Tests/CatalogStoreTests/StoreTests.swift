@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Synchronization
 import Testing
+import TestSupport
 @testable import CatalogStore
 
 let repositoryMigrations = URL(fileURLWithPath: #filePath)
@@ -256,5 +257,37 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         group.wait()
         #expect(outcomes.withLock { $0 } == ["first": true, "atomic": false, "last": true])
         #expect(try store.games.count() == 2, "the failed atomic write left none of its two rows")
+    }
+}
+
+/// Reads under a work budget, and searches that no single letter can blow up.
+@Suite struct ReadBudgetTests {
+    @Test func aReadOverItsBudgetIsInterrupted() async throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        let group = DispatchGroup()
+        for index in 0..<500 {
+            group.enter()
+            store.games.create(GameInput(name: "Sample game \(index)", description: "A sample of \(index)", imageName: "g")) { _ in group.leave() }
+        }
+        group.wait()
+        let search = ListRequest(limit: 20, order: .relevance, search: "sample")
+        try await onThread { () throws -> Void in
+            // The default (event loop) allowance is ample for this.
+            #expect(try store.games.renderedList(search).nextCursor != nil)
+            // A thread given almost nothing is interrupted, and the connection serves the next read.
+            ReadBudget.allow(.nanoseconds(1))
+            #expect(throws: StoreError.tooExpensive) { try store.games.renderedList(search) }
+            ReadBudget.allow(.seconds(5))
+            #expect(try store.games.renderedList(search).nextCursor != nil)
+        }
+    }
+
+    @Test func searchWordsOfOneLetterMatchWhole() {
+        #expect(SearchQuery.fts5("a big ba") == #""a" "big"* "ba"*"#)
+        #expect(SearchQuery.words("one, two;three") == ["one", "two", "three"])
+        #expect(SearchQuery.fts5("a b c d e f g h i j") == #""a" "b" "c" "d" "e" "f" "g" "h""#)
+        #expect(SearchQuery.fts5("--") == nil)
     }
 }

@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <malloc.h>
+#include <stdint.h>
 
 /// accept4(2), declared by glibc only under _GNU_SOURCE.
 int clinux_accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
@@ -12,4 +13,16 @@ int clinux_accept4(int fd, struct sockaddr *address, socklen_t *length, int flag
 /// Keeps up to `bytes` of freed memory at the top of the heap instead of returning it
 /// to the kernel (mallopt M_TRIM_THRESHOLD).
 static inline void clinux_keep_freed_memory(int bytes) { mallopt(M_TRIM_THRESHOLD, bytes); }
+
+/// Work budgets for SQLite statements, per thread: `clinux_budget_start` sets a deadline
+/// `allowance_ns` from now (unless one is already running; returns whether it set one),
+/// `clinux_budget_end` clears it, and `clinux_budget_exceeded` (installed with
+/// sqlite3_progress_handler) answers non-zero, interrupting the statement, once the
+/// calling thread's deadline has passed.
+int clinux_budget_start(uint64_t allowance_ns);
+void clinux_budget_end(void);
+int clinux_budget_exceeded(void *unused);
+/// The allowance a thread's reads get (0 until set: the caller's default applies).
+uint64_t clinux_budget_allowance(void);
+void clinux_budget_set_allowance(uint64_t allowance_ns);
 #endif

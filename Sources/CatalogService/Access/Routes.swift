@@ -1,4 +1,6 @@
+import Foundation
 import CatalogModels
+import CatalogStore
 import HTTPServer
 
 /// A route's work, given the request and its caller.
@@ -9,6 +11,26 @@ enum Endpoint: Sendable {
     case later(@Sendable (HTTPRequest, Caller, @escaping Completion) throws -> Void)
     /// Runs on the pool reserved for blocking work (a backup).
     case blocking(@Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
+    /// A read that runs on the event loop when `isExpensive` says the request is cheap,
+    /// and otherwise on the small pool reserved for expensive reads (searches,
+    /// geographic lists), under that pool's larger ``ReadBudget``.
+    case read(isExpensive: @Sendable (HTTPRequest) -> Bool, @Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
+}
+
+/// The pool for expensive reads: half the cores, so the event loops always keep a core,
+/// and a short queue (a full one answers 503 at once).
+enum ExpensiveReads {
+    static let pool = WorkPool(name: "reads", threads: max(1, ProcessInfo.processInfo.activeProcessorCount / 2), queueLimit: 64)
+    /// The work one expensive read may do before it is interrupted.
+    static let allowance: Duration = .seconds(1)
+
+    /// Answers through `responder` with what `body` returns, run on the pool.
+    static func run(for responder: Responder, _ body: @escaping @Sendable () throws -> HTTPResponse) {
+        pool.run(for: responder) {
+            ReadBudget.allow(allowance)
+            return try body()
+        }
+    }
 }
 
 /// The service's routes, each registered with who may call it (``Access``): the router
@@ -38,6 +60,12 @@ struct Routes {
             case let .inline(body): .inline { try body($0, .anonymous) }
             case let .later(body): .later { try body($0, .anonymous, $1) }
             case let .blocking(body): .blocking { try body($0, .anonymous) }
+            case let .read(isExpensive, body):
+                .either { request, responder in
+                    guard isExpensive(request) else { return try body(request, .anonymous) }
+                    ExpensiveReads.run(for: responder) { try body(request, .anonymous) }
+                    return nil
+                }
             }
         }
         let minimum: Role? = switch access {
@@ -91,9 +119,11 @@ struct Routes {
             }
             return nil
         case let .blocking(body):
-            Handler.runBlocking {
-                do { responder.respond(try body(request, caller)) } catch { responder.fail(error) }
-            }
+            WorkPool.blocking.run(for: responder) { try body(request, caller) }
+            return nil
+        case let .read(isExpensive, body):
+            guard isExpensive(request) else { return try body(request, caller) }
+            ExpensiveReads.run(for: responder) { try body(request, caller) }
             return nil
         }
     }

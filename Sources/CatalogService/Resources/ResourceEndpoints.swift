@@ -62,7 +62,7 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
     func list(scope: (@Sendable (HTTPRequest, Caller) throws(APIError) -> ListRequest.Scope?)? = nil, descending: Bool? = nil) -> Endpoint {
         var options = options
         if let descending { options.descendingByDefault = descending }
-        return .inline { [self, options] request, caller in
+        return .read(isExpensive: ListParameters.isExpensive) { [self, options] request, caller in
             var query = try ListParameters.parse(request, options: options, scope: scope?(request, caller))
             query.viewer = caller.viewer
             let started = Self.now()

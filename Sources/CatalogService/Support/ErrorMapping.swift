@@ -39,6 +39,10 @@ enum ErrorMapping {
                 return APIError(status: .conflict, code: "conflict", detail: detail)
             case let .unavailable(detail):
                 return APIError(status: .serviceUnavailable, code: "unavailable", detail: detail, headers: [("Retry-After", "1")])
+            case .tooExpensive:
+                return APIError(status: .serviceUnavailable, code: "tooExpensive",
+                                detail: "The query needs more work than one request may take; narrow it (longer search words, a smaller radius or box).",
+                                headers: [("Retry-After", "5")])
             }
         default:
             return APIError(status: .internalServerError, code: "internalError", detail: "The server failed to process the request.")

@@ -43,6 +43,13 @@ enum ListParameters {
     /// Half the Earth's circumference: every point is within it.
     static let maxRadius = 20_037_509.0
 
+    /// Whether the list `request` asks for costs more than an indexed page: a search or a
+    /// geographic filter, which run off the event loops.
+    @Sendable static func isExpensive(_ request: HTTPRequest) -> Bool {
+        guard let items = try? request.queryItems() else { return false }
+        return items.contains { $0.name == "q" || $0.name == "near" || $0.name == "bbox" }
+    }
+
     /// - Parameter scope: the parent the list is within (from its path), if any.
     static func parse(_ request: HTTPRequest, options: ListOptions, scope: ListRequest.Scope? = nil) throws(APIError) -> ListRequest {
         let values = try QueryParameters.parse(request, accepted: options.parameters)
@@ -57,8 +64,11 @@ enum ListParameters {
         list.cursor = try cursor(values)
         if let query = values["q"] {
             // Text without a letter or digit matches nothing (an empty page).
-            guard !query.isEmpty, query.count <= maxSearchLength else {
+            guard !query.isEmpty, query.utf8.count <= maxSearchLength * Rules.maxBytesPerCharacter, query.count <= maxSearchLength else {
                 throw .invalidParameter("q", "must be 1 to \(maxSearchLength) characters.")
+            }
+            guard SearchQuery.words(query).count <= SearchQuery.maxWords else {
+                throw .invalidParameter("q", "must hold at most \(SearchQuery.maxWords) words.")
             }
             list.search = query
         }

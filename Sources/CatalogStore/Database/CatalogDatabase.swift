@@ -18,6 +18,7 @@ final class CatalogDatabase: Sendable {
         configuration.prepareDatabase { db in
             // Each connection keeps up to 16 MiB of pages in memory.
             try db.execute(sql: "PRAGMA cache_size = -16384")
+            ReadBudget.install(on: db)
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         // GRDB sets NORMAL on the writer when it enables WAL; an acknowledged write must
@@ -38,14 +39,14 @@ final class CatalogDatabase: Sendable {
 
     /// Runs a read on a pooled reader connection. Single statements need no transaction.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
-        try pool.unsafeRead(body)
+        try ReadBudget.run { try pool.unsafeRead(body) }
     }
 
     /// Runs several reads in one read transaction, so they see one snapshot. (Its own
     /// BEGIN and COMMIT on a pooled reader: GRDB's isolated `read` costs several percent
     /// of a response on the hottest embedded reads.)
     func snapshot<T>(_ body: (Database) throws -> T) throws -> T {
-        try pool.unsafeRead { db in
+        try ReadBudget.run { try pool.unsafeRead { db in
             try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
             do {
                 let result = try body(db)
@@ -55,7 +56,7 @@ final class CatalogDatabase: Sendable {
                 try? db.cachedStatement(sql: "ROLLBACK").execute()
                 throw error
             }
-        }
+        } }
     }
 
     /// Finishes queued writes, copies the whole WAL into the database file and truncates it.

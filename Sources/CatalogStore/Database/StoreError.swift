@@ -17,6 +17,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case conflict(String)
     /// The database is busy, full or failing; the request may be retried.
     case unavailable(String)
+    /// A read needed more work than one request may take (see ``ReadBudget``).
+    case tooExpensive
 
     /// The explanation, for logs and command-line messages.
     public var description: String {
@@ -25,6 +27,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .notFound: "not found"
         case let .preconditionFailed(current): "precondition failed (current version \(current))"
         case let .invalidCursor(detail), let .conflict(detail), let .unavailable(detail): detail
+        case .tooExpensive: "the read needed more work than one request may take"
         }
     }
 }

@@ -94,24 +94,37 @@ public struct ListPage<Model: Sendable>: Sendable {
     public let nextCursor: String?
 }
 
-/// Turns user search text into a safe FTS5 query: every word becomes a quoted prefix
-/// term, all of which must match. No FTS5 syntax from the user is ever interpreted.
+/// Turns user search text into a safe FTS5 query: every word becomes a quoted term, all
+/// of which must match: as a prefix when it has two characters or more (two- and
+/// three-character prefixes have their own index), whole when it has one, so that no
+/// single letter expands to most of the vocabulary. No FTS5 syntax from the user is
+/// ever interpreted.
 public enum SearchQuery {
-    /// The FTS5 query, or `nil` when the text holds no letter or digit.
-    public static func fts5(_ text: String) -> String? {
-        var terms: [String] = []
+    /// The most words a search may hold.
+    public static let maxWords = 8
+
+    /// The words of `text`: its runs of letters and digits.
+    public static func words(_ text: String) -> [String] {
+        var words: [String] = []
         var current = ""
         for character in text {
             if character.isLetter || character.isNumber {
                 current.append(character)
             } else if !current.isEmpty {
-                terms.append(current)
+                words.append(current)
                 current = ""
             }
         }
-        if !current.isEmpty { terms.append(current) }
-        guard !terms.isEmpty else { return nil }
-        return terms.prefix(16).map { "\"\($0)\"*" }.joined(separator: " ")
+        if !current.isEmpty { words.append(current) }
+        return words
+    }
+
+    /// The FTS5 query, or `nil` when the text holds no letter or digit. Words past
+    /// ``maxWords`` are left out (requests with more are refused before this).
+    public static func fts5(_ text: String) -> String? {
+        let words = words(text)
+        guard !words.isEmpty else { return nil }
+        return words.prefix(maxWords).map { $0.count > 1 ? "\"\($0)\"*" : "\"\($0)\"" }.joined(separator: " ")
     }
 }
 

@@ -472,6 +472,7 @@ extension StoreError {
             switch error.resultCode {
             case .SQLITE_CONSTRAINT: return .conflict("The change conflicts with existing data.")
             case .SQLITE_BUSY, .SQLITE_LOCKED: return .unavailable("The database is busy; retry shortly.")
+            case .SQLITE_INTERRUPT: return .tooExpensive
             case .SQLITE_FULL: return .unavailable("The database is full.")
             default: return .unavailable("The database failed to complete the request.")
             }
