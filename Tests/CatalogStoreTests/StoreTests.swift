@@ -44,7 +44,9 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
     @Test func appliesOnceAndRecordsChecksums() throws {
         let scratch = try Scratch()
         let first = try scratch.open()
-        #expect(first.appliedMigrations == ["0001_create_catalog.sql", "0002_playlists_and_comments.sql", "0003_users_and_api_keys.sql"])
+        let files = try FileManager.default.contentsOfDirectory(atPath: scratch.migrations.path).filter { $0.hasSuffix(".sql") }.sorted()
+        #expect(files.count >= 4)
+        #expect(first.appliedMigrations == files)
         try first.close()
         let second = try scratch.open()
         #expect(second.appliedMigrations.isEmpty)
