@@ -268,14 +268,14 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         let scratch = try Scratch()
         let store = try scratch.open()
         defer { try? store.close() }
-        let group = DispatchGroup()
-        for index in 0..<500 {
-            group.enter()
-            store.games.create(GameInput(name: "Sample game \(index)", description: "A sample of \(index)", imageName: "g")) { _ in group.leave() }
-        }
-        group.wait()
         let search = ListRequest(limit: 20, order: .relevance, search: "sample")
         try await onThread { () throws -> Void in
+            let group = DispatchGroup()
+            for index in 0..<500 {
+                group.enter()
+                store.games.create(GameInput(name: "Sample game \(index)", description: "A sample of \(index)", imageName: "g")) { _ in group.leave() }
+            }
+            group.wait()
             // The default (event loop) allowance is ample for this.
             #expect(try store.games.renderedList(search).nextCursor != nil)
             // A thread given almost nothing is interrupted, and the connection serves the next read.
