@@ -15,7 +15,7 @@ ours=
 trap '[ -n "$ours" ] && kill $ours 2>/dev/null; bench_nginx_stop "$work"; rm -rf "$work"' EXIT
 printf 'ok' > "$work/healthz"
 bench_nginx "$work" "$nginx_port" "/healthz $work/healthz text/plain;charset=utf-8"
-.build/release/catalog-server --port "$ours_port" --loop-threads "$BENCH_WORKERS" --database "$work/catalog.sqlite" --log-level warning >/dev/null &
+.build/release/catalog-server --port "$ours_port" --loop-threads "$BENCH_WORKERS" --database "$work/catalog.sqlite" --log-level warning --rate-limits off >/dev/null &
 ours=$!
 bench_wait_port "$ours_port"
 

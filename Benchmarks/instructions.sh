@@ -45,7 +45,7 @@ instructions() {
     cp "$work/base.sqlite" "$work/catalog.sqlite"
     rm -f "$work/callgrind.out"
     valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" "$work/server" --port $port --loop-threads 1 \
-        --database "$work/catalog.sqlite" --no-seed --log-level warning >/dev/null 2>&1 &
+        --database "$work/catalog.sqlite" --no-seed --log-level warning --rate-limits off >/dev/null 2>&1 &
     local pid=$!
     for _ in $(seq 1 600); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
     curl -sf -K "$2"

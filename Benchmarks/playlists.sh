@@ -28,7 +28,7 @@ bench_seed_items "$database" "$items"
 sqlite3 "$database" "SELECT id FROM playable_items" > "$work/items.txt"
 key=$(bench_admin_key "$server" "$database")
 
-"$server" --port "$ours_port" --loop-threads "$BENCH_WORKERS" --database "$database" --no-seed --log-level warning >/dev/null &
+"$server" --port "$ours_port" --loop-threads "$BENCH_WORKERS" --database "$database" --no-seed --log-level warning --rate-limits off >/dev/null &
 ours=$!
 bench_wait_port "$ours_port"
 base="http://127.0.0.1:$ours_port"

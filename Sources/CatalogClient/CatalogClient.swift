@@ -25,6 +25,14 @@ public struct CatalogClient: Sendable {
     public let timeout: TimeInterval
     /// What identifies the caller, if anything.
     public let credentials: Credentials?
+    /// How many times a request is sent again after a 429, a 503 or a lost connection
+    /// (waiting what `Retry-After` says, at most ``maxRetryDelay``). Only requests that
+    /// are safe to repeat are: `GET`, `HEAD`, `PUT` and `DELETE`, any request after a 429
+    /// (it was not processed), and `POST`, which always carries an `Idempotency-Key` that
+    /// its retries reuse, so the server applies it once.
+    public let retries: Int
+    /// The longest wait before a retry, in seconds; a longer `Retry-After` is not waited for.
+    public let maxRetryDelay: TimeInterval
     let session: URLSession
 
     /// What a client sends as `Authorization: Bearer …`.
@@ -36,8 +44,11 @@ public struct CatalogClient: Sendable {
     }
 
     /// Creates a client.
-    public init(baseURL: URL, credentials: Credentials? = nil, headers: [String: String] = [:], timeout: TimeInterval = 30, session: URLSession? = nil) {
+    public init(baseURL: URL, credentials: Credentials? = nil, headers: [String: String] = [:], timeout: TimeInterval = 30,
+                retries: Int = 2, maxRetryDelay: TimeInterval = 10, session: URLSession? = nil) {
         self.baseURL = baseURL
+        self.retries = max(0, retries)
+        self.maxRetryDelay = maxRetryDelay
         self.credentials = credentials
         self.headers = headers
         self.timeout = timeout
@@ -111,8 +122,8 @@ public struct CatalogClient: Sendable {
 
     // MARK: Transport
 
-    /// Sends one request and returns the body and response; non-2xx/304 statuses become
-    /// ``CatalogClientError``.
+    /// Sends one request (again, as ``retries`` allows) and returns the body and
+    /// response; non-2xx/304 statuses become ``CatalogClientError``.
     func send(_ method: String, _ path: String, query: [URLQueryItem] = [], body: Data? = nil, contentType: String? = nil,
               headers extra: [String: String] = [:]) async throws(CatalogClientError) -> (data: Data, response: HTTPURLResponse) {
         guard var components = URLComponents(url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false) else {
@@ -120,6 +131,40 @@ public struct CatalogClient: Sendable {
         }
         if !query.isEmpty { components.queryItems = query }
         guard let url = components.url else { throw .invalidResponse("Cannot build a URL for \(path).") }
+        var extra = extra
+        // One key for every attempt: the server applies the POST once and replays its answer.
+        if method == "POST", !extra.keys.contains(where: { $0.lowercased() == "idempotency-key" }) {
+            extra["Idempotency-Key"] = UUID().uuidString.lowercased()
+        }
+        let repeatable = ["GET", "HEAD", "PUT", "DELETE", "POST"].contains(method)
+        var attempt = 0
+        while true {
+            do {
+                return try await sendOnce(method, url, body: body, contentType: contentType, headers: extra)
+            } catch {
+                attempt += 1
+                guard attempt <= retries, let delay = retryDelay(after: error, repeatable: repeatable, attempt: attempt) else { throw error }
+                try? await Task.sleep(for: .seconds(delay))
+            }
+        }
+    }
+
+    /// How long to wait before sending again after `error`, or `nil` when it must not be sent again.
+    private func retryDelay(after error: CatalogClientError, repeatable: Bool, attempt: Int) -> TimeInterval? {
+        switch error {
+        case let .rateLimited(_, retryAfter):
+            return retryAfter.map(TimeInterval.init).flatMap { $0 <= maxRetryDelay ? $0 : nil }
+        case let .problem(problem) where problem.status == 503 && repeatable:
+            return min(maxRetryDelay, TimeInterval(attempt))
+        case .transport where repeatable:
+            return min(maxRetryDelay, 0.5 * TimeInterval(attempt))
+        default:
+            return nil
+        }
+    }
+
+    private func sendOnce(_ method: String, _ url: URL, body: Data?, contentType: String?,
+                          headers extra: [String: String]) async throws(CatalogClientError) -> (data: Data, response: HTTPURLResponse) {
         var request = URLRequest(url: url, timeoutInterval: timeout)
         request.httpMethod = method
         request.httpBody = body
@@ -154,6 +199,7 @@ public struct CatalogClient: Sendable {
             case 401: throw .unauthorized(problem)
             case 403: throw .forbidden(problem)
             case 412: throw .preconditionFailed(problem)
+            case 429: throw .rateLimited(problem, retryAfter: http.value(forHTTPHeaderField: "Retry-After").flatMap { Int($0) })
             default: throw .problem(problem)
             }
         }
@@ -179,15 +225,20 @@ public enum CatalogClientError: Error, Sendable, Hashable, CustomStringConvertib
     case forbidden(Problem)
     /// `If-Match` named a version that is no longer current (412): fetch again, then retry.
     case preconditionFailed(Problem)
+    /// The caller spent its budget of this kind of request (429); `retryAfter` is the
+    /// seconds until it holds a request again. The client retries by itself when that
+    /// is short (see ``CatalogClient/retries``).
+    case rateLimited(Problem, retryAfter: Int?)
     /// The request never got an HTTP answer.
     case transport(String)
     /// The answer was not what the API promises.
     case invalidResponse(String)
 
-    /// The problem document, for `problem` and `preconditionFailed`.
+    /// The problem document, for every case but `transport` and `invalidResponse`.
     public var problem: Problem? {
         switch self {
-        case let .problem(problem), let .preconditionFailed(problem), let .unauthorized(problem), let .forbidden(problem): problem
+        case let .problem(problem), let .preconditionFailed(problem), let .unauthorized(problem), let .forbidden(problem),
+             let .rateLimited(problem, _): problem
         default: nil
         }
     }
@@ -195,7 +246,8 @@ public enum CatalogClientError: Error, Sendable, Hashable, CustomStringConvertib
     /// A one-line explanation.
     public var description: String {
         switch self {
-        case let .problem(problem), let .preconditionFailed(problem), let .unauthorized(problem), let .forbidden(problem):
+        case let .problem(problem), let .preconditionFailed(problem), let .unauthorized(problem), let .forbidden(problem),
+             let .rateLimited(problem, _):
             "\(problem.status) \(problem.title)" + (problem.detail.map { ": \($0)" } ?? "")
         case let .transport(message): "transport: \(message)"
         case let .invalidResponse(message): "invalid response: \(message)"

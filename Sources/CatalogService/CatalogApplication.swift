@@ -28,6 +28,8 @@ public struct CatalogConfiguration: Sendable {
     /// Where to serve `/metrics` without credentials, besides the admin-only route (a
     /// loopback address for Prometheus), if anywhere.
     public var metricsListener: (host: String, port: Int)?
+    /// The rate budgets per caller and class of request; `nil` turns rate limits off.
+    public var rateLimits: [RateClass: RatePolicy]? = RatePolicy.defaults
 
     /// The defaults above.
     public init() {}
@@ -88,7 +90,8 @@ public final class CatalogApplication: Sendable {
             accessLog?(request)
         }
         let contract = Contract(document: configuration.openAPIDocument)
-        let reference = ServerReference()
+        let limiter = configuration.rateLimits.map(RateLimiter.init(policies:))
+        let reference = ServerReference(limiter: limiter)
         let backups = Backups(store: store, directory: configuration.backupDirectory
             ?? URL(fileURLWithPath: configuration.databasePath).deletingLastPathComponent().appendingPathComponent("backups").path)
         if let settings = configuration.identityTokens {
@@ -97,7 +100,7 @@ public final class CatalogApplication: Sendable {
             tokens = nil
         }
         authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier)
-        var routes = Routes(authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads)
+        var routes = Routes(authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads, limiter: limiter)
         Self.register(in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups)
         routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }
         let render: ErrorRenderer = { ErrorMapping.render($0, context: $1) }
@@ -128,9 +131,9 @@ public final class CatalogApplication: Sendable {
         // Off the event loop: rendering is not free, and a loop must stay free for requests.
         routes.add(.GET, "/metrics", .admin, .blocking { _, _ in metricsResponse(metrics, server) })
         // Blocking: a backup copies the whole database.
-        routes.add(.POST, "/admin/backups", .admin, .blocking { _, _ in try backups.create() })
+        routes.add(.POST, "/admin/backups", .admin, rate: .expensive, .blocking { _, _ in try backups.create() })
         let imports = Imports(store: store)
-        routes.add(.POST, "/admin/import", .admin, .later { request, _, done in try imports.apply(request, done) })
+        routes.add(.POST, "/admin/import", .admin, rate: .expensive, .later { request, _, done in try imports.apply(request, done) })
         ResourceEndpoints(store.items, catalog: store, metrics: metrics).register(in: &routes)
         ResourceEndpoints(store.games, catalog: store, metrics: metrics).register(in: &routes)
         ResourceEndpoints(store.locations, catalog: store, metrics: metrics).register(in: &routes)

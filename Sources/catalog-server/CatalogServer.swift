@@ -84,6 +84,9 @@ struct CatalogServer: ParsableCommand {
     @Option(help: "HOST:PORT of a separate listener serving only /metrics, without credentials [CATALOG_METRICS_ADDRESS]; keep it on loopback.")
     var metricsAddress: String?
 
+    @Option(help: "Rate budgets per API key, user or client address: off, or CLASS=REQUESTS/SECONDS for any of read, write and expensive, comma-separated [CATALOG_RATE_LIMITS, default read=1200/60,write=300/60,expensive=60/60].")
+    var rateLimits: String?
+
     @OptionGroup var storage: StorageOptions
 
     func run() throws {
@@ -172,6 +175,12 @@ struct CatalogServer: ParsableCommand {
                 throw SettingError(description: "--jwks-file needs at least one --jwt-issuer and one --jwt-audience")
             }
             configuration.identityTokens = IdentityTokenSettings(keySetFile: file, issuers: issuers, audiences: audiences)
+        }
+        if let text = try settings.optionalText(rateLimits, "CATALOG_RATE_LIMITS") {
+            guard let policies = RatePolicy.parse(text) else {
+                throw SettingError(description: "--rate-limits must be off or CLASS=REQUESTS/SECONDS,… (read, write, expensive), not '\(text)'")
+            }
+            configuration.rateLimits = policies
         }
         if let address = try settings.optionalText(metricsAddress, "CATALOG_METRICS_ADDRESS") {
             guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]), (0...65535).contains(port),

@@ -36,6 +36,7 @@ final class TestCatalog: Sendable {
         configuration.databasePath = directory.appendingPathComponent("catalog.sqlite").path
         configuration.migrationsDirectory = migrationsDirectory
         configuration.seedDemoCatalog = seed
+        configuration.rateLimits = nil  // tests that measure budgets set their own
         configuration.openAPIDocument = migrationsDirectory.deletingLastPathComponent().appendingPathComponent("openapi.yaml")
         configure(&configuration)
         application = try CatalogApplication(configuration: configuration)

@@ -34,8 +34,8 @@ enum ExpensiveReads {
 }
 
 /// The service's routes, each registered with who may call it (``Access``): the router
-/// authenticates the caller and checks its role before the endpoint runs. Every route
-/// is listed in ``table``, which the role × route test walks.
+/// authenticates the caller, spends from its rate budget and checks its role before the
+/// endpoint runs. Every route is listed in ``table``, which the role × route test walks.
 struct Routes {
     private(set) var router = Router()
     /// Every route with its access, in registration order.
@@ -43,30 +43,26 @@ struct Routes {
     let authenticator: Authenticator
     /// Whether reads need a credential too (`--require-auth-for-reads`).
     let readsNeedCredential: Bool
+    /// The rate budgets; `nil` when rate limits are off.
+    let limiter: RateLimiter?
 
-    init(authenticator: Authenticator, readsNeedCredential: Bool) {
+    init(authenticator: Authenticator, readsNeedCredential: Bool, limiter: RateLimiter?) {
         self.authenticator = authenticator
         self.readsNeedCredential = readsNeedCredential
+        self.limiter = limiter
     }
 
-    mutating func add(_ method: HTTPMethod, _ pattern: String, _ access: Access, _ endpoint: Endpoint) {
+    /// Registers a route. `rate` names the budget it spends from when that is not what
+    /// its method says (reads for `GET`, writes otherwise; expensive for searches).
+    mutating func add(_ method: HTTPMethod, _ pattern: String, _ access: Access, rate: RateClass? = nil, _ endpoint: Endpoint) {
         table.append((method, pattern, access))
-        router.add(method, pattern, handler(access, endpoint))
+        router.add(method, pattern, handler(access, rate, endpoint))
     }
 
-    private func handler(_ access: Access, _ endpoint: Endpoint) -> Handler {
+    private func handler(_ access: Access, _ fixedRate: RateClass?, _ endpoint: Endpoint) -> Handler {
         if access == .open {
-            return switch endpoint {
-            case let .inline(body): .inline { try body($0, .anonymous) }
-            case let .later(body): .later { try body($0, .anonymous, $1) }
-            case let .blocking(body): .blocking { try body($0, .anonymous) }
-            case let .read(isExpensive, body):
-                .either { request, responder in
-                    guard isExpensive(request) else { return try body(request, .anonymous) }
-                    ExpensiveReads.run(for: responder) { try body(request, .anonymous) }
-                    return nil
-                }
-            }
+            // Health, readiness and the contract: no credential, no budget.
+            return .either { request, responder in try Self.run(endpoint, request, .anonymous, Delivery(responder: responder, headers: [])) }
         }
         let minimum: Role? = switch access {
         case .open: nil
@@ -75,19 +71,34 @@ struct Routes {
         case .editor: .editor
         case .admin: .admin
         }
-        return .either { [authenticator] request, responder in
-            switch try authenticator.authenticate(request) {
+        return .either { [authenticator, limiter] request, responder in
+            let rate = fixedRate ?? Self.rateClass(request, endpoint)
+            let outcome: Authenticator.Outcome
+            do {
+                outcome = try authenticator.authenticate(request)
+            } catch {
+                // A credential that fails spends from its address's budget.
+                throw ErrorWithHeaders(error: error, headers: try Self.spend(limiter, rate, .anonymous, request))
+            }
+            switch outcome {
             case let .now(caller):
-                try Self.authorize(caller, minimum)
-                return try Self.run(endpoint, request, caller, responder)
+                let delivery = Delivery(responder: responder, headers: try Self.spend(limiter, rate, caller, request))
+                try delivery.guarding { try Self.authorize(caller, minimum) }
+                return try Self.run(endpoint, request, caller, delivery)
             case let .later(wait):
                 wait { result in
                     // The caller's user was just created; go on off the writer's thread.
                     Handler.runBlocking {
                         do {
                             let caller = try result.get()
-                            try Self.authorize(caller, minimum)
-                            if let response = try Self.run(endpoint, request, caller, responder) { responder.respond(response) }
+                            let delivery = Delivery(responder: responder, headers: try Self.spend(limiter, rate, caller, request))
+                            do {
+                                try Self.authorize(caller, minimum)
+                            } catch {
+                                return delivery.fail(error)
+                            }
+                            // Errors thrown from here on already carry the fields.
+                            if let response = try Self.run(endpoint, request, caller, delivery) { responder.respond(response) }
                         } catch {
                             responder.fail(error)
                         }
@@ -98,6 +109,26 @@ struct Routes {
         }
     }
 
+    /// The budget a request spends from, by its method and whether it is an expensive read.
+    private static func rateClass(_ request: HTTPRequest, _ endpoint: Endpoint) -> RateClass {
+        if case let .read(isExpensive, _) = endpoint, isExpensive(request) { return .expensive }
+        return request.method == .GET || request.method == .HEAD ? .read : .write
+    }
+
+    /// Spends one token of `rate` from the caller's budget (its API key's, its user's for
+    /// an identity token, its address's when anonymous).
+    /// - Returns: the rate limit fields for the response.
+    /// - Throws: 429 with those fields and `Retry-After` when the budget is spent.
+    private static func spend(_ limiter: RateLimiter?, _ rate: RateClass, _ caller: Caller, _ request: HTTPRequest) throws -> [(name: String, value: String)] {
+        guard let limiter else { return [] }
+        let partition = if let key = caller.keyID { "key " + key.rawValue }
+            else if let user = caller.userID { "user " + user.rawValue }
+            else { "address " + request.clientAddress }
+        let decision = limiter.take(rate, partition: partition)
+        guard decision.allowed else { throw ErrorWithHeaders(error: APIError.tooManyRequests(rate), headers: decision.headers) }
+        return decision.headers
+    }
+
     /// 401 when the caller is anonymous and the route needs a role, 403 when its role is too low.
     private static func authorize(_ caller: Caller, _ minimum: Role?) throws(APIError) {
         guard let minimum else { return }
@@ -105,26 +136,64 @@ struct Routes {
         guard caller.has(minimum) else { throw APIError.forbidden("This needs the \(minimum.rawValue) role or a higher one.") }
     }
 
-    /// Runs `endpoint`: its response when it has one now, `nil` when it answers through `responder`.
-    private static func run(_ endpoint: Endpoint, _ request: HTTPRequest, _ caller: Caller, _ responder: Responder) throws -> HTTPResponse? {
+    /// Runs `endpoint`: its response when it has one now, `nil` when it answers through `delivery`.
+    private static func run(_ endpoint: Endpoint, _ request: HTTPRequest, _ caller: Caller, _ delivery: Delivery) throws -> HTTPResponse? {
         switch endpoint {
         case let .inline(body):
-            return try body(request, caller)
+            return try delivery.guarding { try body(request, caller) }
         case let .later(body):
-            try body(request, caller) { result in
-                switch result {
-                case let .success(response): responder.respond(response)
-                case let .failure(error): responder.fail(error)
+            try delivery.guarding {
+                try body(request, caller) { result in
+                    switch result {
+                    case let .success(response): delivery.respond(response)
+                    case let .failure(error): delivery.fail(error)
+                    }
                 }
             }
             return nil
         case let .blocking(body):
-            WorkPool.blocking.run(for: responder) { try body(request, caller) }
+            WorkPool.blocking.run(for: delivery.responder) { try delivery.guarding { try body(request, caller) } }
             return nil
         case let .read(isExpensive, body):
-            guard isExpensive(request) else { return try body(request, caller) }
-            ExpensiveReads.run(for: responder) { try body(request, caller) }
+            guard isExpensive(request) else { return try delivery.guarding { try body(request, caller) } }
+            ExpensiveReads.run(for: delivery.responder) { try delivery.guarding { try body(request, caller) } }
             return nil
         }
+    }
+}
+
+/// Where an endpoint's answer goes, with the fields every answer to the request carries
+/// (its rate limit), on success and failure alike.
+private struct Delivery: Sendable {
+    let responder: Responder
+    let headers: [(name: String, value: String)]
+
+    func respond(_ response: HTTPResponse) {
+        responder.respond(response.adding(headers))
+    }
+
+    func fail(_ error: any Error) {
+        responder.fail(headers.isEmpty ? error : ErrorWithHeaders(error: error, headers: headers))
+    }
+
+    /// What `body` returns with the fields added, or its error carrying them.
+    func guarding<T>(_ body: () throws -> T) throws -> T {
+        do {
+            let result = try body()
+            if let response = result as? HTTPResponse, let decorated = response.adding(headers) as? T { return decorated }
+            return result
+        } catch {
+            throw headers.isEmpty ? error : ErrorWithHeaders(error: error, headers: headers)
+        }
+    }
+}
+
+extension HTTPResponse {
+    /// The response with `extra` fields appended.
+    func adding(_ extra: [(name: String, value: String)]) -> HTTPResponse {
+        guard !extra.isEmpty else { return self }
+        var response = self
+        response.headers += extra
+        return response
     }
 }

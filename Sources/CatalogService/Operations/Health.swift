@@ -25,6 +25,11 @@ enum Health {
 /// The server, once built, as the readiness check sees it.
 final class ServerReference: Sendable {
     private let server = Mutex<HTTPServer?>(nil)
+    private let limiter: RateLimiter?
+
+    init(limiter: RateLimiter?) {
+        self.limiter = limiter
+    }
 
     func set(_ value: HTTPServer) { server.withLock { $0 = value } }
 
@@ -36,11 +41,14 @@ final class ServerReference: Sendable {
     var openConnections: Int { server.withLock { $0?.openConnections ?? 0 } }
     /// What the server refused or gave up on before a handler answered, by reason.
     var rejections: [String: Int] {
-        server.withLock { server in
-            guard let server else { return [:] }
-            return ["tooManyConnections": server.refusedConnections, "tooManyConnectionsFromAddress": server.refusedPerAddress,
+        var reasons: [String: Int] = [:]
+        for (rateClass, count) in limiter?.refused ?? [:] { reasons["rateLimited." + rateClass.rawValue] = count }
+        return server.withLock { server in
+            guard let server else { return reasons }
+            return reasons.merging(["tooManyConnections": server.refusedConnections, "tooManyConnectionsFromAddress": server.refusedPerAddress,
                     "bodyBufferFull": server.refusedBodies, "requestTimeout": server.expiredRequests,
-                    "clientGone": server.abandonedRequests, "blockingPoolFull": WorkPool.blocking.refused]
+                    "clientGone": server.abandonedRequests, "blockingPoolFull": WorkPool.blocking.refused,
+                    "readPoolFull": ExpensiveReads.pool.refused]) { $1 }
         }
     }
 }

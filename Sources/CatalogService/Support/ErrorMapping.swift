@@ -9,6 +9,7 @@ enum ErrorMapping {
     private static let encoder = CatalogJSON.makeEncoder()
 
     static func render(_ error: any Error, context: ErrorContext) -> HTTPResponse {
+        if let decorated = error as? ErrorWithHeaders { return render(decorated.error, context: context).adding(decorated.headers) }
         let failure = apiError(for: error)
         let problem = Problem(title: failure.status.reasonPhrase, status: failure.status.code, detail: failure.detail,
                               instance: context.path, code: failure.code, errors: failure.errors, requestId: context.requestID)

@@ -16,6 +16,9 @@ public struct HTTPRequest: Sendable {
     public internal(set) var pathParameters: PathParameters = PathParameters()
     /// The peer's address, such as `127.0.0.1:53422`.
     public let remoteAddress: String
+    /// The client address limits are kept under: the peer's IPv4 address, or its IPv6
+    /// address's /64 (empty when unknown).
+    public var clientAddress = ""
     /// The request's id: the client's well-formed `X-Request-Id`, or one the server made.
     /// Every response carries it back in `X-Request-Id`.
     public internal(set) var requestID = ""

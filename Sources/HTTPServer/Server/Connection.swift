@@ -279,6 +279,7 @@ final class Connection {
             method: method, path: head.path, query: head.query, version: head.version,
             headers: head.headers, body: body, remoteAddress: peer)
         request.requestID = requestID
+        request.clientAddress = client
         do {
             switch try loop.core.router.resolve(method: method, path: head.path) {
             case let .options(allow):

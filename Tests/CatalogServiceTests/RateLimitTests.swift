@@ -1,0 +1,59 @@
+import CatalogModels
+import CatalogService
+import Foundation
+import Testing
+import TestSupport
+
+/// Rate budgets per credential and per client address, announced on every answer.
+@Suite struct RateLimitTests {
+    @Test func budgetsAreKeptPerCallerAndClass() async throws {
+        let catalog = try TestCatalog(seed: true) {
+            // Windows long enough that no token comes back while the test runs on a slow machine.
+            $0.rateLimits = [.read: RatePolicy(quota: 3, window: 600), .write: RatePolicy(quota: 2, window: 600),
+                             .expensive: RatePolicy(quota: 1, window: 600)]
+        }
+        let anonymous = catalog.anonymous
+        var first = try await anonymous.get("/v1/games")
+        #expect(first.status == 200)
+        #expect(first.header("RateLimit-Policy") == #""3-per-600s";q=3;w=600"#)
+        #expect(first.header("RateLimit") == #""3-per-600s";r=2;t=200"#)
+        first = try await anonymous.get("/v1/games")
+        #expect(first.header("RateLimit")?.hasPrefix(#""3-per-600s";r=1;"#) == true)
+        _ = try await anonymous.get("/v1/games")
+        let refused = try await anonymous.get("/v1/games")
+        #expect(refused.status == 429)
+        #expect(try refused.decode(Problem.self).code == "rateLimited")
+        #expect(refused.header("Content-Type") == "application/problem+json")
+        #expect((1...200).contains(Int(refused.header("Retry-After") ?? "") ?? 0))
+        #expect(refused.header("RateLimit")?.hasPrefix(#""3-per-600s";r=0;"#) == true)
+
+        // A search spends from the expensive budget, not the spent read budget.
+        #expect(try await anonymous.get("/v1/games?q=space").status == 200)
+        #expect(try await anonymous.get("/v1/games?q=space").status == 429)
+        // A failed credential spends from its address's budget: this one is spent.
+        let bad = try await catalog.client(key: "catalog_" + String(repeating: "A", count: 43)).get("/v1/games")
+        #expect(bad.status == 429)
+        // The admin's key has budgets of its own; a write spends the write budget.
+        #expect(try await catalog.client.get("/v1/games").status == 200)
+        let created = try await catalog.client.send("POST", "/v1/games", json: ["name": "Budget", "imageName": "b"])
+        #expect(created.status == 201)
+        #expect(created.header("RateLimit")?.hasPrefix(#""2-per-600s";r=1;"#) == true)
+        #expect(try await catalog.client.send("POST", "/v1/games", json: ["name": "Budget 2", "imageName": "b"]).status == 201)
+        #expect(try await catalog.client.send("POST", "/v1/games", json: ["name": "Budget 3", "imageName": "b"]).status == 429)
+        // Health and the contract are never limited.
+        for _ in 0..<5 { #expect(try await anonymous.get("/healthz").status == 200) }
+        // Refusals are counted by class.
+        let metrics = String(decoding: try await catalog.client.get("/metrics").body, as: UTF8.self)
+        #expect(metrics.contains(#"catalog_http_rejected_total{reason="rateLimited.read"} 2"#))
+        #expect(metrics.contains(#"catalog_http_rejected_total{reason="rateLimited.write"} 1"#))
+    }
+
+    @Test func policiesParse() {
+        #expect(RatePolicy.parse("off") == .some(nil))
+        #expect(RatePolicy.parse("read=10/1")??[.read] == RatePolicy(quota: 10, window: 1))
+        #expect(RatePolicy.parse("read=10/1")??[.write] == RatePolicy.defaults[.write])
+        #expect(RatePolicy.parse("reads=10/1") == nil)
+        #expect(RatePolicy.parse("read=0/1") == nil)
+        #expect(RatePolicy.parse("read=10") == nil)
+    }
+}
