@@ -12,6 +12,9 @@ the run's admin signed in.
   Positive test cases therefore leave out a `cursor` the server did not mint (one from a
   real `nextCursor`, through the document's links, stays). Negative cases keep their
   generated cursors, and the server must still refuse them.
+- An `Idempotency-Key` that the run already sent with another body is rightly refused
+  with 422 (the server keeps every key for 24 hours), and generators repeat short
+  values: positive cases get a fresh key each.
 - The run signs in as the only admin, with its only key (`.ci/contract.sh`). A request
   that would delete or demote that user, or revoke that key, goes to an id no user or
   key has instead: after it, every request would be refused and test nothing.
@@ -36,6 +39,8 @@ schemathesis.openapi.format(
 @schemathesis.hook
 def map_case(context, case):
     meta = case.meta
+    if meta is not None and meta.generation.mode.is_positive and case.headers and "Idempotency-Key" in case.headers:
+        case.headers = {**case.headers, "Idempotency-Key": str(uuid.uuid4())}
     if meta is None or not case.query or "cursor" not in case.query:
         return case
     if meta.generation.mode.is_positive and not _minted(case.query["cursor"]):

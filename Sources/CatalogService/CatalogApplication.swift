@@ -100,7 +100,8 @@ public final class CatalogApplication: Sendable {
             tokens = nil
         }
         authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier)
-        var routes = Routes(authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads, limiter: limiter)
+        var routes = Routes(authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads, limiter: limiter,
+                            idempotency: Idempotency(store: store.idempotency))
         Self.register(in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups)
         routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }
         let render: ErrorRenderer = { ErrorMapping.render($0, context: $1) }

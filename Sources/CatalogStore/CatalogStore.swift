@@ -19,6 +19,8 @@ public final class CatalogStore: Sendable {
     public let comments: CommentStore
     /// Users and their API keys.
     public let accounts: AccountStore
+    /// The first answers to requests sent with an `Idempotency-Key`.
+    public let idempotency: IdempotencyStore
     /// The migrations this open applied (empty when the schema was already current).
     public let appliedMigrations: [String]
     /// The database file.
@@ -61,6 +63,7 @@ public final class CatalogStore: Sendable {
         entries = PlaylistEntryStore(database: database, playlists: playlists, items: items)
         comments = CommentStore(database: database)
         accounts = AccountStore(database: database)
+        idempotency = IdempotencyStore(database: database)
     }
 
     // MARK: Embedded lists (`include=…`)

@@ -1,5 +1,6 @@
 import CatalogClient
 import CatalogModels
+import CatalogService
 import Foundation
 import Testing
 
@@ -8,6 +9,27 @@ import Testing
 @Suite struct ClientLibraryTests {
     func client(_ catalog: TestCatalog) -> CatalogClient {
         CatalogClient(baseURL: catalog.client.baseURL, credentials: .apiKey(catalog.adminKey), headers: ["X-Client": "tests"], timeout: 10)
+    }
+
+    @Test func rateLimitedWritesAreRetriedAfterRetryAfter() async throws {
+        // One write per two seconds: the second create waits out its 429 and goes through.
+        let catalog = try TestCatalog(seed: false) { $0.rateLimits = [.write: RatePolicy(quota: 1, window: 2)] }
+        let games = client(catalog).games
+        _ = try await games.create(GameInput(name: "First", imageName: "a"))
+        let started = Date()
+        _ = try await games.create(GameInput(name: "Second", imageName: "b"))
+        #expect(Date().timeIntervalSince(started) >= 1, "waited for the budget")
+        #expect(try await games.list().items.count == 2, "each create applied once")
+        // Without retries the 429 reaches the caller, with the seconds to wait.
+        let impatient = CatalogClient(baseURL: catalog.client.baseURL, credentials: .apiKey(catalog.adminKey), retries: 0)
+        do {
+            _ = try await impatient.games.create(GameInput(name: "Third", imageName: "c"))
+            Issue.record("the budget was spent")
+        } catch {
+            guard case let .rateLimited(problem, retryAfter) = error else { throw error }
+            #expect(problem.code == "rateLimited")
+            #expect((1...2).contains(retryAfter ?? 0))
+        }
     }
 
     @Test func createGetPatchReplaceDeleteWithETags() async throws {

@@ -137,7 +137,7 @@ struct APIClient: Sendable {
 
     /// Sends `json` (any JSON-serializable value) with the given content type.
     func send(_ method: String, _ path: String, json: Any, contentType: String = "application/json", headers: [String: String] = [:]) async throws -> APIResponse {
-        let body = try JSONSerialization.data(withJSONObject: json, options: [.fragmentsAllowed])
+        let body = try JSONSerialization.data(withJSONObject: json, options: [.fragmentsAllowed, .sortedKeys])
         return try await send(method, path, headers: headers.merging(["Content-Type": contentType]) { $1 }, body: body)
     }
 

@@ -45,17 +45,21 @@ struct Routes {
     let readsNeedCredential: Bool
     /// The rate budgets; `nil` when rate limits are off.
     let limiter: RateLimiter?
+    /// What makes `POST`s with an `Idempotency-Key` run once.
+    let idempotency: Idempotency
 
-    init(authenticator: Authenticator, readsNeedCredential: Bool, limiter: RateLimiter?) {
+    init(authenticator: Authenticator, readsNeedCredential: Bool, limiter: RateLimiter?, idempotency: Idempotency) {
         self.authenticator = authenticator
         self.readsNeedCredential = readsNeedCredential
         self.limiter = limiter
+        self.idempotency = idempotency
     }
 
     /// Registers a route. `rate` names the budget it spends from when that is not what
     /// its method says (reads for `GET`, writes otherwise; expensive for searches).
     mutating func add(_ method: HTTPMethod, _ pattern: String, _ access: Access, rate: RateClass? = nil, _ endpoint: Endpoint) {
         table.append((method, pattern, access))
+        let endpoint = method == .POST && access != .open ? idempotency.wrap(endpoint) : endpoint
         router.add(method, pattern, handler(access, rate, endpoint))
     }
 

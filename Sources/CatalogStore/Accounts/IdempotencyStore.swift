@@ -1,0 +1,69 @@
+import Foundation
+import GRDB
+
+/// The stored first answer to a request sent with an `Idempotency-Key`.
+public struct StoredAnswer: Sendable, Hashable {
+    /// The SHA-256 of the request's method, target and body.
+    public let fingerprint: [UInt8]
+    /// The response status.
+    public let status: Int
+    /// The response fields to replay.
+    public let headers: [String: String]
+    /// The response body.
+    public let body: [UInt8]
+
+    /// An answer to store.
+    public init(fingerprint: [UInt8], status: Int, headers: [String: String], body: [UInt8]) {
+        self.fingerprint = fingerprint
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// Answers kept by `(caller, Idempotency-Key)` for ``retention``, in the database, so
+/// they survive restarts and are shared by every process on the same file.
+public final class IdempotencyStore: Sendable {
+    /// How long an answer is kept (24 hours).
+    public static let retention: Int64 = 24 * 60 * 60 * 1000
+
+    private let database: CatalogDatabase
+
+    init(database: CatalogDatabase) {
+        self.database = database
+    }
+
+    /// The answer stored for `key` of `caller`, if one younger than ``retention`` exists.
+    public func answer(caller: String, key: String, now: Int64) throws(StoreError) -> StoredAnswer? {
+        try guarded {
+            try database.read { db in
+                guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+                    SELECT fingerprint, status, headers, body FROM idempotency_keys WHERE caller = ? AND key = ? AND created_at > ?
+                    """), arguments: [caller, key, now - Self.retention]) else { return nil }
+                let fingerprint: Data = row[0], body: Data = row[3], lines: String = row[2]
+                var headers: [String: String] = [:]
+                for line in lines.split(separator: "\n") {
+                    let parts = line.split(separator: ":", maxSplits: 1)
+                    if parts.count == 2 { headers[String(parts[0])] = String(parts[1].dropFirst()) }
+                }
+                return StoredAnswer(fingerprint: Array(fingerprint), status: row[1], headers: headers, body: Array(body))
+            }
+        }
+    }
+
+    /// Stores `answer` for `key` of `caller` (replacing an expired one) and forgets a
+    /// few expired answers; `completion` runs once it is durable.
+    public func store(_ answer: StoredAnswer, caller: String, key: String, now: Int64,
+                      completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        let lines = answer.headers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "\n")
+        database.writes.submit(atomic: true, { db in
+            try db.cachedStatement(sql: """
+                INSERT OR REPLACE INTO idempotency_keys (caller, key, fingerprint, status, headers, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                """).execute(arguments: [caller, key, Data(answer.fingerprint), answer.status, lines, Data(answer.body), now])
+            try db.cachedStatement(sql: """
+                DELETE FROM idempotency_keys WHERE (caller, key) IN
+                    (SELECT caller, key FROM idempotency_keys WHERE created_at <= ? ORDER BY created_at LIMIT 100)
+                """).execute(arguments: [now - Self.retention])
+        }, completion: completion)
+    }
+}
