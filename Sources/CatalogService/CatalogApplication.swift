@@ -28,6 +28,8 @@ public struct CatalogConfiguration: Sendable {
     /// Where to serve `/metrics` without credentials, besides the admin-only route (a
     /// loopback address for Prometheus), if anywhere.
     public var metricsListener: (host: String, port: Int)?
+    /// The exact origins of browser apps allowed to call the API (CORS); none by default.
+    public var corsAllowedOrigins: Set<String> = []
     /// The rate budgets per caller and class of request; `nil` turns rate limits off.
     public var rateLimits: [RateClass: RatePolicy]? = RatePolicy.defaults
 
@@ -84,6 +86,12 @@ public final class CatalogApplication: Sendable {
         seeded = configuration.seedDemoCatalog ? try store.seedDemoCatalogIfEmpty() : false
         let metrics = Metrics(version: Self.version, sqliteVersion: store.sqliteVersion)
         var serverConfiguration = configuration.server
+        if !configuration.corsAllowedOrigins.isEmpty {
+            serverConfiguration.cors = CORSPolicy(
+                allowedOrigins: configuration.corsAllowedOrigins,
+                allowedHeaders: ["Authorization", "Content-Type", "If-Match", "If-None-Match", "Idempotency-Key", "X-Request-Id"],
+                exposedHeaders: ["ETag", "Link", "Location", "RateLimit", "RateLimit-Policy", "Retry-After", "X-Request-Id"])
+        }
         let accessLog = configuration.accessLog ? AccessLog.observer(Logger(label: "catalog.http")) : nil
         serverConfiguration.requestObserver = { request in
             metrics.observe(request)

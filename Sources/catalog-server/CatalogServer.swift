@@ -87,6 +87,9 @@ struct CatalogServer: ParsableCommand {
     @Option(help: "Rate budgets per API key, user or client address: off, or CLASS=REQUESTS/SECONDS for any of read, write and expensive, comma-separated [CATALOG_RATE_LIMITS, default read=1200/60,write=300/60,expensive=60/60].")
     var rateLimits: String?
 
+    @Option(help: "An exact origin of a browser app allowed to call the API, such as https://app.example.com; repeat for several [CATALOG_CORS_ALLOWED_ORIGINS, comma-separated; default none].")
+    var corsAllowedOrigins: [String] = []
+
     @OptionGroup var storage: StorageOptions
 
     func run() throws {
@@ -176,6 +179,11 @@ struct CatalogServer: ParsableCommand {
             }
             configuration.identityTokens = IdentityTokenSettings(keySetFile: file, issuers: issuers, audiences: audiences)
         }
+        let origins = try settings.list(corsAllowedOrigins, "CATALOG_CORS_ALLOWED_ORIGINS")
+        if let bad = origins.first(where: { !CORSPolicy.isOrigin($0) }) {
+            throw SettingError(description: "--cors-allowed-origins takes origins such as https://app.example.com (no path, no *), not '\(bad)'")
+        }
+        configuration.corsAllowedOrigins = Set(origins)
         if let text = try settings.optionalText(rateLimits, "CATALOG_RATE_LIMITS") {
             guard let policies = RatePolicy.parse(text) else {
                 throw SettingError(description: "--rate-limits must be off or CLASS=REQUESTS/SECONDS,… (read, write, expensive), not '\(text)'")

@@ -57,3 +57,46 @@ import TestSupport
         #expect(RatePolicy.parse("read=10") == nil)
     }
 }
+
+/// CORS for browser apps on allowed origins, on every answer including errors.
+@Suite struct CORSTests {
+    @Test func allowedOriginsGetPreflightsAndExposedFields() async throws {
+        let catalog = try TestCatalog(seed: true) { $0.corsAllowedOrigins = ["https://app.example.com"] }
+        let preflight = try await catalog.anonymous.send("OPTIONS", "/v1/games", headers: [
+            "Origin": "https://app.example.com", "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type, idempotency-key"])
+        #expect(preflight.status == 204)
+        #expect(preflight.header("Access-Control-Allow-Origin") == "https://app.example.com")
+        #expect(preflight.header("Access-Control-Allow-Methods")?.contains("POST") == true)
+        #expect(preflight.header("Access-Control-Allow-Headers") == "Authorization, Content-Type, If-Match, If-None-Match, Idempotency-Key, X-Request-Id")
+        #expect(preflight.header("Access-Control-Max-Age") == "600")
+        #expect(preflight.header("Vary") == "Origin")
+
+        let read = try await catalog.anonymous.get("/v1/games", headers: ["Origin": "https://app.example.com"])
+        #expect(read.header("Access-Control-Allow-Origin") == "https://app.example.com")
+        #expect(read.header("Access-Control-Expose-Headers") == "ETag, Link, Location, RateLimit, RateLimit-Policy, Retry-After, X-Request-Id")
+        // Errors carry them too.
+        let missing = try await catalog.anonymous.get("/v1/games/\(CatalogID())", headers: ["Origin": "https://app.example.com"])
+        #expect(missing.status == 404)
+        #expect(missing.header("Access-Control-Allow-Origin") == "https://app.example.com")
+        #expect(missing.header("Vary") == "Origin")
+        let unauthenticated = try await catalog.anonymous.send("POST", "/v1/games", json: ["name": "X", "imageName": "x"],
+                                                               headers: ["Origin": "https://app.example.com"])
+        #expect(unauthenticated.status == 401)
+        #expect(unauthenticated.header("Access-Control-Allow-Origin") == "https://app.example.com")
+
+        // Another origin gets no grant, only Vary.
+        let other = try await catalog.anonymous.send("OPTIONS", "/v1/games", headers: [
+            "Origin": "https://evil.example", "Access-Control-Request-Method": "DELETE"])
+        #expect(other.header("Access-Control-Allow-Origin") == nil)
+        #expect(other.header("Vary") == "Origin")
+        #expect(try await catalog.anonymous.get("/v1/games", headers: ["Origin": "https://evil.example"]).header("Access-Control-Allow-Origin") == nil)
+    }
+
+    @Test func noOriginIsAllowedByDefault() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let read = try await catalog.anonymous.get("/v1/games", headers: ["Origin": "https://app.example.com"])
+        #expect(read.header("Access-Control-Allow-Origin") == nil)
+        #expect(read.header("Vary") == nil)
+    }
+}

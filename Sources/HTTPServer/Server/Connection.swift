@@ -34,6 +34,10 @@ final class Connection {
         var omitBody: Bool
         var keepAlive: Bool
         var version: HTTPVersion
+        /// The request's `Origin`, when the server answers cross-origin requests.
+        var origin: String? = nil
+        /// Whether the response is a CORS preflight's, which carries its fields already.
+        var preflight = false
     }
 
     /// What happens when `deadline` passes.
@@ -271,6 +275,7 @@ final class Connection {
         let requestID = Self.requestID(head.headers) ?? loop.makeRequestID()
         var context = ResponseContext(sequence: requestSequence, requestID: requestID, method: head.methodToken, route: nil, started: Self.now(),
                                       path: head.path, omitBody: head.method == .HEAD, keepAlive: head.keepAlive, version: head.version)
+        if loop.core.configuration.cors != nil { context.origin = head.headers["origin"] }
         guard let method = head.method else {
             write(loop.core.render(unimplementedMethodError(path: head.path), path: head.path, requestID: requestID), context)
             return
@@ -284,7 +289,13 @@ final class Connection {
             switch try loop.core.router.resolve(method: method, path: head.path) {
             case let .options(allow):
                 context.route = "OPTIONS"
-                write(HTTPResponse(status: .noContent, headers: [("Allow", allow)]), context)
+                var response = HTTPResponse(status: .noContent, headers: [("Allow", allow)])
+                if let cors = loop.core.configuration.cors, head.headers["access-control-request-method"] != nil {
+                    // A preflight: its CORS fields are its own, not those of an actual request.
+                    response.headers += cors.preflightFields(origin: context.origin, methods: allow)
+                    context.preflight = true
+                }
+                write(response, context)
             case let .handler(handler, parameters, pattern):
                 request.pathParameters = parameters
                 context.route = pattern.description
@@ -395,6 +406,8 @@ final class Connection {
     // MARK: Writing
 
     private func write(_ response: HTTPResponse, _ context: ResponseContext) {
+        var response = response
+        if let cors = loop.core.configuration.cors, !context.preflight { response.headers += cors.fields(origin: context.origin) }
         let keepAlive = context.keepAlive && !loop.isDraining
         ResponseWriter.write(response, into: output, omitBody: context.omitBody, keepAlive: keepAlive, version: context.version,
                              requestID: context.requestID, date: loop.date)

@@ -43,6 +43,8 @@ public struct ServerConfiguration: Sendable {
     /// a body that would go over is answered 503 with `Retry-After` and its connection
     /// closed. Bodies that arrive whole with their head are not counted.
     public var maxBufferedBodyBytes = 64 << 20
+    /// Cross-origin access for browser apps; `nil` (the default) sends no CORS fields.
+    public var cors: CORSPolicy?
     /// The listen backlog.
     public var backlog: Int32 = 1024
     /// Called on the event loop after every response is queued (for access logs and
