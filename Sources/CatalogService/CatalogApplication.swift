@@ -21,6 +21,8 @@ public struct CatalogConfiguration: Sendable {
     public var accessLog = true
     /// Where `POST /admin/backups` writes copies; `backups` beside the database when `nil`.
     public var backupDirectory: String?
+    /// How many copies the backup folder keeps (the newest); older ones are deleted.
+    public var backupKeep = 7
     /// Whether reads of the catalog need a credential too.
     public var requireAuthForReads = false
     /// How identity tokens from an identity provider are checked; `nil` refuses them all.
@@ -101,7 +103,7 @@ public final class CatalogApplication: Sendable {
         let limiter = configuration.rateLimits.map(RateLimiter.init(policies:))
         let reference = ServerReference(limiter: limiter)
         let backups = Backups(store: store, directory: configuration.backupDirectory
-            ?? URL(fileURLWithPath: configuration.databasePath).deletingLastPathComponent().appendingPathComponent("backups").path)
+            ?? Self.defaultBackupDirectory(databasePath: configuration.databasePath), keep: configuration.backupKeep)
         if let settings = configuration.identityTokens {
             tokens = (TokenVerifier(keys: try settings.loadKeys(), issuers: settings.issuers, audiences: settings.audiences), settings)
         } else {
@@ -129,6 +131,11 @@ public final class CatalogApplication: Sendable {
         }
     }
 
+    /// Where backups go when no folder is configured: `backups` beside the database.
+    public static func defaultBackupDirectory(databasePath: String) -> String {
+        URL(fileURLWithPath: databasePath).deletingLastPathComponent().appendingPathComponent("backups").path
+    }
+
     /// Every route the service serves, with who may call it.
     static func register(in routes: inout Routes, _ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference,
                          metrics: Metrics, backups: Backups) {
@@ -138,9 +145,9 @@ public final class CatalogApplication: Sendable {
         })
         routes.add(.GET, "/openapi.yaml", .open, .inline { _, _ in try contract.response() })
         // Off the event loop: rendering is not free, and a loop must stay free for requests.
-        routes.add(.GET, "/metrics", .admin, .blocking { _, _ in metricsResponse(metrics, server) })
+        routes.add(.GET, "/metrics", .admin, .blocking { _, _, _ in metricsResponse(metrics, server) })
         // Blocking: a backup copies the whole database.
-        routes.add(.POST, "/admin/backups", .admin, rate: .expensive, .blocking { _, _ in try backups.create() })
+        routes.add(.POST, "/admin/backups", .admin, rate: .expensive, .blocking { _, _, isAbandoned in try backups.create(isAbandoned: isAbandoned) })
         let imports = Imports(store: store)
         routes.add(.POST, "/admin/import", .admin, rate: .expensive, .later { request, _, done in try imports.apply(request, done) })
         ResourceEndpoints(store.items, catalog: store, metrics: metrics).register(in: &routes)

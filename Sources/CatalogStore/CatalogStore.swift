@@ -125,17 +125,36 @@ public final class CatalogStore: Sendable {
     /// before it began, and writers are never blocked. The copy is checked with
     /// `PRAGMA integrity_check`.
     /// - Returns: the copy's size in bytes.
-    public func backup(to destination: String) throws -> Int {
+    public func backup(to destination: String, isCancelled: @escaping () -> Bool = { false }) throws -> Int {
         guard !FileManager.default.fileExists(atPath: destination) else {
-            throw StoreError.conflict("\(destination) already exists.")
+            throw StoreError.conflict("A backup of that name already exists.")
         }
         try FileManager.default.createDirectory(at: URL(fileURLWithPath: destination).deletingLastPathComponent(), withIntermediateDirectories: true)
+        // While it copies, the writer's WAL rewind (which would wait for the copy's read) is put off.
+        database.checkpointer.backupsRunning.add(1, ordering: .relaxed)
+        defer { database.checkpointer.backupsRunning.subtract(1, ordering: .relaxed) }
         let copy = try DatabaseQueue(path: destination)
-        try database.pool.backup(to: copy)
+        do {
+            // A thousand pages (4 MiB) at a time, stopping when nobody waits for the copy any more.
+            try database.pool.backup(to: copy, pagesPerStep: 1024) { _ in
+                if isCancelled() { throw StoreError.unavailable("The backup was abandoned.") }
+            }
+        } catch {
+            try? copy.close()
+            try? FileManager.default.removeItem(atPath: destination)
+            throw error
+        }
         let integrity = try copy.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") }
         try copy.close()
         guard integrity == "ok" else { throw StoreError.unavailable("The backup failed its integrity check: \(integrity ?? "no answer").") }
         return (try FileManager.default.attributesOfItem(atPath: destination)[.size] as? Int) ?? 0
+    }
+
+    /// The bytes the database takes on disk: its file and its write-ahead log.
+    public var sizeOnDisk: Int {
+        [path, path + "-wal"].reduce(0) { total, file in
+            total + ((try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0)
+        }
     }
 
     /// Replaces the database at `path` with the backup at `source`, after checking the

@@ -69,6 +69,9 @@ struct CatalogServer: ParsableCommand {
     @Option(help: "Where POST /admin/backups writes copies [CATALOG_BACKUP_DIR, default: backups beside the database].")
     var backupDir: String?
 
+    @Option(help: "How many backups the backup folder keeps, the newest; older ones are deleted [CATALOG_BACKUP_KEEP, default 7].")
+    var backupKeep: String?
+
     @Flag(help: "Require a credential for reads too [CATALOG_REQUIRE_AUTH_FOR_READS=true]; by default anyone reads the public catalog.")
     var requireAuthForReads = false
 
@@ -171,6 +174,7 @@ struct CatalogServer: ParsableCommand {
         configuration.databasePath = try storage.database(settings)
         configuration.migrationsDirectory = try storage.migrationsDirectory(settings)
         configuration.backupDirectory = try settings.optionalText(backupDir, "CATALOG_BACKUP_DIR")
+        configuration.backupKeep = try settings.integer(backupKeep, "CATALOG_BACKUP_KEEP", default: 7, in: 1...10_000)
         configuration.requireAuthForReads = requireAuthForReads ? true : try settings.boolean(nil, "CATALOG_REQUIRE_AUTH_FOR_READS", default: false)
         if let file = try settings.optionalText(jwksFile, "CATALOG_JWKS_FILE") {
             let issuers = try settings.list(jwtIssuer, "CATALOG_JWT_ISSUERS"), audiences = try settings.list(jwtAudience, "CATALOG_JWT_AUDIENCES")
@@ -263,8 +267,9 @@ struct Healthcheck: ParsableCommand {
 }
 
 /// `catalog-server backup --to FILE`: asks the running server (on 127.0.0.1:$CATALOG_PORT)
-/// for an online backup, then moves the copy to FILE. No second process opens the live
-/// database.
+/// for an online backup, then moves the copy from the server's backup folder (the same
+/// `--backup-dir`, or `backups` beside the same `--database`) to FILE. No second process
+/// opens the live database.
 struct Backup: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Have the running server write a consistent copy of its database to FILE.")
 
@@ -274,22 +279,32 @@ struct Backup: ParsableCommand {
     @Option(help: "An admin API key [CATALOG_API_KEY].")
     var apiKey: String?
 
+    @Option(help: "The server's backup folder [CATALOG_BACKUP_DIR, default: backups beside the database].")
+    var backupDir: String?
+
+    @OptionGroup var storage: StorageOptions
+
     func run() throws {
         guard !FileManager.default.fileExists(atPath: to) else { Settings.fail("\(to) already exists") }
         let port = try Settings.localServerPort()
-        let key = try Settings.resolving { settings throws(SettingError) in try settings.optionalText(apiKey, "CATALOG_API_KEY") }
+        let (key, folder) = try Settings.resolving { settings throws(SettingError) -> (String?, String) in
+            let key = try settings.optionalText(apiKey, "CATALOG_API_KEY")
+            if let folder = try settings.optionalText(backupDir, "CATALOG_BACKUP_DIR") { return (key, folder) }
+            return (key, CatalogApplication.defaultBackupDirectory(databasePath: try storage.database(settings)))
+        }
         guard let key else { Settings.fail("a backup needs an admin API key: --api-key or CATALOG_API_KEY") }
         guard let answer = HealthProbe.request("POST", port: port, path: "/admin/backups", timeout: 600, headers: ["Authorization: Bearer \(key)"]) else {
             Settings.fail("no server answers on 127.0.0.1:\(port)")
         }
         guard answer.hasPrefix("HTTP/1.1 201 "), let bodyStart = answer.range(of: "\r\n\r\n"),
               let created = try? JSONSerialization.jsonObject(with: Data(answer[bodyStart.upperBound...].utf8)) as? [String: Any],
-              let path = created["path"] as? String
+              let name = created["name"] as? String, !name.contains("/")
         else { Settings.fail("the backup failed: \(answer.split(separator: "\r\n").first ?? "")") }
+        let path = URL(fileURLWithPath: folder).appendingPathComponent(name).path
         do {
             try FileManager.default.moveItem(atPath: path, toPath: to)
         } catch {
-            Settings.fail("the backup is at \(path) but could not be moved to \(to): \(error.localizedDescription)")
+            Settings.fail("the backup is \(name) in the server's backup folder but could not be moved from \(folder) to \(to): \(error.localizedDescription)")
         }
         say("backup written to \(to) (\(created["bytes"] ?? "?") bytes, integrity ok)")
     }

@@ -113,6 +113,6 @@ import Testing
         let backup = try await api.createBackup()
         #expect(backup.integrityCheck == "ok")
         #expect(backup.bytes > 0)
-        #expect(FileManager.default.fileExists(atPath: backup.path))
+        #expect(FileManager.default.fileExists(atPath: catalog.directory.appendingPathComponent("backups/\(backup.name)").path))
     }
 }

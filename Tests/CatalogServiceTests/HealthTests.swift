@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import Testing
+import TestSupport
 @testable import CatalogService
 @testable import CatalogStore
 
@@ -41,15 +42,41 @@ import Testing
 
 /// `POST /admin/backups`.
 @Suite struct BackupEndpointTests {
-    @Test func backupsAreWrittenBesideTheDatabase() async throws {
-        let catalog = try TestCatalog()
-        let response = try await catalog.client.send("POST", "/admin/backups")
-        #expect(response.status == 201)
-        let created = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
-        let path = try #require(created["path"] as? String)
-        #expect(path.hasPrefix(catalog.directory.appendingPathComponent("backups").path))
-        #expect(created["integrityCheck"] as? String == "ok")
-        #expect(FileManager.default.fileExists(atPath: path))
+    @Test func backupsAreWrittenBesideTheDatabaseOneAtATimeAndPruned() async throws {
+        let catalog = try TestCatalog { $0.backupKeep = 2 }
+        let folder = catalog.directory.appendingPathComponent("backups")
+        var names: [String] = []
+        for _ in 0..<3 {
+            let response = try await catalog.client.send("POST", "/admin/backups")
+            #expect(response.status == 201)
+            let created = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
+            #expect(Set(created.keys) == ["name", "bytes", "integrityCheck"], "no server path in the answer")
+            let name = try #require(created["name"] as? String)
+            #expect(!name.contains("/"))
+            #expect(created["integrityCheck"] as? String == "ok")
+            names.append(name)
+        }
+        // The newest two are kept.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == Array(names.suffix(2)).sorted())
         #expect(try await catalog.client.send("GET", "/admin/backups").status == 405)
+
+        // Two at once: one is written, the other is refused while it runs.
+        let port = catalog.client.baseURL.port ?? 0
+        let key = catalog.adminKey
+        let statuses = try await onThread { () -> [String] in
+            let first = try Loopback.connect(port: port), second = try Loopback.connect(port: port)
+            defer { close(first); close(second) }
+            for (fd, token) in [(first, "a"), (second, "b")] {
+                let request = Array("POST /admin/backups HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(key)\r\nIdempotency-Key: \(token)\r\nContent-Length: 0\r\n\r\n".utf8)
+                _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
+            return [first, second].map { fd in
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let count = recv(fd, &buffer, 4096, 0)
+                return String(decoding: buffer.prefix(max(0, count)), as: UTF8.self)
+            }
+        }
+        #expect(statuses.filter { $0.hasPrefix("HTTP/1.1 201") }.count == 1)
+        #expect(statuses.filter { $0.hasPrefix("HTTP/1.1 409") && $0.contains("backupInProgress") }.count == 1)
     }
 }

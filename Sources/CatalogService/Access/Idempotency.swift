@@ -25,44 +25,60 @@ final class Idempotency: Sendable {
         self.store = store
     }
 
-    /// `endpoint` (a `POST`'s) run at most once per key.
-    func wrap(_ endpoint: Endpoint) -> Endpoint {
-        .later { [self] request, caller, done in
-            guard let key = try Self.key(request) else { return try Self.run(endpoint, request, caller, done) }
-            guard let owner = caller.keyID.map({ "key " + $0.rawValue }) ?? caller.userID.map({ "user " + $0.rawValue }) else {
-                return try Self.run(endpoint, request, caller, done)
-            }
-            let fingerprint = Self.fingerprint(request)
-            let now = Timestamp.milliseconds(Date())
-            let slot = owner + "\u{0}" + key
-            guard running.withLock({ $0.insert(slot).inserted }) else { throw APIError.idempotencyKeyInUse }
-            do {
-                if let answer = try store.answer(caller: owner, key: key, now: now) {
-                    running.withLock { _ = $0.remove(slot) }
-                    guard Crypto.constantTimeEqual(answer.fingerprint, fingerprint) else { throw APIError.idempotencyKeyReused }
-                    return done(.success(HTTPResponse(status: HTTPStatus(code: answer.status),
-                                                      headers: answer.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
-                                                      body: answer.body)))
-                }
-                try Self.run(endpoint, request, caller) { [self] result in
-                    guard case let .success(response) = result, (200..<300).contains(response.status.code),
-                          response.body.count <= Self.maxStoredBody else {
-                        running.withLock { _ = $0.remove(slot) }
-                        return done(result)
-                    }
-                    let kept = ["Content-Type", "Location", "ETag"]
-                    let headers = Dictionary(response.headers.filter { kept.contains($0.name) }.map { ($0.name, $0.value) }) { $1 }
-                    let answer = StoredAnswer(fingerprint: fingerprint, status: response.status.code, headers: headers, body: response.body)
-                    store.store(answer, caller: owner, key: key, now: now) { [self] _ in
-                        // Stored or not, the answer goes out (a failed store only loses the replay).
-                        running.withLock { _ = $0.remove(slot) }
-                        done(result)
-                    }
-                }
-            } catch {
-                running.withLock { _ = $0.remove(slot) }
-                throw error
-            }
+    /// A request's hold on its key while it runs.
+    struct Claim: Sendable {
+        fileprivate let owner: String
+        fileprivate let key: String
+        fileprivate let fingerprint: [UInt8]
+        fileprivate let now: Int64
+        fileprivate var slot: String { owner + "\u{0}" + key }
+    }
+
+    /// What to do with a `POST`.
+    enum Start: Sendable {
+        /// Answer with the kept first answer.
+        case replay(HTTPResponse)
+        /// Run it; the claim is settled with its answer (``settle(_:with:then:)``).
+        case claimed(Claim)
+    }
+
+    /// Looks up the request's key: `nil` when it has none (or the caller is anonymous,
+    /// which no `POST` accepts), else a replay or a claim.
+    /// - Throws: 400 for a malformed key, 409 while the key's first request runs, 422
+    ///   when the key was used for another request; the store's error when it cannot say.
+    func start(_ request: HTTPRequest, _ caller: Caller) throws -> Start? {
+        guard let key = try Self.key(request),
+              let owner = caller.keyID.map({ "key " + $0.rawValue }) ?? caller.userID.map({ "user " + $0.rawValue }) else { return nil }
+        let claim = Claim(owner: owner, key: key, fingerprint: Self.fingerprint(request), now: Timestamp.milliseconds(Date()))
+        guard running.withLock({ $0.insert(claim.slot).inserted }) else { throw APIError.idempotencyKeyInUse }
+        let answer: StoredAnswer?
+        do {
+            answer = try store.answer(caller: owner, key: key, now: claim.now)
+        } catch {
+            running.withLock { _ = $0.remove(claim.slot) }
+            throw error
+        }
+        guard let answer else { return .claimed(claim) }
+        running.withLock { _ = $0.remove(claim.slot) }
+        guard Crypto.constantTimeEqual(answer.fingerprint, claim.fingerprint) else { throw APIError.idempotencyKeyReused }
+        return .replay(HTTPResponse(status: HTTPStatus(code: answer.status),
+                                    headers: answer.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }, body: answer.body))
+    }
+
+    /// Keeps `response` for the claim's key when it is a success (`nil`: nothing to
+    /// keep), releases the key, then calls `then`, also when keeping failed (only the
+    /// replay is lost then).
+    func settle(_ claim: Claim, with response: HTTPResponse?, then: @escaping @Sendable () -> Void) {
+        guard let response, (200..<300).contains(response.status.code), response.body.count <= Self.maxStoredBody else {
+            running.withLock { _ = $0.remove(claim.slot) }
+            return then()
+        }
+        let kept = ["Content-Type", "Location", "ETag"]
+        let headers = Dictionary(response.headers.filter { kept.contains($0.name) }.map { ($0.name, $0.value) }) { $1 }
+        let answer = StoredAnswer(fingerprint: claim.fingerprint, status: response.status.code, headers: headers, body: response.body)
+        store.store(answer, caller: claim.owner, key: claim.key, now: claim.now) { [self] _ in
+            running.withLock { _ = $0.remove(claim.slot) }
+            then()
         }
     }
 
@@ -86,17 +102,6 @@ final class Idempotency: Sendable {
         return Crypto.sha256(bytes)
     }
 
-    /// Runs `endpoint` and hands its answer to `done`, whatever kind it is.
-    private static func run(_ endpoint: Endpoint, _ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
-        switch endpoint {
-        case let .inline(body), let .read(_, body):
-            done(.success(try body(request, caller)))
-        case let .later(body):
-            try body(request, caller, done)
-        case let .blocking(body):
-            guard Handler.runBlocking({ done(Result { try body(request, caller) }) }) else { throw WorkPool.busy }
-        }
-    }
 }
 
 extension APIError {

@@ -9,8 +9,9 @@ enum Endpoint: Sendable {
     case inline(@Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
     /// Starts work that answers later through the completion (a durable write).
     case later(@Sendable (HTTPRequest, Caller, @escaping Completion) throws -> Void)
-    /// Runs on the pool reserved for blocking work (a backup).
-    case blocking(@Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
+    /// Runs on the pool reserved for blocking work (a backup); the last argument says
+    /// whether the client has gone (long work stops early then).
+    case blocking(@Sendable (HTTPRequest, Caller, _ isAbandoned: @escaping @Sendable () -> Bool) throws -> HTTPResponse)
     /// A read that runs on the event loop when `isExpensive` says the request is cheap,
     /// and otherwise on the small pool reserved for expensive reads (searches,
     /// geographic lists), under that pool's larger ``ReadBudget``.
@@ -23,14 +24,6 @@ enum ExpensiveReads {
     static let pool = WorkPool(name: "reads", threads: max(1, ProcessInfo.processInfo.activeProcessorCount / 2), queueLimit: 64)
     /// The work one expensive read may do before it is interrupted.
     static let allowance: Duration = .seconds(1)
-
-    /// Answers through `responder` with what `body` returns, run on the pool.
-    static func run(for responder: Responder, _ body: @escaping @Sendable () throws -> HTTPResponse) {
-        pool.run(for: responder) {
-            ReadBudget.allow(allowance)
-            return try body()
-        }
-    }
 }
 
 /// The service's routes, each registered with who may call it (``Access``): the router
@@ -59,11 +52,10 @@ struct Routes {
     /// its method says (reads for `GET`, writes otherwise; expensive for searches).
     mutating func add(_ method: HTTPMethod, _ pattern: String, _ access: Access, rate: RateClass? = nil, _ endpoint: Endpoint) {
         table.append((method, pattern, access))
-        let endpoint = method == .POST && access != .open ? idempotency.wrap(endpoint) : endpoint
-        router.add(method, pattern, handler(access, rate, endpoint))
+        router.add(method, pattern, handler(access, rate, method == .POST ? idempotency : nil, endpoint))
     }
 
-    private func handler(_ access: Access, _ fixedRate: RateClass?, _ endpoint: Endpoint) -> Handler {
+    private func handler(_ access: Access, _ fixedRate: RateClass?, _ idempotency: Idempotency?, _ endpoint: Endpoint) -> Handler {
         if access == .open {
             // Health, readiness and the contract: no credential, no budget.
             return .either { request, responder in try Self.run(endpoint, request, .anonymous, Delivery(responder: responder, headers: [])) }
@@ -86,9 +78,8 @@ struct Routes {
             }
             switch outcome {
             case let .now(caller):
-                let delivery = Delivery(responder: responder, headers: try Self.spend(limiter, rate, caller, request))
-                try delivery.guarding { try Self.authorize(caller, minimum) }
-                return try Self.run(endpoint, request, caller, delivery)
+                let headers = try Self.spend(limiter, rate, caller, request)
+                return try Self.serve(endpoint, request, caller, minimum, Delivery(responder: responder, headers: headers), idempotency)
             case let .later(wait):
                 wait { result in
                     // The caller's user was just created; go on off the writer's thread.
@@ -96,13 +87,7 @@ struct Routes {
                         do {
                             let caller = try result.get()
                             let delivery = Delivery(responder: responder, headers: try Self.spend(limiter, rate, caller, request))
-                            do {
-                                try Self.authorize(caller, minimum)
-                            } catch {
-                                return delivery.fail(error)
-                            }
-                            // Errors thrown from here on already carry the fields.
-                            if let response = try Self.run(endpoint, request, caller, delivery) { responder.respond(response) }
+                            if let response = try Self.serve(endpoint, request, caller, minimum, delivery, idempotency) { responder.respond(response) }
                         } catch {
                             responder.fail(error)
                         }
@@ -111,6 +96,27 @@ struct Routes {
                 return nil
             }
         }
+    }
+
+    /// Authorizes `caller`, settles its `Idempotency-Key` (a replay, or a claim on the
+    /// key that the answer settles) and runs `endpoint`: the response when it has one
+    /// now, `nil` when it answers through `delivery`. Errors carry the delivery's fields.
+    private static func serve(_ endpoint: Endpoint, _ request: HTTPRequest, _ caller: Caller, _ minimum: Role?, _ delivery: Delivery,
+                              _ idempotency: Idempotency?) throws -> HTTPResponse? {
+        var delivery = delivery
+        try delivery.guarding { try Self.authorize(caller, minimum) }
+        if let idempotency {
+            switch try delivery.guarding({ try idempotency.start(request, caller) }) {
+            case nil: break
+            case let .replay(response)?: return response.adding(delivery.headers)
+            case let .claimed(claim)?: delivery.claim = Delivery.Claim(idempotency: idempotency, claim: claim)
+            }
+        }
+        guard let response = try run(endpoint, request, caller, delivery) else { return nil }
+        guard delivery.claim != nil else { return response }
+        // The answer is kept before it goes out.
+        delivery.deliver(response)
+        return nil
     }
 
     /// The budget a request spends from, by its method and whether it is an expensive read.
@@ -141,7 +147,7 @@ struct Routes {
     }
 
     /// Runs `endpoint`: its response when it has one now, `nil` when it answers through `delivery`.
-    private static func run(_ endpoint: Endpoint, _ request: HTTPRequest, _ caller: Caller, _ delivery: Delivery) throws -> HTTPResponse? {
+    static func run(_ endpoint: Endpoint, _ request: HTTPRequest, _ caller: Caller, _ delivery: Delivery) throws -> HTTPResponse? {
         switch endpoint {
         case let .inline(body):
             return try delivery.guarding { try body(request, caller) }
@@ -149,46 +155,85 @@ struct Routes {
             try delivery.guarding {
                 try body(request, caller) { result in
                     switch result {
-                    case let .success(response): delivery.respond(response)
+                    case let .success(response): delivery.deliver(response.adding(delivery.headers))
                     case let .failure(error): delivery.fail(error)
                     }
                 }
             }
             return nil
         case let .blocking(body):
-            WorkPool.blocking.run(for: delivery.responder) { try delivery.guarding { try body(request, caller) } }
+            let responder = delivery.responder
+            delivery.run(on: WorkPool.blocking) { try body(request, caller, { responder.isAbandoned }) }
             return nil
         case let .read(isExpensive, body):
             guard isExpensive(request) else { return try delivery.guarding { try body(request, caller) } }
-            ExpensiveReads.run(for: delivery.responder) { try delivery.guarding { try body(request, caller) } }
+            delivery.run(on: ExpensiveReads.pool) {
+                ReadBudget.allow(ExpensiveReads.allowance)
+                return try body(request, caller)
+            }
             return nil
         }
     }
 }
 
 /// Where an endpoint's answer goes, with the fields every answer to the request carries
-/// (its rate limit), on success and failure alike.
-private struct Delivery: Sendable {
-    let responder: Responder
-    let headers: [(name: String, value: String)]
-
-    func respond(_ response: HTTPResponse) {
-        responder.respond(response.adding(headers))
+/// (its rate limit), on success and failure alike, and the claim on its `Idempotency-Key`
+/// that the answer settles, if any.
+struct Delivery: Sendable {
+    /// A claim on a key, with what settles it.
+    struct Claim: Sendable {
+        let idempotency: Idempotency
+        let claim: Idempotency.Claim
     }
 
+    let responder: Responder
+    let headers: [(name: String, value: String)]
+    var claim: Claim?
+
+    init(responder: Responder, headers: [(name: String, value: String)]) {
+        self.responder = responder
+        self.headers = headers
+    }
+
+    /// Sends `response`, which carries the fields already: once it is kept, when the
+    /// request holds a claim.
+    func deliver(_ response: HTTPResponse) {
+        guard let claim else { return responder.respond(response) }
+        claim.idempotency.settle(claim.claim, with: response) { responder.respond(response) }
+    }
+
+    /// Sends the answer `error` makes, with the fields.
     func fail(_ error: any Error) {
+        release()
         responder.fail(headers.isEmpty ? error : ErrorWithHeaders(error: error, headers: headers))
     }
 
-    /// What `body` returns with the fields added, or its error carrying them.
+    /// Gives up the claim without keeping an answer.
+    private func release() {
+        if let claim { claim.idempotency.settle(claim.claim, with: nil) {} }
+    }
+
+    /// What `body` returns with the fields added, or its error carrying them (the claim
+    /// given up).
     func guarding<T>(_ body: () throws -> T) throws -> T {
         do {
             let result = try body()
             if let response = result as? HTTPResponse, let decorated = response.adding(headers) as? T { return decorated }
             return result
         } catch {
+            release()
             throw headers.isEmpty ? error : ErrorWithHeaders(error: error, headers: headers)
         }
+    }
+
+    /// Runs `work` on `pool` and delivers its answer: 503 at once when the pool's queue is
+    /// full, nothing when the client has gone before its turn.
+    func run(on pool: WorkPool, _ work: @escaping @Sendable () throws -> HTTPResponse) {
+        let queued = pool.submit {
+            guard !responder.isAbandoned else { return release() }
+            do { deliver(try guarding(work)) } catch { responder.fail(error) }
+        }
+        if !queued { fail(WorkPool.busy) }
     }
 }
 

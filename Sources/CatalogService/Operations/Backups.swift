@@ -2,19 +2,67 @@ import CatalogModels
 import CatalogStore
 import Foundation
 import HTTPServer
+import Synchronization
 
 /// `POST /admin/backups`: a consistent copy of the live database, written by the server
 /// itself through SQLite's online backup API (no second process ever opens the live
-/// file), into the backup folder.
-struct Backups: Sendable {
+/// file), into the backup folder. One at a time (409 while one runs); refused (507) when
+/// the folder's disk has less than twice the database's size free; the newest
+/// ``keep`` copies are kept; a copy whose client has gone stops and is removed.
+final class Backups: Sendable {
     let store: CatalogStore
     let directory: String
+    /// How many copies the folder keeps; older ones are deleted after each backup.
+    let keep: Int
+    private let running = Mutex(false)
 
-    func create() throws -> HTTPResponse {
+    init(store: CatalogStore, directory: String, keep: Int) {
+        self.store = store
+        self.directory = directory
+        self.keep = keep
+    }
+
+    func create(isAbandoned: @escaping @Sendable () -> Bool) throws -> HTTPResponse {
+        guard running.withLock({ running in
+            defer { running = true }
+            return !running
+        }) else { throw APIError.backupInProgress }
+        defer { running.withLock { $0 = false } }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let needed = 2 * store.sizeOnDisk
+        if let free = Self.freeBytes(directory), free < needed { throw APIError.insufficientStorage(free: free, needed: needed) }
         let name = "catalog-" + Timestamp.string(from: Date()).replacingOccurrences(of: ":", with: "-") + "-" + String(CatalogID().rawValue.suffix(8)) + ".sqlite"
-        let path = URL(fileURLWithPath: directory).appendingPathComponent(name).path
-        let bytes = try store.backup(to: path)
-        let body = try JSONResponse.encoder.encode(Backup(name: name, path: path, bytes: bytes, integrityCheck: "ok"))
+        let bytes = try store.backup(to: URL(fileURLWithPath: directory).appendingPathComponent(name).path, isCancelled: isAbandoned)
+        prune()
+        let body = try JSONResponse.encoder.encode(Backup(name: name, bytes: bytes, integrityCheck: "ok"))
         return HTTPResponse(status: .created, headers: [("Content-Type", JSONResponse.contentType)], body: Array(body))
+    }
+
+    /// Deletes all but the newest ``keep`` copies (their names sort by time).
+    private func prune() {
+        let copies = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { $0.hasPrefix("catalog-") && $0.hasSuffix(".sqlite") }.sorted()
+        for name in copies.dropLast(keep) {
+            try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: directory).appendingPathComponent(name).path)
+        }
+    }
+
+    /// The bytes free for an unprivileged writer on the disk holding `directory`.
+    private static func freeBytes(_ directory: String) -> Int? {
+        var info = statvfs()
+        guard statvfs(directory, &info) == 0 else { return nil }
+        return Int(info.f_bavail) * Int(info.f_frsize)
+    }
+}
+
+extension APIError {
+    /// 409: a backup is being written.
+    static let backupInProgress = APIError(status: .conflict, code: "backupInProgress",
+                                           detail: "A backup is being written; retry once it is done.", headers: [("Retry-After", "10")])
+
+    /// 507: not enough room for a copy.
+    static func insufficientStorage(free: Int, needed: Int) -> APIError {
+        APIError(status: HTTPStatus(code: 507), code: "insufficientStorage",
+                 detail: "The backup folder's disk has \(free) bytes free; a backup needs twice the database's size (\(needed) bytes).")
     }
 }

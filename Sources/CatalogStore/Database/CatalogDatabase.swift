@@ -33,7 +33,9 @@ final class CatalogDatabase: Sendable {
         self.checkpointer = checkpointer
         writes = WriteQueue(
             writer: pool,
-            needsMaintenance: { checkpointer.needsRestart.exchange(false, ordering: .relaxed) },
+            needsMaintenance: {
+                checkpointer.backupsRunning.load(ordering: .relaxed) == 0 && checkpointer.needsRestart.exchange(false, ordering: .relaxed)
+            },
             maintain: { db in _ = try? Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(RESTART)") })
     }
 

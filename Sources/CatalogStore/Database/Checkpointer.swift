@@ -21,6 +21,9 @@ final class Checkpointer: @unchecked Sendable {
     static let restartFrames = 4096
     /// Set when the WAL should be rewound by the writer.
     let needsRestart = Atomic<Bool>(false)
+    /// Backups copying now: the writer does not rewind the WAL meanwhile (a RESTART
+    /// checkpoint waits for every reader, and a backup reads until it is done).
+    let backupsRunning = Atomic<Int>(0)
 
     init(path: String, interval: TimeInterval = 0.25) throws {
         var configuration = Configuration()

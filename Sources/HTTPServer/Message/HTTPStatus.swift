@@ -72,6 +72,7 @@ public struct HTTPStatus: Sendable, Hashable, CustomStringConvertible {
         case 501: "Not Implemented"
         case 503: "Service Unavailable"
         case 505: "HTTP Version Not Supported"
+        case 507: "Insufficient Storage"
         default: "Status \(code)"
         }
     }
