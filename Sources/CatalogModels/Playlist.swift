@@ -54,6 +54,8 @@ public struct PlaylistInput: Codable, Sendable, Hashable, Validatable {
     public static let descriptionLength = 0...5000
     /// The rule `title` keeps.
     public static let titleRule = FieldRule<String>.text(length: titleLength)
+    /// The most playlists one user may own.
+    public static let maxPerUser = 1000
     /// The rule `description` keeps.
     public static let descriptionRule = FieldRule<String>.text(length: descriptionLength, multiline: true)
 

@@ -257,3 +257,36 @@ import TestSupport
     }
 }
 
+
+/// What one user may make, and what never reaches the writer.
+@Suite struct QuotaTests {
+    @Test func aUserOwnsAtMostAThousandPlaylists() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let member = try catalog.user("Quinn")
+        let client = catalog.client(key: member.key)
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<PlaylistInput.maxPerUser {
+                group.addTask { try await client.send("POST", "/v1/playlists", json: ["title": "List \(index)"]).status }
+            }
+            for try await status in group { #expect(status == 201) }
+        }
+        let over = try await client.send("POST", "/v1/playlists", json: ["title": "One too many"])
+        #expect(over.status == 409)
+        #expect(try over.decode(Problem.self).code == "quotaExceeded")
+        // Another user's quota is their own.
+        #expect(try await catalog.client.send("POST", "/v1/playlists", json: ["title": "Admin's"]).status == 201)
+    }
+
+    @Test func aBadPatchIsRefusedBeforeTheStoreIsAsked() async throws {
+        let catalog = try TestCatalog(seed: false)
+        // No such game: the patch's own faults are found first, without the writer.
+        let response = try await catalog.client.send("PATCH", "/v1/games/\(CatalogID())", json: ["name": "", "imageName": "../x"],
+                                                     contentType: "application/merge-patch+json")
+        #expect(response.status == 422)
+        #expect(try response.decode(Problem.self).errors?.map(\.pointer) == ["/name", "/imageName"])
+        let nulled = try await catalog.client.send("PATCH", "/v1/games/\(CatalogID())", json: ["name": NSNull()], contentType: "application/merge-patch+json")
+        #expect(nulled.status == 422)
+        // A good patch of a missing game is still a 404.
+        #expect(try await catalog.client.send("PATCH", "/v1/games/\(CatalogID())", json: ["name": "Fine"], contentType: "application/merge-patch+json").status == 404)
+    }
+}

@@ -234,6 +234,40 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         #expect(try store.games.count() == 40)
     }
 
+    @Test func heavyWritesTakeTurnsWithLightOnes() async throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        let database = try #require(Mirror(reflecting: store).descendant("database") as? CatalogDatabase)
+        let order = Mutex<[String]>([])
+        try await onThread { () throws -> Void in
+            let group = DispatchGroup()
+            func submit(_ name: String, heavy: Bool) {
+                group.enter()
+                database.writes.submit(heavy: heavy, { _ in
+                    if heavy { usleep(100_000) }
+                    order.withLock { $0.append(name) }
+                }, completion: { _ in group.leave() })
+            }
+            // The first heavy job is running when the rest arrive: a second heavy one, then a light one.
+            submit("heavy 1", heavy: true)
+            usleep(30_000)
+            submit("heavy 2", heavy: true)
+            submit("light", heavy: false)
+            group.wait()
+            // Abandoned work is dropped unrun.
+            group.enter()
+            WriteContext.$isAbandoned.withValue({ true }) {
+                database.writes.submit({ _ in order.withLock { $0.append("abandoned") } }, completion: { result in
+                    #expect((try? result.get()) == nil)
+                    group.leave()
+                })
+            }
+            group.wait()
+        }
+        #expect(order.withLock { $0 } == ["heavy 1", "light", "heavy 2"], "the light write did not wait for both heavy ones")
+    }
+
     @Test func atomicWritesAreAllOrNothingAndOthersInTheBatchSurvive() throws {
         let scratch = try Scratch()
         let store = try scratch.open()

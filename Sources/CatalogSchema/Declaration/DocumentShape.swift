@@ -67,6 +67,24 @@ package struct DocumentShape: Sendable {
         return false
     }
 
+    /// The errors a merge patch has on its own, found before any stored document is read:
+    /// its unaccepted members, `null` for a required field, and every value that breaks
+    /// its field's rules. A patch without them can still fail once merged (a rule across
+    /// fields), but most bad patches are refused before they reach the writer.
+    package func patchErrors(_ patch: [String: JSONValue]) -> [FieldError] {
+        var errors = unacceptedMembers(patch)
+        for index in fields.indices where accepted[index] {
+            let field = fields[index]
+            guard let raw = patch[field.name] else { continue }
+            if raw == .null {
+                if required[index] && field.defaultValue == nil { errors.append(Violation(.required, "'\(field.name)' is required.").at(field.pointer)) }
+            } else if case let .failed(failures) = Self.value(raw, of: field) {
+                errors += failures
+            }
+        }
+        return errors
+    }
+
     /// Reads `object`: its values (absent optional members take their default, or null)
     /// and every error, the unaccepted members first, then field by field.
     package func read(_ object: [String: JSONValue]) -> (values: FieldValues, errors: [FieldError]) {

@@ -114,10 +114,13 @@ package struct Ownership: Sendable {
     package let owner: String
     /// The column and value that hide a resource (a private playlist), if it can be hidden.
     package let hiddenWhen: (column: String, value: String)?
+    /// The most resources of this kind one user may own, if that is limited.
+    package let quota: Int?
 
-    package init(owner: String, hiddenWhen: (column: String, value: String)? = nil) {
+    package init(owner: String, hiddenWhen: (column: String, value: String)? = nil, quota: Int? = nil) {
         self.owner = owner
         self.hiddenWhen = hiddenWhen
+        self.quota = quota
     }
 }
 

@@ -17,7 +17,8 @@ extension ResourceSchema {
         ],
         searchTable: "playlists_fts", includes: ["entries"],
         filters: ["playableItemId": { .playlistsContaining(item: $0) }],
-        ownership: Ownership(owner: "owner_id", hiddenWhen: (column: "visibility", value: Visibility.private.rawValue)),
+        ownership: Ownership(owner: "owner_id", hiddenWhen: (column: "visibility", value: Visibility.private.rawValue),
+                             quota: PlaylistInput.maxPerUser),
         recordRules: { record in
             guard case let .documents(entries)? = record["entries"] else { return [] }
             var seen = Set<String>()

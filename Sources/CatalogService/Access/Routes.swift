@@ -112,7 +112,15 @@ struct Routes {
             case let .claimed(claim)?: delivery.claim = Delivery.Claim(idempotency: idempotency, claim: claim)
             }
         }
-        guard let response = try run(endpoint, request, caller, delivery) else { return nil }
+        let response: HTTPResponse?
+        if request.method == .GET || request.method == .HEAD {
+            response = try run(endpoint, request, caller, delivery)
+        } else {
+            // A write queued for this request is dropped if its client goes before its turn.
+            let responder = delivery.responder
+            response = try WriteContext.$isAbandoned.withValue({ responder.isAbandoned }) { try run(endpoint, request, caller, delivery) }
+        }
+        guard let response else { return nil }
         guard delivery.claim != nil else { return response }
         // The answer is kept before it goes out.
         delivery.deliver(response)

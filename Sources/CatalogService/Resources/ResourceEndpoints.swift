@@ -145,12 +145,15 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
     }
 
     /// Applies the request's merge patch to the resource `id`; every member of the patch
-    /// must be one `accepting` takes, a `null` too (it vanishes in the merge).
+    /// must be one `accepting` takes, a `null` too (it vanishes in the merge). The patch's
+    /// own values are checked here, on the request's thread, so a bad one never takes
+    /// the writer's time; the merged document is checked again on the writer.
     func patch(_ id: CatalogID, _ request: HTTPRequest, accepting: DocumentShape, _ done: @escaping Completion) throws {
         let preconditions = try ETag.preconditions(request)
         let patch = try RequestBody.object(request, mediaType: RequestBody.mergePatch)
-        let unaccepted = accepting.unacceptedMembers(patch)
-        guard unaccepted.isEmpty else { throw APIError.validation(unaccepted) }
+        var errors = accepting.unacceptedMembers(patch)
+        if errors.isEmpty { errors = schema.edit.patchErrors(patch) }
+        guard errors.isEmpty else { throw APIError.validation(errors) }
         let shape = schema.edit
         store.update(id, preconditions: preconditions, completion: { done(Self.updated($0)) }) { document in
             guard case let .object(merged) = JSONValue.mergePatch(.object(document), .object(patch)) else { throw APIError.validation([]) }

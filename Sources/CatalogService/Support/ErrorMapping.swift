@@ -38,6 +38,8 @@ enum ErrorMapping {
                 return .invalidParameter("cursor", detail)
             case let .conflict(detail):
                 return APIError(status: .conflict, code: "conflict", detail: detail)
+            case let .quotaExceeded(detail):
+                return APIError(status: .conflict, code: "quotaExceeded", detail: detail)
             case let .unavailable(detail):
                 return APIError(status: .serviceUnavailable, code: "unavailable", detail: detail, headers: [("Retry-After", "1")])
             case .tooExpensive:

@@ -15,6 +15,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidCursor(String)
     /// A write conflicts with existing data.
     case conflict(String)
+    /// The caller already owns as many resources of this kind as one user may.
+    case quotaExceeded(String)
     /// The database is busy, full or failing; the request may be retried.
     case unavailable(String)
     /// A read needed more work than one request may take (see ``ReadBudget``).
@@ -26,7 +28,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .invalid(errors): errors.map { "\($0.pointer): \($0.message)" }.joined(separator: "; ")
         case .notFound: "not found"
         case let .preconditionFailed(current): "precondition failed (current version \(current))"
-        case let .invalidCursor(detail), let .conflict(detail), let .unavailable(detail): detail
+        case let .invalidCursor(detail), let .conflict(detail), let .unavailable(detail), let .quotaExceeded(detail): detail
         case .tooExpensive: "the read needed more work than one request may take"
         }
     }

@@ -12,6 +12,12 @@ import GRDB
 /// completions run on the writer thread after the commit and must be quick. With `synchronous=FULL` that is one
 /// `fsync` for the whole batch, and each completion is called only after its data is
 /// durable.
+///
+/// Fair and bounded: a heavy job (a whole playlist order, an import) runs in a
+/// transaction of its own, taking turns with batches of light ones, so a client that
+/// sends large jobs delays others by at most one of them. Each lane holds a bounded
+/// number of jobs; past it a write fails at once with `unavailable` (503, retry). A job
+/// whose client has gone before its turn (``WriteContext``) is dropped unrun.
 final class WriteQueue: @unchecked Sendable {
     private struct Job {
         /// Runs the write; returns what to call once the transaction has committed.
@@ -19,11 +25,21 @@ final class WriteQueue: @unchecked Sendable {
         let fail: @Sendable (any Error) -> Void
         /// Whether `run` needs a savepoint to be all-or-nothing (several modifying statements).
         let atomic: Bool
+        /// Whether nobody waits for the answer any more.
+        let isAbandoned: (@Sendable () -> Bool)?
     }
+
+    /// The most light jobs queued at once.
+    static let maxPending = 10_000
+    /// The most heavy jobs queued at once.
+    static let maxPendingHeavy = 64
 
     private let writer: DatabasePool
     private let condition = NSCondition()
     private var pending: [Job] = []
+    private var pendingHeavy: [Job] = []
+    /// Whether a heavy job goes next (after a light batch).
+    private var heavyTurn = false
     private var stopped = false
     private let maxBatch = 512
     private let finished = NSCondition()
@@ -44,8 +60,10 @@ final class WriteQueue: @unchecked Sendable {
     }
 
     /// Queues `work`; `completion` receives its result after the commit (or the failure).
-    /// - Parameter atomic: pass `true` when `work` runs more than one modifying statement.
-    func submit<T: Sendable>(atomic: Bool = false, _ work: @escaping (Database) throws -> T,
+    /// - Parameters:
+    ///   - atomic: pass `true` when `work` runs more than one modifying statement.
+    ///   - heavy: pass `true` when `work` may take milliseconds (thousands of rows).
+    func submit<T: Sendable>(atomic: Bool = false, heavy: Bool = false, _ work: @escaping (Database) throws -> T,
                              completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
         let job = Job(
             run: { db in
@@ -53,14 +71,20 @@ final class WriteQueue: @unchecked Sendable {
                 return { completion(.success(value)) }
             },
             fail: { completion(.failure($0)) },
-            atomic: atomic)
+            atomic: atomic || heavy,
+            isAbandoned: WriteContext.isAbandoned)
         condition.lock()
         if stopped {
             condition.unlock()
             job.fail(StoreError.unavailable("The store is shutting down."))
             return
         }
-        pending.append(job)
+        guard heavy ? pendingHeavy.count < Self.maxPendingHeavy : pending.count < Self.maxPending else {
+            condition.unlock()
+            job.fail(StoreError.unavailable("Too many writes are waiting; retry shortly."))
+            return
+        }
+        if heavy { pendingHeavy.append(job) } else { pending.append(job) }
         condition.signal()
         condition.unlock()
     }
@@ -97,15 +121,28 @@ final class WriteQueue: @unchecked Sendable {
     private func loop() {
         while true {
             condition.lock()
-            while pending.isEmpty && !stopped { condition.wait() }
-            if pending.isEmpty && stopped {
+            while pending.isEmpty && pendingHeavy.isEmpty && !stopped { condition.wait() }
+            if pending.isEmpty && pendingHeavy.isEmpty && stopped {
                 condition.unlock()
                 break
             }
-            let batch = Array(pending.prefix(maxBatch))
-            pending.removeFirst(batch.count)
+            let batch: [Job]
+            if !pendingHeavy.isEmpty && (pending.isEmpty || heavyTurn) {
+                batch = [pendingHeavy.removeFirst()]
+                heavyTurn = false
+            } else {
+                batch = Array(pending.prefix(maxBatch))
+                pending.removeFirst(batch.count)
+                heavyTurn = true
+            }
             condition.unlock()
-            commit(batch)
+            // Work whose client has gone is dropped before it takes the writer's time.
+            let live = batch.filter { job in
+                guard job.isAbandoned?() == true else { return true }
+                job.fail(StoreError.unavailable("The client has gone."))
+                return false
+            }
+            if !live.isEmpty { commit(live) }
         }
         finished.lock()
         running = false
@@ -151,4 +188,10 @@ final class WriteQueue: @unchecked Sendable {
         // Maintenance only after every answer has gone out.
         if needsMaintenance() { writer.writeWithoutTransaction { db in maintain(db) } }
     }
+}
+
+/// What the code that submits a write knows of its request, bound around the submission.
+public enum WriteContext {
+    /// Whether the write's client has gone; a queued write is then dropped unrun.
+    @TaskLocal public static var isAbandoned: (@Sendable () -> Bool)?
 }

@@ -41,7 +41,7 @@ extension CatalogStore {
             (playlists.schema.type, playlists.relations), (comments.resources.schema.type, comments.resources.relations),
         ])
         let items = self.items
-        database.writes.submit(atomic: true, { db in
+        database.writes.submit(atomic: true, heavy: true, { db in
             var summary = ImportSummary()
             for (index, record) in records.enumerated() {
                 let rules = relations[record.schema.type]?.importing ?? ImportRules()

@@ -221,7 +221,8 @@ public final class PlaylistEntryStore: Sendable {
         guard let items = values.reference(to: .playableItems), case let .ids(ids)? = items.value else {
             return completion(.failure(StoreError.invalid([])))
         }
-        database.writes.submit(atomic: true, { [self] db in
+        // A long order takes its own turn on the writer, so it cannot hold up small writes.
+        database.writes.submit(atomic: true, heavy: ids.count > 100, { [self] db in
             let playlist = try Self.lock(db, playlistID, preconditions)
             // The items, in the new order (ids are UUID text: nothing to escape).
             var itemPKs: [Int64] = []

@@ -343,6 +343,11 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// Inserts a new resource with `values` (and `owner`, when the resource has owners),
     /// created at `time`, and renders it.
     func insert(_ db: Database, _ values: FieldValues, owner: CatalogID? = nil, at time: Int64) throws -> RenderedResource {
+        if let ownership = schema.ownership, let quota = ownership.quota, let owner,
+           let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM \(schema.table) WHERE \(ownership.owner) = ?"),
+                                        arguments: [owner.rawValue]), count >= quota {
+            throw StoreError.quotaExceeded("A user may own at most \(quota) \(schema.noun)s; delete one first.")
+        }
         let ownerArgument: [(any DatabaseValueConvertible)?] = schema.ownership == nil ? [] : [owner?.rawValue]
         return try renderWritten(db, insertSQL, StatementArguments([CatalogID().rawValue] + arguments(values, creationMembers) + [time, time, 1] + ownerArgument))
     }
