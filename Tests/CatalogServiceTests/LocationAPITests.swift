@@ -50,6 +50,12 @@ import Testing
         let everything = try await catalog.client.all("/v1/locations?near=0,0&radius=20037509&limit=100", as: Location.self)
         let withoutRadius = try await catalog.client.all("/v1/locations?near=0,0&limit=100", as: Location.self)
         #expect(withoutRadius.map(\.id) == everything.map(\.id), "without a radius: every location, nearest first")
+        // Page by page, the growing rings (10 km, 80 km, …) give the same order.
+        let onePerPage = try await catalog.client.all("/v1/locations?near=0,0&limit=1", as: Location.self)
+        #expect(onePerPage.map(\.id) == everything.map(\.id))
+        let fromParis = try await catalog.client.all("/v1/locations?near=48.8566,2.3522&limit=2", as: Location.self)
+        #expect(fromParis.map(\.distanceMeters) == fromParis.map(\.distanceMeters).sorted { ($0 ?? 0) < ($1 ?? 0) })
+        #expect(Set(fromParis.map(\.id)) == Set(everything.map(\.id)))
         #expect(everything.count == DemoCatalogCounts.locations)
         #expect(everything.map { $0.distanceMeters ?? 0 } == everything.map { $0.distanceMeters ?? 0 }.sorted())
     }

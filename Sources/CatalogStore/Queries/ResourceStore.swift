@@ -193,8 +193,35 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
 
     /// One page as the JSON document of a `Page` (`{"items":[…],"nextCursor":"…"}`),
     /// rendered straight from the statement: the fast path for list endpoints.
+    ///
+    /// A list by distance looks in growing rings first (10 km, then eight times wider,
+    /// up to its radius): a ring that fills the page holds exactly the nearest results,
+    /// so a `near` without a radius costs what the locations around the point cost, not
+    /// a distance to every location.
     public func renderedList(_ request: ListRequest) throws(StoreError) -> (json: [UInt8], nextCursor: String?) {
-        let query = try listQuery(request, after: decodeCursor(request))
+        let cursor = try decodeCursor(request)
+        if request.order == .distance, let near = request.near {
+            let after = if case let .real(distance)? = cursor?.key { distance } else { 0.0 }
+            var ring = max(Self.firstRing, after * 2)
+            while ring < near.radiusMeters {
+                var narrowed = request
+                narrowed.areas = request.areas.map { area in
+                    if case .near = area { .near(latitude: near.latitude, longitude: near.longitude, radiusMeters: ring) } else { area }
+                }
+                let page = try renderedList(request, listQuery(narrowed, after: cursor))
+                if page.nextCursor != nil { return page }
+                ring *= 8
+            }
+        }
+        return try renderedList(request, listQuery(request, after: cursor))
+    }
+
+    /// The radius of the first ring a list by distance looks in, in meters.
+    static var firstRing: Double { 10_000 }
+
+    /// One page of `request` from `query` (which may narrow it).
+    private func renderedList(_ request: ListRequest, _ query: (String, [(any DatabaseValueConvertible)?])) throws(StoreError)
+        -> (json: [UInt8], nextCursor: String?) {
         let epoch = RenderCache.currentEpoch
         return try guarded {
             if let parent = request.scope?.parent {
