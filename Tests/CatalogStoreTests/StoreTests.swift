@@ -257,7 +257,7 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
             group.wait()
             // Abandoned work is dropped unrun.
             group.enter()
-            WriteContext.$isAbandoned.withValue({ true }) {
+            WriteContext.abandoning(when: { true }) {
                 database.writes.submit({ _ in order.withLock { $0.append("abandoned") } }, completion: { result in
                     #expect((try? result.get()) == nil)
                     group.leave()

@@ -118,7 +118,7 @@ struct Routes {
         } else {
             // A write queued for this request is dropped if its client goes before its turn.
             let responder = delivery.responder
-            response = try WriteContext.$isAbandoned.withValue({ responder.isAbandoned }) { try run(endpoint, request, caller, delivery) }
+            response = try WriteContext.abandoning(when: { responder.isAbandoned }) { try run(endpoint, request, caller, delivery) }
         }
         guard let response else { return nil }
         guard delivery.claim != nil else { return response }

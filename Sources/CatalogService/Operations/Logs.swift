@@ -23,6 +23,7 @@ public struct CatalogLogHandler: LogHandler {
 
     /// Installs the handler for every logger of the process (once, at startup).
     public static func bootstrap(format: LogFormat, level: Logger.Level) {
+        LogWriter.shared.format = format
         LoggingSystem.bootstrap { label in CatalogLogHandler(label: label, format: format, level: level) }
     }
 
@@ -67,7 +68,9 @@ public struct CatalogLogHandler: LogHandler {
 
 /// Writes log lines to standard output from a thread of its own, in batches: at least
 /// every 20 ms, or as soon as 64 KiB are waiting. Loggers never wake the writer for a
-/// single line, which would cost a context switch per request.
+/// single line, which would cost a context switch per request. Bounded: when output
+/// cannot keep up (a stalled pipe) and 8 MiB wait, further lines are dropped and counted,
+/// and one line says how many once output moves again.
 public final class LogWriter: @unchecked Sendable {
     /// The process's writer.
     public static let shared = LogWriter()
@@ -75,6 +78,15 @@ public final class LogWriter: @unchecked Sendable {
     private let condition = NSCondition()
     private var pending: [UInt8] = []
     private var writing = false
+    /// Lines dropped since the last batch, because too much was waiting.
+    private var dropped = 0
+    private var lineFormat = LogFormat.text
+
+    /// The format of the line that reports dropped lines.
+    var format: LogFormat {
+        get { condition.withLock { lineFormat } }
+        set { condition.withLock { lineFormat = newValue } }
+    }
 
     private init() {
         let thread = Thread { [self] in run() }
@@ -83,10 +95,16 @@ public final class LogWriter: @unchecked Sendable {
     }
 
     private static let batchBytes = 64 * 1024
+    private static let maxPendingBytes = 8 << 20
     private static let interval: TimeInterval = 0.02
 
     func write(_ line: String) {
         condition.lock()
+        guard pending.count < Self.maxPendingBytes else {
+            dropped += 1
+            condition.unlock()
+            return
+        }
         pending.append(contentsOf: line.utf8)
         if pending.count >= Self.batchBytes { condition.signal() }
         condition.unlock()
@@ -106,8 +124,13 @@ public final class LogWriter: @unchecked Sendable {
             while pending.isEmpty || pending.count < Self.batchBytes {
                 if !condition.wait(until: Date(timeIntervalSinceNow: Self.interval)), !pending.isEmpty { break }
             }
-            let batch = pending
+            var batch = pending
             pending.removeAll(keepingCapacity: true)
+            if dropped > 0 {
+                batch += Array(CatalogLogHandler.line(format: lineFormat, level: .warning, message: "log lines dropped",
+                                                      fields: ["count": "\(dropped)"]).utf8)
+                dropped = 0
+            }
             writing = true
             condition.unlock()
             batch.withUnsafeBytes { bytes in
