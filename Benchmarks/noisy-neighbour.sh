@@ -18,7 +18,8 @@
 #   backups          POST /admin/backups back to back (admin key); reports what the backup dir holds
 #   writer           PUT /v1/playlists/{id}/entries, a 10,000-entry order (reversed, shuffled), each
 #                    attacker on its own playlist; the victim alternates its GET with POST /v1/games
-#                    (its own editor key)
+#                    (its own editor key); the victim columns and the target are its GETs, its
+#                    POSTs are reported in the notes
 #   deferred-queue   64 pipelined POST /v1/games (admin key), never read, then a reset (SO_LINGER 0)
 # Per pattern: victim p50/p99 (failures count as infinitely slow), victim errors (connection
 # failures and non-2xx), what the attackers got, the server's peak RSS (VmHWM), and PASS when

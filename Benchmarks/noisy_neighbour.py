@@ -977,9 +977,16 @@ def format_counts(counts):
     return " ".join(f"{name}×{value}" for name, value in sorted(counts.items(), key=status_order))
 
 
+def victim_gets(victim):
+    """The victim's GET p50 and p99: the issue's target is on its GETs (in `writer` it also POSTs, reported apart)."""
+    if victim.get("get_p99") is not None:
+        return victim.get("get_p50"), victim.get("get_p99")
+    return victim.get("p50"), victim.get("p99")
+
+
 def verdict(result):
     victim = result.get("victim") or {}
-    p99 = victim.get("p99")
+    _, p99 = victim_gets(victim)
     rss_mib = result.get("peak_rss_kib", 0) / 1024
     ok = (p99 is not None and p99 <= TARGET_P99_MS and rss_mib <= TARGET_RSS_MIB
           and result.get("server") == "ok")
@@ -996,7 +1003,8 @@ def format_row(result):
     notes = list(result.get("notes", []))
     if result.get("server") not in (None, "ok"):
         notes.insert(0, result["server"])
-    return ROW.format(result["pattern"], fmt_ms(victim.get("p50")), fmt_ms(victim.get("p99")), errors,
+    p50, p99 = victim_gets(victim)
+    return ROW.format(result["pattern"], fmt_ms(p50), fmt_ms(p99), errors,
                       attackers, f"{result.get('peak_rss_kib', 0) / 1024:.0f} MiB", verdict(result),
                       "; ".join(notes)).rstrip()
 

@@ -154,7 +154,11 @@ public struct CatalogClient: Sendable {
         switch error {
         case let .rateLimited(_, retryAfter):
             return retryAfter.map(TimeInterval.init).flatMap { $0 <= maxRetryDelay ? $0 : nil }
-        case let .problem(problem) where problem.status == 503 && repeatable:
+        case let .problem(problem) where problem.status == 503 && repeatable && problem.code != "tooExpensive":
+            // (A query too expensive to answer stays so: it is not sent again.)
+            return min(maxRetryDelay, TimeInterval(attempt))
+        case let .problem(problem) where problem.status == 409 && problem.code == "idempotencyKeyInUse":
+            // The first attempt is still running; its answer will be replayed.
             return min(maxRetryDelay, TimeInterval(attempt))
         case .transport where repeatable:
             return min(maxRetryDelay, 0.5 * TimeInterval(attempt))

@@ -67,8 +67,8 @@ public enum Rules {
     /// need, are accepted between an emoji, a letter of such a script or a virama and
     /// what follows; anywhere else they are refused too.
     ///
-    /// The server stores text in Unicode Normalization Form C (see ``normalized(_:)``);
-    /// the limits apply to the text as sent.
+    /// The server stores text in Unicode Normalization Form C (see ``normalized(_:)``)
+    /// and applies these rules to that form, so what it stores always keeps them.
     public static func text(_ value: String, length range: ClosedRange<Int>, multiline: Bool = false) -> Violation? {
         let maxBytes = range.upperBound * maxBytesPerCharacter
         if value.utf8.count > maxBytes {

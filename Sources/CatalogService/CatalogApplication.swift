@@ -84,7 +84,7 @@ public final class CatalogApplication: Sendable {
     public init(configuration: CatalogConfiguration) throws {
         let migrations = try Migration.load(from: configuration.migrationsDirectory)
         store = try CatalogStore(path: configuration.databasePath, migrations: migrations,
-                                 readers: configuration.server.loopThreads + 2)
+                                 readers: configuration.server.loopThreads + ExpensiveReads.threads + 2)
         seeded = configuration.seedDemoCatalog ? try store.seedDemoCatalogIfEmpty() : false
         let metrics = Metrics(version: Self.version, sqliteVersion: store.sqliteVersion)
         var serverConfiguration = configuration.server
@@ -147,9 +147,10 @@ public final class CatalogApplication: Sendable {
         // Off the event loop: rendering is not free, and a loop must stay free for requests.
         routes.add(.GET, "/metrics", .admin, .blocking { _, _, _ in metricsResponse(metrics, server) })
         // Blocking: a backup copies the whole database.
-        routes.add(.POST, "/admin/backups", .admin, rate: .expensive, .blocking { _, _, isAbandoned in try backups.create(isAbandoned: isAbandoned) })
+        // A copy of a large database takes minutes: as long as `catalog-server backup` waits.
+        routes.add(.POST, "/admin/backups", .admin, rate: .expensive, timeout: .seconds(600), .blocking { _, _, isAbandoned in try backups.create(isAbandoned: isAbandoned) })
         let imports = Imports(store: store)
-        routes.add(.POST, "/admin/import", .admin, rate: .expensive, .later { request, _, done in try imports.apply(request, done) })
+        routes.add(.POST, "/admin/import", .admin, rate: .expensive, timeout: .seconds(300), .later { request, _, done in try imports.apply(request, done) })
         ResourceEndpoints(store.items, catalog: store, metrics: metrics).register(in: &routes)
         ResourceEndpoints(store.games, catalog: store, metrics: metrics).register(in: &routes)
         ResourceEndpoints(store.locations, catalog: store, metrics: metrics).register(in: &routes)

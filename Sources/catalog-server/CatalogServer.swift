@@ -187,7 +187,7 @@ struct CatalogServer: ParsableCommand {
         if let bad = origins.first(where: { !CORSPolicy.isOrigin($0) }) {
             throw SettingError(description: "--cors-allowed-origins takes origins such as https://app.example.com (no path, no *), not '\(bad)'")
         }
-        configuration.corsAllowedOrigins = Set(origins)
+        configuration.corsAllowedOrigins = Set(origins.map { $0.lowercased() })  // browsers send origins in lower case
         if let text = try settings.optionalText(rateLimits, "CATALOG_RATE_LIMITS") {
             guard let policies = RatePolicy.parse(text) else {
                 throw SettingError(description: "--rate-limits must be off or CLASS=REQUESTS/SECONDS,… (read, write, expensive), not '\(text)'")

@@ -108,6 +108,10 @@ package struct DocumentShape: Sendable {
         return (FieldValues(fields: fields, values: values), errors)
     }
 
+    /// The longest text normalized before its rule is checked: past it, no field's limit
+    /// can be met anyway.
+    private static let maxNormalizedBytes = 64 * 1024
+
     /// The value of `raw` for `field`, or why it is not one.
     private static func value(_ raw: JSONValue, of field: SchemaField) -> Outcome {
         func fail(_ violation: Violation) -> Outcome { .failed([violation.at(field.pointer)]) }
@@ -116,7 +120,9 @@ package struct DocumentShape: Sendable {
         }
         switch (field.kind, raw) {
         case let (.text(rule), .string(text)):
-            return rule.violation(text).map(fail) ?? .value(.text(Rules.normalized(text)))
+            // Checked as stored: in NFC (a text far over any limit is refused as sent).
+            let stored = text.utf8.count <= Self.maxNormalizedBytes ? Rules.normalized(text) : text
+            return rule.violation(stored).map(fail) ?? .value(.text(stored))
         case let (.url, .string(text)):
             switch Rules.parseWebURL(text) {
             case let .success(url): return .value(.text(url.absoluteString))

@@ -50,13 +50,15 @@ public struct RatePolicy: Sendable, Hashable {
     }
 }
 
-/// Token buckets per caller: per API key (or per user, for identity tokens), and per
-/// client address (an IPv6 client's /64) for anonymous callers and failed credentials.
+/// Token buckets per caller: per user (all its API keys and identity tokens together),
+/// and per client address (an IPv6 client's /64) for anonymous callers and failed
+/// credentials.
 /// Each class of request has its own budget, so a client that spends its searches can
 /// still read. Every answer carries the budget it spent from, as the IETF httpapi
 /// `RateLimit-Policy` and `RateLimit` fields; a request over its budget gets 429 with
 /// `Retry-After`. Memory is bounded: each shard holds at most a few thousand callers and
-/// forgets those whose buckets are full again (they would start full anyway).
+/// forgets those whose buckets are full again (they would start full anyway), then the
+/// least recently seen.
 final class RateLimiter: Sendable {
     /// The outcome of spending one token.
     struct Decision: Sendable {
@@ -125,15 +127,17 @@ final class RateLimiter: Sendable {
         return Decision(allowed: allowed, headers: headers)
     }
 
-    /// Forgets the buckets that are full again; all of them if none is.
+    /// Forgets the buckets that are full again; when that frees less than a quarter, also
+    /// the least recently used half (an attacker's many partitions cannot reset everyone's).
     private func evict(_ buckets: inout [Key: Bucket], now: Int64) {
-        let before = buckets.count
         buckets = buckets.filter { key, bucket in
             guard let policy = policies[key.rateClass] else { return false }
             let rate = Double(policy.quota) / Double(policy.window) / 1000
             return bucket.tokens + Double(now - bucket.updated) * rate < Double(policy.quota)
         }
-        if buckets.count == before { buckets.removeAll(keepingCapacity: true) }
+        guard buckets.count > Self.shardCapacity * 3 / 4 else { return }
+        let cutoff = buckets.values.map(\.updated).sorted()[buckets.count / 2]
+        buckets = buckets.filter { $0.value.updated > cutoff }
     }
 
     private static func milliseconds() -> Int64 {
@@ -151,9 +155,10 @@ struct ErrorWithHeaders: Error, @unchecked Sendable {
 }
 
 extension APIError {
-    /// 429: over the caller's budget of this class of request.
+    /// 429: over the caller's budget of this class of request. The connection closes
+    /// after it, so requests pipelined behind it are not answered one by one.
     static func tooManyRequests(_ rateClass: RateClass) -> APIError {
         APIError(status: HTTPStatus(code: 429), code: "rateLimited",
-                 detail: "Too many \(rateClass.rawValue) requests; retry after the number of seconds in Retry-After.")
+                 detail: "Too many \(rateClass.rawValue) requests; retry after the number of seconds in Retry-After.", closesConnection: true)
     }
 }

@@ -21,7 +21,8 @@ enum Endpoint: Sendable {
 /// The pool for expensive reads: half the cores, so the event loops always keep a core,
 /// and a short queue (a full one answers 503 at once).
 enum ExpensiveReads {
-    static let pool = WorkPool(name: "reads", threads: max(1, ProcessInfo.processInfo.activeProcessorCount / 2), queueLimit: 64)
+    static let threads = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
+    static let pool = WorkPool(name: "reads", threads: threads, queueLimit: 64)
     /// The work one expensive read may do before it is interrupted.
     static let allowance: Duration = .seconds(1)
 }
@@ -50,9 +51,12 @@ struct Routes {
 
     /// Registers a route. `rate` names the budget it spends from when that is not what
     /// its method says (reads for `GET`, writes otherwise; expensive for searches).
-    mutating func add(_ method: HTTPMethod, _ pattern: String, _ access: Access, rate: RateClass? = nil, _ endpoint: Endpoint) {
+    /// `timeout` replaces the server's request deadline for work known to take long.
+    mutating func add(_ method: HTTPMethod, _ pattern: String, _ access: Access, rate: RateClass? = nil, timeout: Duration? = nil,
+                      _ endpoint: Endpoint) {
         table.append((method, pattern, access))
-        router.add(method, pattern, handler(access, rate, method == .POST ? idempotency : nil, endpoint))
+        let handler = handler(access, rate, method == .POST ? idempotency : nil, endpoint)
+        router.add(method, pattern, timeout.map(handler.timeout) ?? handler)
     }
 
     private func handler(_ access: Access, _ fixedRate: RateClass?, _ idempotency: Idempotency?, _ endpoint: Endpoint) -> Handler {
@@ -83,7 +87,7 @@ struct Routes {
             case let .later(wait):
                 wait { result in
                     // The caller's user was just created; go on off the writer's thread.
-                    Handler.runBlocking {
+                    let queued = Handler.runBlocking {
                         do {
                             let caller = try result.get()
                             let delivery = Delivery(responder: responder, headers: try Self.spend(limiter, rate, caller, request))
@@ -92,6 +96,7 @@ struct Routes {
                             responder.fail(error)
                         }
                     }
+                    if !queued { responder.fail(WorkPool.busy) }
                 }
                 return nil
             }
@@ -133,15 +138,14 @@ struct Routes {
         return request.method == .GET || request.method == .HEAD ? .read : .write
     }
 
-    /// Spends one token of `rate` from the caller's budget (its API key's, its user's for
-    /// an identity token, its address's when anonymous).
+    /// Spends one token of `rate` from the caller's budget (its user's, whatever key or
+    /// token it came with; its address's when anonymous).
     /// - Returns: the rate limit fields for the response.
     /// - Throws: 429 with those fields and `Retry-After` when the budget is spent.
     private static func spend(_ limiter: RateLimiter?, _ rate: RateClass, _ caller: Caller, _ request: HTTPRequest) throws -> [(name: String, value: String)] {
         guard let limiter else { return [] }
-        let partition = if let key = caller.keyID { "key " + key.rawValue }
-            else if let user = caller.userID { "user " + user.rawValue }
-            else { "address " + request.clientAddress }
+        // Every key of one user shares the user's budgets (more keys are not more budget).
+        let partition = if let user = caller.userID { "user " + user.rawValue } else { "address " + request.clientAddress }
         let decision = limiter.take(rate, partition: partition)
         guard decision.allowed else { throw ErrorWithHeaders(error: APIError.tooManyRequests(rate), headers: decision.headers) }
         return decision.headers

@@ -9,6 +9,8 @@ struct APIError: Error, Sendable {
     var detail: String
     var errors: [FieldError]?
     var headers: [(name: String, value: String)] = []
+    /// Whether the connection closes after this answer.
+    var closesConnection = false
 
     static func invalidParameter(_ name: String, _ detail: String) -> APIError {
         APIError(status: .badRequest, code: "invalidParameter", detail: "Query parameter '\(name)': \(detail)")

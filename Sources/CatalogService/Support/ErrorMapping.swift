@@ -6,15 +6,53 @@ import HTTPServer
 /// The one place where errors become responses: every error, from the HTTP parser to
 /// the store, is rendered as an RFC 9457 `application/problem+json` document.
 enum ErrorMapping {
-    private static let encoder = CatalogJSON.makeEncoder()
-
     static func render(_ error: any Error, context: ErrorContext) -> HTTPResponse {
         if let decorated = error as? ErrorWithHeaders { return render(decorated.error, context: context).adding(decorated.headers) }
         let failure = apiError(for: error)
         let problem = Problem(title: failure.status.reasonPhrase, status: failure.status.code, detail: failure.detail,
                               instance: context.path, code: failure.code, errors: failure.errors, requestId: context.requestID)
-        let body = (try? encoder.encode(problem)).map(Array.init) ?? Array(#"{"title":"Internal Server Error","status":500}"#.utf8)
-        return HTTPResponse(status: failure.status, headers: [("Content-Type", ProblemDocument.contentType)] + failure.headers, body: body)
+        var response = HTTPResponse(status: failure.status, headers: [("Content-Type", ProblemDocument.contentType)] + failure.headers, body: json(problem))
+        response.closesConnection = failure.closesConnection
+        return response
+    }
+
+    /// `problem` as JSON with sorted keys, as `CatalogJSON`'s encoder writes it, without
+    /// an encoder: problems answer floods (429s, 503s), so they must cost little.
+    static func json(_ problem: Problem) -> [UInt8] {
+        var json = "{"
+        var separator = ""
+        func name(_ name: String) {
+            json += separator + "\"" + name + "\":"
+            separator = ","
+        }
+        func member(_ key: String, _ value: String?) {
+            guard let value else { return }
+            name(key)
+            ProblemDocument.appendQuoted(value, to: &json)
+        }
+        member("code", problem.code)
+        member("detail", problem.detail)
+        if let errors = problem.errors {
+            name("errors")
+            json += "["
+            for (index, error) in errors.enumerated() {
+                json += index == 0 ? "{\"code\":" : ",{\"code\":"
+                ProblemDocument.appendQuoted(error.code, to: &json)
+                json += ",\"message\":"
+                ProblemDocument.appendQuoted(error.message, to: &json)
+                json += ",\"pointer\":"
+                ProblemDocument.appendQuoted(error.pointer, to: &json)
+                json += "}"
+            }
+            json += "]"
+        }
+        member("instance", problem.instance)
+        member("requestId", problem.requestId)
+        name("status")
+        json += String(problem.status)
+        member("title", problem.title)
+        member("type", problem.type)
+        return Array((json + "}").utf8)
     }
 
     static func apiError(for error: any Error) -> APIError {

@@ -67,9 +67,6 @@ enum ListParameters {
             guard !query.isEmpty, query.utf8.count <= maxSearchLength * Rules.maxBytesPerCharacter, query.count <= maxSearchLength else {
                 throw .invalidParameter("q", "must be 1 to \(maxSearchLength) characters.")
             }
-            guard SearchQuery.words(query).count <= SearchQuery.maxWords else {
-                throw .invalidParameter("q", "must hold at most \(SearchQuery.maxWords) words.")
-            }
             list.search = query
         }
         list.areas = try areas(values)

@@ -41,14 +41,15 @@ final class CatalogDatabase: Sendable {
 
     /// Runs a read on a pooled reader connection. Single statements need no transaction.
     func read<T>(_ body: (Database) throws -> T) throws -> T {
-        try ReadBudget.run { try pool.unsafeRead(body) }
+        // The budget starts once a connection is had: waiting for one is not work.
+        try pool.unsafeRead { db in try ReadBudget.run { try body(db) } }
     }
 
     /// Runs several reads in one read transaction, so they see one snapshot. (Its own
     /// BEGIN and COMMIT on a pooled reader: GRDB's isolated `read` costs several percent
     /// of a response on the hottest embedded reads.)
     func snapshot<T>(_ body: (Database) throws -> T) throws -> T {
-        try ReadBudget.run { try pool.unsafeRead { db in
+        try pool.unsafeRead { db in try ReadBudget.run {
             try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
             do {
                 let result = try body(db)

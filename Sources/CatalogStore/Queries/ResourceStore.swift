@@ -200,6 +200,11 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// a distance to every location.
     public func renderedList(_ request: ListRequest) throws(StoreError) -> (json: [UInt8], nextCursor: String?) {
         let cursor = try decodeCursor(request)
+        // One budget for all the rings: interrupted once their reads together take too long.
+        return try guarded { try ReadBudget.run { try renderedList(request, after: cursor) } }
+    }
+
+    private func renderedList(_ request: ListRequest, after cursor: ListCursor?) throws -> (json: [UInt8], nextCursor: String?) {
         if request.order == .distance, let near = request.near {
             let after = if case let .real(distance)? = cursor?.key { distance } else { 0.0 }
             var ring = max(Self.firstRing, after * 2)

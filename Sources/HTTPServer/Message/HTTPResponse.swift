@@ -7,6 +7,9 @@ public struct HTTPResponse: Sendable {
     public var headers: [(name: String, value: String)]
     /// The body bytes. The server omits them for `HEAD`, 204 and 304 but keeps the length.
     public var body: [UInt8]
+    /// Whether the server closes the connection after this response (`Connection: close`),
+    /// so a client that floods one connection is answered once, not once per request.
+    public var closesConnection = false
 
     /// Creates a response.
     public init(status: HTTPStatus = .ok, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {

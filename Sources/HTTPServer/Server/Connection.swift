@@ -63,6 +63,8 @@ final class Connection {
     private var phase = Phase.head
     private var requestStarted = false
     private var closeAfterFlush = false
+    /// Close without draining the client's input once the last response is out.
+    private var abortAfterFlush = false
     private var peerClosedInput = false
     private(set) var isClosed = false
     private var registeredEvents = Epoll.readable
@@ -184,8 +186,10 @@ final class Connection {
     private func updateInterest() {
         var desired: UInt32 = 0
         if !peerClosedInput {
-            desired |= Epoll.peerClosed
             if wantsInput { desired |= Epoll.readable }
+            // Only while a handler works: then nothing reads, and a hang-up must still be seen
+            // (at other times EPOLLIN reports it, and an unread RDHUP would wake the loop for ever).
+            if case .awaiting = phase { desired |= Epoll.peerClosed }
         }
         if !output.isEmpty { desired |= Epoll.writable }
         if desired != registeredEvents {
@@ -216,24 +220,25 @@ final class Connection {
                 if head.framing == .none {
                     dispatch(head, body: [])
                 } else {
-                    // A body still arriving is held against the server-wide budget.
-                    let held: Int? = switch head.framing {
-                    case let .length(length): input.readableCount >= length ? nil : Optional(length)
-                    default: parser.limits.maxBody
-                    }
-                    if let held {
-                        guard loop.core.reserveBody(held) else {
-                            failConnection(HTTPError.bodyBufferFull, path: head.path)
-                            return
-                        }
-                        reservedBodyBytes = held
-                    }
                     if head.expectsContinue, input.isEmpty { output.append(ResponseWriter.continueLine) }
                     chunkedDecoder = head.framing == .chunked ? ChunkedDecoder(limits: parser.limits) : nil
                     phase = .body(head)
                     setDeadline(loop.core.bodyTimeout, .fail(.bodyTimeout))
                 }
             case let .body(head):
+                // The bytes of a body still arriving are held against the server-wide budget,
+                // as they arrive: a client must send what it holds.
+                var held = input.readableCount + pendingChunkedBody.count
+                if case let .length(length) = head.framing { held = min(held, length) }
+                if held > reservedBodyBytes {
+                    guard loop.core.reserveBody(held - reservedBodyBytes) else {
+                        // Not drained: reading the refused body would cost what the limit saves.
+                        failConnection(HTTPError.bodyBufferFull, path: head.path)
+                        abortAfterFlush = true
+                        return
+                    }
+                    reservedBodyBytes = held
+                }
                 var body: [UInt8] = []
                 if case let .length(length) = head.framing {
                     guard input.readableCount >= length else { return }
@@ -304,7 +309,7 @@ final class Connection {
                     write(try handle(request), context)
                 case let .deferred(handle):
                     loop.core.inFlight.add(1, ordering: .relaxed)
-                    awaitAnswer(context)
+                    awaitAnswer(context, timeout: handler.timeout)
                     handle(request, responder())
                 case let .either(handle):
                     // Counted in flight before it runs, as work it hands to another thread
@@ -323,7 +328,7 @@ final class Connection {
                         loop.core.inFlight.subtract(1, ordering: .relaxed)
                         write(response, context)
                     } else {
-                        awaitAnswer(context)
+                        awaitAnswer(context, timeout: handler.timeout)
                     }
                 }
             }
@@ -339,10 +344,10 @@ final class Connection {
         return Responder(loop: loop, fd: fd, connectionID: id, sequence: requestSequence, ticket: ticket)
     }
 
-    /// Waits for a deferred answer, until the request deadline.
-    private func awaitAnswer(_ context: ResponseContext) {
+    /// Waits for a deferred answer, until the request deadline (the handler's own, if it has one).
+    private func awaitAnswer(_ context: ResponseContext, timeout: Duration?) {
         phase = .awaiting(context)
-        setDeadline(loop.core.requestTimeout, .expire)
+        setDeadline(timeout?.milliseconds ?? loop.core.requestTimeout, .expire)
     }
 
     /// Marks the awaited request abandoned and forgets it; false when none is awaited.
@@ -408,7 +413,7 @@ final class Connection {
     private func write(_ response: HTTPResponse, _ context: ResponseContext) {
         var response = response
         if let cors = loop.core.configuration.cors, !context.preflight { response.headers += cors.fields(origin: context.origin) }
-        let keepAlive = context.keepAlive && !loop.isDraining
+        let keepAlive = context.keepAlive && !loop.isDraining && !response.closesConnection
         ResponseWriter.write(response, into: output, omitBody: context.omitBody, keepAlive: keepAlive, version: context.version,
                              requestID: context.requestID, date: loop.date)
         if let observer = loop.core.configuration.requestObserver {
@@ -459,6 +464,7 @@ final class Connection {
         output.shrinkIfEmpty()
         if closeAfterFlush {
             if case .awaiting = phase { return }
+            if abortAfterFlush { return close() }
             startLingering()
         } else {
             closeIfIdleWhileDraining()

@@ -20,6 +20,21 @@ public struct Handler: Sendable {
     }
 
     let kind: Kind
+    /// How long a request may wait for a deferred answer; `nil`: the server's
+    /// ``ServerConfiguration/requestTimeout``.
+    private(set) var timeout: Duration?
+
+    init(kind: Kind) {
+        self.kind = kind
+    }
+
+    /// This handler with its own request deadline (for work known to take long, such as
+    /// a backup), in place of the server's ``ServerConfiguration/requestTimeout``.
+    public func timeout(_ timeout: Duration) -> Handler {
+        var handler = self
+        handler.timeout = timeout
+        return handler
+    }
 
     /// A handler that runs on the event loop thread. It must not block.
     public static func inline(_ handle: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) -> Handler {

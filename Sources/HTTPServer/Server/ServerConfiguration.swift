@@ -39,9 +39,9 @@ public struct ServerConfiguration: Sendable {
     /// whole /64); further ones are answered 503 and closed, so one client cannot take
     /// every connection.
     public var maxConnectionsPerAddress = 128
-    /// The most bytes of partly received request bodies held across all connections;
-    /// a body that would go over is answered 503 with `Retry-After` and its connection
-    /// closed. Bodies that arrive whole with their head are not counted.
+    /// The most bytes of request bodies held across all connections while they arrive
+    /// (counted as they arrive); a body that would go over is answered 503 with
+    /// `Retry-After` and its connection closed.
     public var maxBufferedBodyBytes = 64 << 20
     /// Cross-origin access for browser apps; `nil` (the default) sends no CORS fields.
     public var cors: CORSPolicy?
