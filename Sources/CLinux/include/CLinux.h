@@ -12,7 +12,12 @@ int clinux_accept4(int fd, struct sockaddr *address, socklen_t *length, int flag
 
 /// Keeps up to `bytes` of freed memory at the top of the heap instead of returning it
 /// to the kernel (mallopt M_TRIM_THRESHOLD).
-static inline void clinux_keep_freed_memory(int bytes) { mallopt(M_TRIM_THRESHOLD, bytes); }
+static inline void clinux_keep_freed_memory(int bytes) {
+    mallopt(M_TRIM_THRESHOLD, bytes);
+    /* Buffers up to 2 MiB (request bodies, list pages) come from the heap and are reused,
+       not mapped and unmapped (and faulted in) one by one. */
+    mallopt(M_MMAP_THRESHOLD, 2 << 20);
+}
 
 /// Work budgets for SQLite statements, per thread: `clinux_budget_start` sets a deadline
 /// `allowance_ns` from now (unless one is already running; returns whether it set one),
