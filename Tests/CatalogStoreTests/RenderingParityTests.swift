@@ -124,3 +124,25 @@ import TestSupport
     }
 }
 
+
+/// The render cache is bounded in bytes as well as entries.
+@Suite struct RenderCacheBoundTests {
+    @Test func theCacheHoldsAtMostItsBytes() {
+        let cache = RenderCache(capacity: 1000, maxBytes: 6400)
+        func id(_ index: Int) -> [UInt8] { Array(String(format: "%036d", index).utf8) }
+        func store(_ index: Int, bytes: Int) {
+            id(index).withUnsafeBufferPointer { cache.store(id: $0, version: 1, json: ArraySlice(repeating: UInt8(ascii: "x"), count: bytes),
+                                                    epoch: RenderCache.currentEpoch) }
+        }
+        func held(_ index: Int) -> Bool { id(index).withUnsafeBufferPointer { cache.json(id: $0, version: 1) != nil } }
+        // An entry over 1/64 of the budget (100 bytes) is not kept.
+        store(0, bytes: 101)
+        #expect(!held(0))
+        // 64 entries of 100 bytes fill it; the 65th starts it over, so the first are gone.
+        for index in 1...64 { store(index, bytes: 100) }
+        #expect(held(1) && held(64))
+        store(65, bytes: 100)
+        #expect(held(65))
+        #expect(!held(1))
+    }
+}
