@@ -8,6 +8,8 @@
 # A run answering one /healthz is subtracted (start-up and shutdown).
 # Usage: Benchmarks/instructions.sh [SERVER...]   (default: .build/release/catalog-server;
 #        name an earlier commit's build too to compare them side by side)
+#   env: INSTRUCTIONS_SERVER_FLAGS (default "--rate-limits off"; "" keeps the defaults, rate
+#        limits on, and suits builds older than the flag)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/lib.sh
@@ -45,7 +47,7 @@ instructions() {
     cp "$work/base.sqlite" "$work/catalog.sqlite"
     rm -f "$work/callgrind.out"
     valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" "$work/server" --port $port --loop-threads 1 \
-        --database "$work/catalog.sqlite" --no-seed --log-level warning --rate-limits off >/dev/null 2>&1 &
+        --database "$work/catalog.sqlite" --no-seed --log-level warning ${INSTRUCTIONS_SERVER_FLAGS---rate-limits off} >/dev/null 2>&1 &
     local pid=$!
     for _ in $(seq 1 600); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
     curl -sf -K "$2"
