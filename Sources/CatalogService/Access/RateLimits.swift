@@ -78,6 +78,8 @@ final class RateLimiter: Sendable {
     }
 
     private let policies: [RateClass: RatePolicy]
+    /// Each policy's name (`"1200-per-60s"`) and its `RateLimit-Policy` field.
+    private let names: [RateClass: String]
     private let policyFields: [RateClass: String]
     private final class Shard: Sendable {
         let buckets = Mutex<[Key: Bucket]>([:])
@@ -90,7 +92,11 @@ final class RateLimiter: Sendable {
 
     init(policies: [RateClass: RatePolicy]) {
         self.policies = policies
-        policyFields = policies.mapValues { "\"\($0.quota)-per-\($0.window)s\";q=\($0.quota);w=\($0.window)" }
+        let names = policies.mapValues { "\"\($0.quota)-per-\($0.window)s\"" }
+        self.names = names
+        policyFields = Dictionary(uniqueKeysWithValues: policies.compactMap { rateClass, policy in
+            names[rateClass].map { (rateClass, "\($0);q=\(policy.quota);w=\(policy.window)") }
+        })
         shards = (0..<16).map { _ in Shard() }
     }
 
@@ -99,7 +105,9 @@ final class RateLimiter: Sendable {
 
     /// Spends one token of `rateClass` from `partition`'s bucket.
     func take(_ rateClass: RateClass, partition: String) -> Decision {
-        guard let policy = policies[rateClass], let field = policyFields[rateClass] else { return Decision(allowed: true, headers: []) }
+        guard let policy = policies[rateClass], let name = names[rateClass], let field = policyFields[rateClass] else {
+            return Decision(allowed: true, headers: [])
+        }
         let key = Key(rateClass: rateClass, partition: partition)
         let now = Self.milliseconds()
         let rate = Double(policy.quota) / Double(policy.window) / 1000  // tokens per millisecond
@@ -117,7 +125,6 @@ final class RateLimiter: Sendable {
             buckets[key] = bucket
             return (allowed, bucket.tokens)
         }
-        let name = "\"\(policy.quota)-per-\(policy.window)s\""
         let reset = Int(((capacity - tokens) / rate / 1000).rounded(.up))
         var headers: [(name: String, value: String)] = [("RateLimit-Policy", field), ("RateLimit", "\(name);r=\(Int(tokens));t=\(reset)")]
         if !allowed {

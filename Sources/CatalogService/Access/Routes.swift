@@ -62,7 +62,9 @@ struct Routes {
     private func handler(_ access: Access, _ fixedRate: RateClass?, _ idempotency: Idempotency?, _ endpoint: Endpoint) -> Handler {
         if access == .open {
             // Health, readiness and the contract: no credential, no budget.
-            return .either { request, responder in try Self.run(endpoint, request, .anonymous, Delivery(responder: responder, headers: [])) }
+            return .either { request, responder in
+                try Self.run(endpoint, request, .anonymous, Delivery(responder: responder, headers: []), expensive: Self.isExpensive(request, endpoint))
+            }
         }
         let minimum: Role? = switch access {
         case .open: nil
@@ -72,7 +74,9 @@ struct Routes {
         case .admin: .admin
         }
         return .either { [authenticator, limiter] request, responder in
-            let rate = fixedRate ?? Self.rateClass(request, endpoint)
+            // Decided once: what it costs sets both the budget it spends and where it runs.
+            let expensive = Self.isExpensive(request, endpoint)
+            let rate = fixedRate ?? (expensive ? .expensive : request.method == .GET || request.method == .HEAD ? .read : .write)
             let outcome: Authenticator.Outcome
             do {
                 outcome = try authenticator.authenticate(request)
@@ -83,7 +87,8 @@ struct Routes {
             switch outcome {
             case let .now(caller):
                 let headers = try Self.spend(limiter, rate, caller, request)
-                return try Self.serve(endpoint, request, caller, minimum, Delivery(responder: responder, headers: headers), idempotency)
+                return try Self.serve(endpoint, request, caller, minimum, Delivery(responder: responder, headers: headers), idempotency,
+                                      expensive: expensive)
             case let .later(wait):
                 wait { result in
                     // The caller's user was just created; go on off the writer's thread.
@@ -91,7 +96,9 @@ struct Routes {
                         do {
                             let caller = try result.get()
                             let delivery = Delivery(responder: responder, headers: try Self.spend(limiter, rate, caller, request))
-                            if let response = try Self.serve(endpoint, request, caller, minimum, delivery, idempotency) { responder.respond(response) }
+                            if let response = try Self.serve(endpoint, request, caller, minimum, delivery, idempotency, expensive: expensive) {
+                                responder.respond(response)
+                            }
                         } catch {
                             responder.fail(error)
                         }
@@ -107,7 +114,7 @@ struct Routes {
     /// key that the answer settles) and runs `endpoint`: the response when it has one
     /// now, `nil` when it answers through `delivery`. Errors carry the delivery's fields.
     private static func serve(_ endpoint: Endpoint, _ request: HTTPRequest, _ caller: Caller, _ minimum: Role?, _ delivery: Delivery,
-                              _ idempotency: Idempotency?) throws -> HTTPResponse? {
+                              _ idempotency: Idempotency?, expensive: Bool) throws -> HTTPResponse? {
         var delivery = delivery
         try delivery.guarding { try Self.authorize(caller, minimum) }
         if let idempotency {
@@ -119,11 +126,13 @@ struct Routes {
         }
         let response: HTTPResponse?
         if request.method == .GET || request.method == .HEAD {
-            response = try run(endpoint, request, caller, delivery)
+            response = try run(endpoint, request, caller, delivery, expensive: expensive)
         } else {
             // A write queued for this request is dropped if its client goes before its turn.
             let responder = delivery.responder
-            response = try WriteContext.abandoning(when: { responder.isAbandoned }) { try run(endpoint, request, caller, delivery) }
+            response = try WriteContext.abandoning(when: { responder.isAbandoned }) {
+                try run(endpoint, request, caller, delivery, expensive: expensive)
+            }
         }
         guard let response else { return nil }
         guard delivery.claim != nil else { return response }
@@ -132,10 +141,10 @@ struct Routes {
         return nil
     }
 
-    /// The budget a request spends from, by its method and whether it is an expensive read.
-    private static func rateClass(_ request: HTTPRequest, _ endpoint: Endpoint) -> RateClass {
-        if case let .read(isExpensive, _) = endpoint, isExpensive(request) { return .expensive }
-        return request.method == .GET || request.method == .HEAD ? .read : .write
+    /// Whether `request` is an expensive read of a `.read` endpoint.
+    private static func isExpensive(_ request: HTTPRequest, _ endpoint: Endpoint) -> Bool {
+        if case let .read(isExpensive, _) = endpoint { return isExpensive(request) }
+        return false
     }
 
     /// Spends one token of `rate` from the caller's budget (its user's, whatever key or
@@ -158,11 +167,12 @@ struct Routes {
         guard caller.has(minimum) else { throw APIError.forbidden("This needs the \(minimum.rawValue) role or a higher one.") }
     }
 
-    /// Runs `endpoint`: its response when it has one now, `nil` when it answers through `delivery`.
-    static func run(_ endpoint: Endpoint, _ request: HTTPRequest, _ caller: Caller, _ delivery: Delivery) throws -> HTTPResponse? {
+    /// Runs `endpoint`: its response when it has one now, `nil` when it answers through
+    /// `delivery`. An `expensive` read runs on the expensive reads' pool.
+    static func run(_ endpoint: Endpoint, _ request: HTTPRequest, _ caller: Caller, _ delivery: Delivery, expensive: Bool) throws -> HTTPResponse? {
         switch endpoint {
         case let .inline(body):
-            return try delivery.guarding { try body(request, caller) }
+            return try delivery.answering { try body(request, caller) }
         case let .later(body):
             try delivery.guarding {
                 try body(request, caller) { result in
@@ -177,8 +187,8 @@ struct Routes {
             let responder = delivery.responder
             delivery.run(on: WorkPool.blocking) { try body(request, caller, { responder.isAbandoned }) }
             return nil
-        case let .read(isExpensive, body):
-            guard isExpensive(request) else { return try delivery.guarding { try body(request, caller) } }
+        case let .read(_, body):
+            guard expensive else { return try delivery.answering { try body(request, caller) } }
             delivery.run(on: ExpensiveReads.pool) {
                 ReadBudget.allow(ExpensiveReads.allowance)
                 return try body(request, caller)
@@ -225,17 +235,19 @@ struct Delivery: Sendable {
         if let claim { claim.idempotency.settle(claim.claim, with: nil) {} }
     }
 
-    /// What `body` returns with the fields added, or its error carrying them (the claim
-    /// given up).
+    /// What `body` returns, or its error carrying the fields (the claim given up).
     func guarding<T>(_ body: () throws -> T) throws -> T {
         do {
-            let result = try body()
-            if let response = result as? HTTPResponse, let decorated = response.adding(headers) as? T { return decorated }
-            return result
+            return try body()
         } catch {
             release()
             throw headers.isEmpty ? error : ErrorWithHeaders(error: error, headers: headers)
         }
+    }
+
+    /// The response `body` makes with the fields added, or its error carrying them.
+    func answering(_ body: () throws -> HTTPResponse) throws -> HTTPResponse {
+        try guarding(body).adding(headers)
     }
 
     /// Runs `work` on `pool` and delivers its answer: 503 at once when the pool's queue is
@@ -243,7 +255,7 @@ struct Delivery: Sendable {
     func run(on pool: WorkPool, _ work: @escaping @Sendable () throws -> HTTPResponse) {
         let queued = pool.submit {
             guard !responder.isAbandoned else { return release() }
-            do { deliver(try guarding(work)) } catch { responder.fail(error) }
+            do { deliver(try answering(work)) } catch { responder.fail(error) }
         }
         if !queued { fail(WorkPool.busy) }
     }
