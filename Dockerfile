@@ -1,6 +1,11 @@
 # syntax=docker/dockerfile:1
 # Build: docker build -t catalog .
 # Run:   docker run -p 8080:8080 -v catalog-data:/data catalog
+# HTTPS: mount the certificate chain and its key (readable by uid 10001 only: chown 10001, chmod 600)
+#        and name them; the listener then speaks TLS only, and the health check follows:
+#   docker run -p 8443:8443 -v catalog-data:/data -v /etc/catalog/tls:/tls:ro -e CATALOG_PORT=8443 \
+#     -e CATALOG_TLS_CERTIFICATE=/tls/fullchain.pem -e CATALOG_TLS_PRIVATE_KEY=/tls/privkey.pem -e CATALOG_HSTS=true catalog
+#        After renewing the files, `docker kill -s HUP <container>` loads them without dropping a connection.
 
 # --- Build stage: Swift 6 on Debian 12 with the C libraries the package links. ---
 FROM swift:6.1-bookworm AS build

@@ -26,9 +26,11 @@ let package = Package(
         .target(name: "CatalogSchema", dependencies: ["CatalogModels"]),
         // Sockets, event loops, the HTTP/1.1 parser and writer, and the router.
         // Knows nothing of the catalog.
-        .target(name: "HTTPServer", dependencies: ["CLinux"]),
+        .target(name: "HTTPServer", dependencies: ["CLinux", "CTLS"]),
         // epoll and eventfd headers for Swift.
         .target(name: "CLinux"),
+        // OpenSSL's libssl (libssl-dev): the TLS settings and the macros Swift cannot call.
+        .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // OpenSSL's libcrypto (libssl-dev), found with pkg-config.
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Credentials without HTTP or storage: API key secrets, SHA-256, constant-time
@@ -56,6 +58,7 @@ let package = Package(
         .executableTarget(
             name: "catalog-server",
             dependencies: [
+                "CTLS",
                 "CatalogIdentity",
                 "CatalogModels",
                 "CatalogService",
@@ -71,8 +74,9 @@ let package = Package(
             name: "catalog",
             dependencies: ["CatalogClient", "CatalogModels", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
-        // What several test targets share (a seeded random generator).
-        .target(name: "TestSupport", dependencies: ["CCrypto"], path: "Tests/TestSupport"),
+        // What several test targets share: a seeded random generator, raw loopback sockets,
+        // child processes, test certificates made with the openssl CLI and a TLS client.
+        .target(name: "TestSupport", dependencies: ["CCrypto", "CTLS"], path: "Tests/TestSupport"),
         .testTarget(name: "CatalogModelsTests", dependencies: ["CatalogModels"]),
         .testTarget(name: "CatalogSchemaTests", dependencies: ["CatalogSchema", "CatalogModels"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),

@@ -77,30 +77,11 @@ bench_same_body "http://127.0.0.1:$ours_port/v1/playable-items?limit=20" "http:/
 
 echo "database: $items playable items, $pages list pages; workers: $BENCH_WORKERS each; wrk -t1 -c$BENCH_CONNECTIONS -d$BENCH_DURATION, ${BENCH_ROUNDS:-2} rounds"
 
-# scenario TITLE TARGET OURS_URL OURS_SCRIPT NGINX_URL [NGINX_SCRIPT]: warm-up, then
-# interleaved rounds of ours and nginx; prints each round's ratio and their mean.
-scenario() {
-    local title=$1 target=$2 ours_url=$3 ours_script=$4 nginx_url=$5 nginx_script=${6:-}
-    echo "$title"
-    BENCH_DURATION=5s bench_wrk "  (warm-up)" "$ours_url" "$ours_script" >/dev/null
-    BENCH_DURATION=5s bench_wrk "  (warm-up)" "$nginx_url" "$nginx_script" >/dev/null
-    local ratios=() cpu=()
-    for round in $(seq 1 "${BENCH_ROUNDS:-2}"); do
-        bench_wrk "  catalog-server" "$ours_url" "$ours_script" "$ours"; local a=$BENCH_RPS
-        cpu+=("$BENCH_CPU_US")
-        # shellcheck disable=SC2046
-        bench_wrk "  nginx" "$nginx_url" "$nginx_script" $(bench_nginx_pids "$work"); local b=$BENCH_RPS
-        ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", 100 * a / b }')")
-    done
-    echo "  ours/nginx: $(printf '%s%% ' "${ratios[@]}")-> mean $(printf '%s\n' "${ratios[@]}" | awk '{ s += $1 } END { printf "%.1f%%", s / NR }')   (target $target)"
-    echo "  catalog-server CPU per request: $(printf '%s ' "${cpu[@]}")-> mean $(printf '%s\n' "${cpu[@]}" | awk '{ s += $1 } END { printf "%.1f", s / NR }') µs"
-}
-
-scenario "GET /v1/playable-items/{random id}" 35% \
+bench_scenario "GET /v1/playable-items/{random id}" 35% \
     "http://127.0.0.1:$ours_port" "$work/get.lua" "http://127.0.0.1:$nginx_port" "$work/get.lua"
-scenario "GET /v1/playable-items?limit=20&cursor={random page}" 17% \
+bench_scenario "GET /v1/playable-items?limit=20&cursor={random page}" 17% \
     "http://127.0.0.1:$ours_port" "$work/list.lua" "http://127.0.0.1:$nginx_port" "$work/pages.lua"
-scenario "POST /v1/playable-items (each 201 durable) vs a same-sized static GET" 25% \
+bench_scenario "POST /v1/playable-items (each 201 durable) vs a same-sized static GET" 25% \
     "http://127.0.0.1:$ours_port/v1/playable-items" "$work/post.lua" "http://127.0.0.1:$nginx_port/created"
 
 # The same GET with and without an API key, interleaved: what checking a key costs

@@ -26,14 +26,24 @@ BENCH_WORKERS=${BENCH_WORKERS:-1}
 # served from that root (the file for /a/b is ROOT/a/b).
 bench_nginx() {
     local root=$1 port=$2; shift 2
-    local conf="$root/nginx.conf"
+    local conf="$root/nginx.conf" locations=("$@")
     {
         echo "worker_processes $BENCH_WORKERS; pid $root/nginx.pid; error_log $root/nginx-error.log; daemon on;"
         echo "events { worker_connections 4096; }"
         echo "http { access_log off; keepalive_requests 1000000; keepalive_timeout 75s;"
         echo "  client_body_temp_path $root/tmp; proxy_temp_path $root/tmp; fastcgi_temp_path $root/tmp;"
         echo "  uwsgi_temp_path $root/tmp; scgi_temp_path $root/tmp;"
-        echo "  server { listen 127.0.0.1:$port; server_tokens off;"
+        if [ -n "${BENCH_NGINX_TLS:-}" ]; then
+            # BENCH_NGINX_TLS="CERTIFICATE KEY": TLS as catalog-server speaks it (Mozilla intermediate, tickets, no cache).
+            set -- $BENCH_NGINX_TLS
+            echo "  server { listen 127.0.0.1:$port ssl; server_tokens off; ssl_certificate $1; ssl_certificate_key $2;"
+            echo "    ssl_protocols TLSv1.2 TLSv1.3; ssl_prefer_server_ciphers on; ssl_session_tickets on; ssl_session_cache off;"
+            echo "    ssl_ecdh_curve X25519:prime256v1:secp384r1;"
+            echo "    ssl_ciphers ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-GCM-SHA384:DHE-RSA-CHACHA20-POLY1305;"
+            set -- "${locations[@]}"
+        else
+            echo "  server { listen 127.0.0.1:$port; server_tokens off;"
+        fi
         for location in "$@"; do
             set -- $location
             if [ -d "$2" ]; then
@@ -124,15 +134,38 @@ bench_nginx_rss() {
     echo "$total kB"
 }
 
+# bench_scenario TITLE TARGET OURS_URL OURS_SCRIPT NGINX_URL [NGINX_SCRIPT]: warm-up, then
+# interleaved rounds of ours (pid $ours) and nginx (root $work); prints each round's ratio
+# and their mean, and our CPU time per request.
+bench_scenario() {
+    local title=$1 target=$2 ours_url=$3 ours_script=$4 nginx_url=$5 nginx_script=${6:-}
+    echo "$title"
+    BENCH_DURATION=5s bench_wrk "  (warm-up)" "$ours_url" "$ours_script" >/dev/null
+    BENCH_DURATION=5s bench_wrk "  (warm-up)" "$nginx_url" "$nginx_script" >/dev/null
+    local ratios=() cpu=()
+    for round in $(seq 1 "${BENCH_ROUNDS:-2}"); do
+        bench_wrk "  catalog-server" "$ours_url" "$ours_script" "$ours"; local a=$BENCH_RPS
+        cpu+=("$BENCH_CPU_US")
+        # shellcheck disable=SC2046
+        bench_wrk "  nginx" "$nginx_url" "$nginx_script" $(bench_nginx_pids "$work"); local b=$BENCH_RPS
+        ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", 100 * a / b }')")
+    done
+    echo "  ours/nginx: $(printf '%s%% ' "${ratios[@]}")-> mean $(printf '%s\n' "${ratios[@]}" | awk '{ s += $1 } END { printf "%.1f%%", s / NR }')   (target $target)"
+    echo "  catalog-server CPU per request: $(printf '%s ' "${cpu[@]}")-> mean $(printf '%s\n' "${cpu[@]}" | awk '{ s += $1 } END { printf "%.1f", s / NR }') µs"
+}
+
 bench_ratio() {
     awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }'
 }
 
-# bench_same_body URL_A URL_B: both answer 200 with identical bodies, or the run stops.
+# bench_same_body URL_A URL_B: both answer 200 with identical bodies, or the run stops
+# (over https, trusting the CA file BENCH_CA).
 bench_same_body() {
     local a b
-    a=$(curl -sf "$1") || { echo "GET $1 failed" >&2; return 1; }
-    b=$(curl -sf "$2") || { echo "GET $2 failed" >&2; curl -si "$2" >&2; return 1; }
+    local ca=()
+    [ -n "${BENCH_CA:-}" ] && ca=(--cacert "$BENCH_CA")
+    a=$(curl -sf "${ca[@]}" "$1") || { echo "GET $1 failed" >&2; return 1; }
+    b=$(curl -sf "${ca[@]}" "$2") || { echo "GET $2 failed" >&2; curl -si "${ca[@]}" "$2" >&2; return 1; }
     [ "$a" = "$b" ] || { echo "bodies differ: $1 vs $2" >&2; return 1; }
 }
 

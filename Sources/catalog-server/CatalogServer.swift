@@ -93,6 +93,15 @@ struct CatalogServer: ParsableCommand {
     @Option(help: "An exact origin of a browser app allowed to call the API, such as https://app.example.com; repeat for several [CATALOG_CORS_ALLOWED_ORIGINS, comma-separated; default none].")
     var corsAllowedOrigins: [String] = []
 
+    @Option(help: "The PEM certificate, followed by its chain, of a listener that then speaks TLS only; read again on SIGHUP [CATALOG_TLS_CERTIFICATE]. Needs --tls-private-key.")
+    var tlsCertificate: String?
+
+    @Option(help: "The certificate's private key, PEM and unencrypted, readable by the server's user only [CATALOG_TLS_PRIVATE_KEY].")
+    var tlsPrivateKey: String?
+
+    @Flag(help: "Send Strict-Transport-Security: max-age=63072000 (two years) with every response [CATALOG_HSTS=true]; only once HTTPS is there to stay.")
+    var hsts = false
+
     @OptionGroup var storage: StorageOptions
 
     func run() throws {
@@ -113,15 +122,17 @@ struct CatalogServer: ParsableCommand {
         } catch let error as StoreError {
             Settings.fail("cannot start: \(error)")
         }
+        if let tls = configuration.server.tls { TLSFiles.check(tls, logger) }
         for name in application.store.appliedMigrations { logger.info("applied migration \(name)") }
         if application.seeded { logger.info("loaded the demo catalog") }
         let bound = try application.start()
         if let metrics = application.metricsServer, let (host, _) = configuration.metricsListener {
             logger.info("metrics on http://\(host):\(metrics.port)/metrics")
         }
-        let reload = Self.reloadKeysOnHangUp(application, logger)
+        let reload = Self.reloadOnHangUp(application, configuration, logger)
         defer { reload.cancel() }
-        logger.info("catalog-server listening on http://\(configuration.server.host):\(bound)", metadata: [
+        let scheme = configuration.server.tls == nil ? "http" : "https"
+        logger.info("catalog-server listening on \(scheme)://\(configuration.server.host):\(bound)", metadata: [
             "version": "\(CatalogApplication.version)", "database": "\(configuration.databasePath)",
             "sqlite": "\(application.store.sqliteVersion)", "loopThreads": "\(configuration.server.loopThreads)",
         ])
@@ -130,16 +141,29 @@ struct CatalogServer: ParsableCommand {
     }
 
 
-    /// Reads the JWKS file again on each SIGHUP; a bad file keeps the keys in use.
-    private static func reloadKeysOnHangUp(_ application: CatalogApplication, _ logger: Logger) -> any DispatchSourceSignal {
+    /// Reads the JWKS file and the TLS certificate and key again on each SIGHUP; a bad
+    /// file keeps what is in use and logs one error line.
+    private static func reloadOnHangUp(_ application: CatalogApplication, _ configuration: CatalogConfiguration,
+                                       _ logger: Logger) -> any DispatchSourceSignal {
         signal(SIGHUP, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
         source.setEventHandler {
-            do {
-                let count = try application.reloadIdentityKeys()
-                logger.notice("reloaded the identity keys", metadata: ["keys": "\(count)"])
-            } catch {
-                logger.error("kept the identity keys in use: cannot reload them: \(error)")
+            if configuration.identityTokens != nil {
+                do {
+                    let count = try application.reloadIdentityKeys()
+                    logger.notice("reloaded the identity keys", metadata: ["keys": "\(count)"])
+                } catch {
+                    logger.error("kept the identity keys in use: cannot reload them: \(error)")
+                }
+            }
+            if let tls = configuration.server.tls {
+                do {
+                    try tls.reload()
+                    logger.notice("reloaded the TLS certificate", metadata: TLSFiles.metadata(tls))
+                    TLSFiles.check(tls, logger)
+                } catch {
+                    logger.error("kept the TLS certificate in use: \(error)")
+                }
             }
         }
         source.resume()
@@ -193,6 +217,24 @@ struct CatalogServer: ParsableCommand {
                 throw SettingError(description: "--rate-limits must be off or CLASS=REQUESTS/SECONDS,… (read, write, expensive), not '\(text)'")
             }
             configuration.rateLimits = policies
+        }
+        let certificate = try settings.optionalText(tlsCertificate, "CATALOG_TLS_CERTIFICATE")
+        let key = try settings.optionalText(tlsPrivateKey, "CATALOG_TLS_PRIVATE_KEY")
+        switch (certificate, key) {
+        case let (certificate?, key?):
+            do {
+                configuration.server.tls = try TLSContext(certificateFile: certificate, privateKeyFile: key)
+            } catch {
+                throw SettingError(description: error.description)
+            }
+        case (nil, nil):
+            break
+        default:
+            throw SettingError(description: "--tls-certificate and --tls-private-key go together: give both or neither")
+        }
+        let sendsHSTS = try settings.boolean(nil, "CATALOG_HSTS", default: false)
+        if hsts || sendsHSTS {
+            configuration.server.strictTransportSecurity = "max-age=63072000"
         }
         if let address = try settings.optionalText(metricsAddress, "CATALOG_METRICS_ADDRESS") {
             guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]), (0...65535).contains(port),
@@ -249,17 +291,22 @@ func say(_ line: String) {
 
 /// `catalog-server healthcheck`: exits 0 when the server on this machine answers
 /// `GET /healthz` with 200 (for Docker's `HEALTHCHECK`, which has no curl). It checks
-/// the port the server reads, `CATALOG_PORT` (default 8080).
+/// the port the server reads, `CATALOG_PORT` (default 8080), over TLS when
+/// `CATALOG_TLS_CERTIFICATE` is set (or with `--tls`).
 struct Healthcheck: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Exit 0 if the server on 127.0.0.1:$CATALOG_PORT (default 8080) answers /healthz, else 1.")
 
     @Option(help: "Seconds to wait for the answer.")
     var timeout = 3.0
 
+    @Flag(help: "Speak TLS (the default when CATALOG_TLS_CERTIFICATE is set); the certificate is not verified.")
+    var tls = false
+
     func run() throws {
-        let number = try Settings.localServerPort()
-        guard let answer = HealthProbe.get(port: number, path: "/healthz", timeout: timeout), answer.hasPrefix("HTTP/1.1 200 ") else {
-            FileHandle.standardError.write(Data("catalog-server: no healthy answer on 127.0.0.1:\(number)\n".utf8))
+        let server = try Settings.localServer(tls: tls)
+        guard let answer = HealthProbe.get(port: server.port, tls: server.tls, path: "/healthz", timeout: timeout),
+              answer.hasPrefix("HTTP/1.1 200 ") else {
+            FileHandle.standardError.write(Data("catalog-server: no healthy answer on 127.0.0.1:\(server.port)\(server.tls ? " over TLS" : "")\n".utf8))
             throw ExitCode.failure
         }
         say("healthy")
@@ -282,18 +329,22 @@ struct Backup: ParsableCommand {
     @Option(help: "The server's backup folder [CATALOG_BACKUP_DIR, default: backups beside the database].")
     var backupDir: String?
 
+    @Flag(help: "Speak TLS (the default when CATALOG_TLS_CERTIFICATE is set); the certificate is not verified.")
+    var tls = false
+
     @OptionGroup var storage: StorageOptions
 
     func run() throws {
         guard !FileManager.default.fileExists(atPath: to) else { Settings.fail("\(to) already exists") }
-        let port = try Settings.localServerPort()
+        let (port, tls) = try Settings.localServer(tls: tls)
         let (key, folder) = try Settings.resolving { settings throws(SettingError) -> (String?, String) in
             let key = try settings.optionalText(apiKey, "CATALOG_API_KEY")
             if let folder = try settings.optionalText(backupDir, "CATALOG_BACKUP_DIR") { return (key, folder) }
             return (key, CatalogApplication.defaultBackupDirectory(databasePath: try storage.database(settings)))
         }
         guard let key else { Settings.fail("a backup needs an admin API key: --api-key or CATALOG_API_KEY") }
-        guard let answer = HealthProbe.request("POST", port: port, path: "/admin/backups", timeout: 600, headers: ["Authorization: Bearer \(key)"]) else {
+        guard let answer = HealthProbe.request("POST", port: port, tls: tls, path: "/admin/backups", timeout: 600,
+                                               headers: ["Authorization: Bearer \(key)"]) else {
             Settings.fail("no server answers on 127.0.0.1:\(port)")
         }
         guard answer.hasPrefix("HTTP/1.1 201 "), let bodyStart = answer.range(of: "\r\n\r\n"),

@@ -1,18 +1,22 @@
+import CTLS
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A minimal blocking HTTP/1.1 GET over a loopback socket: no URLSession (and no
-/// libcurl) in the image's health check.
+/// A minimal blocking HTTP/1.1 request over a loopback socket, in plaintext or over TLS:
+/// no URLSession (and no libcurl) in the image's health check.
+///
+/// Over TLS the server's certificate is not verified: the probe talks to its own
+/// machine's loopback address, which the certificate (for the public name) does not name.
 enum HealthProbe {
     /// The raw response (head and body), or `nil` when nothing answered in time.
-    static func get(port: Int, path: String, timeout: Double) -> String? {
-        request("GET", port: port, path: path, timeout: timeout)
+    static func get(port: Int, tls: Bool, path: String, timeout: Double) -> String? {
+        request("GET", port: port, tls: tls, path: path, timeout: timeout)
     }
 
     /// Sends `method path` without a body; the raw response, or `nil`.
-    static func request(_ method: String, port: Int, path: String, timeout: Double, headers: [String] = []) -> String? {
+    static func request(_ method: String, port: Int, tls: Bool, path: String, timeout: Double, headers: [String] = []) -> String? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -29,13 +33,28 @@ enum HealthProbe {
         guard connected == 0 else { return nil }
         let fields = headers.map { $0 + "\r\n" }.joined()
         let request = Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(fields)Content-Length: 0\r\nConnection: close\r\n\r\n".utf8)
-        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return nil }
         var response: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
-        while response.count < 1 << 20 {
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { break }
-            response += chunk[0..<count]
+        if tls {
+            guard let context = ctls_client_context(nil) else { return nil }
+            defer { SSL_CTX_free(context) }
+            guard let ssl = SSL_new(context) else { return nil }
+            defer { SSL_free(ssl) }
+            var written = 0
+            guard SSL_set_fd(ssl, fd) == 1, SSL_connect(ssl) == 1,
+                  request.withUnsafeBytes({ SSL_write_ex(ssl, $0.baseAddress, $0.count, &written) }) == 1 else { return nil }
+            while response.count < 1 << 20 {
+                var count = 0
+                guard chunk.withUnsafeMutableBytes({ SSL_read_ex(ssl, $0.baseAddress, $0.count, &count) }) == 1 else { break }
+                response += chunk[0..<count]
+            }
+        } else {
+            guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return nil }
+            while response.count < 1 << 20 {
+                let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { break }
+                response += chunk[0..<count]
+            }
         }
         return response.isEmpty ? nil : String(decoding: response, as: UTF8.self)
     }

@@ -22,8 +22,13 @@ struct Settings {
 
     /// The port of the server on this machine, for the subcommands that talk to it
     /// (`healthcheck`, `backup`): `CATALOG_PORT`, else 8080.
-    static func localServerPort() throws -> Int {
-        try resolving { settings throws(SettingError) in try settings.integer(nil, "CATALOG_PORT", default: 8080, in: 1...65535) }
+    /// Whether it speaks TLS: `--tls`, or `CATALOG_TLS_CERTIFICATE` set as for the server.
+    static func localServer(tls: Bool) throws -> (port: Int, tls: Bool) {
+        try resolving { settings throws(SettingError) in
+            let port = try settings.integer(nil, "CATALOG_PORT", default: 8080, in: 1...65535)
+            let certificate = try settings.optionalText(nil, "CATALOG_TLS_CERTIFICATE")
+            return (port, tls || certificate != nil)
+        }
     }
 
     /// Prints `message` as one line on stderr and exits with code 64 (usage error).

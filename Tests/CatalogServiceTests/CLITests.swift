@@ -1,5 +1,6 @@
 import CatalogModels
 import Foundation
+import HTTPServer
 import Testing
 import TestSupport
 
@@ -11,15 +12,24 @@ import TestSupport
         let errors: String
     }
 
-    /// Runs `catalog` to its end, on a thread of its own.
-    static func run(_ arguments: [String], server: URL, input: Data? = nil) async throws -> Run {
-        try await onThread { try blockingRun(arguments, server: server, input: input) }
+    /// Runs `catalog` to its end, on a thread of its own; with `trusting`, in a private
+    /// mount namespace whose system CA bundle is that file (URLSession on Linux, through
+    /// libcurl, trusts only the system bundle; this changes nothing outside the child).
+    static func run(_ arguments: [String], server: URL, input: Data? = nil, trusting caFile: String? = nil) async throws -> Run {
+        try await onThread { try blockingRun(arguments, server: server, input: input, trusting: caFile) }
     }
 
-    private static func blockingRun(_ arguments: [String], server: URL, input: Data?) throws -> Run {
+    private static func blockingRun(_ arguments: [String], server: URL, input: Data?, trusting caFile: String?) throws -> Run {
         let process = Process()
-        process.executableURL = ExecutableTests.executable.deletingLastPathComponent().appendingPathComponent("catalog")
-        process.arguments = arguments
+        let catalog = ExecutableTests.executable.deletingLastPathComponent().appendingPathComponent("catalog")
+        if let caFile {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+            process.arguments = ["--mount", "sh", "-c", #"mount --bind "$0" /etc/ssl/certs/ca-certificates.crt && exec "$@""#, caFile, catalog.path]
+                + arguments
+        } else {
+            process.executableURL = catalog
+            process.arguments = arguments
+        }
         process.environment = ["CATALOG_URL": server.absoluteString, "CATALOG_API_KEY": TestCatalog.adminKey(for: server) ?? ""]
         let output = Pipe(), errors = Pipe()
         process.standardOutput = output
@@ -35,6 +45,26 @@ import TestSupport
         let err = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return Run(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self), errors: String(decoding: err, as: UTF8.self))
+    }
+
+    @Test func theClientLibraryWorksOverTLSAndVerifiesTheCertificate() async throws {
+        let certificates = try TestCertificates.shared()
+        let tls = try TLSContext(certificateFile: certificates.certificateFile, privateKeyFile: certificates.keyFile)
+        let catalog = try TestCatalog(seed: false) { $0.server.tls = tls }
+        let server = catalog.client.baseURL
+        #expect(server.scheme == "https")
+        let created = try await Self.run(["games", "create", "--name", "Galaga", "--image-name", "galaga"], server: server, trusting: certificates.caFile)
+        #expect(created.status == 0, "\(created.errors)")
+        let game = try CatalogJSON.makeDecoder().decode(Game.self, from: Data(created.output.utf8))
+        let fetched = try await Self.run(["games", "get", game.id.rawValue], server: server, trusting: certificates.caFile)
+        #expect(try CatalogJSON.makeDecoder().decode(Game.self, from: Data(fetched.output.utf8)) == game)
+        let listed = try await Self.run(["games", "list", "--table"], server: server, trusting: certificates.caFile)
+        #expect(listed.output.contains("Galaga"))
+        // Without the test CA the certificate is refused, and nothing is sent.
+        let untrusted = try await Self.run(["games", "create", "--name", "Defender", "--image-name", "defender"], server: server)
+        #expect(untrusted.status != 0)
+        #expect(untrusted.errors.lowercased().contains("certificate") || untrusted.errors.contains("SSL"), "\(untrusted.errors)")
+        #expect(try catalog.application.store.games.count() == 1)
     }
 
     @Test func createGetListAndErrors() async throws {

@@ -45,7 +45,8 @@ final class TestCatalog: Sendable {
         adminID = try application.store.accounts.bootstrap(name: "Admin", role: .admin, keyName: "tests", digest: secret.digest,
                                                            prefix: secret.displayed).user
         adminKey = secret.text
-        client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!, key: adminKey)
+        let origin = configuration.server.tls == nil ? "http://127.0.0.1" : "https://localhost"  // the test certificate's name
+        client = APIClient(baseURL: URL(string: "\(origin):\(port)")!, key: adminKey)
         Self.adminKeys.withLock { $0[client.baseURL.absoluteString] = adminKey }
     }
 
@@ -180,13 +181,3 @@ func expectProblem(_ status: Int, _ code: String? = nil, sourceLocation: SourceL
     }
 }
 
-/// Starts `process`, one at a time across the whole test run: Foundation's
-/// `Process.run()` on Linux is not safe to call from several threads at once (tests run
-/// in parallel; two concurrent launches crashed the runner inside `Process.run`).
-func launch(_ process: Process) throws {
-    launchLock.lock()
-    defer { launchLock.unlock() }
-    try process.run()
-}
-
-private let launchLock = NSLock()

@@ -5,8 +5,8 @@ import TestSupport
 
 /// Keep-alive, pipelining, Expect, HEAD/OPTIONS, routing and response framing over real sockets.
 @Suite struct ConnectionTests {
-    @Test func keepAliveServesManyRequestsOnOneConnection() async throws {
-        let server = try TestServer()
+    @Test(arguments: Transport.allCases) func keepAliveServesManyRequestsOnOneConnection(_ transport: Transport) async throws {
+        let server = try TestServer(transport)
         try await onThread {
             let client = try server.client()
             for index in 0..<5 {
@@ -19,16 +19,16 @@ import TestSupport
         }
     }
 
-    @Test func connectionCloseIsHonoured() async throws {
-        let server = try TestServer()
+    @Test(arguments: Transport.allCases) func connectionCloseIsHonoured(_ transport: Transport) async throws {
+        let server = try TestServer(transport)
         let (response, closed) = try await onThread { try exchange(server, "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n") }
         #expect(response.status == 200)
         #expect(response.header("Connection") == "close")
         #expect(closed)
     }
 
-    @Test func http10KeepAliveIsOptIn() async throws {
-        let server = try TestServer()
+    @Test(arguments: Transport.allCases) func http10KeepAliveIsOptIn(_ transport: Transport) async throws {
+        let server = try TestServer(transport)
         try await onThread {
             let client = try server.client()
             try client.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
@@ -42,8 +42,8 @@ import TestSupport
         }
     }
 
-    @Test func hundredPipelinedRequestsAreAnsweredInOrder() async throws {
-        let server = try TestServer()
+    @Test(arguments: Transport.allCases) func hundredPipelinedRequestsAreAnsweredInOrder(_ transport: Transport) async throws {
+        let server = try TestServer(transport)
         try await onThread {
             let client = try server.client()
             // Mixed inline and blocking handlers: order must hold across both.
@@ -59,8 +59,8 @@ import TestSupport
         }
     }
 
-    @Test func pipelinedRequestsWithBodies() async throws {
-        let server = try TestServer()
+    @Test(arguments: Transport.allCases) func pipelinedRequestsWithBodies(_ transport: Transport) async throws {
+        let server = try TestServer(transport)
         try await onThread {
             let client = try server.client()
             var batch = ""
@@ -75,8 +75,8 @@ import TestSupport
         }
     }
 
-    @Test func requestSplitIntoSingleBytesIsParsed() async throws {
-        let server = try TestServer()
+    @Test(arguments: Transport.allCases) func requestSplitIntoSingleBytesIsParsed(_ transport: Transport) async throws {
+        let server = try TestServer(transport)
         let response = try await onThread { () -> RawResponse in
             let client = try server.client()
             for byte in "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc".utf8 {
@@ -87,8 +87,8 @@ import TestSupport
         #expect(response.text == "abc")
     }
 
-    @Test func expectContinueGetsInterimResponseBeforeBody() async throws {
-        let server = try TestServer()
+    @Test(arguments: Transport.allCases) func expectContinueGetsInterimResponseBeforeBody(_ transport: Transport) async throws {
+        let server = try TestServer(transport)
         try await onThread {
             let client = try server.client()
             try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
@@ -101,8 +101,8 @@ import TestSupport
         }
     }
 
-    @Test func expectContinueWithOversizedBodyGets413WithoutContinue() async throws {
-        let server = try TestServer()
+    @Test(arguments: Transport.allCases) func expectContinueWithOversizedBodyGets413WithoutContinue(_ transport: Transport) async throws {
+        let server = try TestServer(transport)
         let response = try await onThread { () -> RawResponse in
             let client = try server.client()
             try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\nExpect: 100-continue\r\n\r\n")

@@ -39,8 +39,8 @@ import Glibc
         }
     }
 
-    @Test func bodiesInTransitShareOneBudget() async throws {
-        let server = try TestServer { $0.maxBufferedBodyBytes = 1000 }
+    @Test(arguments: Transport.allCases) func bodiesInTransitShareOneBudget(_ transport: Transport) async throws {
+        let server = try TestServer(transport) { $0.maxBufferedBodyBytes = 1000 }
         try await onThread {
             // A body is counted by the bytes that have arrived, not by what its head declares.
             let slow = try server.client()
@@ -72,8 +72,8 @@ import Glibc
         }
     }
 
-    @Test func overdueRequestsGet503AndAreAbandoned() async throws {
-        let server = try TestServer { $0.requestTimeout = .milliseconds(300) }
+    @Test(arguments: Transport.allCases) func overdueRequestsGet503AndAreAbandoned(_ transport: Transport) async throws {
+        let server = try TestServer(transport) { $0.requestTimeout = .milliseconds(300) }
         let token = UUID().uuidString
         try await onThread {
             let client = try server.client()
@@ -89,8 +89,8 @@ import Glibc
         #expect(server.server.inFlightRequests == 0)
     }
 
-    @Test func aClientThatLeavesAbandonsItsRequest() async throws {
-        let server = try TestServer()
+    @Test(arguments: Transport.allCases) func aClientThatLeavesAbandonsItsRequest(_ transport: Transport) async throws {
+        let server = try TestServer(transport)
         let token = UUID().uuidString
         try await onThread {
             let client = try server.client()

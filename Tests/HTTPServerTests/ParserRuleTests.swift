@@ -5,9 +5,17 @@ import TestSupport
 
 /// Every parser rule, over a real socket: exact bytes in, exact status and closure out.
 @Suite struct ParserRuleTests {
-    /// A malformed request is answered with `status` and `code`, and the connection closed.
+    /// A malformed request is answered with `status` and `code`, and the connection
+    /// closed, in plaintext and over TLS alike.
     private func expectRejected(_ request: String, status: Int, code: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        let server = try TestServer()
+        for transport in Transport.allCases {
+            try await expectRejected(request, status: status, code: code, over: transport, sourceLocation: sourceLocation)
+        }
+    }
+
+    private func expectRejected(_ request: String, status: Int, code: String, over transport: Transport,
+                                sourceLocation: SourceLocation) async throws {
+        let server = try TestServer(transport)
         let (response, closed) = try await onThread { try exchange(server, request) }
         #expect(response.status == status, "\(request.debugDescription)", sourceLocation: sourceLocation)
         #expect(response.problemCode == code, sourceLocation: sourceLocation)
@@ -24,16 +32,16 @@ import TestSupport
         try await expectRejected("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n", status: 414, code: "requestLineTooLong")
     }
 
-    @Test func requestLineAtLimitIsAccepted() async throws {
-        let server = try TestServer()
+    @Test(arguments: Transport.allCases) func requestLineAtLimitIsAccepted(_ transport: Transport) async throws {
+        let server = try TestServer(transport)
         // "GET " + path + " HTTP/1.1" is exactly 8 KiB.
         let path = "/items/" + String(repeating: "a", count: 8 * 1024 - 4 - 9 - 7)
         let (response, _) = try await onThread { try exchange(server, "GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n") }
         #expect(response.status == 200)
     }
 
-    @Test func requestLineAtLimitIsAcceptedWhenItsCRLFArrivesSplit() async throws {
-        let server = try TestServer()
+    @Test(arguments: Transport.allCases) func requestLineAtLimitIsAcceptedWhenItsCRLFArrivesSplit(_ transport: Transport) async throws {
+        let server = try TestServer(transport)
         let path = "/items/" + String(repeating: "a", count: 8 * 1024 - 4 - 9 - 7)
         let response = try await onThread { () -> RawResponse in
             let client = try server.client()
@@ -63,8 +71,8 @@ import TestSupport
         try await expectRejected("GET /hello HTTP/1.1\r\nHost: x\r\n\(ninetyNine)X-Last: v\r\n\r\n", status: 431, code: "tooManyHeaders")
     }
 
-    @Test func bodyOverLimitIs413BeforeTheBodyIsSent() async throws {
-        let server = try TestServer()
+    @Test(arguments: Transport.allCases) func bodyOverLimitIs413BeforeTheBodyIsSent(_ transport: Transport) async throws {
+        let server = try TestServer(transport)
         let response = try await onThread { () -> RawResponse in
             let client = try server.client()
             // Only the head is sent: the answer comes from Content-Length alone.
@@ -76,8 +84,8 @@ import TestSupport
         #expect(response.header("Connection") == "close")
     }
 
-    @Test func bodyAtLimitIsAccepted() async throws {
-        let server = try TestServer()
+    @Test(arguments: Transport.allCases) func bodyAtLimitIsAccepted(_ transport: Transport) async throws {
+        let server = try TestServer(transport)
         let body = String(repeating: "b", count: 64 * 1024)
         let (response, _) = try await onThread {
             try exchange(server, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Testing
 import TestSupport
 @testable import HTTPServer
 #if canImport(Glibc)
@@ -11,9 +12,18 @@ struct TestFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// How a test talks to the server: the same behaviour is expected over both.
+enum Transport: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case plaintext
+    case tls
+
+    var testDescription: String { rawValue }
+}
+
 /// A server on an ephemeral loopback port with routes made for testing the HTTP layer.
 final class TestServer: Sendable {
     let server: HTTPServer
+    let transport: Transport
     var port: Int { server.port }
 
     /// A configuration with short timeouts, one loop thread and a small body limit.
@@ -70,14 +80,24 @@ final class TestServer: Sendable {
     /// The responders of `/wait/{token}` requests, by token.
     static let waiting = Mutex<[String: Responder]>([:])
 
-    init(_ adjust: (inout ServerConfiguration) -> Void = { _ in }) throws {
-        server = try HTTPServer(configuration: Self.configuration(adjust), router: Self.router())
+    /// A server speaking `transport` (TLS with the test run's certificate for localhost).
+    init(_ transport: Transport = .plaintext, _ adjust: (inout ServerConfiguration) -> Void = { _ in }) throws {
+        self.transport = transport
+        var configuration = Self.configuration(adjust)
+        if transport == .tls {
+            let certificates = try TestCertificates.shared()
+            configuration.tls = try TLSContext(certificateFile: certificates.certificateFile, privateKeyFile: certificates.keyFile)
+        }
+        server = try HTTPServer(configuration: configuration, router: Self.router())
         try server.start()
     }
 
     deinit { server.shutdown() }
 
-    func client(from source: String = "127.0.0.1") throws -> RawClient { try RawClient(port: port, source: source) }
+    /// A connected client (with a completed handshake over TLS).
+    func client(from source: String = "127.0.0.1") throws -> RawClient {
+        try RawClient(port: port, source: source, caFile: transport == .tls ? TestCertificates.shared().caFile : nil)
+    }
 }
 
 /// A response read off a raw socket.
@@ -100,13 +120,24 @@ struct RawResponse: Sendable {
     var problemCode: String? { problem?["code"] as? String }
 }
 
-/// A blocking TCP client that sends exact bytes and reads exact responses.
+/// A blocking TCP client that sends exact bytes and reads exact responses, in plaintext
+/// or (given a CA file) over TLS.
 final class RawClient: @unchecked Sendable {
     let fd: Int32
     private var buffer: [UInt8] = []
+    let tls: TLSClient?
+    /// How the server ended the stream, once it did (TLS only: whether close_notify came).
+    private(set) var end: TLSClient.End?
 
-    init(port: Int, receiveTimeout: Double = 10, source: String = "127.0.0.1") throws {
-        fd = try Loopback.connect(port: port, receiveTimeout: receiveTimeout, source: source)
+    init(port: Int, receiveTimeout: Double = 10, source: String = "127.0.0.1", caFile: String? = nil) throws {
+        let fd = try Loopback.connect(port: port, receiveTimeout: receiveTimeout, source: source)
+        do {
+            tls = try caFile.map { try TLSClient(fd: fd, caFile: $0) }
+        } catch {
+            close(fd)
+            throw error
+        }
+        self.fd = fd
     }
 
     deinit { close(fd) }
@@ -122,6 +153,7 @@ final class RawClient: @unchecked Sendable {
     func send(_ text: String) throws { try send(Array(text.utf8)) }
 
     func send(_ bytes: [UInt8]) throws {
+        if let tls { return try tls.write(bytes) }
         var offset = 0
         while offset < bytes.count {
             let count = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -132,6 +164,17 @@ final class RawClient: @unchecked Sendable {
 
     /// Reads more bytes; returns false on EOF or reset.
     private func fill() throws -> Bool {
+        if let tls {
+            switch tls.read() {
+            case let .success(bytes):
+                buffer += bytes
+                return true
+            case let .failure(end):
+                if case let .failure(reason) = end { throw TestFailure("TLS read failed or timed out: \(reason)") }
+                self.end = end
+                return false
+            }
+        }
         var chunk = [UInt8](repeating: 0, count: 65536)
         let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         if count > 0 {
@@ -190,7 +233,7 @@ final class RawClient: @unchecked Sendable {
         setReceiveTimeout(seconds)
         defer { setReceiveTimeout(10) }
         var byte: UInt8 = 0
-        let count = recv(fd, &byte, 1, 0)
+        let count = recv(fd, &byte, 1, Int32(MSG_PEEK))
         return count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
     }
 

@@ -8,8 +8,8 @@ import Glibc
 
 /// Head, body and keep-alive timeouts, and slow clients that must not starve others.
 @Suite struct TimeoutTests {
-    @Test func clientStallingMidHeadGets408WhileOthersAreServed() async throws {
-        let server = try TestServer { $0.headTimeout = .milliseconds(600) }
+    @Test(arguments: Transport.allCases) func clientStallingMidHeadGets408WhileOthersAreServed(_ transport: Transport) async throws {
+        let server = try TestServer(transport) { $0.headTimeout = .milliseconds(600) }
         try await onThread {
             let slow = try server.client()
             try slow.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Partial: ")
@@ -26,8 +26,8 @@ import Glibc
         }
     }
 
-    @Test func tricklingHeadIsCutOffAtTheWholeHeadDeadline() async throws {
-        let server = try TestServer { $0.headTimeout = .milliseconds(500) }
+    @Test(arguments: Transport.allCases) func tricklingHeadIsCutOffAtTheWholeHeadDeadline(_ transport: Transport) async throws {
+        let server = try TestServer(transport) { $0.headTimeout = .milliseconds(500) }
         let status = try await onThread { () -> Int in
             let client = try server.client()
             try client.send("GET /hello HTTP/1.1\r\n")
@@ -41,8 +41,8 @@ import Glibc
         #expect(status == 408)
     }
 
-    @Test func tricklingBodyIsCutOffAtTheWholeBodyDeadline() async throws {
-        let server = try TestServer { $0.bodyTimeout = .milliseconds(600) }
+    @Test(arguments: Transport.allCases) func tricklingBodyIsCutOffAtTheWholeBodyDeadline(_ transport: Transport) async throws {
+        let server = try TestServer(transport) { $0.bodyTimeout = .milliseconds(600) }
         let (status, elapsed) = try await onThread { () -> (Int, Double) in
             let client = try server.client()
             let start = Date()
@@ -58,8 +58,8 @@ import Glibc
         #expect(elapsed < 4.5, "cut off at the body deadline, not after the whole trickle (\(elapsed) s)")
     }
 
-    @Test func stalledBodyGets408() async throws {
-        let server = try TestServer { $0.bodyTimeout = .milliseconds(400) }
+    @Test(arguments: Transport.allCases) func stalledBodyGets408(_ transport: Transport) async throws {
+        let server = try TestServer(transport) { $0.bodyTimeout = .milliseconds(400) }
         let (response, closed) = try await onThread { () -> (RawResponse, Bool) in
             let client = try server.client()
             try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
@@ -70,8 +70,8 @@ import Glibc
         #expect(closed)
     }
 
-    @Test func idleKeepAliveConnectionIsClosedSilently() async throws {
-        let server = try TestServer { $0.keepAliveTimeout = .milliseconds(300) }
+    @Test(arguments: Transport.allCases) func idleKeepAliveConnectionIsClosedSilently(_ transport: Transport) async throws {
+        let server = try TestServer(transport) { $0.keepAliveTimeout = .milliseconds(300) }
         try await onThread {
             let client = try server.client()
             try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -80,8 +80,8 @@ import Glibc
         }
     }
 
-    @Test func silentNewConnectionIsClosedAtHeadTimeout() async throws {
-        let server = try TestServer { $0.headTimeout = .milliseconds(300) }
+    @Test(arguments: Transport.allCases) func silentNewConnectionIsClosedAtHeadTimeout(_ transport: Transport) async throws {
+        let server = try TestServer(transport) { $0.headTimeout = .milliseconds(300) }
         let closed = try await onThread { try server.client().waitForClose() }
         #expect(closed)
     }
@@ -105,8 +105,8 @@ import Glibc
 
 /// Graceful shutdown: in-flight requests complete, idle connections close, the server returns.
 @Suite(.serialized) struct ShutdownTests {
-    @Test func shutdownLetsAnInFlightRequestFinish() async throws {
-        let server = try TestServer()
+    @Test(arguments: Transport.allCases) func shutdownLetsAnInFlightRequestFinish(_ transport: Transport) async throws {
+        let server = try TestServer(transport)
         try await onThread {
             let busy = try server.client()
             let idle = try server.client()
@@ -122,6 +122,7 @@ import Glibc
             #expect(response.header("Connection") == "close")
             #expect(busy.waitForClose())
             #expect(idle.waitForClose())
+            if transport == .tls { #expect(idle.end == .closeNotify, "the drain closes idle TLS connections with close_notify") }
             server.server.waitUntilStopped()
             #expect((try? RawClient(port: server.port)) == nil, "no longer accepting")
         }
@@ -149,8 +150,8 @@ import Glibc
         }
     }
 
-    @Test func shutdownClosesStragglersAtTheDeadline() async throws {
-        let server = try TestServer { $0.shutdownTimeout = .milliseconds(300) }
+    @Test(arguments: Transport.allCases) func shutdownClosesStragglersAtTheDeadline(_ transport: Transport) async throws {
+        let server = try TestServer(transport) { $0.shutdownTimeout = .milliseconds(300) }
         try await onThread {
             let client = try server.client()
             try client.send("GET /slow/3000 HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -20,6 +20,7 @@ public func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) as
 public enum Loopback {
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
+        public init(description: String) { self.description = description }
     }
 
     /// A connected socket with a receive timeout of `receiveTimeout` seconds, from the

@@ -48,7 +48,7 @@ final class ServerReference: Sendable {
             return reasons.merging(["tooManyConnections": server.refusedConnections, "tooManyConnectionsFromAddress": server.refusedPerAddress,
                     "bodyBufferFull": server.refusedBodies, "requestTimeout": server.expiredRequests,
                     "clientGone": server.abandonedRequests, "blockingPoolFull": WorkPool.blocking.refused,
-                    "readPoolFull": ExpensiveReads.pool.refused]) { $1 }
+                    "readPoolFull": ExpensiveReads.pool.refused, "tlsHandshakeFailed": server.failedHandshakes]) { $1 }
         }
     }
 }

@@ -41,6 +41,8 @@ final class EventLoop: @unchecked Sendable {
     private(set) var now: Int64 = EventLoop.monotonicMilliseconds()
     private var nextSweep: Int64 = 0
     private let sweepInterval: Int64
+    /// Connections whose TLS session holds input the socket no longer signals.
+    private var readyToRead: [Connection] = []
     private var requestIDState: UInt64 = {
         var generator = SystemRandomNumberGenerator()
         return generator.next()
@@ -93,7 +95,7 @@ final class EventLoop: @unchecked Sendable {
         defer { events.deallocate() }
         nextSweep = now + sweepInterval
         while true {
-            let timeout = Int32(clamping: max(0, nextSweep - now))
+            let timeout = readyToRead.isEmpty ? Int32(clamping: max(0, nextSweep - now)) : 0
             let count = epoll.wait(into: events, timeout: timeout)
             now = Self.monotonicMilliseconds()
             date.refresh()
@@ -109,6 +111,7 @@ final class EventLoop: @unchecked Sendable {
                     dispatch(token: token, flags: flags)
                 }
             }
+            if !readyToRead.isEmpty { readBuffered() }
             if now >= nextSweep {
                 sweep()
                 nextSweep = now + sweepInterval
@@ -148,6 +151,21 @@ final class EventLoop: @unchecked Sendable {
         if flags & Epoll.peerClosed != 0, connection.abandonIfAwaiting() { return }
         if flags & Epoll.writable != 0 { connection.onWritable() }
         if flags & Epoll.readable != 0, !connection.isClosed { connection.onReadable() }
+    }
+
+    /// Has `connection` read again after this round of events (its TLS session holds
+    /// records already taken off the socket, so epoll will not report them).
+    func readSoon(_ connection: Connection) {
+        readyToRead.append(connection)
+    }
+
+    private func readBuffered() {
+        let ready = readyToRead
+        readyToRead.removeAll(keepingCapacity: true)
+        for connection in ready {
+            connection.readScheduled = false
+            if !connection.isClosed { connection.onReadable() }
+        }
     }
 
     private func sweep() {
@@ -197,9 +215,12 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Sends a connection that is not taken its one response and closes it.
+    /// Sends a connection that is not taken its one response and closes it (a TLS
+    /// client could not read a plaintext answer: it is only closed).
     private func refuse(_ fd: Int32, _ response: [UInt8]) {
-        response.withUnsafeBytes { _ = send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if core.configuration.tls == nil {
+            response.withUnsafeBytes { _ = send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
         Glibc.close(fd)
     }
 
@@ -210,8 +231,18 @@ final class EventLoop: @unchecked Sendable {
             core.openConnections.subtract(1, ordering: .relaxed)
             return
         }
+        var session: TLSSession?
+        if let tls = core.configuration.tls {
+            session = tls.makeSession(fd: fd)
+            guard session != nil else {
+                Glibc.close(fd)
+                core.release(client)
+                core.openConnections.subtract(1, ordering: .relaxed)
+                return
+            }
+        }
         nextConnectionID &+= 1
-        let connection = Connection(fd: fd, id: nextConnectionID, peer: peer, client: client, loop: self)
+        let connection = Connection(fd: fd, id: nextConnectionID, peer: peer, client: client, loop: self, tls: session)
         let slot = Int(fd)
         if slot >= connections.count {
             connections.append(contentsOf: repeatElement(nil, count: max(slot + 1 - connections.count, connections.count)))

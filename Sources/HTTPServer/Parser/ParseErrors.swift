@@ -33,6 +33,7 @@ extension HTTPError {
     static let expectationFailed = HTTPError(.expectationFailed, code: "expectationFailed", detail: "The only supported expectation is 100-continue.")
     static let invalidChunk = badRequest("invalidChunk", "The chunked body is malformed.")
     static let chunkSizeLineTooLong = badRequest("invalidChunk", "A chunk-size line exceeds the server's limit.")
+    static let plainHTTPOnTLSPort = badRequest("plainHTTPOnTLSPort", "This port speaks HTTPS only: send the request over TLS (https://).")
     static let headTimeout = HTTPError(.requestTimeout, code: "requestTimeout", detail: "The request head was not received in time.")
     static let bodyTimeout = HTTPError(.requestTimeout, code: "requestTimeout", detail: "The request body was not received in time.")
     static let bodyBufferFull = HTTPError(.serviceUnavailable, code: "serverBusy", detail: "The server holds too many request bodies; retry shortly.",

@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import CLinux
+import CTLS
 
 /// One client connection: reads bytes, parses requests in order, runs their handlers and
 /// writes responses, enforcing timeouts. Owned by a single event loop thread.
@@ -76,6 +77,16 @@ final class Connection {
     private var ticket: RequestTicket?
     /// Bytes of the body budget this connection holds for a body still arriving.
     private var reservedBodyBytes = 0
+    /// The connection's TLS session on a TLS listener (`nil` for plaintext, and after a
+    /// plaintext request arrived instead of a handshake, to answer it in plaintext).
+    private var tls: TLSSession?
+    /// The handshake waits for writability (else for readability).
+    private var handshakeWantsWritable = false
+    /// A TLS read waits for writability, or a TLS write for readability.
+    private var tlsReadWantsWritable = false
+    private var tlsWriteWantsReadable = false
+    /// Whether the loop will call ``onReadable()`` for input OpenSSL holds (see ``EventLoop/readSoon(_:)``).
+    var readScheduled = false
 
     /// Above this many unsent bytes the connection stops taking new requests until the
     /// client reads (pipelining without reading cannot grow memory without bound).
@@ -83,12 +94,13 @@ final class Connection {
     private static let readChunk = 16 * 1024
     private static let maxReadPerEvent = 256 * 1024
 
-    init(fd: Int32, id: UInt64, peer: String, client: String, loop: EventLoop) {
+    init(fd: Int32, id: UInt64, peer: String, client: String, loop: EventLoop, tls: TLSSession?) {
         self.fd = fd
         self.id = id
         self.peer = peer
         self.client = client
         self.loop = loop
+        self.tls = tls
         parser = RequestHeadParser(limits: loop.core.configuration.limits)
         setDeadline(loop.core.headTimeout, .close)
     }
@@ -98,30 +110,39 @@ final class Connection {
     /// Reads a chunk at a time and parses after each, so the input buffer holds at most
     /// the current request plus one chunk, however much the client sends.
     func onReadable() {
+        if tlsWriteWantsReadable {
+            // A TLS write waited for this.
+            tlsWriteWantsReadable = false
+            flush()
+            guard !isClosed else { return }
+        }
+        if let tls, !tls.isEstablished, !advanceHandshake(tls) { return }
         // The event may predate a decision (in `onWritable`) to stop reading.
         guard wantsInput else {
             updateInterest()
             return
         }
         var received = 0
-        while received < Self.maxReadPerEvent, !isClosed, !peerClosedInput {
+        reading: while received < Self.maxReadPerEvent, !isClosed, !peerClosedInput {
             input.reserveWritable(Self.readChunk)
             if input.capacity > loop.core.peakInputBuffer.load(ordering: .relaxed) {
                 loop.core.peakInputBuffer.max(input.capacity, ordering: .relaxed)
             }
             let space = input.writableSpace
-            let count = read(fd, space.baseAddress, min(space.count, Self.readChunk))
-            if count == 0 {
+            switch receive(into: UnsafeMutableBufferPointer(rebasing: space[0..<min(space.count, Self.readChunk)])) {
+            case .end:
                 peerClosedInput = true
-            } else if count < 0 {
-                if errno == EINTR { continue }
-                if errno != EAGAIN && errno != EWOULDBLOCK { close() }
-                break
-            } else {
+            case .wouldBlock:
+                break reading
+            case .failed:
+                close()
+                break reading
+            case let .bytes(count):
                 input.didWrite(count)
                 received += count
                 didReceive()
-                if count < Self.readChunk || !wantsInput { break }
+                // A short read emptied the socket; OpenSSL may still hold whole records.
+                if count < Self.readChunk && tls?.hasBufferedInput != true || !wantsInput { break reading }
             }
         }
         if case .lingering = phase {
@@ -140,7 +161,12 @@ final class Connection {
             return
         case .head where !requestStarted:
             requestStarted = true
-            setDeadline(loop.core.headTimeout, .fail(.headTimeout))
+            if tls != nil, requestSequence == 0 {
+                // The first head's time started with the connection: it includes the handshake.
+                deadlineAction = .fail(.headTimeout)
+            } else {
+                setDeadline(loop.core.headTimeout, .fail(.headTimeout))
+            }
         default:
             break
         }
@@ -158,6 +184,11 @@ final class Connection {
     }
 
     func onWritable() {
+        if tlsReadWantsWritable || tls?.isEstablished == false {
+            // A TLS read or the handshake waited for this.
+            tlsReadWantsWritable = false
+            return onReadable()
+        }
         flush()
         if !isClosed, case .head = phase { process() }
         finishTurn()
@@ -185,17 +216,103 @@ final class Connection {
 
     private func updateInterest() {
         var desired: UInt32 = 0
-        if !peerClosedInput {
-            if wantsInput { desired |= Epoll.readable }
-            // Only while a handler works: then nothing reads, and a hang-up must still be seen
-            // (at other times EPOLLIN reports it, and an unread RDHUP would wake the loop for ever).
-            if case .awaiting = phase { desired |= Epoll.peerClosed }
+        if let tls, !tls.isEstablished {
+            desired = handshakeWantsWritable ? Epoll.writable : Epoll.readable
+        } else {
+            if !peerClosedInput {
+                if wantsInput || tlsWriteWantsReadable { desired |= Epoll.readable }
+                // Only while a handler works: then nothing reads, and a hang-up must still be seen
+                // (at other times EPOLLIN reports it, and an unread RDHUP would wake the loop for ever).
+                if case .awaiting = phase { desired |= Epoll.peerClosed }
+            }
+            if !output.isEmpty && !tlsWriteWantsReadable || tlsReadWantsWritable { desired |= Epoll.writable }
         }
-        if !output.isEmpty { desired |= Epoll.writable }
         if desired != registeredEvents {
             registeredEvents = desired
             loop.setInterest(self, desired)
         }
+        // Records OpenSSL already read from the socket raise no epoll event: read them now.
+        if let tls, !readScheduled, !peerClosedInput, wantsInput, tls.isEstablished, tls.hasBufferedInput {
+            readScheduled = true
+            loop.readSoon(self)
+        }
+    }
+
+    // MARK: Transport
+
+    /// What one read or write achieved.
+    private enum Transfer {
+        case bytes(Int)
+        case wouldBlock
+        /// The peer closed its sending side (reads only).
+        case end
+        case failed
+    }
+
+    /// Reads from the socket, through TLS when the connection has it (but not while
+    /// lingering: then the bytes are only discarded).
+    private func receive(into space: UnsafeMutableBufferPointer<UInt8>) -> Transfer {
+        if let tls {
+            if case .lingering = phase {} else { return transfer(tls.read(into: space), writing: false) }
+        }
+        while true {
+            let count = read(fd, space.baseAddress, space.count)
+            if count > 0 { return .bytes(count) }
+            if count == 0 { return .end }
+            if errno == EINTR { continue }
+            return errno == EAGAIN || errno == EWOULDBLOCK ? .wouldBlock : .failed
+        }
+    }
+
+    /// Writes to the socket, through TLS when the connection has it.
+    private func transmit(_ bytes: UnsafeBufferPointer<UInt8>) -> Transfer {
+        if let tls { return transfer(tls.write(bytes), writing: true) }
+        while true {
+            let count = send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            if count > 0 { return .bytes(count) }
+            if count < 0 && errno == EINTR { continue }
+            return count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? .wouldBlock : .failed
+        }
+    }
+
+    /// A TLS outcome as a transfer, noting when a read waits for writability or a write for readability.
+    private func transfer(_ outcome: TLSSession.Outcome, writing: Bool) -> Transfer {
+        switch outcome {
+        case let .progress(count): return .bytes(count)
+        case .wantsRead:
+            if writing { tlsWriteWantsReadable = true }
+            return .wouldBlock
+        case .wantsWrite:
+            if !writing { tlsReadWantsWritable = true }
+            return .wouldBlock
+        case .closed: return writing ? .failed : .end
+        case .failed: return .failed
+        }
+    }
+
+    /// Drives the TLS handshake; true once it is complete. A client that sent plaintext
+    /// HTTP is answered 400 in plaintext; any other failure closes the connection.
+    private func advanceHandshake(_ tls: TLSSession) -> Bool {
+        let outcome = tls.handshake()
+        switch outcome {
+        case .progress:
+            return true
+        case .wantsRead, .wantsWrite:
+            handshakeWantsWritable = outcome == .wantsWrite
+            updateInterest()
+        case .closed:
+            close()
+        case let .failed(reason):
+            loop.core.failedHandshakes.add(1, ordering: .relaxed)
+            guard reason == ctls_reason_http_request() else {
+                close()
+                return false
+            }
+            self.tls = nil
+            failConnection(HTTPError.plainHTTPOnTLSPort, path: nil)
+            finishTurn()
+        }
+        return false
     }
 
     // MARK: Parsing and dispatch
@@ -415,7 +532,7 @@ final class Connection {
         if let cors = loop.core.configuration.cors, !context.preflight { response.headers += cors.fields(origin: context.origin) }
         let keepAlive = context.keepAlive && !loop.isDraining && !response.closesConnection
         ResponseWriter.write(response, into: output, omitBody: context.omitBody, keepAlive: keepAlive, version: context.version,
-                             requestID: context.requestID, date: loop.date)
+                             requestID: context.requestID, date: loop.date, fixedFields: loop.core.fixedFields)
         if let observer = loop.core.configuration.requestObserver {
             observer(CompletedRequest(
                 method: context.method, path: context.path, route: context.route, status: response.status.code, bytes: response.body.count,
@@ -445,17 +562,14 @@ final class Connection {
 
     private func flush() {
         while !output.isEmpty {
-            let readable = output.readable
-            let count = send(fd, readable.baseAddress, readable.count, Int32(MSG_NOSIGNAL))
-            if count > 0 {
+            switch transmit(output.readable) {
+            case let .bytes(count):
                 output.moveReader(by: count)
                 writeDeadline = 0  // an idle bound: progress restarts it
-            } else if count < 0 && errno == EINTR {
-                continue
-            } else if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+            case .wouldBlock:
                 if writeDeadline == 0 { writeDeadline = loop.now + loop.core.bodyTimeout }
                 return
-            } else {
+            case .end, .failed:
                 close()
                 return
             }
@@ -479,6 +593,7 @@ final class Connection {
             close()
             return
         }
+        tls?.sendCloseNotify()
         shutdown(fd, Int32(SHUT_WR))
         phase = .lingering
         input.clear()
@@ -527,6 +642,7 @@ final class Connection {
         isClosed = true
         if abandonAwaited() { loop.core.abandonedRequests.add(1, ordering: .relaxed) }
         releaseBody()
+        tls?.sendCloseNotify()
         Glibc.close(fd)
         loop.forget(self)
     }

@@ -45,6 +45,10 @@ final class ServerCore: Sendable {
     let abandonedRequests = Atomic<Int>(0)
     /// Bytes of partly received bodies held now.
     let bufferedBodyBytes = Atomic<Int>(0)
+    /// TLS handshakes that failed (including plaintext requests to a TLS listener).
+    let failedHandshakes = Atomic<Int>(0)
+    /// Header lines every response carries (`Strict-Transport-Security`), rendered once.
+    let fixedFields: [UInt8]
     /// Open connections by client address.
     private let connectionsByAddress = Mutex<[String: Int]>([:])
     let headTimeout: Int64
@@ -62,6 +66,7 @@ final class ServerCore: Sendable {
         requestTimeout = configuration.requestTimeout.milliseconds
         keepAliveTimeout = configuration.keepAliveTimeout.milliseconds
         lingerTimeout = configuration.lingerTimeout.milliseconds
+        fixedFields = configuration.strictTransportSecurity.map { Array("Strict-Transport-Security: \($0)\r\n".utf8) } ?? []
     }
 
     /// Counts a connection from `address`; false (counting nothing) when that address
@@ -165,6 +170,9 @@ public final class HTTPServer: Sendable {
 
     /// Bytes of partly received request bodies held right now.
     public var bufferedBodyBytes: Int { core.bufferedBodyBytes.load(ordering: .relaxed) }
+
+    /// TLS handshakes that failed since start, plaintext requests to a TLS listener among them.
+    public var failedHandshakes: Int { core.failedHandshakes.load(ordering: .relaxed) }
 
     /// The number of client connections open right now.
     public var openConnections: Int { core.openConnections.load(ordering: .relaxed) }

@@ -5,8 +5,8 @@ import Musl
 #endif
 
 /// Serializes responses into a connection's output buffer: status line, the handler's
-/// headers, `Content-Length`, `Date`, `X-Request-Id`, `Connection` and the body, so that
-/// head and body leave in one `write`.
+/// headers, `Content-Length`, `Date`, `X-Request-Id`, the server's fixed fields,
+/// `Connection` and the body, so that head and body leave in one `write`.
 enum ResponseWriter {
     /// Pre-rendered status lines for every standard code, indexed by code.
     private static let statusLines: [[UInt8]] = (0..<600).map { code in
@@ -15,7 +15,7 @@ enum ResponseWriter {
 
     static func write(
         _ response: HTTPResponse, into out: ByteBuffer, omitBody: Bool, keepAlive: Bool,
-        version: HTTPVersion, requestID: String, date: DateCache
+        version: HTTPVersion, requestID: String, date: DateCache, fixedFields: [UInt8]
     ) {
         let status = response.status
         if status.code >= 100, status.code < 600, status.reasonPhrase == HTTPStatus.standardReason(status.code) {
@@ -44,6 +44,7 @@ enum ResponseWriter {
         out.append(requestID)
         out.append(byte: ASCII.cr)
         out.append(byte: ASCII.lf)
+        out.append(fixedFields)
         if !keepAlive {
             out.append(connectionClose)
         } else if version == .http1_0 {

@@ -45,6 +45,12 @@ public struct ServerConfiguration: Sendable {
     public var maxBufferedBodyBytes = 64 << 20
     /// Cross-origin access for browser apps; `nil` (the default) sends no CORS fields.
     public var cors: CORSPolicy?
+    /// The certificate and key of a listener that speaks TLS only; `nil` (the default)
+    /// for plaintext. The handshake counts against ``headTimeout``.
+    public var tls: TLSContext?
+    /// The value of a `Strict-Transport-Security` field on every response, such as
+    /// `max-age=63072000`; `nil` (the default) sends none.
+    public var strictTransportSecurity: String?
     /// The listen backlog.
     public var backlog: Int32 = 1024
     /// Called on the event loop after every response is queued (for access logs and
