@@ -97,8 +97,9 @@ static int ticket_callback(SSL *ssl, unsigned char name[16], unsigned char *iv, 
     int result;
     if (seal) {
         memcpy(name, key.name, 16);
+        // A failure to seal only means no ticket this time (0), not a failed handshake.
         result = RAND_bytes(iv, 16) == 1 && EVP_EncryptInit_ex(cipher, EVP_aes_256_cbc(), NULL, key.aes, iv) == 1
-            && set_mac_key(mac, key.hmac) == 1 ? 1 : -1;
+            && set_mac_key(mac, key.hmac) == 1 ? 1 : 0;
     } else {
         result = set_mac_key(mac, key.hmac) == 1 && EVP_DecryptInit_ex(cipher, EVP_aes_256_cbc(), NULL, key.aes, iv) == 1
             ? (found == 0 ? 1 : 2) : -1;

@@ -120,6 +120,23 @@ import Glibc
         #expect(server.server.openConnections == 0)
     }
 
+    @Test func anIncompleteRecordWaitsForTheSocketInsteadOfSpinning() async throws {
+        let server = try TestServer(.tls)
+        try await onThread {
+            let client = try server.client()
+            try client.send(Self.hello)
+            #expect(try client.readResponse().status == 200)
+            // An application-data record that announces 16 KiB, of which one byte arrives.
+            Self.sendRaw(client.fd, [0x17, 0x03, 0x03, 0x40, 0x00, 0x2A])
+            usleep(300_000)
+            let passes = server.server.core.bufferedReadPasses.load(ordering: .relaxed)
+            #expect(passes < 5, "the loop re-read a partial record \(passes) times")
+            let other = try server.client()
+            try other.send(Self.hello)
+            #expect(try other.readResponse().status == 200)
+        }
+    }
+
     @Test func gracefulClosesSendCloseNotify() async throws {
         let server = try TestServer(.tls) { $0.keepAliveTimeout = .milliseconds(300) }
         try await onThread {

@@ -162,6 +162,7 @@ final class EventLoop: @unchecked Sendable {
     private func readBuffered() {
         let ready = readyToRead
         readyToRead.removeAll(keepingCapacity: true)
+        core.bufferedReadPasses.add(ready.count, ordering: .relaxed)
         for connection in ready {
             connection.readScheduled = false
             if !connection.isClosed { connection.onReadable() }

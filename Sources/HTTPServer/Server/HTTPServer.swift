@@ -47,6 +47,8 @@ final class ServerCore: Sendable {
     let bufferedBodyBytes = Atomic<Int>(0)
     /// TLS handshakes that failed (including plaintext requests to a TLS listener).
     let failedHandshakes = Atomic<Int>(0)
+    /// Reads of input OpenSSL held that epoll could not report (see ``EventLoop/readSoon(_:)``).
+    let bufferedReadPasses = Atomic<Int>(0)
     /// Header lines every response carries (`Strict-Transport-Security`), rendered once.
     let fixedFields: [UInt8]
     /// Open connections by client address.
@@ -115,7 +117,7 @@ final class ServerCore: Sendable {
 public final class HTTPServer: Sendable {
     /// The configuration the server was created with.
     public let configuration: ServerConfiguration
-    private let core: ServerCore
+    let core: ServerCore
     private let loops: [EventLoop]
     private let state = Mutex(State())
     private let stopped = Latch()

@@ -76,9 +76,13 @@ public final class TLSContext: Sendable {
     /// A server-side session for the accepted socket `fd`, or `nil` when OpenSSL has no memory.
     func makeSession(fd: Int32) -> TLSSession? {
         let ssl = current.withLock { SSL_new($0.pointer) }
-        guard let ssl else { return nil }
+        guard let ssl else {
+            ERR_clear_error()  // not to be taken for a later connection's error
+            return nil
+        }
         guard SSL_set_fd(ssl, fd) == 1 else {
             SSL_free(ssl)
+            ERR_clear_error()
             return nil
         }
         SSL_set_accept_state(ssl)
