@@ -23,7 +23,7 @@ RUN swift build -c release --static-swift-stdlib --product catalog-server \
     && mkdir -p /staging \
     && cp "$(swift build -c release --static-swift-stdlib --show-bin-path)/catalog-server" /staging/
 
-# --- Runtime stage: the binary, its migrations and contract, and the libraries it loads. ---
+# --- Runtime stage: the binary (with its migrations and contract inside) and the libraries it loads. ---
 FROM debian:bookworm-slim
 # Unpinned on purpose: the runtime takes Debian 12's security updates at each build.
 # hadolint ignore=DL3008
@@ -35,9 +35,8 @@ RUN apt-get update \
     && mkdir -p /data \
     && chown 10001:10001 /data
 WORKDIR /app
+# The binary carries its migrations and openapi.yaml (generated into Sources by .ci/embed-files.py).
 COPY --from=build /staging/catalog-server /app/catalog-server
-COPY Migrations /app/Migrations
-COPY openapi.yaml /app/openapi.yaml
 ENV CATALOG_HOST=0.0.0.0 \
     CATALOG_PORT=8080 \
     CATALOG_DATABASE=/data/catalog.sqlite

@@ -18,9 +18,8 @@ app=$(mktemp -d)
 data=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$app" "$data"' EXIT
+# The binary alone: it carries its migrations and its OpenAPI document.
 cp "$(swift build -c release --static-swift-stdlib --scratch-path "$scratch" --show-bin-path)/catalog-server" "$app/"
-cp -R Migrations "$app/Migrations"
-cp openapi.yaml "$app/openapi.yaml"
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export CATALOG_HOST=0.0.0.0 CATALOG_PORT=$port CATALOG_DATABASE=$data/catalog.sqlite
@@ -36,7 +35,7 @@ for _ in $(seq 1 100); do
     sleep 0.1
 done
 (cd "$app" && ./catalog-server healthcheck)
-curl -sf "http://127.0.0.1:$port/openapi.yaml" >/dev/null
+curl -sf "http://127.0.0.1:$port/openapi.yaml" | cmp -s - openapi.yaml || { echo "/openapi.yaml differs from openapi.yaml" >&2; exit 1; }
 # Online backup through the running server; a restore must refuse while it runs.
 if (cd "$app" && ./catalog-server keys create --role admin --name second >/dev/null 2>&1); then
     echo "keys create ran while the server held the database" >&2

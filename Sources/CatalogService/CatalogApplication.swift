@@ -11,12 +11,14 @@ public struct CatalogConfiguration: Sendable {
     public var server = ServerConfiguration()
     /// The SQLite database file; its folder is created if missing.
     public var databasePath = "./data/catalog.sqlite"
-    /// The folder of `NNNN_description.sql` migrations.
-    public var migrationsDirectory = Migration.defaultDirectory()
+    /// A folder of `NNNN_description.sql` migrations to run instead of those the build
+    /// carries (``Migration/embedded``, the default).
+    public var migrationsDirectory: URL?
     /// Whether to load the demo catalog into an empty database.
     public var seedDemoCatalog = true
-    /// The OpenAPI document served at `GET /openapi.yaml`.
-    public var openAPIDocument = InstalledFiles.locate("openapi.yaml")
+    /// A file to serve at `GET /openapi.yaml` instead of the document the build carries
+    /// (the default).
+    public var openAPIDocument: URL?
     /// Whether to log one `request` line per response (at the `info` level).
     public var accessLog = true
     /// Where `POST /admin/backups` writes copies; `backups` beside the database when `nil`.
@@ -82,7 +84,7 @@ public final class CatalogApplication: Sendable {
     /// Opens the database (applying migrations and, when asked and empty, the demo
     /// catalog) and builds the server. Nothing listens until ``start()``.
     public init(configuration: CatalogConfiguration) throws {
-        let migrations = try Migration.load(from: configuration.migrationsDirectory)
+        let migrations = try configuration.migrationsDirectory.map(Migration.load(from:)) ?? Migration.embedded
         store = try CatalogStore(path: configuration.databasePath, migrations: migrations,
                                  readers: configuration.server.loopThreads + ExpensiveReads.threads + 2)
         seeded = configuration.seedDemoCatalog ? try store.seedDemoCatalogIfEmpty() : false

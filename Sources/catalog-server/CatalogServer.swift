@@ -252,15 +252,20 @@ struct StorageOptions: ParsableArguments {
     @Option(help: "The SQLite database file; its folder is created if missing [CATALOG_DATABASE, default ./data/catalog.sqlite].")
     var database: String?
 
-    @Option(help: "The folder of NNNN_description.sql migrations [CATALOG_MIGRATIONS, default ./Migrations, else beside the executable].")
+    @Option(help: "A folder of NNNN_description.sql migrations to run instead of those built in [CATALOG_MIGRATIONS; default: the ones this build carries].")
     var migrations: String?
 
     func database(_ settings: Settings) throws(SettingError) -> String {
         try settings.text(database, "CATALOG_DATABASE", default: "./data/catalog.sqlite")
     }
 
-    func migrationsDirectory(_ settings: Settings) throws(SettingError) -> URL {
-        try settings.optionalText(migrations, "CATALOG_MIGRATIONS").map { URL(fileURLWithPath: $0) } ?? Migration.defaultDirectory()
+    func migrationsDirectory(_ settings: Settings) throws(SettingError) -> URL? {
+        try settings.optionalText(migrations, "CATALOG_MIGRATIONS").map { URL(fileURLWithPath: $0) }
+    }
+
+    /// The configured folder's migrations, else the ones this build carries.
+    static func migrations(in directory: URL?) throws -> [Migration] {
+        try directory.map(Migration.load(from:)) ?? Migration.embedded
     }
 }
 
@@ -274,7 +279,7 @@ struct Migrate: ParsableCommand {
             (try storage.database(settings), try storage.migrationsDirectory(settings))
         }
         do {
-            let store = try CatalogStore(path: path, migrations: Migration.load(from: directory))
+            let store = try CatalogStore(path: path, migrations: StorageOptions.migrations(in: directory))
             say(store.appliedMigrations.isEmpty ? "the schema is up to date" : store.appliedMigrations.map { "applied migration \($0)" }.joined(separator: "\n"))
             try store.close()
         } catch let error as MigrationError {
@@ -408,7 +413,7 @@ struct Keys: ParsableCommand {
                 (try storage.database(settings), try storage.migrationsDirectory(settings))
             }
             do {
-                let store = try CatalogStore(path: path, migrations: Migration.load(from: directory))
+                let store = try CatalogStore(path: path, migrations: StorageOptions.migrations(in: directory))
                 defer { try? store.close() }
                 let secret = try APIKeySecret()
                 let created = try store.accounts.bootstrap(name: name, role: role, keyName: name, digest: secret.digest, prefix: secret.displayed)

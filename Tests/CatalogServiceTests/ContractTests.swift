@@ -1,11 +1,19 @@
 import Foundation
 import Testing
 @testable import CatalogService
+import CatalogStore
 import HTTPServer
 
 /// `openapi.yaml` and the server describe the same API.
 @Suite struct ContractTests {
     static let document = migrationsDirectory.deletingLastPathComponent().appendingPathComponent("openapi.yaml")
+
+    @Test func theBuildCarriesTheMigrationsAndTheDocumentAsTheyAreInTheRepository() throws {
+        // Migrations/ and openapi.yaml are the source of truth: after changing either, run `python3 .ci/embed-files.py`.
+        #expect(Migration.embedded == (try Migration.load(from: migrationsDirectory)), "run python3 .ci/embed-files.py")
+        #expect(Array(EmbeddedContract.document.utf8) == Array(try Data(contentsOf: Self.document)), "run python3 .ci/embed-files.py")
+        #expect(Migration.embedded.count >= 5)
+    }
 
     /// (METHOD, path) pairs under `paths:`, read with the document's fixed indentation.
     static func documentedRoutes() throws -> Set<String> {

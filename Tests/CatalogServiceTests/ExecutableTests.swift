@@ -208,6 +208,36 @@ import Glibc
         }
     }
 
+    @Test func theBinaryAloneInAnEmptyFolderMigratesAndServesItsContract() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-alone-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let binary = folder.appendingPathComponent("catalog-server")
+        try FileManager.default.copyItem(at: Self.executable, to: binary)
+        let port = try Self.freePort()
+        let process = Process()
+        process.executableURL = binary
+        process.currentDirectoryURL = folder
+        process.arguments = ["--port", String(port), "--database", "x.sqlite"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try launch(process)
+        defer { if process.isRunning { process.terminate() } }
+        let base = "http://127.0.0.1:\(port)"
+        var served: Data?
+        for _ in 0..<100 where served == nil {
+            served = try? Data(contentsOf: try #require(URL(string: base + "/openapi.yaml")))
+            if served == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(served == (try Data(contentsOf: ContractTests.document)), "the document the build carries, byte for byte")
+        let games = try Data(contentsOf: try #require(URL(string: base + "/v1/games")))
+        #expect(String(decoding: games, as: UTF8.self).contains("\"items\""), "migrated and seeded")
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("x.sqlite").path))
+        kill(process.processIdentifier, SIGTERM)
+        try await onThread { process.waitUntilExit() }
+        #expect(process.terminationStatus == 0)
+    }
+
     @Test func sigtermStopsTheServerWithExitCodeZero() async throws {
         let binary = Self.executable
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build catalog-server first (swift build)")

@@ -34,10 +34,8 @@ final class TestCatalog: Sendable {
         configuration.server.loopThreads = 1
         configuration.accessLog = false  // no access log in test output
         configuration.databasePath = directory.appendingPathComponent("catalog.sqlite").path
-        configuration.migrationsDirectory = migrationsDirectory
         configuration.seedDemoCatalog = seed
         configuration.rateLimits = nil  // tests that measure budgets set their own
-        configuration.openAPIDocument = migrationsDirectory.deletingLastPathComponent().appendingPathComponent("openapi.yaml")
         configure(&configuration)
         application = try CatalogApplication(configuration: configuration)
         let port = try application.start()

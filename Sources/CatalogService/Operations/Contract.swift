@@ -6,7 +6,13 @@ struct Contract: Sendable {
     private let bytes: [UInt8]?
     private let path: String
 
-    init(document: URL) {
+    /// The document at `document`, or the one the build carries when `nil`.
+    init(document: URL?) {
+        guard let document else {
+            path = "the embedded document"
+            bytes = Array(EmbeddedContract.document.utf8)
+            return
+        }
         path = document.path
         bytes = (try? Data(contentsOf: document)).map(Array.init)
     }

@@ -22,14 +22,27 @@ public struct Migration: Sendable, Hashable {
         } catch {
             throw MigrationError.directoryUnreadable(directory.path)
         }
+        return try ordered(names.sorted().filter { $0.hasSuffix(".sql") }.map { name in
+            (name, try Data(contentsOf: directory.appendingPathComponent(name)))
+        })
+    }
+
+    /// The migrations this build carries (`Migrations/` when it was built), used when no
+    /// folder is configured: the binary needs no files beside it.
+    public static let embedded: [Migration] = {
+        // The generator checked the names and order when the build was made.
+        (try? ordered(EmbeddedMigrations.files.map { ($0.name, Data($0.text.utf8)) })) ?? []
+    }()
+
+    /// Migrations from `(file name, bytes)` in name order.
+    private static func ordered(_ files: [(name: String, data: Data)]) throws -> [Migration] {
         var migrations: [Migration] = []
-        for name in names.sorted() where name.hasSuffix(".sql") {
+        for (name, data) in files {
             let digits = name.prefix { $0.isASCII && $0.isNumber }
             guard digits.count == 4, name.dropFirst(4).first == "_", let version = Int(digits), version > 0 else {
                 throw MigrationError.misnamed(name)
             }
             guard migrations.last?.version != version else { throw MigrationError.duplicateVersion(name) }
-            let data = try Data(contentsOf: directory.appendingPathComponent(name))
             migrations.append(Migration(version: version, fileName: name, sql: String(decoding: data, as: UTF8.self), checksum: checksum(data)))
         }
         return migrations
@@ -38,11 +51,6 @@ public struct Migration: Sendable, Hashable {
     /// A migration file's fingerprint: the SHA-256 of its bytes, as 64 lowercase hex digits.
     static func checksum(_ data: Data) -> String {
         Crypto.hex(Crypto.sha256(data))
-    }
-
-    /// The migrations folder to use when none is configured (see ``InstalledFiles``).
-    public static func defaultDirectory() -> URL {
-        InstalledFiles.locate("Migrations")
     }
 }
 
@@ -116,18 +124,5 @@ enum MigrationRunner {
         guard try db.tableExists(historyTable) else { return migrations.isEmpty }
         let applied = try Set(Int.fetchAll(db, sql: "SELECT version FROM \(historyTable)"))
         return migrations.allSatisfy { applied.contains($0.version) }
-    }
-}
-
-/// Files the service reads at run time (migrations, the OpenAPI document): looked up in
-/// the working directory (a checkout), then beside the executable (an installed image).
-public enum InstalledFiles {
-    /// The first existing candidate for `name`, or the working-directory one.
-    public static func locate(_ name: String) -> URL {
-        let candidates = [
-            URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(name),
-            URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent(name),
-        ]
-        return candidates.first { FileManager.default.fileExists(atPath: $0.path) } ?? candidates[0]
     }
 }
