@@ -216,9 +216,9 @@ import Glibc
         try FileManager.default.copyItem(at: Self.executable, to: binary)
         let port = try Self.freePort()
         let process = Process()
-        process.executableURL = binary
-        process.currentDirectoryURL = folder
-        process.arguments = ["--port", String(port), "--database", "x.sqlite"]
+        // In the empty folder (`env -C`: see `runCommand`), which is its working directory.
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["-C", folder.path, binary.path, "--port", String(port), "--database", "x.sqlite"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try launch(process)

@@ -176,7 +176,9 @@ final class RawClient: @unchecked Sendable {
             }
         }
         var chunk = [UInt8](repeating: 0, count: 65536)
-        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        var count: Int
+        // A signal another test sends this process (SIGUSR2) may interrupt the wait.
+        repeat { count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) } } while count < 0 && errno == EINTR
         if count > 0 {
             buffer.append(contentsOf: chunk[0..<count])
             return true

@@ -14,6 +14,15 @@ public func launch(_ process: Process) throws {
     try process.run()
 }
 
+/// Runs `body`, which opens a thousand descriptors or more, while no process starts:
+/// `Process.run()` walks the process's open descriptors, and crashed (a bad pointer in
+/// `memmove`) when a test opened hundreds of sockets meanwhile.
+public func withoutLaunches<T>(_ body: () throws -> T) rethrows -> T {
+    launchLock.lock()
+    defer { launchLock.unlock() }
+    return try body()
+}
+
 private let launchLock = NSLock()
 
 /// Certificates made with the `openssl` CLI once per test run (P-256 keys, as Mozilla's
@@ -78,9 +87,10 @@ public struct TestCertificates: Sendable {
 public func runCommand(_ path: String, _ arguments: [String], in directory: String? = nil, input: String = "",
                        environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+    // `env -C` changes directory in the child: Foundation's `currentDirectoryURL` is not
+    // used, as `Process.run()` crashed now and then in tests that spawn while others work.
+    process.executableURL = URL(fileURLWithPath: directory == nil ? path : "/usr/bin/env")
+    process.arguments = directory.map { ["-C", $0, path] + arguments } ?? arguments
     if let environment { process.environment = environment }
     let output = Pipe()
     let feed = Pipe()
@@ -150,10 +160,19 @@ public final class TLSClient: @unchecked Sendable {
     public func read(max: Int = 65536) -> Result<[UInt8], End> {
         var buffer = [UInt8](repeating: 0, count: max)
         var count = 0
-        let result = buffer.withUnsafeMutableBytes { SSL_read_ex(ssl, $0.baseAddress, $0.count, &count) }
+        var result: Int32
+        var error: Int32 = SSL_ERROR_NONE
+        var code: Int32 = 0
+        repeat {
+            ERR_clear_error()
+            result = buffer.withUnsafeMutableBytes { SSL_read_ex(ssl, $0.baseAddress, $0.count, &count) }
+            if result != 1 {
+                error = SSL_get_error(ssl, result)
+                code = errno
+            }
+            // A signal another test sends this process (SIGUSR2) may interrupt the wait.
+        } while result != 1 && error == SSL_ERROR_SYSCALL && code == EINTR
         if result == 1 { return .success(Array(buffer[0..<count])) }
-        let error = SSL_get_error(ssl, result)
-        let code = errno
         var reason: Int32 = 0
         let text = String(cString: ctls_take_error(&reason))
         switch error {
