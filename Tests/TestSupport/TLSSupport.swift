@@ -15,8 +15,10 @@ public func launch(_ process: Process) throws {
 }
 
 /// Runs `body`, which opens a thousand descriptors or more, while no process starts:
-/// `Process.run()` walks the process's open descriptors, and crashed (a bad pointer in
-/// `memmove`) when a test opened hundreds of sockets meanwhile.
+/// `Process.run()` crashed now and then (a bad pointer in `memmove`) in runs where tests
+/// spawned while others worked. Setting `currentDirectoryURL` was the likely cause (none
+/// of five runs crashed without it); keeping spawns apart from the tests that open and
+/// close the most descriptors is a cheap second guard.
 public func withoutLaunches<T>(_ body: () throws -> T) rethrows -> T {
     launchLock.lock()
     defer { launchLock.unlock() }
