@@ -27,7 +27,8 @@ static pthread_mutex_t ticket_lock = PTHREAD_MUTEX_INITIALIZER;
 static ticket_key ticket_keys[2];  // [0] seals new tickets; [1] the one before, still opens them
 static int ticket_key_count = 0;
 static time_t ticket_rotated_at = 0;
-static long ticket_lifetime = 3600;
+// Seconds between rotations, and the lifetime of sessions and the tickets that carry them.
+static const long ticket_lifetime = 3600;
 
 static time_t monotonic_seconds(void) {
     struct timespec now;
@@ -50,12 +51,6 @@ static int rotate_locked(void) {
 void ctls_rotate_ticket_keys(void) {
     pthread_mutex_lock(&ticket_lock);
     rotate_locked();
-    pthread_mutex_unlock(&ticket_lock);
-}
-
-void ctls_set_ticket_key_lifetime(long seconds) {
-    pthread_mutex_lock(&ticket_lock);
-    ticket_lifetime = seconds > 0 ? seconds : 3600;
     pthread_mutex_unlock(&ticket_lock);
 }
 
@@ -134,10 +129,6 @@ static int no_passphrase(char *buffer, int size, int writing, void *arg) {
 SSL_CTX *ctls_server_context(void) {
     SSL_CTX *context = SSL_CTX_new(TLS_server_method());
     if (context == NULL) return NULL;
-    long lifetime;
-    pthread_mutex_lock(&ticket_lock);
-    lifetime = ticket_lifetime;
-    pthread_mutex_unlock(&ticket_lock);
     if (SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) != 1 || SSL_CTX_set_max_proto_version(context, TLS1_3_VERSION) != 1
         || SSL_CTX_set_cipher_list(context, intermediate_ciphers) != 1 || SSL_CTX_set_ciphersuites(context, intermediate_ciphersuites) != 1
         || SSL_CTX_set1_groups_list(context, intermediate_groups) != 1 || SSL_CTX_set_dh_auto(context, 1) != 1
@@ -154,7 +145,7 @@ SSL_CTX *ctls_server_context(void) {
     SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
     SSL_CTX_set_read_ahead(context, 1);
     SSL_CTX_set_session_cache_mode(context, SSL_SESS_CACHE_OFF);
-    SSL_CTX_set_timeout(context, lifetime);
+    SSL_CTX_set_timeout(context, ticket_lifetime);
     SSL_CTX_set_max_early_data(context, 0);
     SSL_CTX_set_default_passwd_cb(context, no_passphrase);
     SSL_CTX_set_alpn_select_cb(context, select_alpn, NULL);

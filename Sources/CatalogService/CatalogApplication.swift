@@ -84,7 +84,7 @@ public final class CatalogApplication: Sendable {
     /// Opens the database (applying migrations and, when asked and empty, the demo
     /// catalog) and builds the server. Nothing listens until ``start()``.
     public init(configuration: CatalogConfiguration) throws {
-        let migrations = try configuration.migrationsDirectory.map(Migration.load(from:)) ?? Migration.embedded
+        let migrations = try Migration.load(from: configuration.migrationsDirectory)
         store = try CatalogStore(path: configuration.databasePath, migrations: migrations,
                                  readers: configuration.server.loopThreads + ExpensiveReads.threads + 2)
         seeded = configuration.seedDemoCatalog ? try store.seedDemoCatalogIfEmpty() : false

@@ -262,11 +262,6 @@ struct StorageOptions: ParsableArguments {
     func migrationsDirectory(_ settings: Settings) throws(SettingError) -> URL? {
         try settings.optionalText(migrations, "CATALOG_MIGRATIONS").map { URL(fileURLWithPath: $0) }
     }
-
-    /// The configured folder's migrations, else the ones this build carries.
-    static func migrations(in directory: URL?) throws -> [Migration] {
-        try directory.map(Migration.load(from:)) ?? Migration.embedded
-    }
 }
 
 struct Migrate: ParsableCommand {
@@ -279,7 +274,7 @@ struct Migrate: ParsableCommand {
             (try storage.database(settings), try storage.migrationsDirectory(settings))
         }
         do {
-            let store = try CatalogStore(path: path, migrations: StorageOptions.migrations(in: directory))
+            let store = try CatalogStore(path: path, migrations: Migration.load(from: directory))
             say(store.appliedMigrations.isEmpty ? "the schema is up to date" : store.appliedMigrations.map { "applied migration \($0)" }.joined(separator: "\n"))
             try store.close()
         } catch let error as MigrationError {
@@ -413,7 +408,7 @@ struct Keys: ParsableCommand {
                 (try storage.database(settings), try storage.migrationsDirectory(settings))
             }
             do {
-                let store = try CatalogStore(path: path, migrations: StorageOptions.migrations(in: directory))
+                let store = try CatalogStore(path: path, migrations: Migration.load(from: directory))
                 defer { try? store.close() }
                 let secret = try APIKeySecret()
                 let created = try store.accounts.bootstrap(name: name, role: role, keyName: name, digest: secret.digest, prefix: secret.displayed)

@@ -33,29 +33,31 @@ enum HealthProbe {
         guard connected == 0 else { return nil }
         let fields = headers.map { $0 + "\r\n" }.joined()
         let request = Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(fields)Content-Length: 0\r\nConnection: close\r\n\r\n".utf8)
-        var response: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        if tls {
-            guard let context = ctls_client_context(nil) else { return nil }
-            defer { SSL_CTX_free(context) }
-            guard let ssl = SSL_new(context) else { return nil }
-            defer { SSL_free(ssl) }
-            var written = 0
-            guard SSL_set_fd(ssl, fd) == 1, SSL_connect(ssl) == 1,
-                  request.withUnsafeBytes({ SSL_write_ex(ssl, $0.baseAddress, $0.count, &written) }) == 1 else { return nil }
+        /// The response, read with `receive` (bytes read, 0 or less at the end) up to 1 MiB.
+        func collect(_ receive: (UnsafeMutableRawBufferPointer) -> Int) -> String? {
+            var response: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
             while response.count < 1 << 20 {
-                var count = 0
-                guard chunk.withUnsafeMutableBytes({ SSL_read_ex(ssl, $0.baseAddress, $0.count, &count) }) == 1 else { break }
-                response += chunk[0..<count]
-            }
-        } else {
-            guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return nil }
-            while response.count < 1 << 20 {
-                let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                let count = chunk.withUnsafeMutableBytes(receive)
                 guard count > 0 else { break }
                 response += chunk[0..<count]
             }
+            return response.isEmpty ? nil : String(decoding: response, as: UTF8.self)
         }
-        return response.isEmpty ? nil : String(decoding: response, as: UTF8.self)
+        guard tls else {
+            guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else { return nil }
+            return collect { recv(fd, $0.baseAddress, $0.count, 0) }
+        }
+        guard let context = ctls_client_context(nil) else { return nil }
+        defer { SSL_CTX_free(context) }
+        guard let ssl = SSL_new(context) else { return nil }
+        defer { SSL_free(ssl) }
+        var written = 0
+        guard SSL_set_fd(ssl, fd) == 1, SSL_connect(ssl) == 1,
+              request.withUnsafeBytes({ SSL_write_ex(ssl, $0.baseAddress, $0.count, &written) }) == 1 else { return nil }
+        return collect { buffer in
+            var count = 0
+            return SSL_read_ex(ssl, buffer.baseAddress, buffer.count, &count) == 1 ? count : 0
+        }
     }
 }

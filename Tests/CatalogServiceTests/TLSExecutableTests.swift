@@ -53,11 +53,7 @@ import Glibc
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let certificate = directory + "/tls.pem", key = directory + "/tls.key", log = directory + "/server.log"
         @Sendable func install(_ source: String, _ sourceKey: String, keyMode: mode_t = 0o600) throws {
-            for (from, to) in [(source, certificate), (sourceKey, key)] {
-                try? FileManager.default.removeItem(atPath: to)
-                try FileManager.default.copyItem(atPath: from, toPath: to)
-            }
-            chmod(key, keyMode)
+            try TestCertificates.install(source, sourceKey, at: certificate, key, keyMode: keyMode)
         }
         try install(certificates.certificateFile, certificates.keyFile, keyMode: 0o644)
         #expect(FileManager.default.createFile(atPath: log, contents: nil))

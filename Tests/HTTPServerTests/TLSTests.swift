@@ -6,13 +6,14 @@ import TestSupport
 import Glibc
 #endif
 
+/// `GET /hello`, as the TLS tests send it.
+private let helloRequest = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"
+
 /// The TLS listener: the handshake inside the event loops and under the head timeout,
 /// what clients and external tools see, bad input, resumption and certificate reload.
 /// (Keep-alive, pipelining, parser limits, timeouts and the drain run over TLS in the
 /// suites that test them in plaintext.)
 @Suite struct TLSTests {
-    private static let hello = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"
-
     /// Reads what the server sends until it closes (or `seconds` pass).
     private static func drain(_ fd: Int32, seconds: Double = 5) -> (bytes: [UInt8], closed: Bool) {
         var timeout = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - Double(Int(seconds))) * 1_000_000))
@@ -40,7 +41,7 @@ import Glibc
             #expect(client.tls?.alpn == "http/1.1")
             #expect(client.tls?.version == "TLSv1.3")
             #expect(client.tls?.peerCommonName == "localhost")
-            try client.send(Self.hello)
+            try client.send(helloRequest)
             #expect(try client.readResponse().text == "hello")
         }
     }
@@ -71,7 +72,7 @@ import Glibc
             // One loop thread: a stalled handshake must not hold it.
             for _ in 0..<5 {
                 let client = try server.client()
-                try client.send(Self.hello)
+                try client.send(helloRequest)
                 #expect(try client.readResponse().status == 200)
             }
             for fd in stalled {
@@ -86,7 +87,7 @@ import Glibc
 
     @Test func plaintextHTTPIsAnswered400InPlaintextAndClosed() async throws {
         let server = try TestServer(.tls)
-        let text = try await Loopback.exchange(port: server.port, Array(Self.hello.utf8))
+        let text = try await Loopback.exchange(port: server.port, Array(helloRequest.utf8))
         #expect(text.hasPrefix("HTTP/1.1 400 Bad Request\r\n"))
         #expect(text.contains("Connection: close\r\n"))
         #expect(text.contains(#""code":"plainHTTPOnTLSPort""#))
@@ -113,7 +114,7 @@ import Glibc
             #expect(closed)
             #expect(bytes.isEmpty || (bytes.first == 0x15 && bytes.count <= 7), "at most one TLS alert: \(bytes.prefix(16))")
             let client = try server.client()
-            try client.send(Self.hello)
+            try client.send(helloRequest)
             #expect(try client.readResponse().status == 200)
         }
         for _ in 0..<50 where server.server.openConnections > 0 { try await Task.sleep(for: .milliseconds(20)) }
@@ -124,7 +125,7 @@ import Glibc
         let server = try TestServer(.tls)
         try await onThread {
             let client = try server.client()
-            try client.send(Self.hello)
+            try client.send(helloRequest)
             #expect(try client.readResponse().status == 200)
             // An application-data record that announces 16 KiB, of which one byte arrives.
             Self.sendRaw(client.fd, [0x17, 0x03, 0x03, 0x40, 0x00, 0x2A])
@@ -132,7 +133,7 @@ import Glibc
             let passes = server.server.core.bufferedReadPasses.load(ordering: .relaxed)
             #expect(passes < 5, "the loop re-read a partial record \(passes) times")
             let other = try server.client()
-            try other.send(Self.hello)
+            try other.send(helloRequest)
             #expect(try other.readResponse().status == 200)
         }
     }
@@ -141,7 +142,7 @@ import Glibc
         let server = try TestServer(.tls) { $0.keepAliveTimeout = .milliseconds(300) }
         try await onThread {
             let idle = try server.client()
-            try idle.send(Self.hello)
+            try idle.send(helloRequest)
             _ = try idle.readResponse()
             #expect(idle.waitForClose())
             #expect(idle.end == .closeNotify, "the keep-alive timeout closes with close_notify")
@@ -176,10 +177,7 @@ import Glibc
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let certificate = directory + "/server.pem", key = directory + "/server.key"
         @Sendable func install(_ source: String, _ sourceKey: String) throws {
-            for (from, to) in [(source, certificate), (sourceKey, key)] {
-                try? FileManager.default.removeItem(atPath: to)
-                try FileManager.default.copyItem(atPath: from, toPath: to)
-            }
+            try TestCertificates.install(source, sourceKey, at: certificate, key)
         }
         try install(certificates.certificateFile, certificates.keyFile)
         let context = try TLSContext(certificateFile: certificate, privateKeyFile: key)
@@ -196,7 +194,7 @@ import Glibc
             let renewed = try RawClient(port: server.port, caFile: certificates.caFile)
             #expect(renewed.tls?.peerCommonName == "catalog-renewed")
             for client in [open, renewed] {
-                try client.send(Self.hello)
+                try client.send(helloRequest)
                 #expect(try client.readResponse().status == 200)
             }
             // A key that does not match, then a file that is no certificate: the pair in use stays.
@@ -216,7 +214,7 @@ import Glibc
                 #expect(error.file == certificate)
             }
             #expect(try RawClient(port: server.port, caFile: certificates.caFile).tls?.peerCommonName == "catalog-renewed")
-            try open.send(Self.hello)
+            try open.send(helloRequest)
             #expect(try open.readResponse().status == 200, "the first connection still works")
         }
     }
@@ -282,8 +280,6 @@ import Glibc
 
 /// Session resumption: the ticket keys are the process's, so these run one at a time.
 @Suite(.serialized) struct TLSResumptionTests {
-    private static let hello = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"
-
     @Test func sessionsResumeAcrossOneTicketKeyRotationButNotTwo() async throws {
         let server = try TestServer(.tls)
         let certificates = try TestCertificates.shared()
@@ -291,7 +287,7 @@ import Glibc
             func connect(resuming session: TLSClientSession?) throws -> TLSClient {
                 let fd = try Loopback.connect(port: server.port)
                 let client = try TLSClient(fd: fd, caFile: certificates.caFile, session: session)
-                try client.write(Array(Self.hello.utf8))
+                try client.write(Array(helloRequest.utf8))
                 _ = client.read()  // the response; TLS 1.3 tickets arrive with it
                 close(fd)
                 return client

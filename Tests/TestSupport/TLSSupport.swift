@@ -53,27 +53,35 @@ public struct TestCertificates: Sendable {
 
     private static let made = Mutex<TestCertificates?>(nil)
 
+    /// The CA and the first server certificate come from `.ci/certificate.sh`, the recipe
+    /// the TLS checks and benchmarks use; the others are made here on its CA and `leaf.cnf`.
     private static func make() throws -> TestCertificates {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-tls-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let leaf = "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
-            + "extendedKeyUsage=serverAuth\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n"
-            + "crlDistributionPoints=URI:http://ca.invalid/catalog-test.crl\n"
-        try leaf.write(toFile: directory + "/leaf.cnf", atomically: true, encoding: .utf8)
-        let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try openssl(["req", "-x509"] + key + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "30", "-subj", "/CN=Catalog Test CA",
-                     "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"], in: directory)
-        for (name, commonName) in [("server", "localhost"), ("renewed", "catalog-renewed")] {
-            try openssl(["req"] + key + ["-keyout", "\(name).key", "-out", "\(name).csr", "-subj", "/CN=\(commonName)"], in: directory)
-            try openssl(["x509", "-req", "-in", "\(name).csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "90",
-                         "-extfile", "leaf.cnf", "-out", "\(name).pem"], in: directory)
-        }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(".ci/certificate.sh").path
+        let (status, output) = try runCommand("/bin/bash", [script, directory])
+        guard status == 0 else { throw Loopback.Failure(description: "\(script) failed: \(output)") }
+        let sign = ["x509", "-req", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-extfile", "leaf.cnf"]
+        try openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "renewed.key", "-out", "renewed.csr",
+                     "-subj", "/CN=catalog-renewed"], in: directory)
+        try openssl(sign + ["-in", "renewed.csr", "-days", "90", "-out", "renewed.pem"], in: directory)
         // Valid until the day before it was made.
-        try openssl(["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "-1",
-                     "-extfile", "leaf.cnf", "-out", "expired.pem"], in: directory)
+        try openssl(sign + ["-in", "server.csr", "-days", "-1", "-out", "expired.pem"], in: directory)
         try openssl(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "stray.key"], in: directory)
-        for file in ["server.key", "renewed.key", "stray.key", "ca.key"] { chmod(directory + "/" + file, 0o600) }
+        for file in ["renewed.key", "stray.key"] { chmod(directory + "/" + file, 0o600) }
         return TestCertificates(directory: directory)
+    }
+
+    /// Copies `certificate` and `key` over `certificateTarget` and `keyTarget`, as a
+    /// renewal does, the key with `keyMode`.
+    public static func install(_ certificate: String, _ key: String, at certificateTarget: String, _ keyTarget: String,
+                               keyMode: mode_t = 0o600) throws {
+        for (from, to) in [(certificate, certificateTarget), (key, keyTarget)] {
+            try? FileManager.default.removeItem(atPath: to)
+            try FileManager.default.copyItem(atPath: from, toPath: to)
+        }
+        chmod(keyTarget, keyMode)
     }
 
     /// Runs the `openssl` CLI in `directory`; throws with its output when it fails.

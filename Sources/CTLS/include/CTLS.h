@@ -9,10 +9,10 @@
 
 /// A server context with Mozilla's "intermediate" configuration (v5.7): TLS 1.2 and 1.3,
 /// its cipher suites, order and groups (the server's order, but ChaCha20 for clients that
-/// prefer it), no compression or
-/// renegotiation, ALPN `http/1.1` only, session tickets under the rotating keys below and
-/// no server-side session cache, no early data, no passphrase prompts, and modes for
-/// non-blocking use with partial writes and moving buffers. NULL when OpenSSL fails.
+/// prefer it), no compression or renegotiation, ALPN `http/1.1` only, session tickets
+/// under the rotating keys below (sessions live an hour) and no server-side session
+/// cache, no early data, no passphrase prompts, and modes for non-blocking use with
+/// partial writes and moving buffers. NULL when OpenSSL fails.
 SSL_CTX *ctls_server_context(void);
 
 /// A client context for probes and tests: TLS 1.2 or later, ALPN `http/1.1`, verifying
@@ -25,12 +25,8 @@ int ctls_set_server_name(SSL *ssl, const char *name);
 
 /// Replaces the session ticket key in use with a new random one; the one it replaces still
 /// opens tickets (which are then renewed) until the next rotation. Keys also rotate on
-/// their own every `ctls_ticket_key_lifetime` seconds, checked at each handshake.
+/// their own every hour (the sessions' lifetime), checked at each handshake.
 void ctls_rotate_ticket_keys(void);
-
-/// Seconds between automatic ticket key rotations, and the lifetime of sessions and the
-/// tickets that carry them (3600 by default).
-void ctls_set_ticket_key_lifetime(long seconds);
 
 /// The reason of the oldest error on this thread's OpenSSL error queue (or "unknown")
 /// and its library reason code, then clears the queue. Never contains key material.

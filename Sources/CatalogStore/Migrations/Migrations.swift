@@ -13,9 +13,11 @@ public struct Migration: Sendable, Hashable {
     /// SHA-256 of the file's bytes.
     public let checksum: String
 
-    /// Reads every `NNNN_description.sql` file of `directory`, in version order.
+    /// Reads every `NNNN_description.sql` file of `directory`, in version order; without
+    /// one, the migrations this build carries (``embedded``).
     /// - Throws: ``MigrationError`` for an unreadable folder, a misnamed file or a duplicate number.
-    public static func load(from directory: URL) throws -> [Migration] {
+    public static func load(from directory: URL?) throws -> [Migration] {
+        guard let directory else { return embedded }
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory.path)

@@ -208,10 +208,7 @@ final class EventLoop: @unchecked Sendable {
             if target === self {
                 adopt(fd: fd, peer: peer, client: client)
             } else if !target.execute({ $0.adopt(fd: fd, peer: peer, client: client) }) {
-                // That loop already finished a shutdown.
-                Glibc.close(fd)
-                core.release(client)
-                core.openConnections.subtract(1, ordering: .relaxed)
+                drop(fd, client: client)  // that loop already finished a shutdown
             }
         }
     }
@@ -226,21 +223,11 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func adopt(fd: Int32, peer: String, client: String) {
-        guard !stopped, !isDraining else {
-            Glibc.close(fd)
-            core.release(client)
-            core.openConnections.subtract(1, ordering: .relaxed)
-            return
-        }
+        guard !stopped, !isDraining else { return drop(fd, client: client) }
         var session: TLSSession?
         if let tls = core.configuration.tls {
-            session = tls.makeSession(fd: fd)
-            guard session != nil else {
-                Glibc.close(fd)
-                core.release(client)
-                core.openConnections.subtract(1, ordering: .relaxed)
-                return
-            }
+            guard let made = tls.makeSession(fd: fd) else { return drop(fd, client: client) }
+            session = made
         }
         nextConnectionID &+= 1
         let connection = Connection(fd: fd, id: nextConnectionID, peer: peer, client: client, loop: self, tls: session)
@@ -251,13 +238,17 @@ final class EventLoop: @unchecked Sendable {
         do {
             try epoll.add(fd, events: Epoll.readable | Epoll.peerClosed, token: Self.token(fd: fd, id: nextConnectionID))
         } catch {
-            Glibc.close(fd)
-            core.release(client)
-            core.openConnections.subtract(1, ordering: .relaxed)
-            return
+            return drop(fd, client: client)
         }
         connections[slot] = connection
         connectionCount += 1
+    }
+
+    /// Closes an accepted descriptor no connection was made for, and uncounts it.
+    private func drop(_ fd: Int32, client: String) {
+        Glibc.close(fd)
+        core.release(client)
+        core.openConnections.subtract(1, ordering: .relaxed)
     }
 
     func forget(_ connection: Connection) {

@@ -80,9 +80,7 @@ final class Connection {
     /// The connection's TLS session on a TLS listener (`nil` for plaintext, and after a
     /// plaintext request arrived instead of a handshake, to answer it in plaintext).
     private var tls: TLSSession?
-    /// The handshake waits for writability (else for readability).
-    private var handshakeWantsWritable = false
-    /// A TLS read waits for writability, or a TLS write for readability.
+    /// A TLS read (or the handshake) waits for writability, or a TLS write for readability.
     private var tlsReadWantsWritable = false
     private var tlsWriteWantsReadable = false
     /// Whether the loop will call ``onReadable()`` for input OpenSSL holds (see ``EventLoop/readSoon(_:)``).
@@ -217,7 +215,7 @@ final class Connection {
     private func updateInterest() {
         var desired: UInt32 = 0
         if let tls, !tls.isEstablished {
-            desired = handshakeWantsWritable ? Epoll.writable : Epoll.readable
+            desired = tlsReadWantsWritable ? Epoll.writable : Epoll.readable
         } else {
             if !peerClosedInput {
                 if wantsInput || tlsWriteWantsReadable { desired |= Epoll.readable }
@@ -298,7 +296,7 @@ final class Connection {
         case .progress:
             return true
         case .wantsRead, .wantsWrite:
-            handshakeWantsWritable = outcome == .wantsWrite
+            tlsReadWantsWritable = outcome == .wantsWrite
             updateInterest()
         case .closed:
             close()

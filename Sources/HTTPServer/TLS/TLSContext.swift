@@ -18,9 +18,9 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
 }
 
 /// The server's TLS identity: a certificate chain and its private key, read from PEM
-/// files, with Mozilla's "intermediate" settings (TLS 1.2 and 1.3, its cipher suites
-/// and order (ChaCha20 first for clients that prefer it), no compression, no renegotiation, ALPN
-/// `http/1.1`, session tickets under keys that rotate every hour).
+/// files, with Mozilla's "intermediate" settings: TLS 1.2 and 1.3, its cipher suites in
+/// its order (ChaCha20 first for clients that prefer it), no compression, no
+/// renegotiation, ALPN `http/1.1`, session tickets under keys that rotate every hour.
 ///
 /// ``reload()`` reads the files again while the server runs: new handshakes use the
 /// new pair, connections already open keep theirs, and a pair that fails to load

@@ -7,7 +7,7 @@ final class TLSSession {
     /// Whether the handshake has completed.
     private(set) var isEstablished = false
     /// Set after a fatal error: the session may not be used or shut down any more.
-    private(set) var hasFailed = false
+    private var hasFailed = false
     private var sentCloseNotify = false
     /// The last read waited for the socket: whatever OpenSSL holds is an incomplete record,
     /// which epoll will report the rest of.
