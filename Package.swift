@@ -31,17 +31,22 @@ let package = Package(
         .target(name: "CLinux"),
         // OpenSSL's libssl (libssl-dev): the TLS settings and the macros Swift cannot call.
         .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        // libpq (libpq-dev), found with pkg-config: the PostgreSQL engine's client.
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // OpenSSL's libcrypto (libssl-dev), found with pkg-config.
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Credentials without HTTP or storage: API key secrets, SHA-256, constant-time
         // comparison, and JWT verification against a JWKS, all on libcrypto.
         .target(name: "CatalogIdentity", dependencies: ["CCrypto", "CatalogSchema"]),
-        // SQLite through GRDB: migrations runner, group-committing writer, the generic
-        // resource store derived from the declarations, entries, comments, imports, the demo catalog.
+        // The generic resource store derived from the declarations, entries, comments,
+        // accounts, imports and the demo catalog, written once over a small SQL-engine seam
+        // (Engine/): SQLite through GRDB (the embedded default, a group-committing writer)
+        // and PostgreSQL through libpq (for several servers on one database).
         .target(
             name: "CatalogStore",
             dependencies: [
                 "CLinux",
+                "CPostgres",
                 "CatalogIdentity",
                 "CatalogModels",
                 "CatalogSchema",

@@ -6,6 +6,7 @@
 # with the documented 401.
 # Settings and the hooks: .ci/schemathesis/.
 # Usage: .ci/contract.sh path/to/release/catalog-server
+#   env: CATALOG_DATABASE, an empty PostgreSQL database to run on instead of a new SQLite file
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 server=$(realpath "$1")
@@ -16,8 +17,9 @@ pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 # The first admin, created offline before the server holds the database; only the key
 # goes to standard output.
-key=$("$server" keys create --role admin --name ci --database "$work/catalog.sqlite" --migrations "$root/Migrations")
-"$server" --port 0 --database "$work/catalog.sqlite" --migrations "$root/Migrations" --rate-limits off \
+database=${CATALOG_DATABASE:-$work/catalog.sqlite}
+key=$("$server" keys create --role admin --name ci --database "$database" --migrations "$root/Migrations")
+"$server" --port 0 --database "$database" --migrations "$root/Migrations" --rate-limits off \
     > "$work/server.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the Swift sources that carry Migrations/*.sql and openapi.yaml inside the binary,
+"""Writes the Swift sources that carry Migrations/*.sql (SQLite), Migrations/postgresql/*.sql
+and openapi.yaml inside the binary,
 so that catalog-server copied alone into an empty folder migrates and serves its contract.
 Migrations/ and openapi.yaml stay the source of truth: run this after changing either
 (`python3 .ci/embed-files.py`); a test fails while the embedded copies differ.
@@ -18,13 +19,18 @@ def literal(path: pathlib.Path) -> str:
     return '#"""\n' + text + '\n"""#'  # the line break before the delimiter is not part of the string
 
 
-migrations = sorted((root / "Migrations").glob("*.sql"))
-entries = ",\n".join(f'        ("{path.name}", {literal(path)})' for path in migrations)
+def files(folder: pathlib.Path) -> str:
+    return ",\n".join(f'        ("{path.name}", {literal(path)})' for path in sorted(folder.glob("*.sql")))
+
+
+migrations = sorted((root / "Migrations").glob("*.sql")) + sorted((root / "Migrations/postgresql").glob("*.sql"))
 (root / "Sources/CatalogStore/Migrations/EmbeddedMigrations.swift").write_text(
     HEADER.format(source="Migrations/")
     + "\n/// The migrations this build carries: each file's name and exact text, in version order.\n"
-    + "enum EmbeddedMigrations {\n    static let files: [(name: String, text: String)] = [\n"
-    + entries + ",\n    ]\n}\n", encoding="utf-8")
+    + "enum EmbeddedMigrations {\n    /// SQLite's (`Migrations/`).\n    static let files: [(name: String, text: String)] = [\n"
+    + files(root / "Migrations") + ",\n    ]\n\n"
+    + "    /// PostgreSQL's (`Migrations/postgresql/`).\n    static let postgresql: [(name: String, text: String)] = [\n"
+    + files(root / "Migrations/postgresql") + ",\n    ]\n}\n", encoding="utf-8")
 (root / "Sources/CatalogService/Operations/EmbeddedContract.swift").write_text(
     HEADER.format(source="openapi.yaml")
     + "\n/// The OpenAPI document this build carries, byte for byte.\n"

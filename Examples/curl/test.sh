@@ -12,10 +12,12 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 
 # The examples write as the first admin, created offline before the server holds the
 # database (catalog-server keys create prints only the key); comments show its name.
-CATALOG_API_KEY=$("$server" keys create --role admin --name Ana --database "$work/catalog.sqlite" --migrations ../../Migrations)
+# CATALOG_DATABASE may name an empty PostgreSQL database instead of the temporary file.
+database=${CATALOG_DATABASE:-$work/catalog.sqlite}
+CATALOG_API_KEY=$("$server" keys create --role admin --name Ana --database "$database" --migrations ../../Migrations)
 export CATALOG_API_KEY
 
-"$server" --port 0 --database "$work/catalog.sqlite" --migrations ../../Migrations > "$work/server.log" 2>&1 &
+"$server" --port 0 --database "$database" --migrations ../../Migrations > "$work/server.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do
     port=$(grep -o 'listening on http://127.0.0.1:[0-9]*' "$work/server.log" | grep -o '[0-9]*$' || true)

@@ -84,11 +84,14 @@ public final class CatalogApplication: Sendable {
     /// Opens the database (applying migrations and, when asked and empty, the demo
     /// catalog) and builds the server. Nothing listens until ``start()``.
     public init(configuration: CatalogConfiguration) throws {
-        let migrations = try Migration.load(from: configuration.migrationsDirectory)
-        store = try CatalogStore(path: configuration.databasePath, migrations: migrations,
-                                 readers: configuration.server.loopThreads + ExpensiveReads.threads + 2)
+        let location = DatabaseLocation(configuration.databasePath)
+        let migrations = try Migration.load(from: configuration.migrationsDirectory, for: location.engine)
+        // Every thread that may read at once has a connection: the loops (SQLite) or the
+        // database pool (PostgreSQL), the expensive reads' pool, and two to spare.
+        let readingThreads = location.engine == .postgresql ? DatabaseWork.threads : configuration.server.loopThreads
+        store = try CatalogStore(location, migrations: migrations, readers: readingThreads + ExpensiveReads.threads + 2)
         seeded = configuration.seedDemoCatalog ? try store.seedDemoCatalogIfEmpty() : false
-        let metrics = Metrics(version: Self.version, sqliteVersion: store.sqliteVersion)
+        let metrics = Metrics(version: Self.version, engine: location.engine, engineVersion: store.engineVersion)
         var serverConfiguration = configuration.server
         if !configuration.corsAllowedOrigins.isEmpty {
             serverConfiguration.cors = CORSPolicy(
@@ -113,7 +116,7 @@ public final class CatalogApplication: Sendable {
         }
         authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier)
         var routes = Routes(authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads, limiter: limiter,
-                            idempotency: Idempotency(store: store.idempotency))
+                            idempotency: Idempotency(store: store.idempotency), databaseWork: store.readsBlock ? DatabaseWork.pool : nil)
         Self.register(in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups)
         routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }
         let render: ErrorRenderer = { ErrorMapping.render($0, context: $1) }
@@ -141,11 +144,11 @@ public final class CatalogApplication: Sendable {
     /// Every route the service serves, with who may call it.
     static func register(in routes: inout Routes, _ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference,
                          metrics: Metrics, backups: Backups) {
-        routes.add(.GET, "/healthz", .open, .inline { _, _ in Health.liveness })
+        routes.add(.GET, "/healthz", .open, usesDatabase: false, .inline { _, _ in Health.liveness })
         routes.add(.GET, "/readyz", .open, .inline { _, _ in
             try Health.readiness(draining: server.isShuttingDown, databaseReady: store.isReady(migrations: migrations))
         })
-        routes.add(.GET, "/openapi.yaml", .open, .inline { _, _ in try contract.response() })
+        routes.add(.GET, "/openapi.yaml", .open, usesDatabase: false, .inline { _, _ in try contract.response() })
         // Off the event loop: rendering is not free, and a loop must stay free for requests.
         routes.add(.GET, "/metrics", .admin, .blocking { _, _, _ in metricsResponse(metrics, server) })
         // Blocking: a backup copies the whole database.

@@ -3,7 +3,42 @@ import CatalogSchema
 import Foundation
 import GRDB
 
-/// The catalog's storage: one SQLite database with every resource.
+/// Where the catalog's data lives: a SQLite file, or a PostgreSQL database.
+public enum DatabaseLocation: Sendable, Hashable, CustomStringConvertible {
+    /// A SQLite database file (created with its folder when missing).
+    case file(String)
+    /// A PostgreSQL connection URL (`postgresql://…`), passed to libpq as it is.
+    case postgresql(String)
+
+    /// A `postgresql://` or `postgres://` URL, or else a file path.
+    public init(_ text: String) {
+        self = text.hasPrefix("postgresql://") || text.hasPrefix("postgres://") ? .postgresql(text) : .file(text)
+    }
+
+    /// The engine that serves it.
+    public var engine: DatabaseEngine {
+        switch self {
+        case .file: .sqlite
+        case .postgresql: .postgresql
+        }
+    }
+
+    /// The path, or the URL without its password.
+    public var description: String {
+        switch self {
+        case let .file(path): path
+        case let .postgresql(url): PostgresDatabase.redacted(url)
+        }
+    }
+}
+
+/// The storage engines the store runs on.
+public enum DatabaseEngine: String, Sendable {
+    case sqlite
+    case postgresql
+}
+
+/// The catalog's storage: every resource, in one SQLite file or one PostgreSQL database.
 public final class CatalogStore: Sendable {
     /// Streaming videos.
     public let items: ResourceStore<PlayableItem, PlayableItemInput>
@@ -23,33 +58,33 @@ public final class CatalogStore: Sendable {
     public let idempotency: IdempotencyStore
     /// The migrations this open applied (empty when the schema was already current).
     public let appliedMigrations: [String]
-    /// The database file.
-    public let path: String
+    /// Where the data lives.
+    public let location: DatabaseLocation
 
-    let database: CatalogDatabase
-    private let lock: DatabaseLock
+    let database: any SQLDatabase
 
-    /// Opens (creating if needed, with its folder) the database at `path`, checks the
-    /// recorded migrations against `migrations` and applies the missing ones.
+    /// Opens the SQLite database at `path` (see ``init(_:migrations:readers:)``).
+    public convenience init(path: String, migrations: [Migration], readers: Int = 4) throws {
+        try self.init(.file(path), migrations: migrations, readers: readers)
+    }
+
+    /// Opens the database at `location` (a SQLite file is created, with its folder, when
+    /// missing), checks the recorded migrations against `migrations` (those of its
+    /// engine: ``Migration/load(from:for:)``) and applies the missing ones. `readers` is
+    /// how many reads may run at once.
     /// - Throws: ``MigrationError`` naming the file at fault, or the open error.
-    public init(path: String, migrations: [Migration], readers: Int = 4) throws {
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        lock = try DatabaseLock(databasePath: path)
-        do {
-            database = try CatalogDatabase(path: path, readers: readers)
-        } catch {
-            lock.release()
-            throw error
+    public init(_ location: DatabaseLocation, migrations: [Migration], readers: Int = 4) throws {
+        database = switch location {
+        case let .file(path): try SQLiteDatabase(path: path, readers: readers)
+        case let .postgresql(url): try PostgresDatabase(url: url, readers: readers)
         }
         do {
-            appliedMigrations = try MigrationRunner.migrate(database.pool, migrations: migrations)
+            appliedMigrations = try database.migrate(migrations)
         } catch {
             try? database.close()
-            lock.release()
             throw error
         }
-        self.path = path
+        self.location = location
         // Deleting an item removes its entries from every playlist (comments go by cascade).
         items = ResourceStore(.playableItem, database: database, relations: Relations(willDelete: { try PlaylistEntryStore.removeItem($0, itemID: $1) }))
         games = ResourceStore(.game, database: database)
@@ -104,10 +139,11 @@ public final class CatalogStore: Sendable {
         }
     }
 
-    /// The SQLite library version, such as `3.40.1`.
-    public var sqliteVersion: String {
-        (try? database.read { db in try String.fetchOne(db, sql: "SELECT sqlite_version()") }) ?? "unknown"
-    }
+    /// The engine and its version, such as `SQLite 3.40.1` or `PostgreSQL 15.18`.
+    public var engineVersion: String { database.version }
+
+    /// Whether reads wait on a network (PostgreSQL): they must then never run on an event loop.
+    public var readsBlock: Bool { database.dialect == .postgresql }
 
     /// Whether the database answers and every migration is applied.
     public func isReady(migrations: [Migration]) -> Bool {
@@ -116,8 +152,15 @@ public final class CatalogStore: Sendable {
 
     /// Finishes queued writes and closes the database.
     public func close() throws {
-        defer { lock.release() }
         try database.close()
+    }
+
+    /// The SQLite engine, for what only it offers (backups).
+    private func sqlite() throws -> SQLiteDatabase {
+        guard let database = database as? SQLiteDatabase else {
+            throw StoreError.unavailable("Backups are made with pg_dump on PostgreSQL, or with catalog export.")
+        }
+        return database
     }
 
     /// Writes a consistent copy of the database to `destination` (a new file) with
@@ -126,6 +169,7 @@ public final class CatalogStore: Sendable {
     /// `PRAGMA integrity_check`.
     /// - Returns: the copy's size in bytes.
     public func backup(to destination: String, isCancelled: @escaping () -> Bool = { false }) throws -> Int {
+        let database = try sqlite()
         guard !FileManager.default.fileExists(atPath: destination) else {
             throw StoreError.conflict("A backup of that name already exists.")
         }
@@ -150,9 +194,10 @@ public final class CatalogStore: Sendable {
         return (try FileManager.default.attributesOfItem(atPath: destination)[.size] as? Int) ?? 0
     }
 
-    /// The bytes the database takes on disk: its file and its write-ahead log.
+    /// The bytes a SQLite database takes on disk: its file and its write-ahead log (0 on PostgreSQL).
     public var sizeOnDisk: Int {
-        [path, path + "-wal"].reduce(0) { total, file in
+        guard case let .file(path) = location else { return 0 }
+        return [path, path + "-wal"].reduce(0) { total, file in
             total + ((try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0)
         }
     }

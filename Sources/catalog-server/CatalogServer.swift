@@ -133,8 +133,8 @@ struct CatalogServer: ParsableCommand {
         defer { reload.cancel() }
         let scheme = configuration.server.tls == nil ? "http" : "https"
         logger.info("catalog-server listening on \(scheme)://\(configuration.server.host):\(bound)", metadata: [
-            "version": "\(CatalogApplication.version)", "database": "\(configuration.databasePath)",
-            "sqlite": "\(application.store.sqliteVersion)", "loopThreads": "\(configuration.server.loopThreads)",
+            "version": "\(CatalogApplication.version)", "database": "\(application.store.location)",
+            "engine": "\(application.store.engineVersion)", "loopThreads": "\(configuration.server.loopThreads)",
         ])
         try application.runUntilSignal()
         logger.info("catalog-server stopped")
@@ -249,10 +249,16 @@ struct CatalogServer: ParsableCommand {
 
 /// Where the database and its migrations are.
 struct StorageOptions: ParsableArguments {
-    @Option(help: "The SQLite database file; its folder is created if missing [CATALOG_DATABASE, default ./data/catalog.sqlite].")
+    @Option(help: """
+        The SQLite database file (its folder is created if missing), or a postgresql:// URL, passed to libpq as it is \
+        (sslmode, several hosts, target_session_attrs) [CATALOG_DATABASE, default ./data/catalog.sqlite].
+        """)
     var database: String?
 
-    @Option(help: "A folder of NNNN_description.sql migrations to run instead of those built in [CATALOG_MIGRATIONS; default: the ones this build carries].")
+    @Option(help: """
+        A folder of NNNN_description.sql migrations to run instead of those built in (PostgreSQL's in its postgresql folder) \
+        [CATALOG_MIGRATIONS; default: the ones this build carries].
+        """)
     var migrations: String?
 
     func database(_ settings: Settings) throws(SettingError) -> String {
@@ -261,6 +267,13 @@ struct StorageOptions: ParsableArguments {
 
     func migrationsDirectory(_ settings: Settings) throws(SettingError) -> URL? {
         try settings.optionalText(migrations, "CATALOG_MIGRATIONS").map { URL(fileURLWithPath: $0) }
+    }
+
+    /// Opens the database `database` names (a file or a `postgresql://` URL), applying
+    /// its engine's migrations from `directory` (or those the binary carries).
+    static func open(_ database: String, migrations directory: URL?) throws -> CatalogStore {
+        let location = DatabaseLocation(database)
+        return try CatalogStore(location, migrations: Migration.load(from: directory, for: location.engine))
     }
 }
 
@@ -274,7 +287,7 @@ struct Migrate: ParsableCommand {
             (try storage.database(settings), try storage.migrationsDirectory(settings))
         }
         do {
-            let store = try CatalogStore(path: path, migrations: Migration.load(from: directory))
+            let store = try StorageOptions.open(path, migrations: directory)
             say(store.appliedMigrations.isEmpty ? "the schema is up to date" : store.appliedMigrations.map { "applied migration \($0)" }.joined(separator: "\n"))
             try store.close()
         } catch let error as MigrationError {
@@ -373,6 +386,7 @@ struct Restore: ParsableCommand {
 
     func run() throws {
         let path = try Settings.resolving { settings throws(SettingError) in try storage.database(settings) }
+        guard DatabaseLocation(path).engine == .sqlite else { Settings.fail("a PostgreSQL database is restored with pg_restore or psql") }
         guard FileManager.default.fileExists(atPath: from) else { Settings.fail("\(from) does not exist") }
         do {
             try CatalogStore.restore(from: from, to: path)
@@ -408,7 +422,7 @@ struct Keys: ParsableCommand {
                 (try storage.database(settings), try storage.migrationsDirectory(settings))
             }
             do {
-                let store = try CatalogStore(path: path, migrations: Migration.load(from: directory))
+                let store = try StorageOptions.open(path, migrations: directory)
                 defer { try? store.close() }
                 let secret = try APIKeySecret()
                 let created = try store.accounts.bootstrap(name: name, role: role, keyName: name, digest: secret.digest, prefix: secret.displayed)

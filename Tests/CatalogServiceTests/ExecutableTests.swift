@@ -277,7 +277,7 @@ import Glibc
         #expect(access["requestId"]?.count == 16)
         #expect(access["peer"]?.hasPrefix("127.0.0.1:") == true)
         #expect(Int(access["durationMicroseconds"] ?? "") != nil)
-        #expect(entries.contains { $0["message"]?.hasPrefix("catalog-server listening") == true && $0["sqlite"]?.hasPrefix("3.") == true })
+        #expect(entries.contains { $0["message"]?.hasPrefix("catalog-server listening") == true && $0["engine"]?.hasPrefix("SQLite 3.") == true })
         #expect(printed.contains("applied migration 0001_create_catalog.sql"))
         #expect(printed.contains("loaded the demo catalog"))
         #expect(printed.contains("listening on http://127.0.0.1:\(port)"))

@@ -33,7 +33,7 @@ import TestSupport
 
     @Test func readinessIsFalseWhenMigrationsArePending() throws {
         let catalog = try TestCatalog(seed: false)
-        let current = try Migration.load(from: migrationsDirectory)
+        let current = try Migration.load(from: migrationsDirectory, for: TestEngine.engine)
         #expect(catalog.application.store.isReady(migrations: current))
         let newer = Migration(version: 9999, fileName: "9999_future.sql", sql: "SELECT 1;", checksum: "")
         #expect(catalog.application.store.isReady(migrations: current + [newer]) == false)
@@ -42,7 +42,16 @@ import TestSupport
 
 /// `POST /admin/backups`.
 @Suite struct BackupEndpointTests {
-    @Test func backupsAreWrittenBesideTheDatabaseOneAtATimeAndPruned() async throws {
+    @Test(.enabled(if: !TestEngine.isSQLite)) func backupsAreNotOfferedOnPostgreSQL() async throws {
+        let catalog = try TestCatalog()
+        let response = try await catalog.client.send("POST", "/admin/backups")
+        #expect(response.status == 501)
+        let problem = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
+        #expect(problem["code"] as? String == "backupsNotOffered")
+        #expect((problem["detail"] as? String)?.contains("pg_dump") == true)
+    }
+
+    @Test(.enabled(if: TestEngine.isSQLite)) func backupsAreWrittenBesideTheDatabaseOneAtATimeAndPruned() async throws {
         let catalog = try TestCatalog { $0.backupKeep = 2 }
         let folder = catalog.directory.appendingPathComponent("backups")
         var names: [String] = []

@@ -1,6 +1,7 @@
 import CatalogClient
 import CatalogModels
 import CatalogService
+import CatalogStore
 import Foundation
 import GRDB
 import Testing
@@ -172,11 +173,17 @@ import TestSupport
         let member = try catalog.user("Member")
         #expect(try await catalog.client(key: member.key).get("/v1/me").status == 200)
         // Behind the server's back: the row goes, the remembered key still works (no read)...
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(10)  // the server's writer may be recording the key's first use
-        let queue = try DatabaseQueue(path: catalog.directory.appendingPathComponent("catalog.sqlite").path, configuration: configuration)
-        try await queue.write { db in try db.execute(sql: "UPDATE api_keys SET secret_hash = randomblob(32) WHERE user_id = ?", arguments: [member.id.rawValue]) }
-        try queue.close()
+        if case let .postgresql(url) = catalog.application.store.location {
+            try PostgresAdmin.run("""
+                UPDATE api_keys SET secret_hash = decode(md5(random()::text) || md5(random()::text), 'hex') WHERE user_id = '\(member.id.rawValue)'
+                """, at: url)
+        } else {
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)  // the server's writer may be recording the key's first use
+            let queue = try DatabaseQueue(path: catalog.directory.appendingPathComponent("catalog.sqlite").path, configuration: configuration)
+            try await queue.write { db in try db.execute(sql: "UPDATE api_keys SET secret_hash = randomblob(32) WHERE user_id = ?", arguments: [member.id.rawValue]) }
+            try queue.close()
+        }
         #expect(try await catalog.client(key: member.key).get("/v1/me").status == 200, "checked from memory")
         // ...while any change through the API is seen at once.
         let keys = try await catalog.api.apiKeys.list().items.filter { $0.userId == member.id }

@@ -2,6 +2,7 @@ import CatalogClient
 import CatalogIdentity
 import CatalogModels
 import CatalogService
+import CatalogStore
 import Foundation
 import HTTPServer
 import Synchronization
@@ -15,8 +16,66 @@ let migrationsDirectory = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent("Migrations")
 
+/// The engine the API tests run on: SQLite, or PostgreSQL when `CATALOG_TEST_ENGINE` is
+/// `postgresql` (with `CATALOG_TEST_POSTGRES_URL` naming a role that may create databases).
+enum TestEngine {
+    static let postgresURL = ProcessInfo.processInfo.environment["CATALOG_TEST_POSTGRES_URL"]
+    static let engine: DatabaseEngine = ProcessInfo.processInfo.environment["CATALOG_TEST_ENGINE"] == "postgresql" ? .postgresql : .sqlite
+    /// Whether the tests run on SQLite (tests of what only SQLite offers are skipped otherwise).
+    static var isSQLite: Bool { engine == .sqlite }
+
+    /// A migrated, empty database that each test's database copies (`CREATE DATABASE … TEMPLATE`).
+    private static let template: Result<String, any Error> = Result {
+        guard let url = postgresURL else { throw StoreError.unavailable("CATALOG_TEST_ENGINE=postgresql needs CATALOG_TEST_POSTGRES_URL") }
+        let name = "catalog_template_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
+        try PostgresAdmin.run("CREATE DATABASE \(name)", at: url)
+        let store = try CatalogStore(.postgresql(database(name, in: url)), migrations: Migration.load(from: migrationsDirectory, for: .postgresql))
+        try store.close()
+        return name
+    }
+
+    /// The test databases by the directory of their test catalog, with how many open
+    /// catalogs use each: a catalog reopened on the same directory reopens the same database.
+    private static let databases = Mutex<[String: (url: String, name: String, users: Int)]>([:])
+
+    /// The database of the test catalog in `directory`: a new one, copied from the
+    /// migrated template, unless a catalog there has one. Returns its URL.
+    static func postgresDatabase(for directory: URL) throws -> String {
+        if let url = databases.withLock({ databases -> String? in
+            databases[directory.path]?.users += 1
+            return databases[directory.path]?.url
+        }) { return url }
+        let template = try template.get()
+        guard let url = postgresURL else { throw StoreError.unavailable("no CATALOG_TEST_POSTGRES_URL") }
+        let name = "catalog_test_\(UInt64.random(in: 0...UInt64.max))"
+        try PostgresAdmin.run("CREATE DATABASE \(name) TEMPLATE \(template)", at: url)
+        let database = Self.database(name, in: url)
+        databases.withLock { $0[directory.path] = (database, name, 1) }
+        return database
+    }
+
+    /// Drops the database of the test catalog in `directory` once no catalog uses it.
+    static func release(_ directory: URL) {
+        let name = databases.withLock { databases -> String? in
+            guard var entry = databases[directory.path] else { return nil }
+            entry.users -= 1
+            databases[directory.path] = entry.users > 0 ? entry : nil
+            return entry.users > 0 ? nil : entry.name
+        }
+        if let name, let url = postgresURL { try? PostgresAdmin.run("DROP DATABASE IF EXISTS \(name) WITH (FORCE)", at: url) }
+    }
+
+    /// `url` naming the database `name`.
+    static func database(_ name: String, in url: String) -> String {
+        guard var components = URLComponents(string: url) else { return url }
+        components.path = "/" + name
+        return components.string ?? url
+    }
+}
+
 /// A running catalog on an ephemeral loopback port, over a fresh SQLite file in a
-/// temporary directory, with an admin user whose API key ``client`` and ``api`` send.
+/// temporary directory (or a fresh PostgreSQL database: ``TestEngine``), with an admin
+/// user whose API key ``client`` and ``api`` send.
 final class TestCatalog: Sendable {
     let application: CatalogApplication
     let directory: URL
@@ -26,14 +85,14 @@ final class TestCatalog: Sendable {
     let adminKey: String
     /// The admin's user id.
     let adminID: CatalogID
-
     init(seed: Bool = true, databaseDirectory: URL? = nil, configure: (inout CatalogConfiguration) -> Void = { _ in }) throws {
         directory = databaseDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("catalog-tests-\(UUID().uuidString)")
         var configuration = CatalogConfiguration()
         configuration.server.port = 0
         configuration.server.loopThreads = 1
         configuration.accessLog = false  // no access log in test output
-        configuration.databasePath = directory.appendingPathComponent("catalog.sqlite").path
+        configuration.databasePath = TestEngine.engine == .postgresql
+            ? try TestEngine.postgresDatabase(for: directory) : directory.appendingPathComponent("catalog.sqlite").path
         configuration.seedDemoCatalog = seed
         configuration.rateLimits = nil  // tests that measure budgets set their own
         configure(&configuration)
@@ -78,6 +137,7 @@ final class TestCatalog: Sendable {
     deinit {
         try? application.shutdown()
         try? FileManager.default.removeItem(at: directory)
+        if TestEngine.engine == .postgresql { TestEngine.release(directory) }
     }
 }
 

@@ -1,6 +1,5 @@
 import CatalogModels
 import Foundation
-import GRDB
 import Testing
 import TestSupport
 @testable import CatalogStore
@@ -20,8 +19,8 @@ import TestSupport
     /// row as a write does.
     func overwrite<Model, Input>(_ store: ResourceStore<Model, Input>, _ id: CatalogID, _ assignments: [(String, String?)]) throws -> RenderedResource {
         let sql = "UPDATE \(store.schema.table) SET \(assignments.map { "\($0.0) = ?" }.joined(separator: ", ")) WHERE id = ?" + store.returning
-        return try store.database.writes.write { db in
-            try store.renderWritten(db, sql, StatementArguments(assignments.map(\.1) + [id.rawValue]))
+        return try store.database.write { db in
+            try store.renderWritten(db, sql, assignments.map(\.1) + [id.rawValue])
         }
     }
 

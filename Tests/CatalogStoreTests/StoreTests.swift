@@ -105,14 +105,14 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         let scratch = try Scratch()
         let store = try scratch.open()
         defer { try? store.close() }
-        let database = try #require(Mirror(reflecting: store).descendant("database") as? CatalogDatabase)
+        let database = try #require(Mirror(reflecting: store).descendant("database") as? SQLiteDatabase)
         let (journal, synchronous, foreignKeys) = try database.pool.write { db in
             (try String.fetchOne(db, sql: "PRAGMA journal_mode"), try Int.fetchOne(db, sql: "PRAGMA synchronous"), try Int.fetchOne(db, sql: "PRAGMA foreign_keys"))
         }
         #expect(journal == "wal")
         #expect(synchronous == 2, "FULL")
         #expect(foreignKeys == 1)
-        #expect(store.sqliteVersion.hasPrefix("3."))
+        #expect(store.engineVersion.hasPrefix("SQLite 3."))
     }
 
     @Test func seedsOnlyAnEmptyCatalog() throws {
@@ -238,7 +238,7 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         let scratch = try Scratch()
         let store = try scratch.open()
         defer { try? store.close() }
-        let database = try #require(Mirror(reflecting: store).descendant("database") as? CatalogDatabase)
+        let database = try #require(Mirror(reflecting: store).descendant("database") as? SQLiteDatabase)
         let order = Mutex<[String]>([])
         try await onThread { () throws -> Void in
             let group = DispatchGroup()
@@ -272,7 +272,7 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         let scratch = try Scratch()
         let store = try scratch.open()
         defer { try? store.close() }
-        let database = try #require(Mirror(reflecting: store).descendant("database") as? CatalogDatabase)
+        let database = try #require(Mirror(reflecting: store).descendant("database") as? SQLiteDatabase)
         struct Abort: Error {}
         let insert = "INSERT INTO games (id, name, description, image_name, created_at, updated_at, version) VALUES (?, 'G', '', 'g', 0, 0, 1)"
         let group = DispatchGroup()

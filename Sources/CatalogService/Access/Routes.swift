@@ -18,6 +18,14 @@ enum Endpoint: Sendable {
     case read(isExpensive: @Sendable (HTTPRequest) -> Bool, @Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
 }
 
+/// The pool that serves every request that reads the database when reads wait on a
+/// network (PostgreSQL): no event loop ever waits for the database. Its threads each
+/// hold a read connection while they work; a full queue answers 503 at once.
+enum DatabaseWork {
+    static let threads = 16
+    static let pool = WorkPool(name: "database", threads: threads, queueLimit: 1024)
+}
+
 /// The pool for expensive reads: half the cores, so the event loops always keep a core,
 /// and a short queue (a full one answers 503 at once).
 enum ExpensiveReads {
@@ -41,8 +49,12 @@ struct Routes {
     let limiter: RateLimiter?
     /// What makes `POST`s with an `Idempotency-Key` run once.
     let idempotency: Idempotency
+    /// Where requests that touch the database run when reads must stay off the event
+    /// loops (PostgreSQL); `nil` when they may run there (SQLite).
+    let databaseWork: WorkPool?
 
-    init(authenticator: Authenticator, readsNeedCredential: Bool, limiter: RateLimiter?, idempotency: Idempotency) {
+    init(authenticator: Authenticator, readsNeedCredential: Bool, limiter: RateLimiter?, idempotency: Idempotency, databaseWork: WorkPool? = nil) {
+        self.databaseWork = databaseWork
         self.authenticator = authenticator
         self.readsNeedCredential = readsNeedCredential
         self.limiter = limiter
@@ -52,17 +64,39 @@ struct Routes {
     /// Registers a route. `rate` names the budget it spends from when that is not what
     /// its method says (reads for `GET`, writes otherwise; expensive for searches).
     /// `timeout` replaces the server's request deadline for work known to take long.
+    /// A route that never touches the database (`usesDatabase: false`) always runs where
+    /// its endpoint says.
     mutating func add(_ method: HTTPMethod, _ pattern: String, _ access: Access, rate: RateClass? = nil, timeout: Duration? = nil,
-                      _ endpoint: Endpoint) {
+                      usesDatabase: Bool = true, _ endpoint: Endpoint) {
         table.append((method, pattern, access))
-        let handler = handler(access, rate, method == .POST ? idempotency : nil, endpoint)
+        var body = handler(access, rate, method == .POST ? idempotency : nil, endpoint)
+        if usesDatabase, let pool = databaseWork { body = Self.offLoop(body, on: pool) }
+        let handler = Handler.either(body)
         router.add(method, pattern, timeout.map(handler.timeout) ?? handler)
     }
 
-    private func handler(_ access: Access, _ fixedRate: RateClass?, _ idempotency: Idempotency?, _ endpoint: Endpoint) -> Handler {
+    /// `body`, run on `pool` (authentication, which may read a key, included).
+    private static func offLoop(_ body: @escaping HandlerBody, on pool: WorkPool) -> HandlerBody {
+        { request, responder in
+            let queued = pool.submit {
+                guard !responder.isAbandoned else { return }
+                do {
+                    if let response = try body(request, responder) { responder.respond(response) }
+                } catch {
+                    responder.fail(error)
+                }
+            }
+            guard queued else { throw WorkPool.busy }
+            return nil
+        }
+    }
+
+    typealias HandlerBody = @Sendable (HTTPRequest, Responder) throws -> HTTPResponse?
+
+    private func handler(_ access: Access, _ fixedRate: RateClass?, _ idempotency: Idempotency?, _ endpoint: Endpoint) -> HandlerBody {
         if access == .open {
             // Health, readiness and the contract: no credential, no budget.
-            return .either { request, responder in
+            return { request, responder in
                 try Self.run(endpoint, request, .anonymous, Delivery(responder: responder, headers: []), expensive: Self.isExpensive(request, endpoint))
             }
         }
@@ -73,7 +107,7 @@ struct Routes {
         case .editor: .editor
         case .admin: .admin
         }
-        return .either { [authenticator, limiter] request, responder in
+        return { [authenticator, limiter] request, responder in
             // Decided once: what it costs sets both the budget it spends and where it runs.
             let expensive = Self.isExpensive(request, endpoint)
             let rate = fixedRate ?? (expensive ? .expensive : request.method == .GET || request.method == .HEAD ? .read : .write)

@@ -23,6 +23,7 @@ final class Backups: Sendable {
     }
 
     func create(isAbandoned: @escaping @Sendable () -> Bool) throws -> HTTPResponse {
+        guard store.location.engine == .sqlite else { throw APIError.backupsNotOffered }
         guard running.withLock({ running in
             defer { running = true }
             return !running
@@ -56,6 +57,12 @@ final class Backups: Sendable {
 }
 
 extension APIError {
+    /// 501: the database is PostgreSQL, whose own tools make its backups.
+    static let backupsNotOffered = APIError(status: .notImplemented, code: "backupsNotOffered", detail: """
+        This server keeps its data in PostgreSQL: back it up with pg_dump (or continuous archiving), \
+        or copy the catalog with `catalog export`.
+        """)
+
     /// 409: a backup is being written.
     static let backupInProgress = APIError(status: .conflict, code: "backupInProgress",
                                            detail: "A backup is being written; retry once it is done.", headers: [("Retry-After", "10")])

@@ -1,4 +1,5 @@
 import Foundation
+import CatalogStore
 import HTTPServer
 import Synchronization
 
@@ -42,8 +43,10 @@ final class Metrics: Sendable {
     private let state = Mutex(State())
     private let buildInfo: String
 
-    init(version: String, sqliteVersion: String) {
-        buildInfo = #"catalog_build_info{version="\#(version)",sqlite="\#(sqliteVersion)"} 1"#
+    /// `engineVersion` is the engine's name and version, such as `SQLite 3.40.1`.
+    init(version: String, engine: DatabaseEngine, engineVersion: String) {
+        let number = engineVersion.split(separator: " ").last.map(String.init) ?? engineVersion
+        buildInfo = #"catalog_build_info{version="\#(version)",engine="\#(engine.rawValue)",engine_version="\#(number)"} 1"#
     }
 
     /// Records an answered request (the server's request observer).

@@ -2,7 +2,6 @@ import CatalogIdentity
 import CatalogModels
 import CatalogSchema
 import Foundation
-import GRDB
 
 /// Who a credential stands for, as the store knows it.
 public struct StoredCredential: Sendable, Hashable {
@@ -27,20 +26,20 @@ public final class AccountStore: Sendable {
     public let users: ResourceStore<User, UserInput>
     /// API keys, without their secrets (`/v1/api-keys`).
     public let keys: ResourceStore<APIKey, APIKeyInput>
-    private let database: CatalogDatabase
+    private let database: any SQLDatabase
     private let insertKeySQL: String
     private let keyCreationMembers: [Int]
 
-    init(database: CatalogDatabase) {
+    init(database: any SQLDatabase) {
         self.database = database
         users = ResourceStore(.user, database: database, relations: Relations(didUpdate: { db, id in
             // Comments show their writer's current display name.
             let writer = ResourceSchema.commentWriter
-            try db.cachedStatement(sql: """
-                UPDATE comments SET \(writer.name) = (SELECT display_name FROM users WHERE id = ?1), version = version + 1,
-                    updated_at = max(?2, created_at)
-                WHERE \(writer.user) = ?1 AND \(writer.name) != (SELECT display_name FROM users WHERE id = ?1)
-                """).execute(arguments: [id.rawValue, Timestamp.milliseconds(Date())])
+            try db.execute("""
+                UPDATE comments SET \(writer.name) = (SELECT display_name FROM users WHERE id = ?), version = version + 1,
+                    updated_at = \(db.dialect.greatest)(?, created_at)
+                WHERE \(writer.user) = ? AND \(writer.name) != (SELECT display_name FROM users WHERE id = ?)
+                """, [id.rawValue, Timestamp.milliseconds(Date()), id.rawValue, id.rawValue])
         }))
         keys = ResourceStore(.apiKey, database: database, relations: Relations(filter: { scope in
             guard case let .keysOf(_, highest) = scope else { return nil }
@@ -60,36 +59,33 @@ public final class AccountStore: Sendable {
     public func key(digest: [UInt8]) throws(StoreError) -> StoredCredential? {
         try guarded {
             try database.read { db in
-                guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+                guard let row = try db.fetchRow("""
                     SELECT k.id, k.user_id, k.role, u.role, k.expires_at, k.secret_hash, k.last_used_at FROM api_keys k JOIN users u ON u.id = k.user_id
                     WHERE k.secret_hash = ?
-                    """), arguments: [Data(digest)]) else { return nil }
+                    """, [digest]) else { return nil }
                 // The index found it by equality; the comparison that decides is constant-time.
-                let stored: Data = row[5]
-                guard Crypto.constantTimeEqual(Array(stored), digest), let keyID = CatalogID(row[0] as String), let userID = CatalogID(row[1] as String)
+                guard let stored = row[5].bytes, Crypto.constantTimeEqual(stored, digest), let keyID = row[0].string.flatMap(CatalogID.init),
+                      let userID = row[1].string.flatMap(CatalogID.init)
                 else { return nil }
-                let keyRole = Self.role(row[2]), userRole = Self.role(row[3])
-                return StoredCredential(userID: userID, role: min(keyRole, userRole), hasUsersRole: keyRole >= userRole, keyID: keyID, expires: row[4],
-                                        lastUsed: row[6])
+                let keyRole = Self.role(row[2].string), userRole = Self.role(row[3].string)
+                return StoredCredential(userID: userID, role: min(keyRole, userRole), hasUsersRole: keyRole >= userRole, keyID: keyID, expires: row[4].int64,
+                                        lastUsed: row[6].int64)
             }
         }
     }
 
     /// Records that the key `id` was used at `time` (milliseconds), without waiting.
     public func recordUse(ofKey id: CatalogID, at time: Int64) {
-        database.writes.submit({ db in
-            try db.cachedStatement(sql: "UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?")
-                .execute(arguments: [time, id.rawValue])
+        database.submit({ db in
+            try db.execute("UPDATE api_keys SET last_used_at = \(db.dialect.greatest)(coalesce(last_used_at, 0), ?) WHERE id = ?", [time, id.rawValue])
         }, completion: { _ in })
     }
 
     /// The user an identity provider's (`issuer`, `subject`) names, if it has been seen.
     public func user(issuer: String, subject: String) throws(StoreError) -> StoredCredential? {
         try guarded {
-            try database.read { db in
-                try Row.fetchOne(db.cachedStatement(sql: "SELECT id, role FROM users WHERE issuer = ? AND subject = ?"), arguments: [issuer, subject])
-            }
-        }.flatMap { row in CatalogID(row[0] as String).map { StoredCredential(userID: $0, role: Self.role(row[1]), keyID: nil, expires: nil) } }
+            try database.read { db in try db.fetchRow("SELECT id, role FROM users WHERE issuer = ? AND subject = ?", [issuer, subject]) }
+        }.flatMap { row in row[0].string.flatMap(CatalogID.init).map { StoredCredential(userID: $0, role: Self.role(row[1].string), keyID: nil, expires: nil) } }
     }
 
     /// The user (`issuer`, `subject`) names, created as a `member` when it is new, with
@@ -98,15 +94,15 @@ public final class AccountStore: Sendable {
         let email = email.flatMap { UserInput.emailRule.violation($0) == nil ? $0 : nil }
         let name = email.map { String($0.prefix { $0 != "@" }.prefix(UserInput.displayNameLength.upperBound)) }
             .flatMap { UserInput.displayNameRule.violation($0) == nil ? $0 : nil } ?? "New user"
-        database.writes.submit({ db -> StoredCredential in
+        database.submit({ db -> StoredCredential in
             let now = Timestamp.milliseconds(Date())
-            try db.cachedStatement(sql: """
+            try db.execute("""
                 INSERT INTO users (id, display_name, email, role, issuer, subject, created_at, updated_at, version)
                 VALUES (?, ?, ?, 'member', ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING
-                """).execute(arguments: [CatalogID().rawValue, name, email, issuer, subject, now, now])
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT id, role FROM users WHERE issuer = ? AND subject = ?"),
-                                             arguments: [issuer, subject]), let id = CatalogID(row[0] as String) else { throw StoreError.notFound }
-            return StoredCredential(userID: id, role: Self.role(row[1]), keyID: nil, expires: nil)
+                """, [CatalogID().rawValue, name, email, issuer, subject, now, now])
+            guard let row = try db.fetchRow("SELECT id, role FROM users WHERE issuer = ? AND subject = ?", [issuer, subject]),
+                  let id = row[0].string.flatMap(CatalogID.init) else { throw StoreError.notFound }
+            return StoredCredential(userID: id, role: Self.role(row[1].string), keyID: nil, expires: nil)
         }, completion: { completion($0.mapError { StoreError.from($0) }) })
     }
 
@@ -115,8 +111,8 @@ public final class AccountStore: Sendable {
     /// The user whose key `id` is, with the key's role; `nil` when there is no such key.
     public func owner(ofKey id: CatalogID) throws(StoreError) -> (user: CatalogID, role: Role)? {
         try guarded {
-            try database.read { db in try Row.fetchOne(db.cachedStatement(sql: "SELECT user_id, role FROM api_keys WHERE id = ?"), arguments: [id.rawValue]) }
-        }.flatMap { row in CatalogID(row[0] as String).map { ($0, Self.role(row[1])) } }
+            try database.read { db in try db.fetchRow("SELECT user_id, role FROM api_keys WHERE id = ?", [id.rawValue]) }
+        }.flatMap { row in row[0].string.flatMap(CatalogID.init).map { ($0, Self.role(row[1].string)) } }
     }
 
     /// The most keys one user may have.
@@ -136,7 +132,8 @@ public final class AccountStore: Sendable {
         keys.submit(completion) { [self] db in
             let now = Timestamp.milliseconds(Date())
             var errors: [FieldError] = []
-            let userRole = try String.fetchOne(db.cachedStatement(sql: "SELECT role FROM users WHERE id = ?"), arguments: [values.values[userIndex]?.text])
+            // The user's row is locked: keys are counted against it, one creation after another.
+            let userRole = try db.fetchValue("SELECT role FROM users WHERE id = ?" + db.dialect.forUpdate, [values.values[userIndex]?.text]).string
             let role = Self.role(values.values[roleIndex]?.text ?? "")
             if userRole == nil {
                 errors.append(Violation(.notFound, "No user has this id.").at(userField.pointer))
@@ -148,12 +145,12 @@ public final class AccountStore: Sendable {
                 errors.append(Violation(.outOfRange, "Must be in the future.").at(values.fields[expiresIndex].pointer))
             }
             guard errors.isEmpty else { throw StoreError.invalid(errors) }
-            let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM api_keys WHERE user_id = ?"), arguments: [values.values[userIndex]?.text]) ?? 0
+            let count = try db.fetchValue("SELECT count(*) FROM api_keys WHERE user_id = ?", [values.values[userIndex]?.text]).int ?? 0
             guard count < Self.maxKeysPerUser else {
                 throw StoreError.conflict("A user has at most \(Self.maxKeysPerUser) API keys; revoke one first.")
             }
-            let arguments = [CatalogID().rawValue] + keys.arguments(values, keyCreationMembers) + [now, now, 1, prefix, Data(digest)]
-            return try keys.renderWritten(db, insertKeySQL, StatementArguments(arguments))
+            let arguments: SQLArguments = [CatalogID().rawValue] + keys.arguments(values, keyCreationMembers) + [now, now, 1, prefix, digest]
+            return try keys.renderWritten(db, insertKeySQL, arguments)
         }
     }
 
@@ -164,13 +161,13 @@ public final class AccountStore: Sendable {
         let errors = [UserInput.displayNameRule.violation(name), APIKeyInput.nameRule.violation(keyName)].compactMap { $0?.at("/name") }
         guard errors.isEmpty else { throw StoreError.invalid(errors) }
         let user = CatalogID(), key = CatalogID()
-        try database.writes.write(atomic: true) { db in
+        try database.write(atomic: true) { db in
             let now = Timestamp.milliseconds(Date())
-            try db.execute(sql: "INSERT INTO users (id, display_name, role, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, 1)",
-                           arguments: [user.rawValue, name, role.rawValue, now, now])
-            try db.execute(sql: """
+            try db.execute("INSERT INTO users (id, display_name, role, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, 1)",
+                           [user.rawValue, name, role.rawValue, now, now])
+            try db.execute("""
                 INSERT INTO api_keys (id, user_id, name, role, prefix, secret_hash, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)
-                """, arguments: [key.rawValue, user.rawValue, keyName, role.rawValue, prefix, Data(digest), now, now])
+                """, [key.rawValue, user.rawValue, keyName, role.rawValue, prefix, digest, now, now])
         }
         return (user, key)
     }
@@ -183,18 +180,18 @@ public final class AccountStore: Sendable {
     public func deleteUser(_ id: CatalogID, preconditions: WritePreconditions = WritePreconditions(),
                            completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         users.submit(atomic: true, completion) { db in
-            let current = try Int.fetchOne(db.cachedStatement(sql: "SELECT version FROM users WHERE id = ?"), arguments: [id.rawValue])
+            let current = try db.fetchValue("SELECT version FROM users WHERE id = ?" + db.dialect.forUpdate, [id.rawValue]).int
             try preconditions.check(current: current)
             let now = Timestamp.milliseconds(Date())
-            let writer = ResourceSchema.commentWriter
-            try db.cachedStatement(sql: """
-                UPDATE comments SET \(writer.user) = NULL, \(writer.name) = ?, \(writer.gone) = 1, version = version + 1, updated_at = max(?, created_at)
+            let writer = ResourceSchema.commentWriter, greatest = db.dialect.greatest
+            try db.execute("""
+                UPDATE comments SET \(writer.user) = NULL, \(writer.name) = ?, \(writer.gone) = 1, version = version + 1, updated_at = \(greatest)(?, created_at)
                 WHERE \(writer.user) = ?
-                """).execute(arguments: [CommentInput.deletedAuthorName, now, id.rawValue])
-            try db.cachedStatement(sql: "DELETE FROM playlists WHERE owner_id = ? AND visibility = ?").execute(arguments: [id.rawValue, Visibility.private.rawValue])
-            try db.cachedStatement(sql: "UPDATE playlists SET owner_id = NULL, version = version + 1, updated_at = max(?, created_at) WHERE owner_id = ?")
-                .execute(arguments: [now, id.rawValue])
-            try db.cachedStatement(sql: "DELETE FROM users WHERE id = ?").execute(arguments: [id.rawValue])
+                """, [CommentInput.deletedAuthorName, now, id.rawValue])
+            try db.execute("DELETE FROM playlists WHERE owner_id = ? AND visibility = ?", [id.rawValue, Visibility.private.rawValue])
+            try db.execute("UPDATE playlists SET owner_id = NULL, version = version + 1, updated_at = \(greatest)(?, created_at) WHERE owner_id = ?",
+                           [now, id.rawValue])
+            try db.execute("DELETE FROM users WHERE id = ?", [id.rawValue])
         }
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// The stored first answer to a request sent with an `Idempotency-Key`.
 public struct StoredAnswer: Sendable, Hashable {
@@ -27,9 +26,9 @@ public final class IdempotencyStore: Sendable {
     /// How long an answer is kept (24 hours).
     public static let retention: Int64 = 24 * 60 * 60 * 1000
 
-    private let database: CatalogDatabase
+    private let database: any SQLDatabase
 
-    init(database: CatalogDatabase) {
+    init(database: any SQLDatabase) {
         self.database = database
     }
 
@@ -37,16 +36,16 @@ public final class IdempotencyStore: Sendable {
     public func answer(caller: String, key: String, now: Int64) throws(StoreError) -> StoredAnswer? {
         try guarded {
             try database.read { db in
-                guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+                guard let row = try db.fetchRow("""
                     SELECT fingerprint, status, headers, body FROM idempotency_keys WHERE caller = ? AND key = ? AND created_at > ?
-                    """), arguments: [caller, key, now - Self.retention]) else { return nil }
-                let fingerprint: Data = row[0], body: Data = row[3], lines: String = row[2]
+                    """, [caller, key, now - Self.retention]) else { return nil }
+                let fingerprint = row[0].bytes ?? [], body = row[3].bytes ?? [], lines = row[2].string ?? ""
                 var headers: [String: String] = [:]
                 for line in lines.split(separator: "\n") {
                     let parts = line.split(separator: ":", maxSplits: 1)
                     if parts.count == 2 { headers[String(parts[0])] = String(parts[1].dropFirst()) }
                 }
-                return StoredAnswer(fingerprint: Array(fingerprint), status: row[1], headers: headers, body: Array(body))
+                return StoredAnswer(fingerprint: fingerprint, status: row[1].int ?? 0, headers: headers, body: body)
             }
         }
     }
@@ -56,14 +55,16 @@ public final class IdempotencyStore: Sendable {
     public func store(_ answer: StoredAnswer, caller: String, key: String, now: Int64,
                       completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         let lines = answer.headers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "\n")
-        database.writes.submit(atomic: true, { db in
-            try db.cachedStatement(sql: """
-                INSERT OR REPLACE INTO idempotency_keys (caller, key, fingerprint, status, headers, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [caller, key, Data(answer.fingerprint), answer.status, lines, Data(answer.body), now])
-            try db.cachedStatement(sql: """
+        database.submit(atomic: true, { db in
+            try db.execute("""
+                INSERT INTO idempotency_keys (caller, key, fingerprint, status, headers, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (caller, key) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status, headers = excluded.headers,
+                    body = excluded.body, created_at = excluded.created_at
+                """, [caller, key, answer.fingerprint, answer.status, lines, answer.body, now])
+            try db.execute("""
                 DELETE FROM idempotency_keys WHERE (caller, key) IN
                     (SELECT caller, key FROM idempotency_keys WHERE created_at <= ? ORDER BY created_at LIMIT 100)
-                """).execute(arguments: [now - Self.retention])
+                """, [now - Self.retention])
         }, completion: completion)
     }
 }

@@ -1,8 +1,8 @@
 import CatalogIdentity
 import Foundation
-import GRDB
 
-/// A schema migration: one `Migrations/NNNN_description.sql` file.
+/// A schema migration: one `Migrations/NNNN_description.sql` file (SQLite), or one
+/// `Migrations/postgresql/NNNN_description.sql` file (PostgreSQL).
 public struct Migration: Sendable, Hashable {
     /// The number that orders it (`NNNN`).
     public let version: Int
@@ -13,27 +13,38 @@ public struct Migration: Sendable, Hashable {
     /// SHA-256 of the file's bytes.
     public let checksum: String
 
-    /// Reads every `NNNN_description.sql` file of `directory`, in version order; without
-    /// one, the migrations this build carries (``embedded``).
+    /// Reads every `NNNN_description.sql` file of `directory` (SQLite's) or of its
+    /// `postgresql` folder, in version order; without one, the migrations this build
+    /// carries (``embedded(for:)``).
     /// - Throws: ``MigrationError`` for an unreadable folder, a misnamed file or a duplicate number.
-    public static func load(from directory: URL?) throws -> [Migration] {
-        guard let directory else { return embedded }
+    public static func load(from directory: URL?, for engine: DatabaseEngine = .sqlite) throws -> [Migration] {
+        guard let directory else { return embedded(for: engine) }
+        let folder = engine == .postgresql ? directory.appendingPathComponent("postgresql") : directory
         let names: [String]
         do {
-            names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
         } catch {
-            throw MigrationError.directoryUnreadable(directory.path)
+            throw MigrationError.directoryUnreadable(folder.path)
         }
         return try ordered(names.sorted().filter { $0.hasSuffix(".sql") }.map { name in
-            (name, try Data(contentsOf: directory.appendingPathComponent(name)))
+            (name, try Data(contentsOf: folder.appendingPathComponent(name)))
         })
     }
 
     /// The migrations this build carries (`Migrations/` when it was built), used when no
     /// folder is configured: the binary needs no files beside it.
+    public static func embedded(for engine: DatabaseEngine) -> [Migration] {
+        engine == .postgresql ? embeddedPostgreSQL : embedded
+    }
+
+    /// SQLite's migrations this build carries.
     public static let embedded: [Migration] = {
         // The generator checked the names and order when the build was made.
         (try? ordered(EmbeddedMigrations.files.map { ($0.name, Data($0.text.utf8)) })) ?? []
+    }()
+
+    private static let embeddedPostgreSQL: [Migration] = {
+        (try? ordered(EmbeddedMigrations.postgresql.map { ($0.name, Data($0.text.utf8)) })) ?? []
     }()
 
     /// Migrations from `(file name, bytes)` in name order.
@@ -80,51 +91,52 @@ public enum MigrationError: Error, CustomStringConvertible, Equatable {
     }
 }
 
-/// Applies migrations in order, each in its own transaction, recording each with its checksum.
+/// Applies migrations in order, each in its own transaction, recording each with its
+/// checksum. The engine provides the transaction and runs each file as a script.
 enum MigrationRunner {
     static let historyTable = "schema_migrations"
 
     /// Checks every recorded migration against its file, then applies the missing ones.
+    /// - Parameters:
+    ///   - transaction: runs its body in a write transaction.
+    ///   - script: runs SQL of several statements, without parameters.
     /// - Returns: the file names applied by this call.
-    static func migrate(_ writer: any DatabaseWriter, migrations: [Migration]) throws -> [String] {
-        try writer.writeWithoutTransaction { db in
-            try db.execute(sql: """
-                CREATE TABLE IF NOT EXISTS \(historyTable) (
-                    version INTEGER PRIMARY KEY, file_name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)
-                """)
-            let applied = try Row.fetchAll(db, sql: "SELECT version, file_name, checksum FROM \(historyTable) ORDER BY version")
-            let byVersion = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
-            for row in applied {
-                let version: Int = row["version"]
-                guard let migration = byVersion[version] else {
-                    throw MigrationError.unknownApplied(version: version, fileName: row["file_name"])
-                }
-                guard migration.checksum == row["checksum"] else { throw MigrationError.modifiedAfterApplying(migration.fileName) }
+    static func migrate(_ db: some SQLConnection, migrations: [Migration], transaction: (() throws -> Void) throws -> Void,
+                        script: @escaping (String) throws -> Void) throws -> [String] {
+        try script("""
+            CREATE TABLE IF NOT EXISTS \(historyTable) (
+                version INTEGER PRIMARY KEY, file_name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)
+            """)
+        let applied = try db.fetchRows("SELECT version, file_name, checksum FROM \(historyTable) ORDER BY version")
+        let byVersion = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
+        for row in applied {
+            let version = row[0].int ?? 0
+            guard let migration = byVersion[version] else {
+                throw MigrationError.unknownApplied(version: version, fileName: row[1].string ?? "")
             }
-            let appliedVersions = Set(applied.map { $0["version"] as Int })
-            var newlyApplied: [String] = []
-            for migration in migrations where !appliedVersions.contains(migration.version) {
-                do {
-                    try db.inTransaction(.immediate) {
-                        try db.execute(sql: migration.sql)
-                        try db.execute(
-                            sql: "INSERT INTO \(historyTable) (version, file_name, checksum, applied_at) VALUES (?, ?, ?, ?)",
-                            arguments: [migration.version, migration.fileName, migration.checksum, ISO8601DateFormatter().string(from: Date())])
-                        return .commit
-                    }
-                } catch let error as DatabaseError {
-                    throw MigrationError.failed(migration.fileName, error.message ?? "\(error)")
-                }
-                newlyApplied.append(migration.fileName)
-            }
-            return newlyApplied
+            guard migration.checksum == row[2].string else { throw MigrationError.modifiedAfterApplying(migration.fileName) }
         }
+        let appliedVersions = Set(applied.map { $0[0].int ?? 0 })
+        var newlyApplied: [String] = []
+        for migration in migrations where !appliedVersions.contains(migration.version) {
+            do {
+                try transaction {
+                    try script(migration.sql)
+                    try db.execute("INSERT INTO \(historyTable) (version, file_name, checksum, applied_at) VALUES (?, ?, ?, ?)",
+                                   [migration.version, migration.fileName, migration.checksum, ISO8601DateFormatter().string(from: Date())])
+                }
+            } catch let error as any EngineError {
+                throw MigrationError.failed(migration.fileName, error.engineMessage)
+            }
+            newlyApplied.append(migration.fileName)
+        }
+        return newlyApplied
     }
 
     /// Whether every migration is recorded as applied.
-    static func isCurrent(_ db: Database, migrations: [Migration]) throws -> Bool {
-        guard try db.tableExists(historyTable) else { return migrations.isEmpty }
-        let applied = try Set(Int.fetchAll(db, sql: "SELECT version FROM \(historyTable)"))
+    static func isCurrent(_ db: any SQLConnection, migrations: [Migration]) throws -> Bool {
+        guard try db.exists(db.dialect.tableExists, [historyTable]) else { return migrations.isEmpty }
+        let applied = Set(try db.fetchColumn("SELECT version FROM \(historyTable)").compactMap(\.int))
         return migrations.allSatisfy { applied.contains($0.version) }
     }
 }

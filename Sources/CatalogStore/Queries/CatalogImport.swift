@@ -1,7 +1,6 @@
 import CatalogModels
 import CatalogSchema
 import Foundation
-import GRDB
 
 /// One record of an import: the declaration of its resource and the values its
 /// ``ResourceSchema/importRecord`` reader took from the record's `data`.
@@ -19,12 +18,12 @@ package struct ImportRecord: Sendable {
 struct ImportRules: Sendable {
     /// Checks a new row's references within the resource itself, before it is inserted
     /// (references to other resources are checked for existence by the upsert).
-    var checkNew: (@Sendable (Database, FieldValues, _ pointer: String) throws -> Void)?
+    var checkNew: (@Sendable (any SQLConnection, FieldValues, _ pointer: String) throws -> Void)?
     /// Applies the record's nested members once its row is written (`pk`); returns
     /// whether that changed anything.
-    var applyNested: (@Sendable (Database, FieldValues, _ pk: Int64, _ pointer: String) throws -> Bool)?
+    var applyNested: (@Sendable (any SQLConnection, FieldValues, _ pk: Int64, _ pointer: String) throws -> Bool)?
     /// Runs once after every record, with the records of this resource.
-    var finish: (@Sendable (Database, [FieldValues]) throws -> Void)?
+    var finish: (@Sendable (any SQLConnection, [FieldValues]) throws -> Void)?
 }
 
 extension CatalogStore {
@@ -41,7 +40,7 @@ extension CatalogStore {
             (playlists.schema.type, playlists.relations), (comments.resources.schema.type, comments.resources.relations),
         ])
         let items = self.items
-        database.writes.submit(atomic: true, heavy: true, { db in
+        database.submit(atomic: true, heavy: true, { db in
             var summary = ImportSummary()
             for (index, record) in records.enumerated() {
                 let rules = relations[record.schema.type]?.importing ?? ImportRules()
@@ -70,7 +69,7 @@ extension CatalogStore {
     private enum ImportOutcome { case created, updated, unchanged }
 
     /// Creates, changes or keeps one resource's row, then applies its nested members.
-    private static func upsert(_ db: Database, _ record: ImportRecord, rules: ImportRules, pointer: String) throws -> ImportOutcome {
+    private static func upsert(_ db: any SQLConnection, _ record: ImportRecord, rules: ImportRules, pointer: String) throws -> ImportOutcome {
         let schema = record.schema, values = record.values
         let id = values[column: "id"]?.text ?? ""
         let data = schema.columns { $0.importRole == .data }
@@ -78,52 +77,51 @@ extension CatalogStore {
         let owners = schema.columns { $0.importRole == .owner }
         let inserted = data + identity + schema.columns { $0.importRole == .insertOnly } + owners
         // An owner is a user of the exporting server: kept when that user exists here.
-        var known: [Int: DatabaseValue] = [:]
+        var known: [Int: SQLValue] = [:]
         for owner in owners {
-            guard let user = values.values[owner.index]?.text,
-                  try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM users WHERE id = ?"), arguments: [user]) != nil else {
+            guard let user = values.values[owner.index]?.text, try db.exists("SELECT 1 FROM users WHERE id = ?", [user]) else {
                 known[owner.index] = .null
                 continue
             }
-            known[owner.index] = user.databaseValue
+            known[owner.index] = .text(user)
         }
-        func value(_ member: Int) -> DatabaseValue { known[member] ?? values.values[member]?.databaseValue ?? .null }
-        let stamp = { (column: String) in values[column: column]?.databaseValue ?? .null }
+        func value(_ member: Int) -> SQLValue { known[member] ?? values.values[member]?.sqlValue ?? .null }
+        let stamp = { (column: String) in values[column: column]?.sqlValue ?? .null }
+        let greatest = db.dialect.greatest
         var outcome: ImportOutcome
         let selected = (data + identity).map(\.column)
-        let select = "SELECT \((selected.isEmpty ? ["1"] : selected).joined(separator: ", ")) FROM \(schema.table) WHERE id = ?"
-        if let row = try Row.fetchOne(db.cachedStatement(sql: select), arguments: [id]) {
-            for (offset, member) in identity.enumerated() where row[data.count + offset] as DatabaseValue != value(member.index) {
+        // Locked: the comparison decides the write.
+        let select = "SELECT \((selected.isEmpty ? ["1"] : selected).joined(separator: ", ")) FROM \(schema.table) WHERE id = ?" + db.dialect.forUpdate
+        if let row = try db.fetchRow(select, [id]) {
+            for (offset, member) in identity.enumerated() where row[data.count + offset] != value(member.index) {
                 throw StoreError.conflict("The \(schema.noun) \(id) exists with another \(schema.members[member.index].name).")
             }
-            if data.indices.allSatisfy({ row[$0] as DatabaseValue == value(data[$0].index) }) {
+            if data.indices.allSatisfy({ row[$0] == value(data[$0].index) }) {
                 outcome = .unchanged
             } else {
                 let assignments = data.map { "\($0.column) = ?" }.joined(separator: ", ")
-                try db.cachedStatement(sql: "UPDATE \(schema.table) SET \(assignments), updated_at = max(?, created_at), version = max(version + 1, ?) WHERE id = ?")
-                    .execute(arguments: StatementArguments(data.map { value($0.index) } + [stamp("updated_at"), stamp("version"), id]))
+                try db.execute("UPDATE \(schema.table) SET \(assignments), updated_at = \(greatest)(?, created_at), version = \(greatest)(version + 1, ?) WHERE id = ?",
+                               data.map { value($0.index) } + [stamp("updated_at"), stamp("version"), id])
                 outcome = .updated
             }
         } else {
             for (index, field) in schema.members.enumerated() {
                 guard case let .id(reference?) = field.kind, reference.table != schema.table, let referenced = values.values[index]?.text else { continue }
-                guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM \(reference.table) WHERE id = ?"), arguments: [referenced]) != nil else {
+                guard try db.exists("SELECT 1 FROM \(reference.table) WHERE id = ?", [referenced]) else {
                     throw StoreError.invalid([reference.missing.at(pointer + field.pointer)])
                 }
             }
             try rules.checkNew?(db, values, pointer)
             let columns = ["id"] + inserted.map(\.column) + ["created_at", "updated_at", "version"]
-            try db.cachedStatement(sql: insertStatement(schema.table, columns))
-                .execute(arguments: StatementArguments([id.databaseValue] + inserted.map { value($0.index) } + [stamp("created_at"), stamp("updated_at"), stamp("version")]))
+            try db.execute(insertStatement(schema.table, columns),
+                           [id] + inserted.map { value($0.index) } + [stamp("created_at"), stamp("updated_at"), stamp("version")])
             outcome = .created
         }
         if let applyNested = rules.applyNested {
-            guard let pk = try Int64.fetchOne(db.cachedStatement(sql: "SELECT pk FROM \(schema.table) WHERE id = ?"), arguments: [id]) else {
-                throw StoreError.notFound
-            }
+            guard let pk = try db.fetchValue("SELECT pk FROM \(schema.table) WHERE id = ?", [id]).int64 else { throw StoreError.notFound }
             if try applyNested(db, values, pk, pointer), outcome == .unchanged {
-                try db.cachedStatement(sql: "UPDATE \(schema.table) SET updated_at = max(?, created_at), version = max(version + 1, ?) WHERE pk = ?")
-                    .execute(arguments: [stamp("updated_at"), stamp("version"), pk])
+                try db.execute("UPDATE \(schema.table) SET updated_at = \(greatest)(?, created_at), version = \(greatest)(version + 1, ?) WHERE pk = ?",
+                               [stamp("updated_at"), stamp("version"), pk])
                 outcome = .updated
             }
         }

@@ -1,7 +1,6 @@
 import CatalogModels
 import CatalogSchema
 import Foundation
-import GRDB
 
 /// Comments: reads, lists and edits through the generic ``ResourceStore``; posting and
 /// deleting here, since they change the thread (reply counts, tombstones).
@@ -12,7 +11,7 @@ public final class CommentStore: Sendable {
     private let insertSQL: String
     private let creationMembers: [Int]
 
-    init(database: CatalogDatabase) {
+    init(database: any SQLDatabase) {
         resources = ResourceStore(.comment, database: database, relations: Relations(filter: { scope in
             switch scope {
             case .commentsOn: "t.playable_item_id = ? AND t.parent_id IS NULL"
@@ -22,19 +21,20 @@ public final class CommentStore: Sendable {
         }, importing: ImportRules(checkNew: { db, record, pointer in
             guard let itemID = record[column: "playable_item_id"]?.text, let parentID = record[column: "parent_id"]?.text,
                   let field = record.field(column: "parent_id") else { return }
-            let parent = try Row.fetchOne(db.cachedStatement(sql: "SELECT playable_item_id, parent_id FROM comments WHERE id = ?"), arguments: [parentID])
-            guard let parent, parent["playable_item_id"] as String == itemID, parent["parent_id"] as String? == nil else {
+            let parent = try db.fetchRow("SELECT playable_item_id, parent_id FROM comments WHERE id = ?", [parentID])
+            guard let parent, parent[0].string == itemID, parent[1] == .null else {
                 throw StoreError.invalid([Violation(.invalidParent, "Must be a top-level comment on the same item, imported earlier.").at(pointer + field.pointer)])
             }
         }, finish: { db, records in
             // Reply counts follow the replies actually there: a thread whose count the records
             // got wrong, or that gained a reply only here, is corrected (a change: version + 1).
             let threads = Set(records.compactMap { record in (record[column: "parent_id"]?.text ?? record[column: "id"]?.text) })
-            let recount = try db.cachedStatement(sql: """
-                UPDATE comments SET reply_count = (SELECT count(*) FROM comments r WHERE r.parent_id = comments.id), version = version + 1
-                WHERE id = ? AND reply_count != (SELECT count(*) FROM comments r WHERE r.parent_id = comments.id)
-                """)
-            for id in threads.sorted() { try recount.execute(arguments: [id]) }
+            for id in threads.sorted() {
+                try db.execute("""
+                    UPDATE comments SET reply_count = (SELECT count(*) FROM comments r WHERE r.parent_id = comments.id), version = version + 1
+                    WHERE id = ? AND reply_count != (SELECT count(*) FROM comments r WHERE r.parent_id = comments.id)
+                    """, [id])
+            }
         })))
         let creation = ResourceSchema.comment.creationColumns
         creationMembers = creation.map(\.index)
@@ -52,8 +52,7 @@ public final class CommentStore: Sendable {
                       completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         let parentID = values[column: "parent_id"]?.text
         resources.submit(atomic: parentID != nil, completion) { [self] db in
-            guard let name = try String.fetchOne(db.cachedStatement(sql: "SELECT display_name FROM users WHERE id = ?"), arguments: [writer.rawValue])
-            else { throw StoreError.notFound }
+            guard let name = try db.fetchValue("SELECT display_name FROM users WHERE id = ?", [writer.rawValue]).string else { throw StoreError.notFound }
             return try insert(db, values, on: itemID, writer: (writer, name), at: Timestamp.milliseconds(Date()))
         }
     }
@@ -70,36 +69,35 @@ public final class CommentStore: Sendable {
     /// Inserts a comment on `itemID` by `writer` (a user, or only a name for comments
     /// without accounts) created at `time`, updating its parent's reply count (a change
     /// of the parent) when `countsReply`.
-    func insert(_ db: Database, _ values: FieldValues, on itemID: CatalogID, writer: (id: CatalogID?, name: String), at time: Int64,
+    func insert(_ db: any SQLConnection, _ values: FieldValues, on itemID: CatalogID, writer: (id: CatalogID?, name: String), at time: Int64,
                 countsReply: Bool = true) throws -> RenderedResource {
-        guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM playable_items WHERE id = ?"), arguments: [itemID.rawValue]) != nil else {
-            throw StoreError.notFound
-        }
+        guard try db.exists("SELECT 1 FROM playable_items WHERE id = ?", [itemID.rawValue]) else { throw StoreError.notFound }
         let parentID = values[column: "parent_id"]?.text
         if let parentID, let field = values.field(column: "parent_id") {
             try Self.checkParent(db, parentID, itemID: itemID, pointer: field.pointer)
         }
         let id = CatalogID()
-        let arguments = [id.rawValue, itemID.rawValue] + resources.arguments(values, creationMembers) + [time, time, 1, writer.id?.rawValue, writer.name]
-        let created = try resources.renderWritten(db, insertSQL, StatementArguments(arguments))
+        let arguments: SQLArguments = [id.rawValue, itemID.rawValue] + resources.arguments(values, creationMembers)
+            + [time, time, 1, writer.id?.rawValue, writer.name]
+        let created = try resources.renderWritten(db, insertSQL, arguments)
         if let parentID, countsReply {
-            try db.cachedStatement(sql: """
-                UPDATE comments SET reply_count = reply_count + 1, version = version + 1, updated_at = max(?, created_at) WHERE id = ?
-                """).execute(arguments: [time, parentID])
+            try db.execute("""
+                UPDATE comments SET reply_count = reply_count + 1, version = version + 1, updated_at = \(db.dialect.greatest)(?, created_at) WHERE id = ?
+                """, [time, parentID])
         }
         return created
     }
 
     /// Checks that `parentID` is a live top-level comment on the item `itemID`.
-    private static func checkParent(_ db: Database, _ parentID: String, itemID: CatalogID, pointer: String) throws {
-        let parent = try Row.fetchOne(db.cachedStatement(sql: "SELECT playable_item_id, parent_id, deleted FROM comments WHERE id = ?"),
-                                      arguments: [parentID])
+    private static func checkParent(_ db: any SQLConnection, _ parentID: String, itemID: CatalogID, pointer: String) throws {
+        // The parent is locked: its reply count changes, and it must not become a tombstone meanwhile.
+        let parent = try db.fetchRow("SELECT playable_item_id, parent_id, deleted FROM comments WHERE id = ?" + db.dialect.forUpdate, [parentID])
         let violation: Violation? = if let parent {
-            if parent["playable_item_id"] as String != itemID.rawValue {
+            if parent[0].string != itemID.rawValue {
                 Violation(.notFound, "No comment with this id is on this playable item.")
-            } else if parent["parent_id"] as String? != nil {
+            } else if parent[1] != .null {
                 Violation(.invalidParent, "Replies cannot be replied to; reply to the comment they answer.")
-            } else if parent["deleted"] as Bool {
+            } else if parent[2].bool {
                 Violation(.invalidParent, "The comment was deleted.")
             } else {
                 nil
@@ -116,24 +114,27 @@ public final class CommentStore: Sendable {
     /// tombstone without replies. Deleting a tombstone changes nothing.
     public func delete(_ id: CatalogID, preconditions: WritePreconditions, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         resources.submit(atomic: true, completion) { db in
-            let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT version, parent_id, reply_count, deleted FROM comments WHERE id = ?"),
-                                       arguments: [id.rawValue])
-            try preconditions.check(current: row?["version"])
+            // A reply locks its parent first, then itself: the order every writer of a thread takes.
+            let parentID = try db.fetchValue("SELECT parent_id FROM comments WHERE id = ?", [id.rawValue]).string
+            if let parentID { _ = try db.exists("SELECT 1 FROM comments WHERE id = ?" + db.dialect.forUpdate, [parentID]) }
+            let row = try db.fetchRow("SELECT version, parent_id, reply_count, deleted FROM comments WHERE id = ?" + db.dialect.forUpdate, [id.rawValue])
+            try preconditions.check(current: row?[0].int)
             guard let row else { throw StoreError.notFound }
             let now = Timestamp.milliseconds(Date())
-            if row["reply_count"] as Int > 0 {
-                guard !(row["deleted"] as Bool) else { return }
-                try db.cachedStatement(sql: """
-                    UPDATE comments SET deleted = 1, body = NULL, version = version + 1, updated_at = max(?, created_at) WHERE id = ?
-                    """).execute(arguments: [now, id.rawValue])
+            let greatest = db.dialect.greatest
+            if row[2].int ?? 0 > 0 {
+                guard !row[3].bool else { return }
+                try db.execute("""
+                    UPDATE comments SET deleted = 1, body = NULL, version = version + 1, updated_at = \(greatest)(?, created_at) WHERE id = ?
+                    """, [now, id.rawValue])
                 return
             }
-            try db.cachedStatement(sql: "DELETE FROM comments WHERE id = ?").execute(arguments: [id.rawValue])
-            if let parentID = row["parent_id"] as String? {
-                try db.cachedStatement(sql: """
-                    UPDATE comments SET reply_count = reply_count - 1, version = version + 1, updated_at = max(?, created_at) WHERE id = ?
-                    """).execute(arguments: [now, parentID])
-                try db.cachedStatement(sql: "DELETE FROM comments WHERE id = ? AND deleted = 1 AND reply_count = 0").execute(arguments: [parentID])
+            try db.execute("DELETE FROM comments WHERE id = ?", [id.rawValue])
+            if let parentID = row[1].string {
+                try db.execute("""
+                    UPDATE comments SET reply_count = reply_count - 1, version = version + 1, updated_at = \(greatest)(?, created_at) WHERE id = ?
+                    """, [now, parentID])
+                try db.execute("DELETE FROM comments WHERE id = ? AND deleted = 1 AND reply_count = 0", [parentID])
             }
         }
     }

@@ -1,6 +1,3 @@
-import GRDB
-import GRDBSQLite
-
 /// An opaque list cursor: the sort key and id of the last item of a page, bound to the
 /// request's order and filters by a fingerprint hash. base64url text, no padding.
 struct ListCursor {
@@ -9,30 +6,21 @@ struct ListCursor {
         case text(String)
         case real(Double)
 
-        var databaseValue: any DatabaseValueConvertible {
+        var sqlValue: SQLValue {
             switch self {
-            case let .integer(value): value
-            case let .text(value): value
-            case let .real(value): value
+            case let .integer(value): .integer(value)
+            case let .text(value): .text(value)
+            case let .real(value): .real(value)
             }
         }
 
-        init?(_ value: DatabaseValue) {
-            switch value.storage {
-            case let .int64(number): self = .integer(number)
-            case let .double(number): self = .real(number)
-            case let .string(text): self = .text(text)
-            default: return nil
-            }
-        }
-
-        /// The key in column `column` of the statement's current row.
-        init?(_ statement: SQLiteStatement, _ column: Int32) {
-            switch sqlite3_column_type(statement, column) {
-            case SQLITE_INTEGER: self = .integer(sqlite3_column_int64(statement, column))
-            case SQLITE_FLOAT: self = .real(sqlite3_column_double(statement, column))
-            case SQLITE_TEXT: self = .text(String(decoding: RowRenderer.text(statement, column), as: UTF8.self))
-            default: return nil
+        /// The key a column holds; `nil` for NULL or a blob.
+        init?(_ value: SQLValue) {
+            switch value {
+            case let .integer(number): self = .integer(number)
+            case let .real(number): self = .real(number)
+            case let .text(text): self = .text(text)
+            case .null, .blob: return nil
             }
         }
     }

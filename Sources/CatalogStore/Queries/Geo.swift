@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// Geographic SQL for locations: great-circle distance and spatial-index filters.
 enum Geo {
@@ -8,22 +7,24 @@ enum Geo {
 
     /// Haversine distance in meters from `t.latitude, t.longitude` to a point bound as
     /// (latitude, latitude, longitude).
-    static let distanceSQL = """
-        (\(earthRadius) * 2 * asin(sqrt(min(1.0, \
+    static func distanceSQL(_ dialect: SQLDialect) -> String {
+        """
+        (\(earthRadius) * 2 * asin(sqrt(\(dialect.least)(1.0, \
         pow(sin(radians(t.latitude - ?) / 2), 2) + \
         cos(radians(?)) * cos(radians(t.latitude)) * pow(sin(radians(t.longitude - ?) / 2), 2)))))
         """
+    }
 
     /// Single-precision R*Tree boxes can round a point outward by ~1e-5°: pad, then filter exactly.
     private static let padding = 0.0001
 
     /// A WHERE clause (with its arguments) selecting the locations in `area`; for a
     /// circle it is the circle's bounding box, and the caller filters by distance.
-    static func filter(_ area: ListRequest.Area) -> (String, [(any DatabaseValueConvertible)?]) {
+    static func filter(_ area: ListRequest.Area, _ dialect: SQLDialect) -> (String, SQLArguments) {
         switch area {
         case let .boundingBox(minLongitude, minLatitude, maxLongitude, maxLatitude):
             let crosses = minLongitude > maxLongitude
-            let (indexFilter, indexArguments) = rtree(minLatitude: minLatitude, maxLatitude: maxLatitude,
+            let (indexFilter, indexArguments) = index(dialect, minLatitude: minLatitude, maxLatitude: maxLatitude,
                                                       minLongitude: minLongitude, maxLongitude: maxLongitude)
             let exactLongitude = crosses ? "(t.longitude >= ? OR t.longitude <= ?)" : "t.longitude BETWEEN ? AND ?"
             return ("\(indexFilter) AND t.latitude BETWEEN ? AND ? AND \(exactLongitude)",
@@ -43,13 +44,21 @@ enum Geo {
                     if maxLongitude > 180 { maxLongitude -= 360 }
                 }
             }
-            return rtree(minLatitude: max(-90, minLatitude), maxLatitude: min(90, maxLatitude),
+            return index(dialect, minLatitude: max(-90, minLatitude), maxLatitude: min(90, maxLatitude),
                          minLongitude: minLongitude, maxLongitude: maxLongitude)
         }
     }
 
-    private static func rtree(minLatitude: Double, maxLatitude: Double, minLongitude: Double, maxLongitude: Double)
-        -> (String, [(any DatabaseValueConvertible)?]) {
+    /// The filter the spatial index answers: SQLite's R*Tree of the locations, or
+    /// PostgreSQL's GiST index on `point(longitude, latitude)` (two boxes when the box
+    /// crosses the antimeridian).
+    private static func index(_ dialect: SQLDialect, minLatitude: Double, maxLatitude: Double, minLongitude: Double, maxLongitude: Double)
+        -> (String, SQLArguments) {
+        if dialect == .postgresql {
+            let box = "point(t.longitude, t.latitude) <@ box(point(?, ?), point(?, ?))"
+            guard minLongitude > maxLongitude else { return (box, [minLongitude, minLatitude, maxLongitude, maxLatitude]) }
+            return ("(\(box) OR \(box))", [minLongitude, minLatitude, 180.0, maxLatitude, -180.0, minLatitude, maxLongitude, maxLatitude])
+        }
         let longitude = minLongitude > maxLongitude ? "(max_lon >= ? OR min_lon <= ?)" : "max_lon >= ? AND min_lon <= ?"
         return ("t.pk IN (SELECT pk FROM locations_rtree WHERE max_lat >= ? AND min_lat <= ? AND \(longitude))",
                 [minLatitude - padding, maxLatitude + padding, minLongitude - padding, maxLongitude + padding])

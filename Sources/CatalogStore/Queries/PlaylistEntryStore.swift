@@ -1,8 +1,6 @@
 import CatalogModels
 import CatalogSchema
 import Foundation
-import GRDB
-import GRDBSQLite
 
 /// A playlist entry as its JSON document, with the playlist's version after the read or
 /// write (the `ETag` of entry responses).
@@ -19,7 +17,7 @@ public struct RenderedEntry: Sendable {
 /// each write locks the playlist's row by writing it (version + 1), shifts the
 /// positions between the old and the new place in one statement, and answers once durable.
 public final class PlaylistEntryStore: Sendable {
-    private let database: CatalogDatabase
+    private let database: any SQLDatabase
     private let playlists: ResourceStore<Playlist, PlaylistInput>
     /// Renders entries as declared (``PlaylistEntrySchema/document``), their item embedded.
     private let renderer = RowRenderer(PlaylistEntrySchema.document)
@@ -34,7 +32,7 @@ public final class PlaylistEntryStore: Sendable {
     /// The most entries a playlist holds.
     public static let maxEntries = PlaylistOrder.maxEntries
 
-    init(database: CatalogDatabase, playlists: ResourceStore<Playlist, PlaylistInput>, items: ResourceStore<PlayableItem, PlayableItemInput>) {
+    init(database: any SQLDatabase, playlists: ResourceStore<Playlist, PlaylistInput>, items: ResourceStore<PlayableItem, PlayableItemInput>) {
         self.database = database
         self.playlists = playlists
         itemCache = items.cache
@@ -66,21 +64,25 @@ public final class PlaylistEntryStore: Sendable {
 
     /// Writes the first page of entries (for `include=entries`), read in `db`'s snapshot
     /// (taken in render-cache `epoch`).
-    func firstPage(_ db: Database, playlistID: CatalogID, limit: Int, epoch: UInt64, into writer: inout JSONWriter) throws {
+    func firstPage(_ db: any SQLConnection, playlistID: CatalogID, limit: Int, epoch: UInt64, into writer: inout JSONWriter) throws {
         guard let pk = try Self.playlistPK(db, playlistID) else { throw StoreError.notFound }
         _ = try renderPage(db, playlistID: playlistID, pk: pk, after: -1, limit: limit, fields: .all, epoch: epoch, into: &writer)
     }
 
     /// Writes a page of entries; returns the next page's cursor.
-    private func renderPage(_ db: Database, playlistID: CatalogID, pk: Int64, after: Int64, limit: Int, fields: FieldMask, epoch: UInt64,
+    private func renderPage(_ db: any SQLConnection, playlistID: CatalogID, pk: Int64, after: Int64, limit: Int, fields: FieldMask, epoch: UInt64,
                             into writer: inout JSONWriter) throws -> String? {
-        let rows = try RawRows(db, sql: selectSQL + " WHERE e.playlist_pk = ? AND e.position > ? ORDER BY e.position LIMIT ?",
-                               arguments: [pk, after, limit + 1])
-        return try rows.writePage(limit: limit, into: &writer, item: { statement, writer in
-            try render(statement, fields: fields, epoch: epoch, into: &writer)
-        }, cursor: { [idColumn, positionColumn] statement in
-            ListCursor(fingerprint: Self.fingerprint(playlistID), key: .integer(sqlite3_column_int64(statement, positionColumn)),
-                       id: String(decoding: RowRenderer.text(statement, idColumn), as: UTF8.self)).encoded()
+        try renderPage(db.query(selectSQL + " WHERE e.playlist_pk = ? AND e.position > ? ORDER BY e.position LIMIT ?", [pk, after, limit + 1]),
+                       playlistID: playlistID, limit: limit, fields: fields, epoch: epoch, into: &writer)
+    }
+
+    private func renderPage(_ rows: some SQLRows, playlistID: CatalogID, limit: Int, fields: FieldMask, epoch: UInt64,
+                            into writer: inout JSONWriter) throws -> String? {
+        try rows.writePage(limit: limit, into: &writer, item: { rows, writer in
+            try render(rows, fields: fields, epoch: epoch, into: &writer)
+        }, cursor: { [idColumn, positionColumn] rows in
+            ListCursor(fingerprint: Self.fingerprint(playlistID), key: .integer(rows.integer(positionColumn)),
+                       id: String(decoding: rows.text(idColumn), as: UTF8.self)).encoded()
         })
     }
 
@@ -126,13 +128,11 @@ public final class PlaylistEntryStore: Sendable {
     package func insert(_ values: FieldValues, into playlistID: CatalogID, preconditions: WritePreconditions,
                         completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void) {
         let entryID = CatalogID()
-        database.writes.submit(atomic: true, { [self] db in
+        database.submit(atomic: true, { [self] db in
             let playlist = try Self.lock(db, playlistID, preconditions)
             var errors: [FieldError] = []
             let item = values.reference(to: .playableItems)
-            let itemPK = try item?.value?.text.flatMap { id in
-                try Int64.fetchOne(db.cachedStatement(sql: "SELECT pk FROM playable_items WHERE id = ?"), arguments: [id])
-            }
+            let itemPK = try item?.value?.text.flatMap { id in try db.fetchValue("SELECT pk FROM playable_items WHERE id = ?", [id]).int64 }
             if let item, itemPK == nil { errors.append(Reference.playableItems.missing.at(item.field.pointer)) }
             let position = values[column: "position"]?.integer.map(Int.init) ?? playlist.count
             if !(0...playlist.count).contains(position), let field = values.field(column: "position") {
@@ -143,10 +143,9 @@ public final class PlaylistEntryStore: Sendable {
                 throw StoreError.conflict("The playlist is full: it holds the maximum of \(Self.maxEntries) entries.")
             }
             let now = Timestamp.milliseconds(Date())
-            try db.cachedStatement(sql: "UPDATE playlist_entries SET position = position + 1 WHERE playlist_pk = ? AND position >= ?")
-                .execute(arguments: [playlist.pk, position])
-            try db.cachedStatement(sql: "INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at) VALUES (?, ?, ?, ?, ?)")
-                .execute(arguments: [entryID.rawValue, playlist.pk, itemPK, position, now])
+            try db.execute("UPDATE playlist_entries SET position = position + 1 WHERE playlist_pk = ? AND position >= ?", [playlist.pk, position])
+            try db.execute("INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at) VALUES (?, ?, ?, ?, ?)",
+                           [entryID.rawValue, playlist.pk, itemPK, position, now])
             let version = try Self.touch(db, playlist.pk, count: playlist.count + 1)
             return try renderEntry(db, playlistPK: playlist.pk, position: Int64(position), version: version)
         }, completion: Self.found(completion))
@@ -171,7 +170,7 @@ public final class PlaylistEntryStore: Sendable {
     /// Moves the entry `entryID` to `position` (0…count−1), shifting the entries between.
     public func move(_ entryID: CatalogID, of playlistID: CatalogID, to position: Int, preconditions: WritePreconditions,
                      completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void) {
-        database.writes.submit(atomic: true, { [self] db in
+        database.submit(atomic: true, { [self] db in
             let (playlist, old) = try Self.lock(db, playlistID, entry: entryID, preconditions)
             guard (0..<playlist.count).contains(position) else {
                 let pointer = PlaylistEntrySchema.move.fields.first { $0.column == "position" }?.pointer ?? ""
@@ -179,13 +178,13 @@ public final class PlaylistEntryStore: Sendable {
             }
             let new = Int64(position)
             if new < old {
-                try db.cachedStatement(sql: "UPDATE playlist_entries SET position = position + 1 WHERE playlist_pk = ? AND position >= ? AND position < ?")
-                    .execute(arguments: [playlist.pk, new, old])
+                try db.execute("UPDATE playlist_entries SET position = position + 1 WHERE playlist_pk = ? AND position >= ? AND position < ?",
+                               [playlist.pk, new, old])
             } else if new > old {
-                try db.cachedStatement(sql: "UPDATE playlist_entries SET position = position - 1 WHERE playlist_pk = ? AND position > ? AND position <= ?")
-                    .execute(arguments: [playlist.pk, old, new])
+                try db.execute("UPDATE playlist_entries SET position = position - 1 WHERE playlist_pk = ? AND position > ? AND position <= ?",
+                               [playlist.pk, old, new])
             }
-            try db.cachedStatement(sql: "UPDATE playlist_entries SET position = ? WHERE id = ?").execute(arguments: [new, entryID.rawValue])
+            try db.execute("UPDATE playlist_entries SET position = ? WHERE id = ?", [new, entryID.rawValue])
             let version = try Self.touch(db, playlist.pk, count: playlist.count)
             return try renderEntry(db, playlistPK: playlist.pk, position: new, version: version)
         }, completion: Self.found(completion))
@@ -194,11 +193,10 @@ public final class PlaylistEntryStore: Sendable {
     /// Removes the entry `entryID`, closing the gap. Returns the playlist's new version.
     public func remove(_ entryID: CatalogID, from playlistID: CatalogID, preconditions: WritePreconditions,
                        completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
-        database.writes.submit(atomic: true, { db in
+        database.submit(atomic: true, { db in
             let (playlist, old) = try Self.lock(db, playlistID, entry: entryID, preconditions)
-            try db.cachedStatement(sql: "DELETE FROM playlist_entries WHERE id = ?").execute(arguments: [entryID.rawValue])
-            try db.cachedStatement(sql: "UPDATE playlist_entries SET position = position - 1 WHERE playlist_pk = ? AND position > ?")
-                .execute(arguments: [playlist.pk, old])
+            try db.execute("DELETE FROM playlist_entries WHERE id = ?", [entryID.rawValue])
+            try db.execute("UPDATE playlist_entries SET position = position - 1 WHERE playlist_pk = ? AND position > ?", [playlist.pk, old])
             return try Self.touch(db, playlist.pk, count: playlist.count - 1)
         }, completion: Self.mapped(completion))
     }
@@ -222,17 +220,17 @@ public final class PlaylistEntryStore: Sendable {
             return completion(.failure(StoreError.invalid([])))
         }
         // A long order takes its own turn on the writer, so it cannot hold up small writes.
-        database.writes.submit(atomic: true, heavy: ids.count > 100, { [self] db in
+        database.submit(atomic: true, heavy: ids.count > 100, { [self] db in
             let playlist = try Self.lock(db, playlistID, preconditions)
             // The items, in the new order (ids are UUID text: nothing to escape).
             var itemPKs: [Int64] = []
             itemPKs.reserveCapacity(ids.count)
             var unknown: [Int] = []
-            let resolve = try RawRows(db, sql: "SELECT i.pk FROM json_each(?) j LEFT JOIN playable_items i ON i.id = j.value ORDER BY j.key",
-                                      arguments: [Self.jsonArray(ids.lazy.map(\.rawValue), quoted: true)])
-            while try resolve.step() {
-                if sqlite3_column_type(resolve.statement, 0) == SQLITE_NULL { unknown.append(itemPKs.count) }
-                itemPKs.append(sqlite3_column_int64(resolve.statement, 0))
+            let resolved = try db.fetchColumn("SELECT i.pk FROM \(db.dialect.jsonElements("j")) LEFT JOIN playable_items i ON i.id = j.value ORDER BY j.key",
+                                              [Self.jsonArray(ids.lazy.map(\.rawValue), quoted: true)])
+            for pk in resolved {
+                if pk == .null { unknown.append(itemPKs.count) }
+                itemPKs.append(pk.int64 ?? 0)
             }
             guard unknown.isEmpty else {
                 throw StoreError.invalid(unknown.prefix(DocumentShape.maxListedErrors).map { offset in
@@ -241,11 +239,9 @@ public final class PlaylistEntryStore: Sendable {
             }
             // The current entries of each item, in position order.
             var current: [Int64: [(pk: Int64, position: Int)]] = [:]
-            let entries = try RawRows(db, sql: "SELECT pk, item_pk, position FROM playlist_entries WHERE playlist_pk = ? ORDER BY position",
-                                      arguments: [playlist.pk])
+            let entries = try db.query("SELECT pk, item_pk, position FROM playlist_entries WHERE playlist_pk = ? ORDER BY position", [playlist.pk])
             while try entries.step() {
-                current[sqlite3_column_int64(entries.statement, 1), default: []]
-                    .append((sqlite3_column_int64(entries.statement, 0), Int(sqlite3_column_int64(entries.statement, 2))))
+                current[entries.integer(1), default: []].append((entries.integer(0), Int(entries.integer(2))))
             }
             // The k-th entry of an item keeps its id and moves to the item's k-th new place.
             var used: [Int64: Int] = [:]
@@ -269,20 +265,22 @@ public final class PlaylistEntryStore: Sendable {
             }
             // Three statements, whatever the size.
             if !removals.isEmpty {
-                try db.cachedStatement(sql: "DELETE FROM playlist_entries WHERE pk IN (SELECT value FROM json_each(?))")
-                    .execute(arguments: [Self.jsonArray(removals)])
+                try db.execute("DELETE FROM playlist_entries WHERE pk IN (SELECT CAST(r.value AS BIGINT) FROM \(db.dialect.jsonElements("r")))",
+                               [Self.jsonArray(removals)])
             }
             if moved {
-                try db.cachedStatement(sql: """
+                try db.execute("""
                     UPDATE playlist_entries SET position = m.key
-                    FROM json_each(?) m WHERE playlist_entries.pk = m.value AND playlist_entries.position != m.key
-                    """).execute(arguments: [Self.jsonArray(order)])
+                    FROM \(db.dialect.jsonElements("m")) WHERE playlist_entries.pk = CAST(m.value AS BIGINT) AND playlist_entries.position != m.key
+                    """, [Self.jsonArray(order)])
             }
             if !additions.isEmpty {
-                try db.cachedStatement(sql: """
+                let dialect = db.dialect
+                try db.execute("""
                     INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at)
-                    SELECT json_extract(value, '$[0]'), ?, json_extract(value, '$[1]'), json_extract(value, '$[2]'), ? FROM json_each(?)
-                    """).execute(arguments: [playlist.pk, Timestamp.milliseconds(Date()), Self.jsonArray(additions)])
+                    SELECT \(dialect.jsonElement("a.value", 0)), CAST(? AS BIGINT), CAST(\(dialect.jsonElement("a.value", 1)) AS BIGINT),
+                        CAST(\(dialect.jsonElement("a.value", 2)) AS BIGINT), CAST(? AS BIGINT) FROM \(dialect.jsonElements("a"))
+                    """, [playlist.pk, Timestamp.milliseconds(Date()), Self.jsonArray(additions)])
             }
             _ = try Self.touch(db, playlist.pk, count: itemPKs.count)
             guard let rendered = try playlists.render(db, playlistID) else { throw StoreError.notFound }
@@ -308,112 +306,117 @@ public final class PlaylistEntryStore: Sendable {
     /// Applies the entries of a playlist's import record (their ids, items and order) to
     /// the playlist `playlistPK` when they differ from its current ones.
     /// - Returns: whether they did (a change of the playlist).
-    static func importEntries(_ db: Database, _ record: FieldValues, playlistPK: Int64, pointer: String) throws -> Bool {
+    static func importEntries(_ db: any SQLConnection, _ record: FieldValues, playlistPK: Int64, pointer: String) throws -> Bool {
         guard let index = record.fields.firstIndex(where: { if case .documents = $0.kind { true } else { false } }),
               case let .documents(entries)? = record.values[index] else { return false }
         let member = pointer + record.fields[index].pointer
         func item(_ entry: FieldValues) -> String? { entry.reference(to: .playableItems)?.value?.text }
-        let current = try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT e.id AS entry, i.id AS item FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk
-            WHERE e.playlist_pk = ? ORDER BY e.position
-            """), arguments: [playlistPK]).map { (entry: $0["entry"] as String, item: $0["item"] as String) }
+        let current = try db.fetchRows("""
+            SELECT e.id, i.id FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk WHERE e.playlist_pk = ? ORDER BY e.position
+            """, [playlistPK]).map { (entry: $0[0].string, item: $0[1].string) }
         guard !current.elementsEqual(entries, by: { $0.entry == $1[column: "id"]?.text && $0.item == item($1) }) else { return false }
-        try db.cachedStatement(sql: "DELETE FROM playlist_entries WHERE playlist_pk = ?").execute(arguments: [playlistPK])
-        let insert = try db.cachedStatement(sql: """
-            INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at)
-            SELECT ?, ?, pk, ?, ? FROM playable_items WHERE id = ?
-            """)
+        try db.execute("DELETE FROM playlist_entries WHERE playlist_pk = ?", [playlistPK])
         var missing: [FieldError] = []
         for (position, entry) in entries.enumerated() {
-            try insert.execute(arguments: [entry[column: "id"]?.databaseValue, playlistPK, position, entry[column: "created_at"]?.databaseValue, item(entry)])
-            if db.changesCount == 0, let reference = entry.reference(to: .playableItems) {
+            let inserted = try db.execute("""
+                INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at)
+                SELECT CAST(? AS TEXT), CAST(? AS BIGINT), pk, CAST(? AS BIGINT), CAST(? AS BIGINT) FROM playable_items WHERE id = ?
+                """, [entry[column: "id"]?.sqlValue ?? .null, playlistPK, position, entry[column: "created_at"]?.sqlValue ?? .null, item(entry)])
+            if inserted == 0, let reference = entry.reference(to: .playableItems) {
                 missing.append(Reference.playableItems.missing.at(member + "/\(position)" + reference.field.pointer))
             }
         }
         guard missing.isEmpty else { throw StoreError.invalid(Array(missing.prefix(DocumentShape.maxListedErrors))) }
-        try db.cachedStatement(sql: "UPDATE playlists SET entry_count = ? WHERE pk = ?").execute(arguments: [entries.count, playlistPK])
+        try db.execute("UPDATE playlists SET entry_count = ? WHERE pk = ?", [entries.count, playlistPK])
         return true
     }
 
     /// Removes every entry of the item `itemID` from every playlist, keeping positions
     /// dense and bumping each playlist's version. Runs inside the item's deletion.
-    static func removeItem(_ db: Database, itemID: CatalogID) throws {
-        guard let itemPK = try Int64.fetchOne(db.cachedStatement(sql: "SELECT pk FROM playable_items WHERE id = ?"), arguments: [itemID.rawValue])
-        else { return }
-        let affected = try Int64.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT playlist_pk FROM playlist_entries WHERE item_pk = ?"),
-                                          arguments: [itemPK])
+    static func removeItem(_ db: any SQLConnection, itemID: CatalogID) throws {
+        // The item's row is locked by its deletion, so no entry of it can be added meanwhile.
+        guard let itemPK = try db.fetchValue("SELECT pk FROM playable_items WHERE id = ?", [itemID.rawValue]).int64 else { return }
+        let affected = try db.fetchColumn("SELECT DISTINCT playlist_pk FROM playlist_entries WHERE item_pk = ? ORDER BY playlist_pk", [itemPK])
+            .compactMap(\.int64)
         guard !affected.isEmpty else { return }
-        try db.cachedStatement(sql: "DELETE FROM playlist_entries WHERE item_pk = ?").execute(arguments: [itemPK])
+        // Every playlist that changes is locked before any of them changes, in one order.
+        for playlistPK in affected { _ = try db.exists("SELECT 1 FROM playlists WHERE pk = ?" + db.dialect.forUpdate, [playlistPK]) }
+        try db.execute("DELETE FROM playlist_entries WHERE item_pk = ?", [itemPK])
         for playlistPK in affected {
-            try db.cachedStatement(sql: """
+            try db.execute("""
                 UPDATE playlist_entries SET position = ranked.position
                 FROM (SELECT pk, row_number() OVER (ORDER BY position) - 1 AS position FROM playlist_entries WHERE playlist_pk = ?) AS ranked
                 WHERE playlist_entries.pk = ranked.pk AND playlist_entries.position != ranked.position
-                """).execute(arguments: [playlistPK])
-            let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM playlist_entries WHERE playlist_pk = ?"),
-                                         arguments: [playlistPK]) ?? 0
+                """, [playlistPK])
+            let count = try db.fetchValue("SELECT count(*) FROM playlist_entries WHERE playlist_pk = ?", [playlistPK]).int ?? 0
             _ = try touch(db, playlistPK, count: count)
         }
     }
 
     // MARK: Helpers
 
-    /// Appends an entry from the statement's current row, its item showing `fields`.
+    /// Appends an entry from the current row, its item showing `fields`.
     /// Reads pass the render-cache `epoch` of their snapshot; writes pass `nil` and never
     /// touch the cache (what they render might not commit).
-    private func render(_ statement: SQLiteStatement, fields: FieldMask, epoch: UInt64?, into writer: inout JSONWriter) throws {
-        try renderer.render(statement, into: &writer, nested: (fields, epoch == nil ? nil : itemCache, epoch ?? 0))
+    private func render(_ rows: some SQLRows, fields: FieldMask, epoch: UInt64?, into writer: inout JSONWriter) throws {
+        try renderer.render(rows, into: &writer, nested: (fields, epoch == nil ? nil : itemCache, epoch ?? 0))
     }
 
     /// The entry at `position`, or `nil` when there is none.
-    private func renderEntry(_ db: Database, playlistPK: Int64, position: Int64, version: Int,
+    private func renderEntry(_ db: any SQLConnection, playlistPK: Int64, position: Int64, version: Int,
                              fields: FieldMask = .all, epoch: UInt64? = nil) throws -> RenderedEntry? {
-        let rows = try RawRows(db, sql: selectSQL + " WHERE e.playlist_pk = ? AND e.position = ?", arguments: [playlistPK, position])
+        try renderEntry(db.query(selectSQL + " WHERE e.playlist_pk = ? AND e.position = ?", [playlistPK, position]), version: version, fields: fields,
+                        epoch: epoch)
+    }
+
+    private func renderEntry(_ rows: some SQLRows, version: Int, fields: FieldMask, epoch: UInt64?) throws -> RenderedEntry? {
         guard try rows.step() else { return nil }
         var writer = JSONWriter(capacity: 700)
-        try render(rows.statement, fields: fields, epoch: epoch, into: &writer)
-        guard let entryID = CatalogID(String(decoding: RowRenderer.text(rows.statement, idColumn), as: UTF8.self)) else {
+        try render(rows, fields: fields, epoch: epoch, into: &writer)
+        guard let entryID = CatalogID(String(decoding: rows.text(idColumn), as: UTF8.self)) else {
             throw StoreError.unavailable("The database holds a malformed entry id.")
         }
         return RenderedEntry(entryID: entryID, playlistVersion: version, json: writer.bytes)
     }
 
-    private static func playlistPK(_ db: Database, _ id: CatalogID) throws -> Int64? {
-        try Int64.fetchOne(db.cachedStatement(sql: "SELECT pk FROM playlists WHERE id = ?"), arguments: [id.rawValue])
+    private static func playlistPK(_ db: any SQLConnection, _ id: CatalogID) throws -> Int64? {
+        try db.fetchValue("SELECT pk FROM playlists WHERE id = ?", [id.rawValue]).int64
     }
 
-    private static func playlist(_ db: Database, _ id: CatalogID) throws -> (pk: Int64, version: Int, count: Int)? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT pk, version, entry_count FROM playlists WHERE id = ?"), arguments: [id.rawValue])
-            .map { ($0["pk"], $0["version"], $0["entry_count"]) }
+    /// The playlist's row; with `locking`, locked until the write's transaction ends.
+    private static func playlist(_ db: any SQLConnection, _ id: CatalogID, locking: Bool = false) throws -> (pk: Int64, version: Int, count: Int)? {
+        try db.fetchRow("SELECT pk, version, entry_count FROM playlists WHERE id = ?" + (locking ? db.dialect.forUpdate : ""), [id.rawValue])
+            .map { ($0[0].int64 ?? 0, $0[1].int ?? 0, $0[2].int ?? 0) }
     }
 
-    /// The playlist's row after checking `preconditions` against its version. With
+    /// The playlist's row, locked, after checking `preconditions` against its version. With
     /// `entry`, that entry's position too: a missing playlist or entry is `notFound`
     /// before any precondition is looked at (RFC 9110 §13.2.1).
-    private static func lock(_ db: Database, _ id: CatalogID, _ preconditions: WritePreconditions) throws -> (pk: Int64, version: Int, count: Int) {
-        guard let playlist = try playlist(db, id) else { throw StoreError.notFound }
+    private static func lock(_ db: any SQLConnection, _ id: CatalogID, _ preconditions: WritePreconditions) throws -> (pk: Int64, version: Int, count: Int) {
+        guard let playlist = try playlist(db, id, locking: true) else { throw StoreError.notFound }
         try preconditions.check(current: playlist.version)
         return playlist
     }
 
-    private static func lock(_ db: Database, _ id: CatalogID, entry entryID: CatalogID, _ preconditions: WritePreconditions) throws
+    private static func lock(_ db: any SQLConnection, _ id: CatalogID, entry entryID: CatalogID, _ preconditions: WritePreconditions) throws
         -> (playlist: (pk: Int64, version: Int, count: Int), position: Int64) {
-        guard let playlist = try playlist(db, id), let position = try position(db, entryID, playlistPK: playlist.pk) else { throw StoreError.notFound }
+        guard let playlist = try playlist(db, id, locking: true), let position = try position(db, entryID, playlistPK: playlist.pk) else {
+            throw StoreError.notFound
+        }
         try preconditions.check(current: playlist.version)
         return (playlist, position)
     }
 
-    private static func position(_ db: Database, _ entryID: CatalogID, playlistPK: Int64) throws -> Int64? {
-        try Int64.fetchOne(db.cachedStatement(sql: "SELECT position FROM playlist_entries WHERE id = ? AND playlist_pk = ?"),
-                           arguments: [entryID.rawValue, playlistPK])
+    private static func position(_ db: any SQLConnection, _ entryID: CatalogID, playlistPK: Int64) throws -> Int64? {
+        try db.fetchValue("SELECT position FROM playlist_entries WHERE id = ? AND playlist_pk = ?", [entryID.rawValue, playlistPK]).int64
     }
 
     /// Records a change of the playlist's entries: the new count, version + 1, the time.
     /// - Returns: the new version.
-    private static func touch(_ db: Database, _ playlistPK: Int64, count: Int) throws -> Int {
-        try Int.fetchOne(db.cachedStatement(sql: """
-            UPDATE playlists SET entry_count = ?, version = version + 1, updated_at = max(?, created_at) WHERE pk = ? RETURNING version
-            """), arguments: [count, Timestamp.milliseconds(Date()), playlistPK]) ?? 0
+    private static func touch(_ db: any SQLConnection, _ playlistPK: Int64, count: Int) throws -> Int {
+        try db.fetchValue("""
+            UPDATE playlists SET entry_count = ?, version = version + 1, updated_at = \(db.dialect.greatest)(?, created_at) WHERE pk = ? RETURNING version
+            """, [count, Timestamp.milliseconds(Date()), playlistPK]).int ?? 0
     }
 
     private static func fingerprint(_ playlistID: CatalogID) -> String { "playlist_entries|\(playlistID)" }

@@ -1,8 +1,6 @@
 import CatalogModels
 import CatalogSchema
 import Foundation
-import GRDB
-import GRDBSQLite
 
 /// A resource as its JSON document, rendered from its row.
 public struct RenderedResource: Sendable {
@@ -28,9 +26,9 @@ public struct Embedding: Sendable {
     let key: [UInt8]
     /// Writes the member's value for the resource with this id, as the viewer may see it
     /// (the render-cache epoch read before the snapshot began comes along).
-    let render: @Sendable (Database, CatalogID, Viewer, UInt64, inout JSONWriter) throws -> Void
+    let render: @Sendable (any SQLConnection, CatalogID, Viewer, UInt64, inout JSONWriter) throws -> Void
 
-    init(_ name: String, render: @escaping @Sendable (Database, CatalogID, Viewer, UInt64, inout JSONWriter) throws -> Void) {
+    init(_ name: String, render: @escaping @Sendable (any SQLConnection, CatalogID, Viewer, UInt64, inout JSONWriter) throws -> Void) {
         key = RenderedField.key(name)
         self.render = render
     }
@@ -44,11 +42,11 @@ struct Relations: Sendable {
     /// the lists within `scope`; `nil` when the scope does not apply.
     var filter: @Sendable (ListScope) -> String? = { _ in nil }
     /// Runs before the row of `id` is deleted, in the same transaction.
-    var willDelete: (@Sendable (Database, CatalogID) throws -> Void)?
+    var willDelete: (@Sendable (any SQLConnection, CatalogID) throws -> Void)?
     /// What an import of the resource does beyond the generic upsert.
     var importing = ImportRules()
     /// Runs after the row of `id` is changed by an edit, in the same transaction.
-    var didUpdate: (@Sendable (Database, CatalogID) throws -> Void)?
+    var didUpdate: (@Sendable (any SQLConnection, CatalogID) throws -> Void)?
 }
 
 /// The operations every resource supports, derived from its declaration
@@ -58,7 +56,7 @@ struct Relations: Sendable {
 public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: Encodable & Sendable>: Sendable {
     /// The resource's declaration.
     package let schema: ResourceSchema
-    let database: CatalogDatabase
+    let database: any SQLDatabase
     let renderer: RowRenderer
     /// Renderings of whole rows by id and version, for resources that cache them.
     let cache: RenderCache?
@@ -79,14 +77,14 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// version and, for resources that can be frozen, the freezing flag.
     private let editable: (renderer: RowRenderer, sql: String)
     private let sortColumns: [String: String]
-    /// The sorts whose keys are integers (times); the others sort text.
+    /// The sorts whose keys are integers (times); the others sort text, without regard to case.
     private let integerSorts: Set<String>
     private let versionIndex: Int32
     private let idIndex: Int32
     /// The select lists of list queries: plain, and with the distance column filled.
     private let listColumns: (plain: String, distance: String)
 
-    init(_ schema: ResourceSchema, database: CatalogDatabase, relations: Relations = Relations()) {
+    init(_ schema: ResourceSchema, database: any SQLDatabase, relations: Relations = Relations()) {
         self.schema = schema
         self.database = database
         self.relations = relations
@@ -100,7 +98,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         self.returning = returning
         let columns = ["id"] + creation.map(\.column) + ["created_at", "updated_at", "version"] + (schema.ownership.map { [$0.owner] } ?? [])
         insertSQL = insertStatement(schema.table, columns) + returning
-        let assignments = edit.map { "\($0.column) = ?" } + ["updated_at = max(?, created_at)", "version = version + 1"]
+        let assignments = edit.map { "\($0.column) = ?" } + ["updated_at = \(database.dialect.greatest)(?, created_at)", "version = version + 1"]
         updateSQL = "UPDATE \(schema.table) SET \(assignments.joined(separator: ", ")) WHERE id = ?" + returning
         renderedSelectSQL = "SELECT \(Self.selectList(renderer, distance: nil)) FROM \(schema.table) t WHERE id = ?"
         if let ownership = schema.ownership, let hidden = ownership.hiddenWhen {
@@ -113,7 +111,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         }
         let editableRenderer = RowRenderer(schema.members.filter { $0.access == .writable })
         let editableColumns = editableRenderer.selectList(own: \.column) + ["version"] + (schema.frozen.map { [$0.column] } ?? [])
-        editable = (editableRenderer, "SELECT \(editableColumns.joined(separator: ", ")) FROM \(schema.table) WHERE id = ?")
+        editable = (editableRenderer, "SELECT \(editableColumns.joined(separator: ", ")) FROM \(schema.table) WHERE id = ?" + database.dialect.forUpdate)
         let sortable = schema.sortableFields.compactMap { name in schema.members.first { $0.name == name } }
         precondition(sortable.allSatisfy { $0.column != nil }, "A sortable field is a column.")
         sortColumns = Dictionary(uniqueKeysWithValues: sortable.map { ($0.name, $0.column ?? $0.name) })
@@ -166,18 +164,21 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     }
 
     /// Renders the row of `id` as read by `db` (inside a write transaction, what it will commit).
-    func render(_ db: Database, _ id: CatalogID, fields: FieldMask = .all, embedded: [EmbeddedMember] = [], viewer: Viewer = .everything) throws
+    func render(_ db: any SQLConnection, _ id: CatalogID, fields: FieldMask = .all, embedded: [EmbeddedMember] = [], viewer: Viewer = .everything) throws
         -> RenderedResource? {
-        let rows: RawRows
-        if case let .user(user) = viewer, let visibleSelectSQL, let hidden = schema.ownership?.hiddenWhen {
-            rows = try RawRows(db, sql: visibleSelectSQL, arguments: [id.rawValue, hidden.value, user?.rawValue ?? ""])
+        let rows = if case let .user(user) = viewer, let visibleSelectSQL, let hidden = schema.ownership?.hiddenWhen {
+            try db.query(visibleSelectSQL, [id.rawValue, hidden.value, user?.rawValue ?? ""])
         } else {
-            rows = try RawRows(db, sql: renderedSelectSQL, arguments: [id.rawValue])
+            try db.query(renderedSelectSQL, [id.rawValue])
         }
+        return try render(rows, id, fields: fields, embedded: embedded)
+    }
+
+    private func render(_ rows: some SQLRows, _ id: CatalogID, fields: FieldMask, embedded: [EmbeddedMember]) throws -> RenderedResource? {
         guard try rows.step() else { return nil }
         var writer = JSONWriter(capacity: embedded.isEmpty ? 512 : 16_384)
-        try renderer.render(rows.statement, into: &writer, mask: fields, embedded: embedded)
-        return RenderedResource(id: id, version: Int(sqlite3_column_int64(rows.statement, versionIndex)), json: writer.bytes)
+        try renderer.render(rows, into: &writer, mask: fields, embedded: embedded)
+        return RenderedResource(id: id, version: Int(rows.integer(versionIndex)), json: writer.bytes)
     }
 
     /// One page of the list described by `request`, as models.
@@ -225,15 +226,14 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     static var firstRing: Double { 10_000 }
 
     /// One page of `request` from `query` (which may narrow it).
-    private func renderedList(_ request: ListRequest, _ query: (String, [(any DatabaseValueConvertible)?])) throws(StoreError)
+    private func renderedList(_ request: ListRequest, _ query: (String, SQLArguments)) throws(StoreError)
         -> (json: [UInt8], nextCursor: String?) {
         let epoch = RenderCache.currentEpoch
         return try guarded {
             if let parent = request.scope?.parent {
                 // The parent and the page from one snapshot.
                 return try database.snapshot { db in
-                    guard try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM \(parent.table) WHERE id = ?"),
-                                            arguments: [parent.id.rawValue]) != nil else { throw StoreError.notFound }
+                    guard try db.exists("SELECT 1 FROM \(parent.table) WHERE id = ?", [parent.id.rawValue]) else { throw StoreError.notFound }
                     return try renderList(db, request, query, epoch: epoch)
                 }
             }
@@ -241,7 +241,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         }
     }
 
-    private func renderList(_ db: Database, _ request: ListRequest, _ query: (String, [(any DatabaseValueConvertible)?]), epoch: UInt64) throws
+    private func renderList(_ db: any SQLConnection, _ request: ListRequest, _ query: (String, SQLArguments), epoch: UInt64) throws
         -> (json: [UInt8], nextCursor: String?) {
         var writer = JSONWriter(capacity: 256 + request.limit * 512)
         let next = try renderList(db, request, query, epoch: epoch, into: &writer)
@@ -249,25 +249,27 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     }
 
     /// Writes the first page of `request` as `db` sees it (for embedding in another resource).
-    func renderList(_ db: Database, _ request: ListRequest, epoch: UInt64, into writer: inout JSONWriter) throws {
+    func renderList(_ db: any SQLConnection, _ request: ListRequest, epoch: UInt64, into writer: inout JSONWriter) throws {
         _ = try renderList(db, request, listQuery(request, after: nil), epoch: epoch, maxBytes: .max, into: &writer)
     }
 
     /// Writes a page; returns the next page's cursor.
-    private func renderList(_ db: Database, _ request: ListRequest, _ query: (String, [(any DatabaseValueConvertible)?]), epoch: UInt64,
+    private func renderList(_ db: any SQLConnection, _ request: ListRequest, _ query: (String, SQLArguments), epoch: UInt64,
                             maxBytes: Int = ListRequest.maxPageBytes, into writer: inout JSONWriter) throws -> String? {
-        let (sql, arguments) = query
+        try renderPage(db.query(query.0, query.1), request, epoch: epoch, maxBytes: maxBytes, into: &writer)
+    }
+
+    private func renderPage(_ rows: some SQLRows, _ request: ListRequest, epoch: UInt64, maxBytes: Int, into writer: inout JSONWriter) throws -> String? {
         let sortKeyIndex = renderer.columnCount
-        let rows = try RawRows(db, sql: sql, arguments: StatementArguments(arguments))
-        return try rows.writePage(limit: request.limit, maxBytes: maxBytes, into: &writer, item: { [renderer, cache] sqlite, writer in
+        return try rows.writePage(limit: request.limit, maxBytes: maxBytes, into: &writer, item: { [renderer, cache] rows, writer in
             if let cache, request.fields == .all {
-                try renderer.render(sqlite, into: &writer, cache: cache, epoch: epoch)
+                try renderer.render(rows, into: &writer, cache: cache, epoch: epoch)
             } else {
-                try renderer.render(sqlite, into: &writer, mask: request.fields)
+                try renderer.render(rows, into: &writer, mask: request.fields)
             }
-        }, cursor: { [idIndex] sqlite in
-            ListCursor.Key(sqlite, sortKeyIndex).map {
-                ListCursor(fingerprint: fingerprint(request), key: $0, id: String(decoding: RowRenderer.text(sqlite, idIndex), as: UTF8.self)).encoded()
+        }, cursor: { [idIndex] rows in
+            ListCursor.Key(rows.value(sortKeyIndex)).map {
+                ListCursor(fingerprint: fingerprint(request), key: $0, id: String(decoding: rows.text(idIndex), as: UTF8.self)).encoded()
             }
         })
     }
@@ -295,41 +297,44 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// Builds `SELECT * FROM (rows with their sort_key) WHERE keyset ORDER BY sort_key, id LIMIT n+1`.
     /// Plain lists seek straight to the cursor on the (column, id) index, so a page costs
     /// the same at any depth; filtered lists sort only their matches.
-    private func listQuery(_ request: ListRequest, after cursor: ListCursor?) throws(StoreError) -> (String, [(any DatabaseValueConvertible)?]) {
+    private func listQuery(_ request: ListRequest, after cursor: ListCursor?) throws(StoreError) -> (String, SQLArguments) {
         var from = "\(schema.table) t"
         var filters: [String] = []
         var outerFilters: [String] = []
-        var arguments: [(any DatabaseValueConvertible)?] = []
+        var arguments: SQLArguments = []
         var keyExpression: String
         var descending = false
-        var keyArguments: [(any DatabaseValueConvertible)?] = []
+        var keyArguments: SQLArguments = []
 
-        let match = request.search.flatMap(SearchQuery.fts5)
+        let dialect = database.dialect
+        let match = request.search.flatMap(dialect.searchQuery)
+        let search = dialect.search(schema, ranked: request.order == .relevance)
         switch request.order {
         case let .field(name, isDescending):
             guard let column = sortColumns[name] else { throw .invalidCursor("Cannot sort by \(name).") }
-            keyExpression = "t.\(column)"
+            keyExpression = integerSorts.contains(name) ? "t.\(column)" : dialect.caseFoldedKey("t.\(column)")
             descending = isDescending
         case .relevance:
-            guard let search = schema.searchTable, request.search != nil else { throw .invalidCursor("Relevance order needs a search.") }
+            guard let rank = search?.rank, request.search != nil else { throw .invalidCursor("Relevance order needs a search.") }
             // Text without a letter or digit searches for nothing: no rank to compute.
-            keyExpression = match == nil ? "0.0" : "bm25(\(search), \(schema.searchWeights))"
+            if let match {
+                keyExpression = rank
+                keyArguments = Self.repeated(match, for: rank)
+            } else {
+                keyExpression = "0.0"
+            }
         case .distance:
             guard let point = request.near else { throw .invalidCursor("Distance order needs a point.") }
-            keyExpression = Geo.distanceSQL
+            keyExpression = Geo.distanceSQL(dialect)
             keyArguments = [point.latitude, point.latitude, point.longitude]
         }
 
         if request.search != nil, match == nil {
-            filters.append("0")
-        } else if let search = schema.searchTable, let match {
-            if case .relevance = request.order {
-                from = "\(search) JOIN \(schema.table) t ON t.pk = \(search).rowid"
-                filters.append("\(search) MATCH ?")
-            } else {
-                filters.append("t.pk IN (SELECT rowid FROM \(search) WHERE \(search) MATCH ?)")
-            }
-            arguments.append(match)
+            filters.append("FALSE")
+        } else if let search, let match {
+            from = search.from ?? from
+            filters.append(search.filter)
+            arguments += Self.repeated(match, for: search.filter)
         }
         if let scope = request.scope {
             guard let filter = relations.filter(scope) else { throw .invalidCursor("This list cannot be scoped that way.") }
@@ -341,18 +346,18 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
             arguments += [hidden.value, user?.rawValue ?? ""]
         }
         for area in request.areas {
-            let (filter, filterArguments) = Geo.filter(area)
+            let (filter, filterArguments) = Geo.filter(area, dialect)
             filters.append(filter)
             arguments += filterArguments
         }
-        var outerArguments: [(any DatabaseValueConvertible)?] = []
+        var outerArguments: SQLArguments = []
         if let (_, _, radius) = request.near {
             outerFilters.append("sort_key <= ?")
             outerArguments.append(radius)
         }
         if let cursor {
             outerFilters.append("(sort_key, id) \(descending ? "<" : ">") (?, ?)")
-            outerArguments += [cursor.key.databaseValue, cursor.id]
+            outerArguments += [cursor.key.sqlValue, cursor.id]
         }
         let direction = descending ? "DESC" : "ASC"
         let columns = request.order == .distance ? listColumns.distance : listColumns.plain
@@ -362,6 +367,11 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         if !outerFilters.isEmpty { sql += " WHERE " + outerFilters.joined(separator: " AND ") }
         sql += " ORDER BY sort_key \(direction), id \(direction) LIMIT ?"
         return (sql, keyArguments + arguments + outerArguments + [request.limit + 1])
+    }
+
+    /// `value` once for each `?` of `sql`.
+    private static func repeated(_ value: String, for sql: String) -> SQLArguments {
+        Array(repeating: value, count: sql.utf8.count(where: { $0 == UInt8(ascii: "?") }))
     }
 
     // MARK: Writes (durable when the completion runs)
@@ -374,27 +384,27 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
 
     /// Inserts a new resource with `values` (and `owner`, when the resource has owners),
     /// created at `time`, and renders it.
-    func insert(_ db: Database, _ values: FieldValues, owner: CatalogID? = nil, at time: Int64) throws -> RenderedResource {
-        if let ownership = schema.ownership, let quota = ownership.quota, let owner,
-           let count = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM \(schema.table) WHERE \(ownership.owner) = ?"),
-                                        arguments: [owner.rawValue]), count >= quota {
-            throw StoreError.quotaExceeded("A user may own at most \(quota) \(schema.noun)s; delete one first.")
+    func insert(_ db: any SQLConnection, _ values: FieldValues, owner: CatalogID? = nil, at time: Int64) throws -> RenderedResource {
+        if let ownership = schema.ownership, let quota = ownership.quota, let owner {
+            // The owner's row is locked first, so that concurrent creations count one after another.
+            _ = try db.exists("SELECT 1 FROM users WHERE id = ?" + db.dialect.forUpdate, [owner.rawValue])
+            if try db.fetchValue("SELECT count(*) FROM \(schema.table) WHERE \(ownership.owner) = ?", [owner.rawValue]).int ?? 0 >= quota {
+                throw StoreError.quotaExceeded("A user may own at most \(quota) \(schema.noun)s; delete one first.")
+            }
         }
-        let ownerArgument: [(any DatabaseValueConvertible)?] = schema.ownership == nil ? [] : [owner?.rawValue]
-        return try renderWritten(db, insertSQL, StatementArguments([CatalogID().rawValue] + arguments(values, creationMembers) + [time, time, 1] + ownerArgument))
+        let ownerArgument: SQLArguments = schema.ownership == nil ? [] : [owner?.rawValue]
+        return try renderWritten(db, insertSQL, [CatalogID().rawValue] + arguments(values, creationMembers) + [time, time, 1] + ownerArgument)
     }
 
     /// Who owns the resource `id` (of a resource users own) and whether it is hidden;
     /// `nil` when it does not exist, or the resource has no owners.
     public func ownership(of id: CatalogID) throws(StoreError) -> (owner: CatalogID?, hidden: Bool)? {
         guard let ownership = schema.ownership else { return nil }
-        let hidden = ownership.hiddenWhen.map { "\($0.column) = ?" } ?? "0"
-        let arguments: StatementArguments = ownership.hiddenWhen.map { [$0.value, id.rawValue] } ?? [id.rawValue]
+        let hidden = ownership.hiddenWhen.map { "\($0.column) = ?" } ?? "FALSE"
+        let arguments: SQLArguments = ownership.hiddenWhen.map { [$0.value, id.rawValue] } ?? [id.rawValue]
         return try guarded {
-            try database.read { db in
-                try Row.fetchOne(db.cachedStatement(sql: "SELECT \(ownership.owner), \(hidden) FROM \(schema.table) WHERE id = ?"), arguments: arguments)
-            }
-        }.map { row in ((row[0] as String?).flatMap(CatalogID.init), row[1] as Bool) }
+            try database.read { db in try db.fetchRow("SELECT \(ownership.owner), \(hidden) FROM \(schema.table) WHERE id = ?", arguments) }
+        }.map { row in (row[0].string.flatMap(CatalogID.init), row[1].bool) }
     }
 
     /// Creates a resource from `input`, checked by the same reader and rules as a body
@@ -433,22 +443,22 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
             // validated before it reaches the store.
             let values = try transform(document)
             try preconditions.check(current: version)
-            let written = try renderWritten(db, updateSQL, StatementArguments(arguments(values, editMembers) + [Timestamp.milliseconds(Date()), id.rawValue]))
+            let written = try renderWritten(db, updateSQL, arguments(values, editMembers) + [Timestamp.milliseconds(Date()), id.rawValue])
             try relations.didUpdate?(db, id)
             return written
         }
     }
 
     /// The writable fields of the row `id` as a JSON object, and its version.
-    private func editableDocument(_ db: Database, _ id: CatalogID) throws -> ([String: JSONValue], Int) {
-        let rows = try RawRows(db, sql: editable.sql, arguments: [id.rawValue])
+    private func editableDocument(_ db: any SQLConnection, _ id: CatalogID) throws -> ([String: JSONValue], Int) {
+        let rows = try db.query(editable.sql, [id.rawValue])
         guard try rows.step() else { throw StoreError.notFound }
         let columns = editable.renderer.columnCount
-        if let frozen = schema.frozen, sqlite3_column_int64(rows.statement, columns + 1) != 0 { throw StoreError.conflict(frozen.detail) }
+        if let frozen = schema.frozen, rows.integer(columns + 1) != 0 { throw StoreError.conflict(frozen.detail) }
         var writer = JSONWriter()
-        try editable.renderer.render(rows.statement, into: &writer)
+        try editable.renderer.render(rows, into: &writer)
         guard case let .object(document)? = try? JSONValue.parse(writer.bytes) else { throw StoreError.unavailable("A row did not render as an object.") }
-        return (document, Int(sqlite3_column_int64(rows.statement, columns)))
+        return (document, Int(rows.integer(columns)))
     }
 
     /// Deletes the resource `id`, if `preconditions` hold.
@@ -457,84 +467,56 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
             if case .success = result { cache?.invalidate(id: id.rawValue) }
             completion(result)
         }) { [self] db in
-            let current = try Int.fetchOne(db.cachedStatement(sql: "SELECT version FROM \(schema.table) WHERE id = ?"), arguments: [id.rawValue])
+            let current = try db.fetchValue("SELECT version FROM \(schema.table) WHERE id = ?" + db.dialect.forUpdate, [id.rawValue]).int
             try preconditions.check(current: current)
             try relations.willDelete?(db, id)
-            try db.cachedStatement(sql: "DELETE FROM \(schema.table) WHERE id = ?").execute(arguments: [id.rawValue])
+            try db.execute("DELETE FROM \(schema.table) WHERE id = ?", [id.rawValue])
         }
     }
 
     /// The values of `members`, as statement arguments.
-    func arguments(_ values: FieldValues, _ members: [Int]) -> [(any DatabaseValueConvertible)?] {
-        members.map { values.values[$0]?.databaseValue }
+    func arguments(_ values: FieldValues, _ members: [Int]) -> SQLArguments {
+        members.map { values.values[$0]?.sqlValue ?? .null }
     }
 
     /// How many resources exist.
     public func count() throws(StoreError) -> Int {
-        try guarded { try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(schema.table)") ?? 0 } }
+        try guarded { try database.read { db in try db.fetchValue("SELECT count(*) FROM \(schema.table)").int ?? 0 } }
     }
 
     /// Runs an INSERT or UPDATE … RETURNING and renders the row it returns.
-    func renderWritten(_ db: Database, _ sql: String, _ arguments: StatementArguments) throws -> RenderedResource {
-        let statement = try db.cachedStatement(sql: sql)
-        // GRDB steps the write (keeping its own bookkeeping); the cursor must outlive the
-        // column reads, since releasing it resets the statement.
-        let rows = try Row.fetchCursor(statement, arguments: arguments)
-        return try withExtendedLifetime(rows) {
-            guard try rows.next() != nil else { throw StoreError.notFound }
-            var writer = JSONWriter()
-            try renderer.render(statement.sqliteStatement, into: &writer)
-            guard let id = CatalogID(String(decoding: RowRenderer.text(statement.sqliteStatement, idIndex), as: UTF8.self)) else {
-                throw StoreError.unavailable("The database holds a malformed id.")
-            }
-            return RenderedResource(id: id, version: Int(sqlite3_column_int64(statement.sqliteStatement, versionIndex)), json: writer.bytes)
+    func renderWritten(_ db: any SQLConnection, _ sql: String, _ arguments: SQLArguments) throws -> RenderedResource {
+        try renderWritten(db.query(sql, arguments))
+    }
+
+    private func renderWritten(_ rows: some SQLRows) throws -> RenderedResource {
+        guard try rows.step() else { throw StoreError.notFound }
+        var writer = JSONWriter()
+        try renderer.render(rows, into: &writer)
+        guard let id = CatalogID(String(decoding: rows.text(idIndex), as: UTF8.self)) else {
+            throw StoreError.unavailable("The database holds a malformed id.")
         }
+        return RenderedResource(id: id, version: Int(rows.integer(versionIndex)), json: writer.bytes)
     }
 
     /// Submits a write. Database errors reach `completion` as ``StoreError``; errors
     /// thrown by the caller's own code (a transform) pass through unchanged.
     func submit<T: Sendable>(atomic: Bool = false, _ completion: @escaping @Sendable (Result<T, any Error>) -> Void,
-                             _ work: @escaping (Database) throws -> T) {
-        database.writes.submit(atomic: atomic, work) { result in
-            completion(result.mapError { $0 is DatabaseError ? StoreError.from($0) : $0 })
+                             _ work: @escaping (any SQLConnection) throws -> T) {
+        database.submit(atomic: atomic, work) { result in
+            completion(result.mapError { $0 is any EngineError ? StoreError.from($0) : $0 })
         }
-    }
-}
-
-extension StoreError {
-    /// Maps storage-engine errors to store errors; store errors pass through.
-    static func from(_ error: any Error) -> StoreError {
-        if let error = error as? StoreError { return error }
-        if let error = error as? DatabaseError {
-            switch error.resultCode {
-            case .SQLITE_CONSTRAINT: return .conflict("The change conflicts with existing data.")
-            case .SQLITE_BUSY, .SQLITE_LOCKED: return .unavailable("The database is busy; retry shortly.")
-            case .SQLITE_INTERRUPT: return .tooExpensive
-            case .SQLITE_FULL: return .unavailable("The database is full.")
-            default: return .unavailable("The database failed to complete the request.")
-            }
-        }
-        return .unavailable("The request could not be completed.")
-    }
-}
-
-/// Runs `body`, mapping any error to ``StoreError``.
-func guarded<T>(_ body: () throws -> T) throws(StoreError) -> T {
-    do {
-        return try body()
-    } catch {
-        throw StoreError.from(error)
     }
 }
 
 extension FieldValue {
-    /// The value as SQLite keeps it (lists are not columns).
-    var databaseValue: DatabaseValue {
+    /// The value as the database keeps it (lists are not columns).
+    var sqlValue: SQLValue {
         switch self {
         case .null, .ids, .documents: .null
-        case let .text(text): text.databaseValue
-        case let .real(number): number.databaseValue
-        case let .integer(number): number.databaseValue
+        case let .text(text): .text(text)
+        case let .real(number): .real(number)
+        case let .integer(number): .integer(number)
         }
     }
 }

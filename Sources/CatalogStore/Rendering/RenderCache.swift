@@ -1,5 +1,4 @@
 import Foundation
-import GRDBSQLite
 import Synchronization
 
 /// Rendered JSON of resources, keyed by id and validated by version: a resource changes

@@ -1,7 +1,5 @@
 import CatalogModels
 import CatalogSchema
-import GRDB
-import GRDBSQLite
 
 /// One member of a resource's JSON object and the column it comes from.
 struct RenderedField: Sendable {
@@ -80,7 +78,7 @@ public struct FieldMask: Sendable, Hashable {
     public func intersection(_ other: FieldMask) -> FieldMask { FieldMask(bits: bits & other.bits) }
 }
 
-/// Renders result rows straight from the SQLite statement to JSON, without a `Row`,
+/// Renders result rows straight from the statement (``SQLRows``) to JSON, without a `Row`,
 /// a model or a `String` per field: the fields in sorted key order (as the wire
 /// encoder sorts them), absent optionals omitted, timestamps as RFC 3339
 /// milliseconds. `RenderingParityTests` check the output equals the Codable models'.
@@ -184,7 +182,7 @@ struct RowRenderer: Sendable {
     /// column `offset` on: the fields `mask` shows, and the `embedded` members (sorted
     /// by key) at their places. An embedded object shows the fields `nested.mask` shows,
     /// and comes from `nested.cache` when given (as read in a snapshot of its epoch).
-    func render(_ statement: SQLiteStatement, into writer: inout JSONWriter, offset: Int32 = 0, mask: FieldMask = .all,
+    func render(_ rows: some SQLRows, into writer: inout JSONWriter, offset: Int32 = 0, mask: FieldMask = .all,
                 embedded: [EmbeddedMember] = [], nested: (mask: FieldMask, cache: RenderCache?, epoch: UInt64) = (.all, nil, 0)) throws {
         writer.byte(UInt8(ascii: "{"))
         var first = true
@@ -206,27 +204,27 @@ struct RowRenderer: Sendable {
                         first = false
                         writer.raw(key)
                         if let cache = nested.cache, nested.mask == .all {
-                            try renderer.render(statement, into: &writer, offset: column, cache: cache, epoch: nested.epoch)
+                            try renderer.render(rows, into: &writer, offset: column, cache: cache, epoch: nested.epoch)
                         } else {
-                            try renderer.render(statement, into: &writer, offset: column, mask: nested.mask)
+                            try renderer.render(rows, into: &writer, offset: column, mask: nested.mask)
                         }
                         continue
                     }
-                    if sqlite3_column_type(statement, column) == SQLITE_NULL { continue }
+                    if rows.isNull(column) { continue }
                     if !first { writer.byte(UInt8(ascii: ",")) }
                     first = false
                     writer.raw(key)
                     switch slot.kind {
                     case .text:
-                        writer.string(utf8: Self.text(statement, column))
+                        writer.string(utf8: rows.text(column))
                     case .real:
-                        writer.number(sqlite3_column_double(statement, column))
+                        writer.number(rows.real(column))
                     case .integer:
-                        writer.integer(sqlite3_column_int64(statement, column))
+                        writer.integer(rows.integer(column))
                     case .boolean:
-                        if sqlite3_column_int64(statement, column) == 0 { writer.raw("false") } else { writer.raw("true") }
+                        if rows.integer(column) == 0 { writer.raw("false") } else { writer.raw("true") }
                     case .timestamp:
-                        writer.timestamp(milliseconds: sqlite3_column_int64(statement, column))
+                        writer.timestamp(milliseconds: rows.integer(column))
                     case .object:
                         break
                     }
@@ -240,12 +238,12 @@ struct RowRenderer: Sendable {
     /// Appends the whole JSON object of the statement's current row (columns from
     /// `offset`), from `cache` when it holds the row's id at the row's version; a miss is
     /// stored, as read in a snapshot of `epoch`.
-    func render(_ statement: SQLiteStatement, into writer: inout JSONWriter, offset: Int32 = 0, cache: RenderCache, epoch: UInt64) throws {
-        let id = Self.text(statement, offset + idColumn)
-        let version = sqlite3_column_int64(statement, offset + versionColumn)
+    func render(_ rows: some SQLRows, into writer: inout JSONWriter, offset: Int32 = 0, cache: RenderCache, epoch: UInt64) throws {
+        let id = rows.text(offset + idColumn)
+        let version = rows.integer(offset + versionColumn)
         if let json = cache.json(id: id, version: version) { return writer.raw(json) }
         let start = writer.count
-        try render(statement, into: &writer, offset: offset)
+        try render(rows, into: &writer, offset: offset)
         cache.store(id: id, version: version, json: writer.bytes(from: start), epoch: epoch)
     }
 
@@ -254,11 +252,5 @@ struct RowRenderer: Sendable {
         first = false
         writer.raw(member.key)
         try member.write(&writer)
-    }
-
-    /// The bytes of a text column, valid until the statement steps again.
-    static func text(_ statement: SQLiteStatement, _ column: Int32) -> UnsafeBufferPointer<UInt8> {
-        guard let pointer = sqlite3_column_text(statement, column) else { return UnsafeBufferPointer(start: nil, count: 0) }
-        return UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(statement, column)))
     }
 }

@@ -1,7 +1,6 @@
 import CatalogModels
 import CatalogSchema
 import Foundation
-import GRDB
 
 /// The demo catalog loaded into an empty database: the games, countries and videos of
 /// the iOS examples this service grew out of.
@@ -103,19 +102,19 @@ public enum DemoCatalog {
 extension CatalogStore {
     /// Loads ``DemoCatalog`` into a new, empty catalog, once in the database's life: a
     /// catalog emptied later stays empty. Every resource goes through its declaration's
-    /// reader and rules, as a request body would.
+    /// reader and rules, as a request body would. Servers starting at once on one database
+    /// seed it once: the marker's insertion decides, and waits for any other in progress.
     /// - Returns: whether it did.
     @discardableResult
     public func seedDemoCatalogIfEmpty() throws -> Bool {
-        try database.writes.write(atomic: true) { [self] db -> Bool in
+        try database.write(atomic: true) { [self] db -> Bool in
             let marker = "demoCatalogOffered"
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM catalog_metadata WHERE key = ?", arguments: [marker]) == nil else { return false }
-            try db.execute(sql: "INSERT INTO catalog_metadata (key, value) VALUES (?, ?)",
-                           arguments: [marker, Timestamp.string(from: Date())])
-            let existing = try Int.fetchOne(db, sql: """
+            guard try db.execute("INSERT INTO catalog_metadata (key, value) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                                 [marker, Timestamp.string(from: Date())]) == 1 else { return false }
+            let existing = try db.fetchValue("""
                 SELECT (SELECT count(*) FROM playable_items) + (SELECT count(*) FROM games) + (SELECT count(*) FROM locations)
                      + (SELECT count(*) FROM playlists)
-                """) ?? 0
+                """).int ?? 0
             guard existing == 0 else { return false }
             // Distinct, increasing creation times keep the demo's order stable.
             var clock = Timestamp.milliseconds(Date()) - 60_000
@@ -132,12 +131,12 @@ extension CatalogStore {
                 let entries = playlist.itemTitles.compactMap { itemIDs[$0] }
                 for (position, itemID) in entries.enumerated() {
                     clock += 1
-                    try db.execute(sql: """
+                    try db.execute("""
                         INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at)
-                        SELECT ?, (SELECT pk FROM playlists WHERE id = ?), pk, ?, ? FROM playable_items WHERE id = ?
-                        """, arguments: [CatalogID().rawValue, id.rawValue, position, clock, itemID.rawValue])
+                        SELECT CAST(? AS TEXT), (SELECT pk FROM playlists WHERE id = ?), pk, CAST(? AS BIGINT), CAST(? AS BIGINT) FROM playable_items WHERE id = ?
+                        """, [CatalogID().rawValue, id.rawValue, position, clock, itemID.rawValue])
                 }
-                try db.execute(sql: "UPDATE playlists SET entry_count = ? WHERE id = ?", arguments: [entries.count, id.rawValue])
+                try db.execute("UPDATE playlists SET entry_count = ? WHERE id = ?", [entries.count, id.rawValue])
             }
             for thread in DemoCatalog.comments {
                 guard let itemID = itemIDs[thread.itemTitle] else { continue }
@@ -151,7 +150,7 @@ extension CatalogStore {
                     reply.input.parentId = parent
                     _ = try post(reply)
                 }
-                try db.execute(sql: "UPDATE comments SET reply_count = ? WHERE id = ?", arguments: [thread.replies.count, parent.rawValue])
+                try db.execute("UPDATE comments SET reply_count = ? WHERE id = ?", [thread.replies.count, parent.rawValue])
             }
             return true
         }

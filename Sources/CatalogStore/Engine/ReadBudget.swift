@@ -1,11 +1,10 @@
 import CLinux
-import GRDB
-import GRDBSQLite
 
-/// How long one read may work before SQLite interrupts it: every reader connection has a
-/// progress handler that checks the calling thread's deadline every thousand virtual
-/// machine steps, so no statement can hold a thread (an event loop above all) for long,
-/// whatever a client asks. An interrupted read fails with ``StoreError/tooExpensive``.
+/// How long one read may work before the engine interrupts it, so no statement can hold
+/// a thread (an event loop above all) for long, whatever a client asks. In SQLite every
+/// reader connection has a progress handler that checks the calling thread's deadline
+/// every thousand virtual machine steps; in PostgreSQL the allowance is the statement
+/// timeout. An interrupted read fails with ``StoreError/tooExpensive``.
 public enum ReadBudget {
     /// The allowance of a read on a thread that set none, such as an event loop.
     public static let inline: Duration = .milliseconds(100)
@@ -24,9 +23,10 @@ public enum ReadBudget {
         return try body()
     }
 
-    /// Installs the budget's check on `db`'s connection.
-    static func install(on db: Database) {
-        sqlite3_progress_handler(db.sqliteConnection, 1000, clinux_budget_exceeded, nil)
+    /// The calling thread's allowance for each read.
+    static var allowance: Duration {
+        let nanoseconds = clinux_budget_allowance()
+        return nanoseconds == 0 ? inline : .nanoseconds(Int64(nanoseconds))
     }
 
     private static func nanoseconds(_ duration: Duration) -> UInt64 {

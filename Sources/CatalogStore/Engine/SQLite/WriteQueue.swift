@@ -89,24 +89,6 @@ final class WriteQueue: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Runs `work` through the queue and waits for its durable result.
-    func write<T: Sendable>(atomic: Bool = false, _ work: @escaping (Database) throws -> T) throws -> T {
-        let done = NSCondition()
-        nonisolated(unsafe) var outcome: Result<T, any Error>?
-        submit(atomic: atomic, work) { result in
-            done.lock()
-            outcome = result
-            done.signal()
-            done.unlock()
-        }
-        done.lock()
-        defer { done.unlock() }
-        while true {
-            if let outcome { return try outcome.get() }
-            done.wait()
-        }
-    }
-
     /// Finishes the queued writes, then stops the writer thread.
     func stop() {
         condition.lock()
@@ -187,38 +169,5 @@ final class WriteQueue: @unchecked Sendable {
         }
         // Maintenance only after every answer has gone out.
         if needsMaintenance() { writer.writeWithoutTransaction { db in maintain(db) } }
-    }
-}
-
-/// What the code that submits a write knows of its request, bound to the submitting
-/// thread around the submission (a thread-local value: submissions come from event
-/// loops and pool threads, not tasks).
-public enum WriteContext {
-    private final class Check: Sendable {
-        let isAbandoned: @Sendable () -> Bool
-        init(_ isAbandoned: @escaping @Sendable () -> Bool) { self.isAbandoned = isAbandoned }
-    }
-
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key, nil)
-        return key
-    }()
-
-    /// Whether the write being submitted has lost its client; `nil` outside ``abandoning(when:_:)``.
-    static var isAbandoned: (@Sendable () -> Bool)? {
-        pthread_getspecific(key).map { Unmanaged<Check>.fromOpaque($0).takeUnretainedValue().isAbandoned }
-    }
-
-    /// Runs `body` with `isAbandoned` telling the writes it submits whether their client has gone.
-    public static func abandoning<T>(when isAbandoned: @escaping @Sendable () -> Bool, _ body: () throws -> T) rethrows -> T {
-        let check = Check(isAbandoned)
-        let previous = pthread_getspecific(key)
-        pthread_setspecific(key, Unmanaged.passUnretained(check).toOpaque())
-        defer {
-            pthread_setspecific(key, previous)
-            withExtendedLifetime(check) {}
-        }
-        return try body()
     }
 }

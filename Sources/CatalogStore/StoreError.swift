@@ -33,3 +33,44 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+/// An error raised by a storage engine, with its message.
+protocol EngineError: Error {
+    /// The engine's explanation.
+    var engineMessage: String { get }
+    /// The store error a caller sees.
+    var storeError: StoreError { get }
+}
+
+extension SQLError: EngineError {
+    var engineMessage: String { message }
+
+    var storeError: StoreError {
+        switch kind {
+        case .constraint: .conflict("The change conflicts with existing data.")
+        case .busy, .retry: .unavailable("The database is busy; retry shortly.")
+        case .interrupted: .tooExpensive
+        case .full: .unavailable("The database is full.")
+        case .connection: .unavailable("The database cannot be reached; retry shortly.")
+        case .other: .unavailable("The database failed to complete the request.")
+        }
+    }
+}
+
+extension StoreError {
+    /// Maps storage-engine errors to store errors; store errors pass through.
+    static func from(_ error: any Error) -> StoreError {
+        if let error = error as? StoreError { return error }
+        if let error = error as? any EngineError { return error.storeError }
+        return .unavailable("The request could not be completed.")
+    }
+}
+
+/// Runs `body`, mapping any error to ``StoreError``.
+func guarded<T>(_ body: () throws -> T) throws(StoreError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw StoreError.from(error)
+    }
+}

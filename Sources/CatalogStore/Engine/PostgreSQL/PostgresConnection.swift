@@ -1,0 +1,255 @@
+import CPostgres
+import Foundation
+
+/// One libpq connection, speaking ``SQLConnection``: statements are prepared once per
+/// connection (named, with `?` parameters numbered for PostgreSQL) and results come in
+/// binary, read in place. Not shared: a connection serves one thread at a time.
+final class PostgresConnection: SQLConnection {
+    private let connection: OpaquePointer
+    /// Prepared statement names by SQL text.
+    private var prepared: [String: String] = [:]
+    /// The statement timeout set on the session, in milliseconds (0: none).
+    private var statementTimeout: Int64 = -1
+    /// Set once the connection has failed: the pool then drops it.
+    private(set) var isBroken = false
+
+    /// The most statements kept prepared; past it they are all deallocated.
+    private static let maxPrepared = 512
+
+    var dialect: SQLDialect { .postgresql }
+
+    /// Connects to `url` (any libpq connection string) and sets the session up.
+    /// - Parameter settings: `SET` statements run once connected.
+    init(url: String, settings: String) throws {
+        guard let connection = PQconnectdb(url) else { throw SQLError(kind: .connection, code: "08000", message: "libpq could not allocate a connection") }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.message(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw SQLError(kind: .connection, code: "08001", message: PostgresDatabase.redacted(message))
+        }
+        // From here on, deinit finishes the connection (also when the settings fail).
+        self.connection = connection
+        try script("SET client_encoding = 'UTF8'; SET DateStyle = 'ISO'; SET client_min_messages = warning; \(settings)")
+    }
+
+    deinit { PQfinish(connection) }
+
+    /// The server's version, such as `15.18`.
+    var serverVersion: String {
+        let number = PQserverVersion(connection)
+        return "\(number / 10000).\(number % 10000)"
+    }
+
+    func query(_ sql: String, _ arguments: SQLArguments) throws -> PostgresRows {
+        PostgresRows(try run(sql, arguments, expecting: PGRES_TUPLES_OK))
+    }
+
+    func execute(_ sql: String, _ arguments: SQLArguments) throws -> Int {
+        let result = try run(sql, arguments, expecting: PGRES_COMMAND_OK)
+        defer { PQclear(result) }
+        return Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    /// Runs SQL of several statements, without parameters (migrations, session settings,
+    /// transaction control).
+    func script(_ sql: String) throws {
+        let result = PQexec(connection, sql)
+        defer { PQclear(result) }
+        try check(result, expecting: PGRES_COMMAND_OK, sql: sql)
+    }
+
+    /// Makes each statement stop after `allowance` (PostgreSQL's statement timeout),
+    /// setting it only when it changes.
+    func limit(to allowance: Duration) throws {
+        let milliseconds = max(1, allowance.components.seconds * 1000 + allowance.components.attoseconds / 1_000_000_000_000_000)
+        guard milliseconds != statementTimeout else { return }
+        try script("SET statement_timeout = \(milliseconds)")
+        statementTimeout = milliseconds
+    }
+
+    /// Prepares `sql` when new, binds `arguments` (text, except blobs in binary) and runs it.
+    private func run(_ sql: String, _ arguments: SQLArguments, expecting status: ExecStatusType) throws -> OpaquePointer {
+        let name = try statement(sql)
+        // Every parameter's bytes in one buffer (text NUL-terminated), with its place.
+        var storage: [UInt8] = []
+        var places: [(offset: Int, length: Int32)?] = []
+        var formats: [Int32] = []
+        places.reserveCapacity(arguments.count)
+        formats.reserveCapacity(arguments.count)
+        for argument in arguments {
+            let value = argument.sqlValue
+            let offset = storage.count
+            switch value {
+            case .null: places.append(nil)
+            case let .integer(number): storage += "\(number)".utf8
+            case let .real(number): storage += "\(number)".utf8
+            case let .text(text): storage += text.utf8
+            case let .blob(bytes): storage += bytes
+            }
+            if case .null = value { formats.append(0); continue }
+            let length = storage.count - offset
+            if case .blob = value { formats.append(1) } else { formats.append(0); storage.append(0) }
+            places.append((offset, Int32(length)))
+        }
+        storage.append(0)
+        let lengths = places.map { $0?.length ?? 0 }
+        let result: OpaquePointer? = storage.withUnsafeBufferPointer { buffer in
+            let base = UnsafeRawPointer(buffer.baseAddress)
+            let pointers = places.map { place in place.flatMap { base?.advanced(by: $0.offset).assumingMemoryBound(to: CChar.self) } }
+            return PQexecPrepared(connection, name, Int32(arguments.count), pointers, lengths, formats, 1)
+        }
+        do {
+            try check(result, expecting: status, sql: sql)
+        } catch {
+            PQclear(result)
+            throw error
+        }
+        guard let result else { throw SQLError(kind: .connection, code: "08006", message: "no result") }
+        return result
+    }
+
+    /// The prepared statement's name for `sql`, preparing it on first use.
+    private func statement(_ sql: String) throws -> String {
+        if let name = prepared[sql] { return name }
+        if prepared.count >= Self.maxPrepared {
+            try script("DEALLOCATE ALL")
+            prepared.removeAll()
+        }
+        let name = "s\(prepared.count)"
+        let result = PQprepare(connection, name, Self.numbered(sql), 0, nil)
+        defer { PQclear(result) }
+        try check(result, expecting: PGRES_COMMAND_OK, sql: sql)
+        prepared[sql] = name
+        return name
+    }
+
+    /// `sql` with each `?` outside quotes replaced by `$1`, `$2`, … in order.
+    static func numbered(_ sql: String) -> String {
+        var output = ""
+        output.reserveCapacity(sql.utf8.count + 16)
+        var number = 0
+        var quote: Character?
+        for character in sql {
+            if let open = quote {
+                if character == open { quote = nil }
+                output.append(character)
+            } else if character == "'" || character == "\"" {
+                quote = character
+                output.append(character)
+            } else if character == "?" {
+                number += 1
+                output += "$\(number)"
+            } else {
+                output.append(character)
+            }
+        }
+        return output
+    }
+
+    private func check(_ result: OpaquePointer?, expecting status: ExecStatusType, sql: String) throws {
+        let actual = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
+        if actual == status || (status == PGRES_COMMAND_OK && actual == PGRES_TUPLES_OK) { return }
+        let state = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map { String(cString: $0) } ?? "08006"
+        let message = result.map { Self.message(PQresultErrorMessage($0)) } ?? Self.message(PQerrorMessage(connection))
+        if PQstatus(connection) != CONNECTION_OK { isBroken = true }
+        throw SQLError(kind: Self.kind(state, connectionLost: isBroken), code: state, message: message.isEmpty ? "\(actual) running \(sql)" : message)
+    }
+
+    /// The class of an SQLSTATE (PostgreSQL appendix A).
+    static func kind(_ state: String, connectionLost: Bool = false) -> SQLError.Kind {
+        if connectionLost { return .connection }
+        switch state {
+        case "40001", "40P01": return .retry
+        case "57014": return .interrupted
+        case "53100": return .full
+        case "55P03", "53300": return .busy
+        case "57P01", "57P02", "57P03": return .connection
+        default:
+            if state.hasPrefix("23") { return .constraint }
+            if state.hasPrefix("08") { return .connection }
+            return .other
+        }
+    }
+
+    private static func message(_ text: UnsafePointer<CChar>?) -> String {
+        text.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+    }
+}
+
+/// The rows of a result in binary format, read in place (big-endian numbers, raw text).
+final class PostgresRows: SQLRows {
+    private let result: OpaquePointer
+    private let rowCount: Int32
+    private var row: Int32 = -1
+    /// The type of each column (pg_type OIDs).
+    private let types: [UInt32]
+
+    init(_ result: OpaquePointer) {
+        self.result = result
+        rowCount = PQntuples(result)
+        types = (0..<PQnfields(result)).map { PQftype(result, $0) }
+    }
+
+    deinit { PQclear(result) }
+
+    func step() throws -> Bool {
+        guard row + 1 < rowCount else { return false }
+        row += 1
+        return true
+    }
+
+    var columnCount: Int32 { Int32(types.count) }
+
+    func isNull(_ column: Int32) -> Bool { PQgetisnull(result, row, column) != 0 }
+
+    private func bytes(_ column: Int32) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: PQgetvalue(result, row, column), count: Int(PQgetlength(result, row, column)))
+    }
+
+    func integer(_ column: Int32) -> Int64 {
+        let raw = bytes(column)
+        switch raw.count {
+        case 8: return Int64(bigEndian: raw.loadUnaligned(as: Int64.self))
+        case 4: return types[Int(column)] == 23 ? Int64(Int32(bigEndian: raw.loadUnaligned(as: Int32.self))) : Int64(UInt32(bigEndian: raw.loadUnaligned(as: UInt32.self)))
+        case 2: return Int64(Int16(bigEndian: raw.loadUnaligned(as: Int16.self)))
+        case 1: return Int64(raw[0])
+        default: return 0
+        }
+    }
+
+    func real(_ column: Int32) -> Double {
+        let raw = bytes(column)
+        switch types[Int(column)] {
+        case 701: return Double(bitPattern: UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self)))
+        case 700: return Double(Float(bitPattern: UInt32(bigEndian: raw.loadUnaligned(as: UInt32.self))))
+        case 1700: return Self.numeric(raw)
+        default: return Double(integer(column))
+        }
+    }
+
+    func text(_ column: Int32) -> UnsafeBufferPointer<UInt8> {
+        let raw = bytes(column)
+        return UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count)
+    }
+
+    func value(_ column: Int32) -> SQLValue {
+        if isNull(column) { return .null }
+        switch types[Int(column)] {
+        case 16, 20, 21, 23, 26, 28: return .integer(integer(column))
+        case 700, 701, 1700: return .real(real(column))
+        case 17: return .blob(Array(bytes(column)))
+        default: return .text(String(decoding: text(column), as: UTF8.self))
+        }
+    }
+
+    /// A `numeric` in binary: digit count, weight, sign, scale, then base-10000 digits.
+    private static func numeric(_ raw: UnsafeRawBufferPointer) -> Double {
+        guard raw.count >= 8 else { return 0 }
+        func word(_ index: Int) -> Int { Int(Int16(bitPattern: UInt16(bigEndian: raw.loadUnaligned(fromByteOffset: index * 2, as: UInt16.self)))) }
+        let digits = word(0), weight = word(1), sign = UInt16(truncatingIfNeeded: word(2))
+        guard sign != 0xC000, raw.count >= 8 + digits * 2 else { return .nan }
+        var value = 0.0
+        for index in 0..<digits { value += Double(word(4 + index)) * pow(10_000, Double(weight - index)) }
+        return sign == 0x4000 ? -value : value
+    }
+}

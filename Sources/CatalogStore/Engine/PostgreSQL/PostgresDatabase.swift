@@ -1,0 +1,197 @@
+import Foundation
+
+/// PostgreSQL through libpq, for deployments of several stateless servers on one
+/// database. Reads borrow a pooled connection (a snapshot is a REPEATABLE READ, READ
+/// ONLY transaction); each write runs in its own READ COMMITTED transaction on one of a
+/// few writer threads, locking what it checks (``SQLDialect/forUpdate``), and is run
+/// again after a serialization failure or a deadlock (SQLSTATE 40001, 40P01). A write's
+/// completion runs once its COMMIT has returned: durable, with the server's default
+/// `synchronous_commit`.
+final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
+    private let url: String
+    private let readers: ConnectionPool
+    private let writes: PostgresWriteQueue
+    let version: String
+
+    var dialect: SQLDialect { .postgresql }
+
+    /// How long a read waits for a free connection before it fails as busy.
+    static let connectionWait: Duration = .seconds(5)
+
+    /// Connects to `url` (a libpq URL or connection string); fails when the server cannot
+    /// be reached.
+    init(url: String, readers: Int) throws {
+        self.url = url
+        let first: PostgresConnection
+        do {
+            first = try PostgresConnection(url: url, settings: Self.readerSettings)
+        } catch let error as SQLError {
+            throw StoreError.unavailable("cannot connect to PostgreSQL at \(Self.redacted(url)): \(error.message)")
+        }
+        version = "PostgreSQL " + first.serverVersion
+        self.readers = ConnectionPool(size: max(2, readers)) { try PostgresConnection(url: url, settings: Self.readerSettings) }
+        self.readers.give(first)
+        writes = PostgresWriteQueue(threads: PostgresWriteQueue.defaultThreads) { try PostgresConnection(url: url, settings: Self.writerSettings) }
+    }
+
+    /// Readers never write, and give up on a lock they would wait for long.
+    private static let readerSettings = "SET default_transaction_read_only = on; SET lock_timeout = '5s'; SET idle_in_transaction_session_timeout = '60s'"
+    /// A write waits at most 5 s for a lock (SQLite's busy timeout) and runs at most a minute.
+    private static let writerSettings = "SET lock_timeout = '5s'; SET statement_timeout = '60s'; SET idle_in_transaction_session_timeout = '60s'"
+
+    func read<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+        try readers.with { connection in
+            try connection.limit(to: ReadBudget.allowance)
+            return try body(connection)
+        }
+    }
+
+    func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+        try readers.with { connection in
+            try connection.limit(to: ReadBudget.allowance)
+            try connection.script("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            do {
+                let result = try body(connection)
+                try connection.script("COMMIT")
+                return result
+            } catch {
+                try? connection.script("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    func submit<T: Sendable>(atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
+                             completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        writes.submit(heavy: heavy, work, completion: completion)
+    }
+
+    /// Migrates on a connection of its own, holding a session advisory lock: replicas
+    /// starting at once migrate one after another, and the later ones find nothing to do.
+    func migrate(_ migrations: [Migration]) throws -> [String] {
+        let connection = try PostgresConnection(url: url, settings: "SET lock_timeout = 0; SET statement_timeout = 0")
+        try connection.script("SELECT pg_advisory_lock(\(Self.migrationLock))")
+        defer { try? connection.script("SELECT pg_advisory_unlock(\(Self.migrationLock))") }
+        return try MigrationRunner.migrate(connection, migrations: migrations) { body in
+            try connection.script("BEGIN")
+            do {
+                try body()
+                try connection.script("COMMIT")
+            } catch {
+                try? connection.script("ROLLBACK")
+                throw error
+            }
+        } script: { sql in
+            try connection.script(sql)
+        }
+    }
+
+    /// The advisory lock key of migrations (`catalog` in ASCII).
+    private static let migrationLock: Int64 = 0x63_61_74_61_6C_6F_67
+
+    func close() throws {
+        writes.stop()
+        readers.close()
+    }
+
+    /// `url` without its password (in the user-information part or a `password=` parameter).
+    static func redacted(_ url: String) -> String {
+        var text = url
+        if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@"),
+           let colon = text[scheme.upperBound..<at].firstIndex(of: ":") {
+            text.replaceSubrange(text.index(after: colon)..<at, with: "***")
+        }
+        if let range = text.range(of: "password=") {
+            let end = text[range.upperBound...].firstIndex { $0 == "&" || $0 == " " } ?? text.endIndex
+            text.replaceSubrange(range.upperBound..<end, with: "***")
+        }
+        return text
+    }
+}
+
+/// A bounded set of connections, made when first needed; a borrower waits at most
+/// ``PostgresDatabase/connectionWait`` for one, and a broken connection is dropped.
+final class ConnectionPool: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var idle: [PostgresConnection] = []
+    private var count = 0
+    private let size: Int
+    private var closed = false
+    private let connect: () throws -> PostgresConnection
+
+    init(size: Int, connect: @escaping () throws -> PostgresConnection) {
+        self.size = size
+        self.connect = connect
+    }
+
+    /// Adds an open connection.
+    func give(_ connection: PostgresConnection) {
+        condition.lock()
+        idle.append(connection)
+        count += 1
+        condition.unlock()
+    }
+
+    /// Runs `body` with a connection of the pool.
+    func with<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let connection = try borrow()
+        defer { giveBack(connection) }
+        return try body(connection)
+    }
+
+    private func borrow() throws -> PostgresConnection {
+        condition.lock()
+        let deadline = Date(timeIntervalSinceNow: Double(PostgresDatabase.connectionWait.components.seconds))
+        while idle.isEmpty && count >= size && !closed {
+            guard condition.wait(until: deadline) else {
+                condition.unlock()
+                throw StoreError.unavailable("Every database connection is busy; retry shortly.")
+            }
+        }
+        if closed {
+            condition.unlock()
+            throw StoreError.unavailable("The store is shutting down.")
+        }
+        if let connection = idle.popLast() {
+            condition.unlock()
+            return connection
+        }
+        count += 1
+        condition.unlock()
+        do {
+            return try connect()
+        } catch {
+            condition.lock()
+            count -= 1
+            condition.signal()
+            condition.unlock()
+            throw error
+        }
+    }
+
+    private func giveBack(_ connection: PostgresConnection) {
+        condition.lock()
+        if connection.isBroken || closed { count -= 1 } else { idle.append(connection) }
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Closes the idle connections; those lent out close when given back.
+    func close() {
+        condition.lock()
+        closed = true
+        count -= idle.count
+        idle.removeAll()
+        condition.broadcast()
+        condition.unlock()
+    }
+}
+
+/// Statements run outside any store, on a connection of their own (creating and dropping
+/// the databases of tests).
+package enum PostgresAdmin {
+    /// Runs `sql` (statements without parameters) on the database at `url`.
+    package static func run(_ sql: String, at url: String) throws {
+        try PostgresConnection(url: url, settings: "").script(sql)
+    }
+}

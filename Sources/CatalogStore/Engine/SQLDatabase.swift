@@ -1,0 +1,53 @@
+import Foundation
+
+/// A storage engine as the store sees it: reads on a lent connection, reads that share
+/// one snapshot, and writes submitted to run in a transaction and answered once durable.
+/// Everything above this (the business rules) is written once, in the SQL of
+/// ``SQLDialect``.
+protocol SQLDatabase: Sendable {
+    /// What SQL the engine speaks.
+    var dialect: SQLDialect { get }
+    /// The engine and its version, such as `SQLite 3.40.1`.
+    var version: String { get }
+    /// Runs a read on a lent connection. Single statements need no transaction.
+    func read<T>(_ body: (any SQLConnection) throws -> T) throws -> T
+    /// Runs several reads in one read transaction, so they see one snapshot.
+    func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T
+    /// Queues `work` to run inside a write transaction; `completion` receives its result
+    /// once the transaction is durable, or its failure (nothing of it is then kept).
+    /// - Parameters:
+    ///   - atomic: pass `true` when `work` runs more than one modifying statement.
+    ///   - heavy: pass `true` when `work` may take milliseconds (thousands of rows).
+    func submit<T: Sendable>(atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
+                             completion: @escaping @Sendable (Result<T, any Error>) -> Void)
+    /// Applies the migrations missing from the database, after checking those recorded;
+    /// returns the file names applied.
+    func migrate(_ migrations: [Migration]) throws -> [String]
+    /// Finishes queued writes and closes every connection.
+    func close() throws
+}
+
+extension SQLDatabase {
+    func submit<T: Sendable>(atomic: Bool = false, heavy: Bool = false, _ work: @escaping (any SQLConnection) throws -> T,
+                             completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        submit(atomic: atomic, heavy: heavy, work, completion: completion)
+    }
+
+    /// Runs `work` as a write and waits for its durable result.
+    func write<T: Sendable>(atomic: Bool = false, _ work: @escaping (any SQLConnection) throws -> T) throws -> T {
+        let done = NSCondition()
+        nonisolated(unsafe) var outcome: Result<T, any Error>?
+        submit(atomic: atomic, heavy: false, work) { result in
+            done.lock()
+            outcome = result
+            done.signal()
+            done.unlock()
+        }
+        done.lock()
+        defer { done.unlock() }
+        while true {
+            if let outcome { return try outcome.get() }
+            done.wait()
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import CatalogSchema
+
+/// What differs between the SQL of the engines. The store writes its statements once,
+/// with `?` parameters, and asks the dialect for the few pieces that differ.
+enum SQLDialect: Sendable {
+    case sqlite
+    case postgresql
+
+    /// The larger of two values: SQLite's scalar `max`, PostgreSQL's `greatest`.
+    var greatest: String { self == .sqlite ? "max" : "greatest" }
+    /// The smaller of two values.
+    var least: String { self == .sqlite ? "min" : "least" }
+
+    /// Appended to the SELECT of a read-check-write: it locks the rows it reads until the
+    /// transaction ends. (SQLite has one writer, which already orders every write.)
+    var forUpdate: String { self == .sqlite ? "" : " FOR UPDATE" }
+
+    /// The sort key of a text column that sorts without regard to case: the column itself
+    /// in SQLite (declared `COLLATE NOCASE`), its lower case in byte order in PostgreSQL
+    /// (indexed as such).
+    func caseFoldedKey(_ column: String) -> String {
+        self == .sqlite ? column : "lower(\(column)) COLLATE \"C\""
+    }
+
+    /// A query returning a row when the table named by its one parameter exists.
+    var tableExists: String {
+        switch self {
+        case .sqlite: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+        case .postgresql: "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?"
+        }
+    }
+
+    /// A FROM item over a JSON array bound as one text parameter, with each element as
+    /// text (`value`) and its 0-based place (`key`).
+    func jsonElements(_ alias: String) -> String {
+        switch self {
+        case .sqlite: "json_each(?) \(alias)"
+        case .postgresql:
+            "(SELECT e.value, e.ordinality - 1 AS key FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY AS e(value, ordinality)) \(alias)"
+        }
+    }
+
+    /// Element `index` of the JSON array in the text `expression`, as text.
+    func jsonElement(_ expression: String, _ index: Int) -> String {
+        switch self {
+        case .sqlite: "json_extract(\(expression), '$[\(index)]')"
+        case .postgresql: "(CAST(\(expression) AS json) ->> \(index))"
+        }
+    }
+
+    // MARK: Search
+
+    /// The full-text query for `text`, or `nil` when it holds no letter or digit: every
+    /// word must match, as a prefix when it has two characters or more, whole when it has
+    /// one. Nothing of the user's text is interpreted as query syntax.
+    func searchQuery(_ text: String) -> String? {
+        let words = SearchQuery.words(text).prefix(SearchQuery.maxWords)
+        guard !words.isEmpty else { return nil }
+        switch self {
+        case .sqlite: return words.map { $0.count > 1 ? "\"\($0)\"*" : "\"\($0)\"" }.joined(separator: " ")
+        // Words are runs of letters and digits: nothing to quote in a tsquery.
+        case .postgresql: return words.map { $0.count > 1 ? "\($0.lowercased()):*" : $0.lowercased() }.joined(separator: " & ")
+        }
+    }
+
+    /// How a list of `schema` searches for a ``searchQuery(_:)`` bound as every `?` of
+    /// what it returns: the filter over `t`, the FROM clause replacing `schema.table t`
+    /// (if any), and the relevance (lower is better) when the list is ranked.
+    func search(_ schema: ResourceSchema, ranked: Bool) -> (filter: String, from: String?, rank: String?)? {
+        guard let index = schema.searchTable else { return nil }
+        switch self {
+        case .sqlite:
+            if ranked {
+                return ("\(index) MATCH ?", "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid", "bm25(\(index), \(schema.searchWeights))")
+            }
+            return ("t.pk IN (SELECT rowid FROM \(index) WHERE \(index) MATCH ?)", nil, nil)
+        case .postgresql:
+            return ("t.search_vector @@ to_tsquery('simple', ?)", nil, ranked ? "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)" : nil)
+        }
+    }
+}

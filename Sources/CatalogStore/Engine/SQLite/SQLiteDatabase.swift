@@ -1,0 +1,119 @@
+import CLinux
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// The embedded engine: one SQLite file in WAL mode with `synchronous=FULL`, foreign
+/// keys and a busy timeout; one group-committing writer (``WriteQueue``), a pool of
+/// readers, and a checkpointer. Holds `<file>.lock` while open.
+final class SQLiteDatabase: SQLDatabase {
+    let pool: DatabasePool
+    let writes: WriteQueue
+    let checkpointer: Checkpointer
+    /// The database file.
+    let path: String
+    private let lock: DatabaseLock
+
+    var dialect: SQLDialect { .sqlite }
+
+    /// Opens (creating if needed, with its folder) the database at `path`.
+    init(path: String, readers: Int) throws {
+        try FileManager.default.createDirectory(at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
+        let lock = try DatabaseLock(databasePath: path)
+        do {
+            var configuration = Configuration()
+            configuration.foreignKeysEnabled = true
+            configuration.busyMode = .timeout(5)
+            configuration.maximumReaderCount = max(2, readers)
+            configuration.persistentReadOnlyConnections = true
+            configuration.label = "catalog"
+            configuration.prepareDatabase { db in
+                // Each connection keeps up to 16 MiB of pages in memory.
+                try db.execute(sql: "PRAGMA cache_size = -16384")
+                ReadBudget.install(on: db)
+            }
+            pool = try DatabasePool(path: path, configuration: configuration)
+            // GRDB sets NORMAL on the writer when it enables WAL; an acknowledged write must
+            // survive power loss, so the one writer connection commits with FULL.
+            // Checkpoints run on their own connection and thread, off the writer's path.
+            let synchronous = try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY")
+                return try Int.fetchOne(db, sql: "PRAGMA synchronous")
+            }
+            guard synchronous == 2 else { throw StoreError.unavailable("SQLite refused synchronous=FULL.") }
+            let checkpointer = try Checkpointer(path: path)
+            self.checkpointer = checkpointer
+            writes = WriteQueue(
+                writer: pool,
+                needsMaintenance: {
+                    checkpointer.backupsRunning.load(ordering: .relaxed) == 0 && checkpointer.needsRestart.exchange(false, ordering: .relaxed)
+                },
+                maintain: { db in _ = try? Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(RESTART)") })
+        } catch {
+            lock.release()
+            throw error
+        }
+        self.lock = lock
+        self.path = path
+    }
+
+    var version: String {
+        "SQLite " + ((try? pool.unsafeRead { db in try String.fetchOne(db, sql: "SELECT sqlite_version()") }) ?? "unknown")
+    }
+
+    func read<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+        // The budget starts once a connection is had: waiting for one is not work.
+        try pool.unsafeRead { db in try ReadBudget.run { try body(SQLiteSession(db: db, writing: false)) } }
+    }
+
+    /// Its own BEGIN and COMMIT on a pooled reader: GRDB's isolated `read` costs several
+    /// percent of a response on the hottest embedded reads.
+    func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+        try pool.unsafeRead { db in try ReadBudget.run {
+            try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
+            do {
+                let result = try body(SQLiteSession(db: db, writing: false))
+                try db.cachedStatement(sql: "COMMIT").execute()
+                return result
+            } catch {
+                try? db.cachedStatement(sql: "ROLLBACK").execute()
+                throw error
+            }
+        } }
+    }
+
+    func submit<T: Sendable>(atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
+                             completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        writes.submit(atomic: atomic, heavy: heavy, { db in try work(SQLiteSession(db: db, writing: true)) }, completion: completion)
+    }
+
+    func migrate(_ migrations: [Migration]) throws -> [String] {
+        try pool.writeWithoutTransaction { db in
+            try MigrationRunner.migrate(SQLiteSession(db: db, writing: true), migrations: migrations) { body in
+                try db.inTransaction(.immediate) {
+                    try body()
+                    return .commit
+                }
+            } script: { sql in
+                try db.execute(sql: sql)
+            }
+        }
+    }
+
+    /// Finishes queued writes, copies the whole WAL into the database file, truncates it
+    /// and releases the file.
+    func close() throws {
+        defer { lock.release() }
+        writes.stop()
+        checkpointer.stop()
+        try pool.writeWithoutTransaction { db in _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try pool.close()
+    }
+}
+
+extension ReadBudget {
+    /// Installs the budget's check on `db`'s connection.
+    static func install(on db: Database) {
+        sqlite3_progress_handler(db.sqliteConnection, 1000, clinux_budget_exceeded, nil)
+    }
+}

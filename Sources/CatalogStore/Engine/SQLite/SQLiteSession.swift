@@ -1,0 +1,130 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// A SQLite connection lent by GRDB for one read or write, speaking ``SQLConnection``: statements come from
+/// GRDB's per-connection cache and are bound and stepped with the SQLite C API.
+struct SQLiteSession: SQLConnection {
+    let db: Database
+    /// Whether this is the writer inside a transaction: its statements are stepped by
+    /// GRDB, which keeps its own bookkeeping of writes.
+    let writing: Bool
+
+    var dialect: SQLDialect { .sqlite }
+
+    func query(_ sql: String, _ arguments: SQLArguments) throws -> SQLiteRows {
+        let statement = try db.cachedStatement(sql: sql)
+        if writing {
+            try statement.setArguments(StatementArguments(arguments.map(\.sqlValue.databaseValue)))
+            return SQLiteRows(statement, stepping: try Row.fetchCursor(statement), sql: sql)
+        }
+        let raw = statement.sqliteStatement
+        sqlite3_reset(raw)
+        for (index, argument) in arguments.enumerated() {
+            let parameter = Int32(index + 1)
+            let code: Int32 = switch argument.sqlValue {
+            case .null: sqlite3_bind_null(raw, parameter)
+            case let .integer(value): sqlite3_bind_int64(raw, parameter, value)
+            case let .real(value): sqlite3_bind_double(raw, parameter, value)
+            case let .text(value): sqlite3_bind_text(raw, parameter, value, -1, SQLITE_TRANSIENT)
+            case let .blob(bytes): bytes.withUnsafeBytes { sqlite3_bind_blob(raw, parameter, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT) }
+            }
+            guard code == SQLITE_OK else { throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "cannot bind parameter \(parameter)", sql: sql) }
+        }
+        return SQLiteRows(statement, stepping: nil, sql: sql, connection: db.sqliteConnection)
+    }
+
+    func execute(_ sql: String, _ arguments: SQLArguments) throws -> Int {
+        try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(arguments.map(\.sqlValue.databaseValue)))
+        return db.changesCount
+    }
+}
+
+/// The SQLITE_TRANSIENT destructor: SQLite copies what is bound.
+private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// Rows of a cached SQLite statement, read with the C API. Resets the statement when
+/// released.
+final class SQLiteRows: SQLRows {
+    let statement: SQLiteStatement
+    /// GRDB's cursor, which steps writes; `nil` for reads stepped here.
+    private let cursor: RowCursor?
+    private let connection: OpaquePointer?
+    private let sql: String
+    /// Keeps GRDB's statement (and so the SQLite one) alive.
+    private let owner: Statement
+
+    init(_ statement: Statement, stepping cursor: RowCursor?, sql: String, connection: OpaquePointer? = nil) {
+        owner = statement
+        self.statement = statement.sqliteStatement
+        self.cursor = cursor
+        self.connection = connection
+        self.sql = sql
+    }
+
+    deinit { if cursor == nil { sqlite3_reset(statement) } }
+
+    func step() throws -> Bool {
+        if let cursor { return try cursor.next() != nil }
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        case let code:
+            let message = connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) }
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
+        }
+    }
+
+    var columnCount: Int32 { sqlite3_column_count(statement) }
+
+    @inline(__always) func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
+    @inline(__always) func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+    @inline(__always) func real(_ column: Int32) -> Double { sqlite3_column_double(statement, column) }
+
+    @inline(__always) func text(_ column: Int32) -> UnsafeBufferPointer<UInt8> {
+        guard let pointer = sqlite3_column_text(statement, column) else { return UnsafeBufferPointer(start: nil, count: 0) }
+        return UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(statement, column)))
+    }
+
+    func value(_ column: Int32) -> SQLValue {
+        switch sqlite3_column_type(statement, column) {
+        case SQLITE_INTEGER: .integer(sqlite3_column_int64(statement, column))
+        case SQLITE_FLOAT: .real(sqlite3_column_double(statement, column))
+        case SQLITE_TEXT: .text(String(decoding: text(column), as: UTF8.self))
+        case SQLITE_BLOB:
+            if let pointer = sqlite3_column_blob(statement, column) {
+                .blob(Array(UnsafeRawBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(statement, column)))))
+            } else {
+                .blob([])
+            }
+        default: .null
+        }
+    }
+}
+
+extension SQLValue {
+    /// The value as GRDB binds it.
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .null: .null
+        case let .integer(value): value.databaseValue
+        case let .real(value): value.databaseValue
+        case let .text(value): value.databaseValue
+        case let .blob(bytes): Data(bytes).databaseValue
+        }
+    }
+}
+
+extension DatabaseError: EngineError {
+    var engineMessage: String { message ?? "\(self)" }
+
+    var storeError: StoreError {
+        switch resultCode {
+        case .SQLITE_CONSTRAINT: .conflict("The change conflicts with existing data.")
+        case .SQLITE_BUSY, .SQLITE_LOCKED: .unavailable("The database is busy; retry shortly.")
+        case .SQLITE_INTERRUPT: .tooExpensive
+        case .SQLITE_FULL: .unavailable("The database is full.")
+        default: .unavailable("The database failed to complete the request.")
+        }
+    }
+}
