@@ -114,7 +114,7 @@ public final class CatalogApplication: Sendable {
         } else {
             tokens = nil
         }
-        authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier)
+        authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier, remembers: !store.mayBeShared)
         var routes = Routes(authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads, limiter: limiter,
                             idempotency: Idempotency(store: store.idempotency), databaseWork: store.readsBlock ? DatabaseWork.pool : nil)
         Self.register(in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups)

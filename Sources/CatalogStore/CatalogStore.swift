@@ -145,6 +145,10 @@ public final class CatalogStore: Sendable {
     /// Whether reads wait on a network (PostgreSQL): they must then never run on an event loop.
     public var readsBlock: Bool { database.dialect == .postgresql }
 
+    /// Whether other servers may share the database (PostgreSQL): what one remembers of
+    /// it (credentials) may then be changed by another.
+    public var mayBeShared: Bool { database.dialect == .postgresql }
+
     /// Whether the database answers and every migration is applied.
     public func isReady(migrations: [Migration]) -> Bool {
         (try? database.read { db in try MigrationRunner.isCurrent(db, migrations: migrations) }) ?? false

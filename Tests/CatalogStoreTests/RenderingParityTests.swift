@@ -130,10 +130,10 @@ import TestSupport
         let cache = RenderCache(capacity: 1000, maxBytes: 6400)
         func id(_ index: Int) -> [UInt8] { Array(String(format: "%036d", index).utf8) }
         func store(_ index: Int, bytes: Int) {
-            id(index).withUnsafeBufferPointer { cache.store(id: $0, version: 1, json: ArraySlice(repeating: UInt8(ascii: "x"), count: bytes),
+            id(index).withUnsafeBufferPointer { cache.store(id: $0, version: 1, revision: 0, json: ArraySlice(repeating: UInt8(ascii: "x"), count: bytes),
                                                     epoch: RenderCache.currentEpoch) }
         }
-        func held(_ index: Int) -> Bool { id(index).withUnsafeBufferPointer { cache.json(id: $0, version: 1) != nil } }
+        func held(_ index: Int, revision: Int64 = 0) -> Bool { id(index).withUnsafeBufferPointer { cache.json(id: $0, version: 1, revision: revision) != nil } }
         // An entry over 1/64 of the budget (100 bytes) is not kept.
         store(0, bytes: 101)
         #expect(!held(0))
@@ -142,6 +142,7 @@ import TestSupport
         #expect(held(1) && held(64))
         store(65, bytes: 100)
         #expect(held(65))
+        #expect(!held(65, revision: 7), "the same id and version written anew (by another server) is not served")
         #expect(!held(1))
     }
 }

@@ -12,6 +12,11 @@ import Synchronization
 /// once. Revoking a key, deleting a user or changing its role forgets what was
 /// remembered before the change is answered, on every event loop at once (the memory is
 /// shared); a lookup that raced with such a change is not remembered.
+///
+/// Servers that share their database with others (PostgreSQL) remember nothing: another
+/// server may revoke a key or change a role, so each request reads its credential and a
+/// change made through any server applies to the next request on every one. Key-shaped
+/// tokens that named no key are still refused unread (no key can ever have their digest).
 final class Authenticator: Sendable {
     /// The longest token read; longer ones are refused unread.
     static let maxTokenBytes = 8192
@@ -28,10 +33,13 @@ final class Authenticator: Sendable {
     private let accounts: AccountStore
     private let tokens: TokenVerifier?
     private let memory = CredentialMemory(capacity: 10_000)
+    /// Whether checked credentials are remembered (only this server changes them).
+    private let remembers: Bool
 
-    init(accounts: AccountStore, tokens: TokenVerifier?) {
+    init(accounts: AccountStore, tokens: TokenVerifier?, remembers: Bool = true) {
         self.accounts = accounts
         self.tokens = tokens
+        self.remembers = remembers
     }
 
     /// The caller `request` names: anonymous without `Authorization`.
@@ -44,8 +52,8 @@ final class Authenticator: Sendable {
         let hash = Crypto.sha256(token)
         let digest = CredentialMemory.Digest(hash)
         let now = Self.milliseconds()
-        if let remembered = memory.recall(digest, now: now) {
-            recordUse(remembered, digest: digest, now: now)
+        if remembers, let remembered = memory.recall(digest, now: now) {
+            recordUse(remembered.credential, lastRecorded: remembered.lastRecorded, digest: digest, now: now)
             return .now(Caller(remembered.credential))
         }
         let generation = memory.generation
@@ -57,19 +65,19 @@ final class Authenticator: Sendable {
                 throw APIError.invalidToken
             }
             if let expires = credential.expires, expires <= now { throw APIError.invalidToken }
-            memory.remember(digest, credential, until: credential.expires ?? .max, generation: generation)
-            recordUse(memory.recall(digest, now: now), digest: digest, now: now)
+            remember(digest, credential, until: credential.expires ?? .max, generation: generation)
+            recordUse(credential, lastRecorded: credential.lastUsed ?? 0, digest: digest, now: now)
             return .now(Caller(credential))
         }
         guard let tokens, let identity = try? tokens.verify(token) else { throw APIError.invalidToken }
         let expires = Int64(min(identity.expires * 1000, Double(Int64.max / 2)))
         if let known = try accounts.user(issuer: identity.issuer, subject: identity.subject) {
-            memory.remember(digest, known, until: expires, generation: generation)
+            remember(digest, known, until: expires, generation: generation)
             return .now(Caller(known))
         }
-        return .later { [accounts, memory] finish in
+        return .later { [self] finish in
             accounts.provision(issuer: identity.issuer, subject: identity.subject, email: identity.email) { result in
-                if case let .success(credential) = result { memory.remember(digest, credential, until: expires, generation: generation) }
+                if case let .success(credential) = result { self.remember(digest, credential, until: expires, generation: generation) }
                 finish(result.map(Caller.init))
             }
         }
@@ -84,9 +92,13 @@ final class Authenticator: Sendable {
     /// Forgets every identity token checked (the provider's keys were read again: some may be gone).
     func forgetIdentityTokens() { memory.forget { $0.keyID == nil } }
 
-    /// Writes the key's last use when the last write is older than the interval.
-    private func recordUse(_ remembered: CredentialMemory.Entry?, digest: CredentialMemory.Digest, now: Int64) {
-        guard let remembered, let key = remembered.credential.keyID, now - remembered.lastRecorded >= Self.useRecordInterval else { return }
+    private func remember(_ digest: CredentialMemory.Digest, _ credential: StoredCredential, until: Int64, generation: UInt64) {
+        if remembers { memory.remember(digest, credential, until: until, generation: generation) }
+    }
+
+    /// Writes the key's last use when the last write (at `lastRecorded`) is older than the interval.
+    private func recordUse(_ credential: StoredCredential, lastRecorded: Int64, digest: CredentialMemory.Digest, now: Int64) {
+        guard let key = credential.keyID, now - lastRecorded >= Self.useRecordInterval else { return }
         memory.markRecorded(digest, at: now)
         accounts.recordUse(ofKey: key, at: now)
     }

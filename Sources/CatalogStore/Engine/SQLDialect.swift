@@ -11,6 +11,11 @@ enum SQLDialect: Sendable {
     /// The smaller of two values.
     var least: String { self == .sqlite ? "min" : "least" }
 
+    /// The system column that changes with every write of a row, when the engine has one
+    /// (PostgreSQL's `xmin`): part of ``RenderCache``'s key where several servers share
+    /// the database. SQLite's one server invalidates its cache itself.
+    var rowRevision: String? { self == .sqlite ? nil : "xmin" }
+
     /// Appended to the SELECT of a read-check-write: it locks the rows it reads until the
     /// transaction ends. (SQLite has one writer, which already orders every write.)
     var forUpdate: String { self == .sqlite ? "" : " FOR UPDATE" }

@@ -20,7 +20,7 @@ public final class PlaylistEntryStore: Sendable {
     private let database: any SQLDatabase
     private let playlists: ResourceStore<Playlist, PlaylistInput>
     /// Renders entries as declared (``PlaylistEntrySchema/document``), their item embedded.
-    private let renderer = RowRenderer(PlaylistEntrySchema.document)
+    private let renderer: RowRenderer
     /// The items' rendering cache, shared with their own lists.
     private let itemCache: RenderCache?
     /// The renderer's columns, from the entry, its playlist and its item.
@@ -36,6 +36,7 @@ public final class PlaylistEntryStore: Sendable {
         self.database = database
         self.playlists = playlists
         itemCache = items.cache
+        renderer = RowRenderer(PlaylistEntrySchema.document, revision: items.renderer.revision)
         let columns = renderer.selectList(own: { $0.column == "playlist_id" ? "p.id" : "e." + $0.column }, nested: { "i." + $0.column })
         selectSQL = "SELECT \(columns.joined(separator: ", ")) FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk"
             + " JOIN playlists p ON p.pk = e.playlist_pk"

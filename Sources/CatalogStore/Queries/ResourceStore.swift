@@ -88,7 +88,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         self.schema = schema
         self.database = database
         self.relations = relations
-        renderer = RowRenderer(schema.members)
+        renderer = RowRenderer(schema.members, revision: schema.cachesRenderings ? database.dialect.rowRevision : nil)
         cache = schema.cachesRenderings ? RenderCache() : nil
         let creation = schema.creationColumns, edit = schema.editColumns
         creationMembers = creation.map(\.index)
@@ -361,7 +361,8 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         }
         let direction = descending ? "DESC" : "ASC"
         let columns = request.order == .distance ? listColumns.distance : listColumns.plain
-        var sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*, \(keyExpression) AS sort_key FROM \(from)"
+        let revision = renderer.revision.map { ", t.\($0) AS \($0)" } ?? ""
+        var sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), \(keyExpression) AS sort_key FROM \(from)"
         if !filters.isEmpty { sql += " WHERE " + filters.joined(separator: " AND ") }
         sql += ") t"
         if !outerFilters.isEmpty { sql += " WHERE " + outerFilters.joined(separator: " AND ") }

@@ -12,10 +12,17 @@ import Synchronization
 /// current epoch (it passes the ``currentEpoch`` it saw before its snapshot began), so a
 /// rendering of the old row can never be kept. Writers never store: what they render
 /// might not commit.
+///
+/// Another server sharing the database (PostgreSQL) can do the same without this one
+/// hearing of it, so there entries are validated by the row's revision too (its `xmin`,
+/// new with every write of the row): a rendering is served only for the very row version
+/// it was made from.
 final class RenderCache: Sendable {
     private struct Entry {
         let id: [UInt8]
         let version: Int64
+        /// The row's revision where the engine has one (PostgreSQL's `xmin`), else 0.
+        let revision: Int64
         let json: [UInt8]
     }
 
@@ -39,11 +46,11 @@ final class RenderCache: Sendable {
         self.maxBytes = maxBytes
     }
 
-    /// The cached JSON of the resource `id` at `version`, if any.
-    func json(id: UnsafeBufferPointer<UInt8>, version: Int64) -> [UInt8]? {
+    /// The cached JSON of the resource `id` at `version` and `revision`, if any.
+    func json(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64) -> [UInt8]? {
         let key = Self.key(id)
         return entries.withLock { entries in
-            guard let entry = entries.byKey[key], entry.version == version, entry.id.count == id.count else { return nil }
+            guard let entry = entries.byKey[key], entry.version == version, entry.revision == revision, entry.id.count == id.count else { return nil }
             let same = entry.id.withUnsafeBufferPointer { stored in
                 guard let a = stored.baseAddress, let b = id.baseAddress else { return stored.isEmpty }
                 return memcmp(a, b, id.count) == 0
@@ -55,9 +62,9 @@ final class RenderCache: Sendable {
     /// Remembers the JSON of the resource `id` at `version`, read from a snapshot taken in
     /// `epoch`; nothing when an invalidation came since, or when the JSON alone would take
     /// more than 1/64 of the byte budget.
-    func store(id: UnsafeBufferPointer<UInt8>, version: Int64, json: ArraySlice<UInt8>, epoch: UInt64) {
+    func store(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64, json: ArraySlice<UInt8>, epoch: UInt64) {
         guard json.count <= maxBytes / 64 else { return }
-        let entry = Entry(id: Array(id), version: version, json: Array(json))
+        let entry = Entry(id: Array(id), version: version, revision: revision, json: Array(json))
         entries.withLock { entries in
             guard Self.epoch.load(ordering: .acquiring) == epoch else { return }
             if entries.byKey.count >= capacity || entries.bytes + json.count > maxBytes {

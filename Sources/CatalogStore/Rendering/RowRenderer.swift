@@ -110,12 +110,23 @@ struct RowRenderer: Sendable {
     /// Where the `id` and `version` columns are (keys of ``RenderCache``).
     private let idColumn: Int32
     private let versionColumn: Int32
+    /// The column naming the row's revision (see ``init(_:revision:)``), selected after the fields.
+    let revision: String?
+    private let revisionColumn: Int32?
     /// How many columns rendering reads.
     let columnCount: Int32
 
-    init(_ fields: [RenderedField]) {
+    /// A renderer of `fields`. With `revision`, the column of that name (in every
+    /// embedded object too) is selected last and read as part of ``RenderCache``'s key:
+    /// on an engine shared by several servers (PostgreSQL's `xmin`), a row written anew
+    /// with an id and version some server has cached has another revision, so no server
+    /// can serve a stale rendering.
+    init(_ fields: [RenderedField], revision: String? = nil) {
         precondition(fields.count <= 64, "A field mask has 64 bits.")
-        self.fields = fields.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        self.fields = fields.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { field in
+            guard let revision, case let .object(renderer) = field.kind else { return field }
+            return RenderedField(field.name, field.column, .object(RowRenderer(renderer.fields, revision: revision)))
+        }
         var keyBytes: [UInt8] = []
         var slots: [Slot] = []
         var objectRenderers: [RowRenderer] = []
@@ -139,7 +150,9 @@ struct RowRenderer: Sendable {
         self.slots = slots
         self.objectRenderers = objectRenderers
         self.keyBytes = keyBytes
-        columnCount = column
+        self.revision = revision
+        revisionColumn = revision == nil ? nil : column
+        columnCount = revision == nil ? column : column + 1
         let sorted = self.fields
         let columns = slots.indices.map { (sorted[$0].column, slots[$0].column) }
         idColumn = columns.first { $0.0 == "id" }?.1 ?? 0
@@ -147,17 +160,18 @@ struct RowRenderer: Sendable {
     }
 
     /// The renderer of the declared `members` that documents show.
-    init(_ members: [SchemaField]) {
-        self.init(members.compactMap(RenderedField.init))
+    init(_ members: [SchemaField], revision: String? = nil) {
+        self.init(members.compactMap(RenderedField.init), revision: revision)
     }
 
     /// The expressions to select, in the order `render` reads them (from column 0):
-    /// `own` of each field's column, `nested` of each column of an embedded object.
+    /// `own` of each field's column (and of the revision), `nested` of each column of an
+    /// embedded object.
     func selectList(own: (RenderedField) -> String, nested: (RenderedField) -> String = { $0.column }) -> [String] {
         fields.flatMap { field -> [String] in
             if case let .object(renderer) = field.kind { return renderer.selectList(own: nested, nested: nested) }
             return [own(field)]
-        }
+        } + (revision.map { [own(RenderedField("", $0, .integer))] } ?? [])
     }
 
     /// The index of the column `column` among those selected.
@@ -240,11 +254,11 @@ struct RowRenderer: Sendable {
     /// stored, as read in a snapshot of `epoch`.
     func render(_ rows: some SQLRows, into writer: inout JSONWriter, offset: Int32 = 0, cache: RenderCache, epoch: UInt64) throws {
         let id = rows.text(offset + idColumn)
-        let version = rows.integer(offset + versionColumn)
-        if let json = cache.json(id: id, version: version) { return writer.raw(json) }
+        let version = rows.integer(offset + versionColumn), revision = revisionColumn.map { rows.integer(offset + $0) } ?? 0
+        if let json = cache.json(id: id, version: version, revision: revision) { return writer.raw(json) }
         let start = writer.count
         try render(rows, into: &writer, offset: offset)
-        cache.store(id: id, version: version, json: writer.bytes(from: start), epoch: epoch)
+        cache.store(id: id, version: version, revision: revision, json: writer.bytes(from: start), epoch: epoch)
     }
 
     private static func write(_ member: EmbeddedMember, first: inout Bool, into writer: inout JSONWriter) throws {

@@ -39,16 +39,22 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     /// A write waits at most 5 s for a lock (SQLite's busy timeout) and runs at most a minute.
     private static let writerSettings = "SET lock_timeout = '5s'; SET statement_timeout = '60s'; SET idle_in_transaction_session_timeout = '60s'"
 
+    /// The least statement timeout of a read. Reads here never run on an event loop (they
+    /// wait on the network), so the inline budget, which keeps loops free, does not apply;
+    /// the timeout bounds what one request costs the database, counted in wall time,
+    /// waits for the server included.
+    static let minimumAllowance: Duration = .seconds(1)
+
     func read<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         try readers.with { connection in
-            try connection.limit(to: ReadBudget.allowance)
+            try connection.limit(to: max(ReadBudget.allowance, Self.minimumAllowance))
             return try body(connection)
         }
     }
 
     func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         try readers.with { connection in
-            try connection.limit(to: ReadBudget.allowance)
+            try connection.limit(to: max(ReadBudget.allowance, Self.minimumAllowance))
             try connection.script("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             do {
                 let result = try body(connection)
