@@ -1,0 +1,177 @@
+import CatalogModels
+import CatalogStore
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Two `catalog-server` processes on one PostgreSQL database, as replicas behind a load
+/// balancer: what one writes, the other sees and respects.
+@Suite(.enabled(if: !TestEngine.isSQLite, "replicas share a PostgreSQL database"))
+struct ReplicaTests {
+    /// Two servers started at once on a fresh database (both offered the demo catalog).
+    final class Replicas: @unchecked Sendable {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-replicas-\(UUID().uuidString)")
+        let database: String
+        let key: String
+        private(set) var processes: [Process] = []
+        private(set) var clients: [APIClient] = []
+
+        init() async throws {
+            database = try TestEngine.postgresDatabase(for: directory)
+            key = try await ExecutableTests.bootstrapKey(database: database)
+            let ports = try [ExecutableTests.freePort(), ExecutableTests.freePort()]
+            for port in ports {
+                let process = Process()
+                process.executableURL = ExecutableTests.executable
+                process.arguments = ["--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--rate-limits", "off"]
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = FileHandle.nullDevice
+                try launch(process)
+                processes.append(process)
+                clients.append(APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!, key: key))
+            }
+            for client in clients {
+                var ready = false
+                for _ in 0..<200 where !ready {
+                    ready = (try? await client.get("/readyz").status) == 200
+                    if !ready { try await Task.sleep(for: .milliseconds(50)) }
+                }
+                #expect(ready, "replica \(client.baseURL) is ready")
+            }
+        }
+
+        /// The replica for the `index`th request of a spread.
+        func client(_ index: Int) -> APIClient { clients[index % clients.count] }
+
+        deinit {
+            for process in processes where process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+            }
+            TestEngine.release(directory)
+        }
+    }
+
+    @Test func replicasShareOneCatalog() async throws {
+        let replicas = try await Replicas()
+        // The demo catalog is seeded exactly once, though both started on an empty database.
+        for client in replicas.clients {
+            #expect(try await client.all("/v1/games?limit=100", as: Game.self).count == DemoCatalog.games.count)
+            #expect(try await client.all("/v1/playlists?limit=100", as: Playlist.self).count == DemoCatalog.playlists.count)
+        }
+        // 64 concurrent creates spread over both replicas are all there, on both.
+        let created = try await withThrowingTaskGroup(of: CatalogID.self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    let response = try await replicas.client(index).send("POST", "/v1/games", json: ["name": "Replica \(index)", "imageName": "r\(index)"])
+                    #expect(response.status == 201)
+                    return try response.decode(Game.self).id
+                }
+            }
+            return try await group.reduce(into: Set<CatalogID>()) { $0.insert($1) }
+        }
+        #expect(created.count == 64)
+        for client in replicas.clients {
+            let ids = Set(try await client.all("/v1/games?limit=100", as: Game.self).map(\.id))
+            #expect(created.isSubset(of: ids))
+        }
+    }
+
+    @Test func concurrentConditionalReordersHaveOneWinner() async throws {
+        let replicas = try await Replicas()
+        let items = try await replicas.client(0).all("/v1/playable-items?limit=100", as: PlayableItem.self).map(\.id.rawValue)
+        let playlist = try await replicas.client(0).send("POST", "/v1/playlists", json: ["title": "Contested"])
+        let id = try playlist.decode(Playlist.self).id
+        let etag = try #require(playlist.header("ETag"))
+        // Eight reorders sent at once, each If-Match the same version, half to each replica.
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    let order = Array(items.shuffled().prefix(5))
+                    return try await replicas.client(index).send("PUT", "/v1/playlists/\(id)/entries", json: ["playableItemIds": order],
+                                                                 headers: ["If-Match": etag]).status
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses.sorted() == [200] + Array(repeating: 412, count: 7), "exactly one wins: \(statuses)")
+    }
+
+    @Test func positionsStayDenseUnderAMixedWorkloadOnBothReplicas() async throws {
+        let replicas = try await Replicas()
+        let items = try await replicas.client(0).all("/v1/playable-items?limit=100", as: PlayableItem.self).map(\.id.rawValue)
+        let id = try await replicas.client(1).send("POST", "/v1/playlists", json: ["title": "Busy"]).decode(Playlist.self).id
+        for item in items.prefix(6) {
+            #expect(try await replicas.client(0).send("POST", "/v1/playlists/\(id)/entries", json: ["playableItemId": item]).status == 201)
+        }
+        // 120 unconditional inserts, moves and removals at random places, spread over both.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<120 {
+                group.addTask {
+                    var generator = SystemRandomNumberGenerator()
+                    let client = replicas.client(index)
+                    let entries = try await client.all("/v1/playlists/\(id)/entries?limit=100", as: PlaylistEntry.self)
+                    switch Int.random(in: 0..<3, using: &generator) {
+                    case 0:
+                        let position = Int.random(in: 0...entries.count, using: &generator)
+                        _ = try await client.send("POST", "/v1/playlists/\(id)/entries",
+                                                  json: ["playableItemId": items.randomElement(using: &generator) ?? items[0], "position": position])
+                    case 1:
+                        guard let entry = entries.randomElement(using: &generator) else { return }
+                        _ = try await client.send("PATCH", "/v1/playlists/\(id)/entries/\(entry.entryId)",
+                                                  json: ["position": Int.random(in: 0..<entries.count, using: &generator)],
+                                                  contentType: "application/merge-patch+json")
+                    default:
+                        guard let entry = entries.randomElement(using: &generator) else { return }
+                        _ = try await client.send("DELETE", "/v1/playlists/\(id)/entries/\(entry.entryId)")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        for client in replicas.clients {
+            let entries = try await client.all("/v1/playlists/\(id)/entries?limit=100", as: PlaylistEntry.self)
+            #expect(entries.map(\.position) == Array(0..<entries.count), "dense, in order")
+            let playlist = try await client.get("/v1/playlists/\(id)").decode(Playlist.self)
+            #expect(playlist.entryCount == entries.count)
+        }
+    }
+
+    @Test func aKeyRevokedThroughOneReplicaIsRefusedByTheOther() async throws {
+        let replicas = try await Replicas()
+        let created = try await replicas.client(0).send("POST", "/v1/api-keys", json: ["name": "short-lived", "role": "member"])
+        #expect(created.status == 201)
+        let body = try #require(try JSONSerialization.jsonObject(with: created.body) as? [String: Any])
+        let secret = try #require(body["secret"] as? String), keyID = try #require(body["id"] as? String)
+        let other = APIClient(baseURL: replicas.clients[1].baseURL, key: secret)
+        #expect(try await other.get("/v1/me").status == 200)
+        #expect(try await replicas.client(0).send("DELETE", "/v1/api-keys/\(keyID)").status == 204)
+        #expect(try await other.get("/v1/me").status == 401, "the very next request on the other replica")
+    }
+
+    @Test func everyAcknowledgedWriteSurvivesKill9OfAReplica() async throws {
+        let replicas = try await Replicas()
+        let created = try await withThrowingTaskGroup(of: CatalogID.self) { group in
+            for index in 0..<32 {
+                group.addTask {
+                    try await replicas.client(0).send("POST", "/v1/games", json: ["name": "Durable \(index)", "imageName": "d\(index)"]).decode(Game.self).id
+                }
+            }
+            return try await group.reduce(into: Set<CatalogID>()) { $0.insert($1) }
+        }
+        let victim = replicas.processes[0]
+        kill(victim.processIdentifier, SIGKILL)
+        victim.waitUntilExit()
+        #expect(victim.terminationReason == .uncaughtSignal)
+        // The other replica, and a fresh open of the database, find every acknowledged write.
+        let ids = Set(try await replicas.clients[1].all("/v1/games?limit=100", as: Game.self).map(\.id))
+        #expect(created.isSubset(of: ids))
+        let store = try CatalogStore(.postgresql(replicas.database), migrations: Migration.load(from: migrationsDirectory, for: .postgresql))
+        defer { try? store.close() }
+        for id in created { #expect(try store.games.rendered(id)?.version == 1) }
+    }
+}
