@@ -141,6 +141,24 @@ struct ReplicaTests {
         }
     }
 
+    @Test func anIdempotencyKeyRunsOnceAcrossReplicas() async throws {
+        let replicas = try await Replicas()
+        // Sixteen copies of one request with one key, at once, half to each replica.
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<16 {
+                group.addTask {
+                    try await replicas.client(index).send("POST", "/v1/games", json: ["name": "Once only", "imageName": "once"],
+                                                          headers: ["Idempotency-Key": "\"replicated-1\""]).status
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(Set(statuses).isSubset(of: [201, 409]), "a first answer, its replays, or in use: \(statuses)")
+        #expect(statuses.contains(201))
+        let games = try await replicas.client(1).all("/v1/games?limit=100", as: Game.self)
+        #expect(games.filter { $0.name == "Once only" }.count == 1, "created once")
+    }
+
     @Test func aKeyRevokedThroughOneReplicaIsRefusedByTheOther() async throws {
         let replicas = try await Replicas()
         let created = try await replicas.client(0).send("POST", "/v1/api-keys", json: ["name": "short-lived", "role": "member"])

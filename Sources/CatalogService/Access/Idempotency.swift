@@ -12,7 +12,8 @@ import Synchronization
 /// live in the database (``IdempotencyStore``), so they survive restarts. Only
 /// successful answers are kept: a failure is decided again on a retry; and an answer
 /// marked `Cache-Control: no-store` (a new API key's secret) is never kept, so a retry
-/// of it makes another key.
+/// of it makes another key. Where servers share the database (PostgreSQL), a running
+/// first request is marked there too, so a duplicate sent to another server is a 409 as well.
 final class Idempotency: Sendable {
     /// The longest key accepted, in bytes.
     static let maxKeyLength = 255
@@ -20,11 +21,14 @@ final class Idempotency: Sendable {
     static let maxStoredBody = 1 << 20
 
     private let store: IdempotencyStore
-    /// Keys whose first request is running, as `caller NUL key`.
+    /// Keys whose first request is running here, as `caller NUL key`.
     private let running = Mutex<Set<String>>([])
+    /// Whether running first requests are also claimed in the (shared) database.
+    private let claimsInDatabase: Bool
 
-    init(store: IdempotencyStore) {
+    init(store: IdempotencyStore, claimsInDatabase: Bool = false) {
         self.store = store
+        self.claimsInDatabase = claimsInDatabase
     }
 
     /// A request's hold on its key while it runs.
@@ -55,7 +59,15 @@ final class Idempotency: Sendable {
         guard running.withLock({ $0.insert(claim.slot).inserted }) else { throw APIError.idempotencyKeyInUse }
         let answer: StoredAnswer?
         do {
-            answer = try store.answer(caller: owner, key: key, now: claim.now)
+            if claimsInDatabase {
+                switch try store.claim(caller: owner, key: key, fingerprint: claim.fingerprint, now: claim.now) {
+                case .claimed: answer = nil
+                case .running: throw APIError.idempotencyKeyInUse
+                case let .answered(stored): answer = stored
+                }
+            } else {
+                answer = try store.answer(caller: owner, key: key, now: claim.now)
+            }
         } catch {
             running.withLock { _ = $0.remove(claim.slot) }
             throw error
@@ -75,6 +87,7 @@ final class Idempotency: Sendable {
         let secret = response?.headers.contains { $0.name == "Cache-Control" && $0.value.contains("no-store") } ?? false
         guard let response, !secret, (200..<300).contains(response.status.code), response.body.count <= Self.maxStoredBody else {
             running.withLock { _ = $0.remove(claim.slot) }
+            if claimsInDatabase { store.release(caller: claim.owner, key: claim.key) }
             return then()
         }
         let kept = ["Content-Type", "Location", "ETag"]
