@@ -241,6 +241,11 @@ paths:
           content:
             application/problem+json:
               schema: {$ref: '#/components/schemas/Problem'}
+        "501":
+          description: 'The server keeps its data in PostgreSQL (`--database postgresql://…`), which this endpoint does not copy (code `backupsNotOffered`): back it up with `pg_dump` or continuous archiving, or copy the catalog with `catalog export`.'
+          content:
+            application/problem+json:
+              schema: {$ref: '#/components/schemas/Problem'}
         "400": {$ref: '#/components/responses/BadRequest'}
   /openapi.yaml:
     get:
