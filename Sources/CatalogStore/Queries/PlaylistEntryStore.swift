@@ -77,7 +77,8 @@ public final class PlaylistEntryStore: Sendable {
                        playlistID: playlistID, limit: limit, fields: fields, epoch: epoch, into: &writer)
     }
 
-    private func renderPage(_ rows: some SQLRows, playlistID: CatalogID, limit: Int, fields: FieldMask, epoch: UInt64,
+    @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
+    private func renderPage<Rows: SQLRows>(_ rows: Rows, playlistID: CatalogID, limit: Int, fields: FieldMask, epoch: UInt64,
                             into writer: inout JSONWriter) throws -> String? {
         try rows.writePage(limit: limit, into: &writer, item: { rows, writer in
             try render(rows, fields: fields, epoch: epoch, into: &writer)
@@ -370,7 +371,8 @@ public final class PlaylistEntryStore: Sendable {
                         epoch: epoch)
     }
 
-    private func renderEntry(_ rows: some SQLRows, version: Int, fields: FieldMask, epoch: UInt64?) throws -> RenderedEntry? {
+    @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
+    private func renderEntry<Rows: SQLRows>(_ rows: Rows, version: Int, fields: FieldMask, epoch: UInt64?) throws -> RenderedEntry? {
         guard try rows.step() else { return nil }
         var writer = JSONWriter(capacity: 700)
         try render(rows, fields: fields, epoch: epoch, into: &writer)

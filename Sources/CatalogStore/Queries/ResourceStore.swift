@@ -57,9 +57,11 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// The resource's declaration.
     package let schema: ResourceSchema
     let database: any SQLDatabase
-    let renderer: RowRenderer
+    /// How its rows become JSON.
+    let rendering: ResourceRendering
+    var renderer: RowRenderer { rendering.renderer }
     /// Renderings of whole rows by id and version, for resources that cache them.
-    let cache: RenderCache?
+    var cache: RenderCache? { rendering.cache }
     let relations: Relations
     private let insertSQL: String
     private let updateSQL: String
@@ -79,8 +81,6 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     private let sortColumns: [String: String]
     /// The sorts whose keys are integers (times); the others sort text, without regard to case.
     private let integerSorts: Set<String>
-    private let versionIndex: Int32
-    private let idIndex: Int32
     /// The select lists of list queries: plain, and with the distance column filled.
     private let listColumns: (plain: String, distance: String)
 
@@ -88,8 +88,8 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         self.schema = schema
         self.database = database
         self.relations = relations
-        renderer = RowRenderer(schema.members, revision: schema.cachesRenderings ? database.dialect.rowRevision : nil)
-        cache = schema.cachesRenderings ? RenderCache() : nil
+        let renderer = RowRenderer(schema.members, revision: schema.cachesRenderings ? database.dialect.rowRevision : nil)
+        rendering = ResourceRendering(renderer: renderer, cache: schema.cachesRenderings ? RenderCache() : nil)
         let creation = schema.creationColumns, edit = schema.editColumns
         creationMembers = creation.map(\.index)
         editMembers = edit.map(\.index)
@@ -121,8 +121,6 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
             default: false
             }
         }.map(\.name))
-        versionIndex = renderer.index(of: "version")
-        idIndex = renderer.index(of: "id")
         listColumns = (Self.selectList(renderer, distance: nil), Self.selectList(renderer, distance: "t.sort_key"))
     }
 
@@ -171,14 +169,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         } else {
             try db.query(renderedSelectSQL, [id.rawValue])
         }
-        return try render(rows, id, fields: fields, embedded: embedded)
-    }
-
-    private func render(_ rows: some SQLRows, _ id: CatalogID, fields: FieldMask, embedded: [EmbeddedMember]) throws -> RenderedResource? {
-        guard try rows.step() else { return nil }
-        var writer = JSONWriter(capacity: embedded.isEmpty ? 512 : 16_384)
-        try renderer.render(rows, into: &writer, mask: fields, embedded: embedded)
-        return RenderedResource(id: id, version: Int(rows.integer(versionIndex)), json: writer.bytes)
+        return try rendering.one(rows, id: id, fields: fields, embedded: embedded)
     }
 
     /// One page of the list described by `request`, as models.
@@ -256,22 +247,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// Writes a page; returns the next page's cursor.
     private func renderList(_ db: any SQLConnection, _ request: ListRequest, _ query: (String, SQLArguments), epoch: UInt64,
                             maxBytes: Int = ListRequest.maxPageBytes, into writer: inout JSONWriter) throws -> String? {
-        try renderPage(db.query(query.0, query.1), request, epoch: epoch, maxBytes: maxBytes, into: &writer)
-    }
-
-    private func renderPage(_ rows: some SQLRows, _ request: ListRequest, epoch: UInt64, maxBytes: Int, into writer: inout JSONWriter) throws -> String? {
-        let sortKeyIndex = renderer.columnCount
-        return try rows.writePage(limit: request.limit, maxBytes: maxBytes, into: &writer, item: { [renderer, cache] rows, writer in
-            if let cache, request.fields == .all {
-                try renderer.render(rows, into: &writer, cache: cache, epoch: epoch)
-            } else {
-                try renderer.render(rows, into: &writer, mask: request.fields)
-            }
-        }, cursor: { [idIndex] rows in
-            ListCursor.Key(rows.value(sortKeyIndex)).map {
-                ListCursor(fingerprint: fingerprint(request), key: $0, id: String(decoding: rows.text(idIndex), as: UTF8.self)).encoded()
-            }
-        })
+        try rendering.page(db.query(query.0, query.1), request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: maxBytes, into: &writer)
     }
 
     /// Decodes the request's cursor and checks that it was made by this list: same
@@ -487,17 +463,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
 
     /// Runs an INSERT or UPDATE … RETURNING and renders the row it returns.
     func renderWritten(_ db: any SQLConnection, _ sql: String, _ arguments: SQLArguments) throws -> RenderedResource {
-        try renderWritten(db.query(sql, arguments))
-    }
-
-    private func renderWritten(_ rows: some SQLRows) throws -> RenderedResource {
-        guard try rows.step() else { throw StoreError.notFound }
-        var writer = JSONWriter()
-        try renderer.render(rows, into: &writer)
-        guard let id = CatalogID(String(decoding: rows.text(idIndex), as: UTF8.self)) else {
-            throw StoreError.unavailable("The database holds a malformed id.")
-        }
-        return RenderedResource(id: id, version: Int(rows.integer(versionIndex)), json: writer.bytes)
+        try rendering.written(db.query(sql, arguments))
     }
 
     /// Submits a write. Database errors reach `completion` as ``StoreError``; errors

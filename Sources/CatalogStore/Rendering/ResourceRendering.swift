@@ -1,0 +1,61 @@
+import CatalogModels
+
+/// How a resource's rows become JSON: its renderer, its render cache, and where its id
+/// and version are. Not generic over the resource's model, so that its entry points,
+/// which receive rows from a connection lent as `any SQLConnection`, dispatch once to
+/// their SQLite specializations: SQLite's per-column reads are then direct calls (the
+/// PostgreSQL path stays generic).
+struct ResourceRendering: Sendable {
+    let renderer: RowRenderer
+    /// Renderings of whole rows by id and version, for resources that cache them.
+    let cache: RenderCache?
+    private let idIndex: Int32
+    private let versionIndex: Int32
+
+    init(renderer: RowRenderer, cache: RenderCache?) {
+        self.renderer = renderer
+        self.cache = cache
+        idIndex = renderer.index(of: "id")
+        versionIndex = renderer.index(of: "version")
+    }
+
+    /// The first row as the resource `id`, showing `fields` and the `embedded` members; `nil` without a row.
+    @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
+    func one<Rows: SQLRows>(_ rows: Rows, id: CatalogID, fields: FieldMask, embedded: [EmbeddedMember]) throws -> RenderedResource? {
+        guard try rows.step() else { return nil }
+        var writer = JSONWriter(capacity: embedded.isEmpty ? 512 : 16_384)
+        try renderer.render(rows, into: &writer, mask: fields, embedded: embedded)
+        return RenderedResource(id: id, version: Int(rows.integer(versionIndex)), json: writer.bytes)
+    }
+
+    /// Writes a page of `request` from rows that carry their sort key after the
+    /// renderer's columns; returns the next page's cursor, bound to `fingerprint` (made only when there is one).
+    @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
+    func page<Rows: SQLRows>(_ rows: Rows, _ request: ListRequest, fingerprint: () -> String, epoch: UInt64, maxBytes: Int,
+                             into writer: inout JSONWriter) throws -> String? {
+        let sortKeyIndex = renderer.columnCount
+        return try rows.writePage(limit: request.limit, maxBytes: maxBytes, into: &writer, item: { [renderer, cache] rows, writer in
+            if let cache, request.fields == .all {
+                try renderer.render(rows, into: &writer, cache: cache, epoch: epoch)
+            } else {
+                try renderer.render(rows, into: &writer, mask: request.fields)
+            }
+        }, cursor: { [idIndex] rows in
+            ListCursor.Key(rows.value(sortKeyIndex)).map {
+                ListCursor(fingerprint: fingerprint(), key: $0, id: String(decoding: rows.text(idIndex), as: UTF8.self)).encoded()
+            }
+        })
+    }
+
+    /// The row an INSERT or UPDATE … RETURNING wrote.
+    @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
+    func written<Rows: SQLRows>(_ rows: Rows) throws -> RenderedResource {
+        guard try rows.step() else { throw StoreError.notFound }
+        var writer = JSONWriter()
+        try renderer.render(rows, into: &writer)
+        guard let id = CatalogID(String(decoding: rows.text(idIndex), as: UTF8.self)) else {
+            throw StoreError.unavailable("The database holds a malformed id.")
+        }
+        return RenderedResource(id: id, version: Int(rows.integer(versionIndex)), json: writer.bytes)
+    }
+}
