@@ -10,7 +10,8 @@ import Glibc
 #endif
 
 /// The real `catalog-server` executable: it serves, and SIGTERM stops it with exit code 0.
-@Suite struct ExecutableTests {
+/// (On SQLite files: the PostgreSQL pass runs the executable in ``ReplicaTests``.)
+@Suite(.enabled(if: TestEngine.isSQLite)) struct ExecutableTests {
     /// The executable built beside the test bundle.
     static var executable: URL {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("catalog-server")

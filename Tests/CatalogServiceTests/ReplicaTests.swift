@@ -23,16 +23,31 @@ struct ReplicaTests {
         init() async throws {
             database = try TestEngine.postgresDatabase(for: directory)
             key = try await ExecutableTests.bootstrapKey(database: database)
-            let ports = try [ExecutableTests.freePort(), ExecutableTests.freePort()]
-            for port in ports {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            // Each picks its own port (0) and logs it: no race for a free port with other tests.
+            var logs: [URL] = []
+            for index in 0..<2 {
+                let log = directory.appendingPathComponent("replica-\(index).log")
+                _ = FileManager.default.createFile(atPath: log.path, contents: nil)
                 let process = Process()
                 process.executableURL = ExecutableTests.executable
-                process.arguments = ["--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--rate-limits", "off"]
-                process.standardOutput = FileHandle.nullDevice
+                process.arguments = ["--port", "0", "--database", database, "--migrations", migrationsDirectory.path, "--rate-limits", "off"]
+                process.standardOutput = try FileHandle(forWritingTo: log)
                 process.standardError = FileHandle.nullDevice
                 try launch(process)
                 processes.append(process)
-                clients.append(APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!, key: key))
+                logs.append(log)
+            }
+            for log in logs {
+                var port: String?
+                for _ in 0..<400 where port == nil {
+                    let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+                    port = text.range(of: #"listening on http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression)
+                        .map { String(text[$0].split(separator: ":").last ?? "") }
+                    if port == nil { try await Task.sleep(for: .milliseconds(50)) }
+                }
+                let found = try #require(port, "replica logged its port")
+                clients.append(APIClient(baseURL: URL(string: "http://127.0.0.1:\(found)")!, key: key))
             }
             for client in clients {
                 var ready = false
@@ -53,6 +68,7 @@ struct ReplicaTests {
                 process.waitUntilExit()
             }
             TestEngine.release(directory)
+            try? FileManager.default.removeItem(at: directory)
         }
     }
 

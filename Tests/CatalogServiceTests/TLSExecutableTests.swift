@@ -7,7 +7,7 @@ import Glibc
 
 /// `catalog-server` with `--tls-certificate` and `--tls-private-key`: startup checks,
 /// the health check, HSTS, and SIGHUP reloads that keep open connections.
-@Suite struct TLSExecutableTests {
+@Suite(.enabled(if: TestEngine.isSQLite)) struct TLSExecutableTests {
     private static func serverRun(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
         try await onThread { try runCommand(ExecutableTests.executable.path, arguments, environment: environment) }
     }

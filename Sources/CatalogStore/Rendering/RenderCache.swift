@@ -5,6 +5,9 @@ import Synchronization
 /// only with a new version, so a hit is exactly what rendering the row would write.
 /// Serves the hot embedded and listed playable items (an `include=entries` page writes
 /// fifty of them). Bounded in entries and in bytes: when either is full it starts over.
+/// Split in shards by id, each with its own share of the bounds and a read-write lock:
+/// the threads that read at once (PostgreSQL's pool of sixteen), often the same hot
+/// items, never wait for each other to read.
 ///
 /// Two writes can bring an (id, version) pair back with other content: a deletion and an
 /// import that re-creates the id. After such a commit, ``invalidate(id:)`` moves the
@@ -32,7 +35,33 @@ final class RenderCache: Sendable {
         var bytes = 0
     }
 
-    private let entries = Mutex(Entries())
+    /// Entries behind a read-write lock (`pthread_rwlock_t`: readers share it).
+    private final class Shard: @unchecked Sendable {
+        private let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+        private var entries = Entries()
+
+        init() { pthread_rwlock_init(lock, nil) }
+
+        deinit {
+            pthread_rwlock_destroy(lock)
+            lock.deallocate()
+        }
+
+        func reading<T>(_ body: (borrowing Entries) -> T) -> T {
+            pthread_rwlock_rdlock(lock)
+            defer { pthread_rwlock_unlock(lock) }
+            return body(entries)
+        }
+
+        func writing<T>(_ body: (inout Entries) -> T) -> T {
+            pthread_rwlock_wrlock(lock)
+            defer { pthread_rwlock_unlock(lock) }
+            return body(&entries)
+        }
+    }
+
+    private let shards: [Shard]
+    /// The bounds of each shard.
     private let capacity: Int
     private let maxBytes: Int
     private static let epoch = Atomic<UInt64>(0)
@@ -40,16 +69,22 @@ final class RenderCache: Sendable {
     /// The epoch to pass to ``store(id:version:json:epoch:)``, read before the snapshot begins.
     static var currentEpoch: UInt64 { epoch.load(ordering: .acquiring) }
 
-    /// A cache of at most `capacity` entries holding at most `maxBytes` of JSON.
-    init(capacity: Int = 20_000, maxBytes: Int = 8 << 20) {
-        self.capacity = capacity
-        self.maxBytes = maxBytes
+    /// A cache of at most `capacity` entries holding at most `maxBytes` of JSON, in `shards` shards.
+    init(capacity: Int = 20_000, maxBytes: Int = 8 << 20, shards: Int = 16) {
+        self.shards = (0..<max(1, shards)).map { _ in Shard() }
+        self.capacity = capacity / self.shards.count
+        self.maxBytes = maxBytes / self.shards.count
+    }
+
+    /// The shard holding `key`.
+    private func shard(_ key: UInt64) -> Shard {
+        shards[Int(truncatingIfNeeded: (key >> 32) % UInt64(shards.count))]
     }
 
     /// The cached JSON of the resource `id` at `version` and `revision`, if any.
     func json(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64) -> [UInt8]? {
         let key = Self.key(id)
-        return entries.withLock { entries in
+        return shard(key).reading { entries in
             guard let entry = entries.byKey[key], entry.version == version, entry.revision == revision, entry.id.count == id.count else { return nil }
             let same = entry.id.withUnsafeBufferPointer { stored in
                 guard let a = stored.baseAddress, let b = id.baseAddress else { return stored.isEmpty }
@@ -61,17 +96,18 @@ final class RenderCache: Sendable {
 
     /// Remembers the JSON of the resource `id` at `version`, read from a snapshot taken in
     /// `epoch`; nothing when an invalidation came since, or when the JSON alone would take
-    /// more than 1/64 of the byte budget.
+    /// more than 1/64 of its shard's byte budget.
     func store(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64, json: ArraySlice<UInt8>, epoch: UInt64) {
         guard json.count <= maxBytes / 64 else { return }
         let entry = Entry(id: Array(id), version: version, revision: revision, json: Array(json))
-        entries.withLock { entries in
+        let key = Self.key(id)
+        shard(key).writing { entries in
             guard Self.epoch.load(ordering: .acquiring) == epoch else { return }
             if entries.byKey.count >= capacity || entries.bytes + json.count > maxBytes {
                 entries.byKey.removeAll(keepingCapacity: true)
                 entries.bytes = 0
             }
-            if let old = entries.byKey.updateValue(entry, forKey: Self.key(id)) { entries.bytes -= old.json.count }
+            if let old = entries.byKey.updateValue(entry, forKey: key) { entries.bytes -= old.json.count }
             entries.bytes += json.count
         }
     }
@@ -81,7 +117,7 @@ final class RenderCache: Sendable {
         Self.epoch.add(1, ordering: .releasing)
         var id = id
         let key = id.withUTF8 { Self.key($0) }
-        entries.withLock { entries in
+        shard(key).writing { entries in
             if let old = entries.byKey.removeValue(forKey: key) { entries.bytes -= old.json.count }
         }
     }

@@ -2,9 +2,9 @@ import Foundation
 
 /// PostgreSQL through libpq, for deployments of several stateless servers on one
 /// database. Reads borrow a pooled connection (a snapshot is a REPEATABLE READ, READ
-/// ONLY transaction); each write runs in its own READ COMMITTED transaction on one of a
-/// few writer threads, locking what it checks (``SQLDialect/forUpdate``), and is run
-/// again after a serialization failure or a deadlock (SQLSTATE 40001, 40P01). A write's
+/// ONLY transaction); writes run in READ COMMITTED transactions on a few writer threads
+/// (grouped: ``PostgresWriteQueue``), locking what they check (``SQLDialect/forUpdate``),
+/// and run again after a serialization failure or a deadlock (SQLSTATE 40001, 40P01). A write's
 /// completion runs once its COMMIT has returned: durable, with the server's default
 /// `synchronous_commit`.
 final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
@@ -69,7 +69,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
 
     func submit<T: Sendable>(atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
                              completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        writes.submit(heavy: heavy, work, completion: completion)
+        writes.submit(atomic: atomic, heavy: heavy, work, completion: completion)
     }
 
     /// Migrates on a connection of its own, holding a session advisory lock: replicas

@@ -1,9 +1,15 @@
 import Foundation
 
 /// The writers of the PostgreSQL engine: a few threads, each with its own connection,
-/// taking queued writes in order and running each in a transaction of its own.
-/// PostgreSQL orders them (the rows each write checks are locked), and commits that
-/// arrive together share a WAL flush.
+/// taking queued writes in order. PostgreSQL orders them (the rows each write checks are
+/// locked), and commits that arrive together share a WAL flush.
+///
+/// Group commit, as SQLite's writer: a writer takes the light writes waiting (up to
+/// ``maxBatch``) and runs them in one transaction, each write of several statements
+/// (`atomic`) in a savepoint of its own, so one failing write never undoes the others,
+/// then commits once and answers each. When a statement fails in a way that aborts the
+/// transaction (a write of one statement hitting a constraint, a deadlock), the batch is
+/// rolled back and each of its writes runs again alone.
 ///
 /// Bounded like SQLite's writer: each lane holds a bounded number of jobs, and past it a
 /// write fails at once with `unavailable` (503, retry). Heavy jobs (imports, long
@@ -17,6 +23,8 @@ final class PostgresWriteQueue: @unchecked Sendable {
         let run: (PostgresConnection) throws -> @Sendable () -> Void
         let fail: @Sendable (any Error) -> Void
         let heavy: Bool
+        /// Whether `run` needs a savepoint to be all-or-nothing (several modifying statements).
+        let atomic: Bool
         let isAbandoned: (@Sendable () -> Bool)?
     }
 
@@ -24,6 +32,8 @@ final class PostgresWriteQueue: @unchecked Sendable {
     static let defaultThreads = 8
     /// How many times a write meeting a serialization failure or deadlock is run.
     static let maxAttempts = 8
+    /// The most light writes one transaction holds.
+    static let maxBatch = 64
 
     private let condition = NSCondition()
     private var pending: [Job] = []
@@ -43,7 +53,7 @@ final class PostgresWriteQueue: @unchecked Sendable {
         }
     }
 
-    func submit<T: Sendable>(heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
+    func submit<T: Sendable>(atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
                              completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
         let job = Job(
             run: { connection in
@@ -52,6 +62,7 @@ final class PostgresWriteQueue: @unchecked Sendable {
             },
             fail: { completion(.failure($0)) },
             heavy: heavy,
+            atomic: atomic || heavy,
             isAbandoned: WriteContext.isAbandoned)
         condition.lock()
         if stopped {
@@ -76,50 +87,96 @@ final class PostgresWriteQueue: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// The next job for a writer: a heavy one when no other runs, else the oldest light one.
-    private func next() -> Job? {
+    /// The next work for a writer: a heavy job when no other runs, else the oldest light
+    /// ones (up to ``maxBatch``); empty once stopped with nothing left.
+    private func next() -> [Job] {
         condition.lock()
         defer { condition.unlock() }
         while true {
             if !heavyRunning, !pendingHeavy.isEmpty {
                 heavyRunning = true
-                return pendingHeavy.removeFirst()
+                return [pendingHeavy.removeFirst()]
             }
-            if !pending.isEmpty { return pending.removeFirst() }
-            if stopped && pendingHeavy.isEmpty { return nil }
+            if !pending.isEmpty {
+                let batch = Array(pending.prefix(Self.maxBatch))
+                pending.removeFirst(batch.count)
+                return batch
+            }
+            if stopped && pendingHeavy.isEmpty { return [] }
             condition.wait()
         }
     }
 
     private func loop() {
         var connection: PostgresConnection?
-        while let job = next() {
-            defer {
-                if job.heavy {
-                    condition.lock()
-                    heavyRunning = false
-                    condition.broadcast()
-                    condition.unlock()
-                }
-            }
-            if job.isAbandoned?() == true {
+        while case let batch = next(), !batch.isEmpty {
+            // Work whose client has gone is dropped before it takes a writer's time.
+            let live = batch.filter { job in
+                guard job.isAbandoned?() == true else { return true }
                 job.fail(StoreError.unavailable("The client has gone."))
-                continue
+                return false
             }
             do {
                 let current = try connection ?? connect()
                 connection = current
-                let completion = try run(job, on: current)
-                completion()
+                if live.count > 1 {
+                    try runTogether(live, on: current)
+                } else if let job = live.first {
+                    do { try run(job, on: current)() } catch { job.fail(error) }
+                }
             } catch {
-                job.fail(error)
+                for job in live { job.fail(error) }
             }
             if connection?.isBroken == true { connection = nil }
+            if batch.first?.heavy == true {
+                condition.lock()
+                heavyRunning = false
+                condition.broadcast()
+                condition.unlock()
+            }
         }
         condition.lock()
         running -= 1
         condition.broadcast()
         condition.unlock()
+    }
+
+    /// Runs `batch` in one transaction and answers each job after the commit; when the
+    /// transaction cannot go on (a statement that failed outside a savepoint, a deadlock,
+    /// a failed commit), rolls it back and runs each job alone.
+    private func runTogether(_ batch: [Job], on connection: PostgresConnection) throws {
+        var outcomes: [Result<@Sendable () -> Void, any Error>] = []
+        outcomes.reserveCapacity(batch.count)
+        do {
+            try connection.script("BEGIN")
+            for job in batch {
+                if job.atomic { try connection.script("SAVEPOINT job") }
+                do {
+                    outcomes.append(.success(try job.run(connection)))
+                    if job.atomic { try connection.script("RELEASE SAVEPOINT job") }
+                } catch let error as SQLError where !job.atomic || error.kind == .retry || error.kind == .connection {
+                    throw error
+                } catch {
+                    // The job's own failure: what it wrote is undone, the others' stays.
+                    if job.atomic { try connection.script("ROLLBACK TO SAVEPOINT job; RELEASE SAVEPOINT job") }
+                    outcomes.append(.failure(error))
+                }
+            }
+            try connection.script("COMMIT")
+        } catch let error as SQLError {
+            try? connection.script("ROLLBACK")
+            if error.kind == .connection { throw error }
+            for job in batch {
+                do { try run(job, on: connection)() } catch { job.fail(error) }
+            }
+            return
+        }
+        for (job, outcome) in zip(batch, outcomes) {
+            switch outcome {
+            case let .success(completion): completion()
+            case let .failure(error): job.fail(error)
+            }
+        }
     }
 
     /// Runs `job` in a transaction, again after a serialization failure or deadlock.
