@@ -28,8 +28,10 @@ final class PostgresWriteQueue: @unchecked Sendable {
         let isAbandoned: (@Sendable () -> Bool)?
     }
 
-    /// Writer threads (and connections) by default.
-    static let defaultThreads = 8
+    /// Writer threads (and connections) by default. Two, each committing what waits in
+    /// one transaction, took more durable writes per second than one or eight in
+    /// `Benchmarks/postgres.sh` (more writers make smaller groups); every replica adds two.
+    static let defaultThreads = 2
     /// How many times a write meeting a serialization failure or deadlock is run.
     static let maxAttempts = 8
     /// The most light writes one transaction holds.
