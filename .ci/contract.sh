@@ -38,10 +38,14 @@ export CATALOG_CI_USER_ID CATALOG_CI_KEY_ID
 # Every operation as the admin, but DELETE /v1/me: it would delete the admin and revoke
 # its key, and every request after it would get a 401 (a documented answer, so no check
 # would fail) and test nothing. Its other ways out are guarded by hooks.py.
+# On PostgreSQL, POST /admin/backups answers its documented 501 (backupsNotOffered), which
+# schemathesis counts as a server error whatever the contract says: the API tests check it.
+excluded=(--exclude-operation-id deleteCurrentUser)
+[[ "$database" == postgres* ]] && excluded+=(--exclude-operation-id createBackup)
 cd "$root/.ci/schemathesis"
 PYTHONPATH=. schemathesis run "$root/openapi.yaml" --url "$url" --checks all \
     --phases examples,coverage,fuzzing,stateful --no-color \
-    -H "Authorization: Bearer $key" --exclude-operation-id deleteCurrentUser
+    -H "Authorization: Bearer $key" "${excluded[@]}"
 
 # Without a credential every write (and every read that is not public) is a 401
 # `unauthenticated`; with a credential that is no good, a 401 `invalidToken`.

@@ -325,5 +325,8 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         #expect(SearchQuery.words("one, two;three") == ["one", "two", "three"])
         #expect(SearchQuery.fts5("a b c d e f g h i j") == #""a" "b" "c" "d" "e" "f" "g" "h""#)
         #expect(SearchQuery.fts5("--") == nil)
+        #expect(SearchQuery.tsquery("a Big ba") == "a & big:* & ba:*")
+        #expect(SearchQuery.tsquery("ab'cd:*|!e") == "ab:* & cd:* & e", "no tsquery syntax from the text")
+        #expect(SearchQuery.tsquery("--") == nil)
     }
 }

@@ -55,17 +55,9 @@ enum SQLDialect: Sendable {
 
     // MARK: Search
 
-    /// The full-text query for `text`, or `nil` when it holds no letter or digit: every
-    /// word must match, as a prefix when it has two characters or more, whole when it has
-    /// one. Nothing of the user's text is interpreted as query syntax.
+    /// The full-text query for `text` (``SearchQuery``), or `nil` when it holds no letter or digit.
     func searchQuery(_ text: String) -> String? {
-        let words = SearchQuery.words(text).prefix(SearchQuery.maxWords)
-        guard !words.isEmpty else { return nil }
-        switch self {
-        case .sqlite: return words.map { $0.count > 1 ? "\"\($0)\"*" : "\"\($0)\"" }.joined(separator: " ")
-        // Words are runs of letters and digits: nothing to quote in a tsquery.
-        case .postgresql: return words.map { $0.count > 1 ? "\($0.lowercased()):*" : $0.lowercased() }.joined(separator: " & ")
-        }
+        self == .sqlite ? SearchQuery.fts5(text) : SearchQuery.tsquery(text)
     }
 
     /// How a list of `schema` searches for a ``searchQuery(_:)`` bound as every `?` of

@@ -94,11 +94,11 @@ public struct ListPage<Model: Sendable>: Sendable {
     public let nextCursor: String?
 }
 
-/// Turns user search text into a safe FTS5 query: every word becomes a quoted term, all
-/// of which must match: as a prefix when it has two characters or more (two- and
-/// three-character prefixes have their own index), whole when it has one, so that no
-/// single letter expands to most of the vocabulary. No FTS5 syntax from the user is
-/// ever interpreted.
+/// Turns user search text into a safe full-text query (SQLite's FTS5, PostgreSQL's
+/// tsquery): every word becomes a term, all of which must match: as a prefix when it has
+/// two characters or more (in SQLite two- and three-character prefixes have their own
+/// index), whole when it has one, so that no single letter expands to most of the
+/// vocabulary. No query syntax from the user is ever interpreted.
 public enum SearchQuery {
     /// The most words a search may hold.
     public static let maxWords = 8
@@ -125,6 +125,14 @@ public enum SearchQuery {
         let words = words(text)
         guard !words.isEmpty else { return nil }
         return words.prefix(maxWords).map { $0.count > 1 ? "\"\($0)\"*" : "\"\($0)\"" }.joined(separator: " ")
+    }
+
+    /// The tsquery (for `to_tsquery('simple', …)`), or `nil` when the text holds no letter
+    /// or digit. Words are runs of letters and digits, so nothing in them needs quoting.
+    public static func tsquery(_ text: String) -> String? {
+        let words = words(text)
+        guard !words.isEmpty else { return nil }
+        return words.prefix(maxWords).map { $0.count > 1 ? "\($0.lowercased()):*" : $0.lowercased() }.joined(separator: " & ")
     }
 }
 

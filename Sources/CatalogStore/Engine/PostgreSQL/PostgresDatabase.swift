@@ -46,14 +46,14 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     static let minimumAllowance: Duration = .seconds(1)
 
     func read<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        try readers.with { connection in
+        try reading { connection in
             try connection.limit(to: max(ReadBudget.allowance, Self.minimumAllowance))
             return try body(connection)
         }
     }
 
     func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        try readers.with { connection in
+        try reading { connection in
             try connection.limit(to: max(ReadBudget.allowance, Self.minimumAllowance))
             try connection.script("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             do {
@@ -64,6 +64,18 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
                 try? connection.script("ROLLBACK")
                 throw error
             }
+        }
+    }
+
+    /// Runs a read on a pooled connection; once more on a new one when the connection
+    /// turns out to have died while idle (a server restart, a failover): reads can be repeated.
+    private func reading<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        do {
+            return try readers.with(body)
+        } catch let error as SQLError where error.kind == .connection {
+            // The idle ones most likely died with it.
+            readers.dropIdle()
+            return try readers.with(body)
         }
     }
 
@@ -182,14 +194,21 @@ final class ConnectionPool: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Closes the idle connections; those lent out close when given back.
-    func close() {
+    /// Closes the idle connections (new ones are made when needed).
+    func dropIdle() {
         condition.lock()
-        closed = true
         count -= idle.count
         idle.removeAll()
         condition.broadcast()
         condition.unlock()
+    }
+
+    /// Closes the idle connections; those lent out close when given back.
+    func close() {
+        condition.lock()
+        closed = true
+        condition.unlock()
+        dropIdle()
     }
 }
 

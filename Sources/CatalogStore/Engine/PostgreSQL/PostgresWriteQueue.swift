@@ -38,10 +38,8 @@ final class PostgresWriteQueue: @unchecked Sendable {
     static let maxBatch = 64
 
     private let condition = NSCondition()
-    private var pending: [Job] = []
-    private var pendingHeavy: [Job] = []
+    private var lanes = WriteLanes<Job>()
     private var heavyRunning = false
-    private var stopped = false
     private var running: Int
     private let connect: () throws -> PostgresConnection
 
@@ -67,23 +65,16 @@ final class PostgresWriteQueue: @unchecked Sendable {
             atomic: atomic || heavy,
             isAbandoned: WriteContext.isAbandoned)
         condition.lock()
-        if stopped {
-            condition.unlock()
-            return job.fail(StoreError.unavailable("The store is shutting down."))
-        }
-        guard heavy ? pendingHeavy.count < WriteQueue.maxPendingHeavy : pending.count < WriteQueue.maxPending else {
-            condition.unlock()
-            return job.fail(StoreError.unavailable("Too many writes are waiting; retry shortly."))
-        }
-        if heavy { pendingHeavy.append(job) } else { pending.append(job) }
-        condition.signal()
+        let refusal = lanes.admit(job, heavy: heavy)
+        if refusal == nil { condition.signal() }
         condition.unlock()
+        if let refusal { job.fail(refusal) }
     }
 
     /// Finishes the queued writes, then stops the writer threads.
     func stop() {
         condition.lock()
-        stopped = true
+        lanes.stopped = true
         condition.broadcast()
         while running > 0 { condition.wait() }
         condition.unlock()
@@ -95,16 +86,12 @@ final class PostgresWriteQueue: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while true {
-            if !heavyRunning, !pendingHeavy.isEmpty {
+            if !heavyRunning, !lanes.heavy.isEmpty {
                 heavyRunning = true
-                return [pendingHeavy.removeFirst()]
+                return [lanes.heavy.removeFirst()]
             }
-            if !pending.isEmpty {
-                let batch = Array(pending.prefix(Self.maxBatch))
-                pending.removeFirst(batch.count)
-                return batch
-            }
-            if stopped && pendingHeavy.isEmpty { return [] }
+            if !lanes.light.isEmpty { return lanes.takeLight(Self.maxBatch) }
+            if lanes.stopped && lanes.heavy.isEmpty { return [] }
             condition.wait()
         }
     }

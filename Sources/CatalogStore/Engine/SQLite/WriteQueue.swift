@@ -29,18 +29,12 @@ final class WriteQueue: @unchecked Sendable {
         let isAbandoned: (@Sendable () -> Bool)?
     }
 
-    /// The most light jobs queued at once.
-    static let maxPending = 10_000
-    /// The most heavy jobs queued at once.
-    static let maxPendingHeavy = 64
 
     private let writer: DatabasePool
     private let condition = NSCondition()
-    private var pending: [Job] = []
-    private var pendingHeavy: [Job] = []
+    private var lanes = WriteLanes<Job>()
     /// Whether a heavy job goes next (after a light batch).
     private var heavyTurn = false
-    private var stopped = false
     private let maxBatch = 512
     private let finished = NSCondition()
     private var running = true
@@ -74,25 +68,16 @@ final class WriteQueue: @unchecked Sendable {
             atomic: atomic || heavy,
             isAbandoned: WriteContext.isAbandoned)
         condition.lock()
-        if stopped {
-            condition.unlock()
-            job.fail(StoreError.unavailable("The store is shutting down."))
-            return
-        }
-        guard heavy ? pendingHeavy.count < Self.maxPendingHeavy : pending.count < Self.maxPending else {
-            condition.unlock()
-            job.fail(StoreError.unavailable("Too many writes are waiting; retry shortly."))
-            return
-        }
-        if heavy { pendingHeavy.append(job) } else { pending.append(job) }
-        condition.signal()
+        let refusal = lanes.admit(job, heavy: heavy)
+        if refusal == nil { condition.signal() }
         condition.unlock()
+        if let refusal { job.fail(refusal) }
     }
 
     /// Finishes the queued writes, then stops the writer thread.
     func stop() {
         condition.lock()
-        stopped = true
+        lanes.stopped = true
         condition.signal()
         condition.unlock()
         finished.lock()
@@ -103,18 +88,17 @@ final class WriteQueue: @unchecked Sendable {
     private func loop() {
         while true {
             condition.lock()
-            while pending.isEmpty && pendingHeavy.isEmpty && !stopped { condition.wait() }
-            if pending.isEmpty && pendingHeavy.isEmpty && stopped {
+            while lanes.isEmpty && !lanes.stopped { condition.wait() }
+            if lanes.isEmpty && lanes.stopped {
                 condition.unlock()
                 break
             }
             let batch: [Job]
-            if !pendingHeavy.isEmpty && (pending.isEmpty || heavyTurn) {
-                batch = [pendingHeavy.removeFirst()]
+            if !lanes.heavy.isEmpty && (lanes.light.isEmpty || heavyTurn) {
+                batch = [lanes.heavy.removeFirst()]
                 heavyTurn = false
             } else {
-                batch = Array(pending.prefix(maxBatch))
-                pending.removeFirst(batch.count)
+                batch = lanes.takeLight(maxBatch)
                 heavyTurn = true
             }
             condition.unlock()
