@@ -18,15 +18,7 @@ import Foundation
 /// serialization failure or a deadlock is rolled back and run again, up to
 /// ``maxAttempts`` times, after a short random pause.
 final class PostgresWriteQueue: @unchecked Sendable {
-    private struct Job {
-        /// Runs the write; returns what to call once the transaction has committed.
-        let run: (PostgresConnection) throws -> @Sendable () -> Void
-        let fail: @Sendable (any Error) -> Void
-        let heavy: Bool
-        /// Whether `run` needs a savepoint to be all-or-nothing (several modifying statements).
-        let atomic: Bool
-        let isAbandoned: (@Sendable () -> Bool)?
-    }
+    private typealias Job = WriteJob<PostgresConnection>
 
     /// Writer threads (and connections) by default. Two, each committing what waits in
     /// one transaction, took more durable writes per second than one or eight in
@@ -37,8 +29,8 @@ final class PostgresWriteQueue: @unchecked Sendable {
     /// The most light writes one transaction holds.
     static let maxBatch = 64
 
-    private let condition = NSCondition()
-    private var lanes = WriteLanes<Job>()
+    private var condition: NSCondition { lanes.condition }
+    private let lanes = WriteLanes<PostgresConnection>()
     private var heavyRunning = false
     private var running: Int
     private let connect: () throws -> PostgresConnection
@@ -55,20 +47,7 @@ final class PostgresWriteQueue: @unchecked Sendable {
 
     func submit<T: Sendable>(atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
                              completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        let job = Job(
-            run: { connection in
-                let value = try work(connection)
-                return { completion(.success(value)) }
-            },
-            fail: { completion(.failure($0)) },
-            heavy: heavy,
-            atomic: atomic || heavy,
-            isAbandoned: WriteContext.isAbandoned)
-        condition.lock()
-        let refusal = lanes.admit(job, heavy: heavy)
-        if refusal == nil { condition.signal() }
-        condition.unlock()
-        if let refusal { job.fail(refusal) }
+        lanes.submit(Job(atomic: atomic, heavy: heavy, work, completion: completion))
     }
 
     /// Finishes the queued writes, then stops the writer threads.

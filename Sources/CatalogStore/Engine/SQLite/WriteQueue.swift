@@ -19,20 +19,12 @@ import GRDB
 /// number of jobs; past it a write fails at once with `unavailable` (503, retry). A job
 /// whose client has gone before its turn (``WriteContext``) is dropped unrun.
 final class WriteQueue: @unchecked Sendable {
-    private struct Job {
-        /// Runs the write; returns what to call once the transaction has committed.
-        let run: (Database) throws -> @Sendable () -> Void
-        let fail: @Sendable (any Error) -> Void
-        /// Whether `run` needs a savepoint to be all-or-nothing (several modifying statements).
-        let atomic: Bool
-        /// Whether nobody waits for the answer any more.
-        let isAbandoned: (@Sendable () -> Bool)?
-    }
+    private typealias Job = WriteJob<Database>
 
 
     private let writer: DatabasePool
-    private let condition = NSCondition()
-    private var lanes = WriteLanes<Job>()
+    private var condition: NSCondition { lanes.condition }
+    private let lanes = WriteLanes<Database>()
     /// Whether a heavy job goes next (after a light batch).
     private var heavyTurn = false
     private let maxBatch = 512
@@ -59,19 +51,7 @@ final class WriteQueue: @unchecked Sendable {
     ///   - heavy: pass `true` when `work` may take milliseconds (thousands of rows).
     func submit<T: Sendable>(atomic: Bool = false, heavy: Bool = false, _ work: @escaping (Database) throws -> T,
                              completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        let job = Job(
-            run: { db in
-                let value = try work(db)
-                return { completion(.success(value)) }
-            },
-            fail: { completion(.failure($0)) },
-            atomic: atomic || heavy,
-            isAbandoned: WriteContext.isAbandoned)
-        condition.lock()
-        let refusal = lanes.admit(job, heavy: heavy)
-        if refusal == nil { condition.signal() }
-        condition.unlock()
-        if let refusal { job.fail(refusal) }
+        lanes.submit(Job(atomic: atomic, heavy: heavy, work, completion: completion))
     }
 
     /// Finishes the queued writes, then stops the writer thread.
