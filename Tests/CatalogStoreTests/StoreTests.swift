@@ -329,4 +329,11 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         #expect(SearchQuery.tsquery("ab'cd:*|!e") == "ab:* & cd:* & e", "no tsquery syntax from the text")
         #expect(SearchQuery.tsquery("--") == nil)
     }
+
+    @Test func databaseURLsAndLibpqMessagesAreShownWithoutThePassword() {
+        #expect(PostgresDatabase.redacted("postgresql://u:s3cret@h:5432/db") == "postgresql://u:***@h:5432/db")
+        #expect(PostgresDatabase.redacted("postgresql://h/db?sslpassword=k&password=s3cret") == "postgresql://h/db?sslpassword=k&password=***")
+        #expect(PostgresDatabase.redacted(#"invalid percent-encoded token: "Ab%zz""#, of: "postgresql://u:Ab%zz@h/db")
+                == #"invalid percent-encoded token: "***""#)
+    }
 }

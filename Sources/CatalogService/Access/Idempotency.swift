@@ -93,8 +93,10 @@ final class Idempotency: Sendable {
         let kept = ["Content-Type", "Location", "ETag"]
         let headers = Dictionary(response.headers.filter { kept.contains($0.name) }.map { ($0.name, $0.value) }) { $1 }
         let answer = StoredAnswer(fingerprint: claim.fingerprint, status: response.status.code, headers: headers, body: response.body)
-        store.store(answer, caller: claim.owner, key: claim.key, now: claim.now) { [self] _ in
+        store.store(answer, caller: claim.owner, key: claim.key, now: claim.now) { [self] result in
             running.withLock { _ = $0.remove(claim.slot) }
+            // Not kept: the claim goes, so a retry runs again rather than wait for it.
+            if case .failure = result, claimsInDatabase { store.release(caller: claim.owner, key: claim.key) }
             then()
         }
     }

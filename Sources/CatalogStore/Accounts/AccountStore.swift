@@ -180,7 +180,7 @@ public final class AccountStore: Sendable {
     public func deleteUser(_ id: CatalogID, preconditions: WritePreconditions = WritePreconditions(),
                            completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
         users.submit(atomic: true, completion) { db in
-            let current = try db.fetchValue("SELECT version FROM users WHERE id = ?" + db.dialect.forUpdate, [id.rawValue]).int
+            let current = try db.fetchValue("SELECT version FROM users WHERE id = ?" + db.dialect.forDelete, [id.rawValue]).int
             try preconditions.check(current: current)
             let now = Timestamp.milliseconds(Date())
             let writer = ResourceSchema.commentWriter, greatest = db.dialect.greatest

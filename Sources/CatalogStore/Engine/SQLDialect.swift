@@ -17,8 +17,17 @@ enum SQLDialect: Sendable {
     var rowRevision: String? { self == .sqlite ? nil : "xmin" }
 
     /// Appended to the SELECT of a read-check-write: it locks the rows it reads until the
-    /// transaction ends. (SQLite has one writer, which already orders every write.)
-    var forUpdate: String { self == .sqlite ? "" : " FOR UPDATE" }
+    /// transaction ends. (SQLite has one writer, which already orders every write.) `NO
+    /// KEY`: it does not stop other writes from checking a foreign key to the row.
+    var forUpdate: String { self == .sqlite ? "" : " FOR NO KEY UPDATE" }
+
+    /// As ``forUpdate``, for rows the write may delete.
+    var forDelete: String { self == .sqlite ? "" : " FOR UPDATE" }
+
+    /// Appended to the SELECT of a row a write will refer to: it may not be deleted
+    /// until the transaction ends (taken before any other lock of the write, in the order
+    /// a deletion takes its locks).
+    var forKeyShare: String { self == .sqlite ? "" : " FOR KEY SHARE" }
 
     /// The sort key of a text column that sorts without regard to case: the column itself
     /// in SQLite (declared `COLLATE NOCASE`), its lower case in byte order in PostgreSQL

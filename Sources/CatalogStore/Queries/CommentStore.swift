@@ -116,8 +116,8 @@ public final class CommentStore: Sendable {
         resources.submit(atomic: true, completion) { db in
             // A reply locks its parent first, then itself: the order every writer of a thread takes.
             let parentID = try db.fetchValue("SELECT parent_id FROM comments WHERE id = ?", [id.rawValue]).string
-            if let parentID { _ = try db.exists("SELECT 1 FROM comments WHERE id = ?" + db.dialect.forUpdate, [parentID]) }
-            let row = try db.fetchRow("SELECT version, parent_id, reply_count, deleted FROM comments WHERE id = ?" + db.dialect.forUpdate, [id.rawValue])
+            if let parentID { _ = try db.exists("SELECT 1 FROM comments WHERE id = ?" + db.dialect.forDelete, [parentID]) }
+            let row = try db.fetchRow("SELECT version, parent_id, reply_count, deleted FROM comments WHERE id = ?" + db.dialect.forDelete, [id.rawValue])
             try preconditions.check(current: row?[0].int)
             guard let row else { throw StoreError.notFound }
             let now = Timestamp.milliseconds(Date())

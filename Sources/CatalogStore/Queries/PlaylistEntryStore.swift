@@ -131,10 +131,14 @@ public final class PlaylistEntryStore: Sendable {
                         completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void) {
         let entryID = CatalogID()
         database.submit(atomic: true, { [self] db in
+            // The item first (it may not go until this commits), then the playlist: the order
+            // an item's deletion takes them in.
+            let item = values.reference(to: .playableItems)
+            let itemPK = try item?.value?.text.flatMap { id in
+                try db.fetchValue("SELECT pk FROM playable_items WHERE id = ?" + db.dialect.forKeyShare, [id]).int64
+            }
             let playlist = try Self.lock(db, playlistID, preconditions)
             var errors: [FieldError] = []
-            let item = values.reference(to: .playableItems)
-            let itemPK = try item?.value?.text.flatMap { id in try db.fetchValue("SELECT pk FROM playable_items WHERE id = ?", [id]).int64 }
             if let item, itemPK == nil { errors.append(Reference.playableItems.missing.at(item.field.pointer)) }
             let position = values[column: "position"]?.integer.map(Int.init) ?? playlist.count
             if !(0...playlist.count).contains(position), let field = values.field(column: "position") {

@@ -444,7 +444,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
             if case .success = result { cache?.invalidate(id: id.rawValue) }
             completion(result)
         }) { [self] db in
-            let current = try db.fetchValue("SELECT version FROM \(schema.table) WHERE id = ?" + db.dialect.forUpdate, [id.rawValue]).int
+            let current = try db.fetchValue("SELECT version FROM \(schema.table) WHERE id = ?" + db.dialect.forDelete, [id.rawValue]).int
             try preconditions.check(current: current)
             try relations.willDelete?(db, id)
             try db.execute("DELETE FROM \(schema.table) WHERE id = ?", [id.rawValue])

@@ -83,7 +83,13 @@ final class PostgresConnection: SQLConnection {
             case .null: places.append(nil)
             case let .integer(number): storage += "\(number)".utf8
             case let .real(number): storage += "\(number)".utf8
-            case let .text(text): storage += text.utf8
+            case let .text(text):
+                // PostgreSQL's text holds no NUL, and a text parameter ends at one: refuse
+                // rather than look up (or store) a shorter string than was given.
+                guard !text.utf8.contains(0) else {
+                    throw SQLError(kind: .other, code: "22021", message: "a text parameter holds a NUL byte")
+                }
+                storage += text.utf8
             case let .blob(bytes): storage += bytes
             }
             if case .null = value { formats.append(0); continue }
@@ -149,7 +155,7 @@ final class PostgresConnection: SQLConnection {
     private func check(_ result: OpaquePointer?, expecting status: ExecStatusType, sql: String) throws {
         let actual = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
         if actual == status || (status == PGRES_COMMAND_OK && actual == PGRES_TUPLES_OK) { return }
-        let state = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map { String(cString: $0) } ?? "08006"
+        let state = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map { String(cString: $0) } ?? "XX000"
         let message = result.map { Self.message(PQresultErrorMessage($0)) } ?? Self.message(PQerrorMessage(connection))
         if PQstatus(connection) != CONNECTION_OK { isBroken = true }
         throw SQLError(kind: Self.kind(state, connectionLost: isBroken), code: state, message: message.isEmpty ? "\(actual) running \(sql)" : message)
@@ -157,17 +163,14 @@ final class PostgresConnection: SQLConnection {
 
     /// The class of an SQLSTATE (PostgreSQL appendix A).
     static func kind(_ state: String, connectionLost: Bool = false) -> SQLError.Kind {
+        // Only a connection that is gone counts as lost (a protocol error on a live one is a bug).
         if connectionLost { return .connection }
         switch state {
         case "40001", "40P01": return .retry
         case "57014": return .interrupted
         case "53100": return .full
         case "55P03", "53300": return .busy
-        case "57P01", "57P02", "57P03": return .connection
-        default:
-            if state.hasPrefix("23") { return .constraint }
-            if state.hasPrefix("08") { return .connection }
-            return .other
+        default: return state.hasPrefix("23") ? .constraint : .other
         }
     }
 

@@ -26,7 +26,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         do {
             first = try PostgresConnection(url: url, settings: Self.readerSettings)
         } catch let error as SQLError {
-            throw StoreError.unavailable("cannot connect to PostgreSQL at \(Self.redacted(url)): \(error.message)")
+            throw StoreError.unavailable("cannot connect to PostgreSQL at \(Self.redacted(url)): \(Self.redacted(error.message, of: url))")
         }
         version = "PostgreSQL " + first.serverVersion
         self.readers = ConnectionPool(size: max(2, readers)) { try PostgresConnection(url: url, settings: Self.readerSettings) }
@@ -115,15 +115,40 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     /// `url` without its password (in the user-information part or a `password=` parameter).
     static func redacted(_ url: String) -> String {
         var text = url
-        if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@"),
-           let colon = text[scheme.upperBound..<at].firstIndex(of: ":") {
-            text.replaceSubrange(text.index(after: colon)..<at, with: "***")
-        }
-        if let range = text.range(of: "password=") {
-            let end = text[range.upperBound...].firstIndex { $0 == "&" || $0 == " " } ?? text.endIndex
-            text.replaceSubrange(range.upperBound..<end, with: "***")
+        for password in passwords(in: url) { text = text.replacingOccurrences(of: password, with: "***") }
+        return text
+    }
+
+    /// `message` (libpq's, which may repeat part of the URL) without the password of `url`,
+    /// as written and percent-decoded.
+    static func redacted(_ message: String, of url: String) -> String {
+        var text = message
+        for password in passwords(in: url) {
+            text = text.replacingOccurrences(of: password, with: "***")
+            if let decoded = password.removingPercentEncoding { text = text.replacingOccurrences(of: decoded, with: "***") }
         }
         return text
+    }
+
+    /// The passwords `url` holds: in its user information, and in `password=` parameters
+    /// (whole keys only: not `sslpassword=`).
+    private static func passwords(in url: String) -> [String] {
+        var found: [String] = []
+        if let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@"),
+           let colon = url[scheme.upperBound..<at].firstIndex(of: ":"), url.index(after: colon) < at {
+            found.append(String(url[url.index(after: colon)..<at]))
+        }
+        var rest = url[...]
+        while let range = rest.range(of: "password=") {
+            let before = range.lowerBound == rest.startIndex ? nil : rest[rest.index(before: range.lowerBound)]
+            let end = rest[range.upperBound...].firstIndex { $0 == "&" || $0 == " " } ?? rest.endIndex
+            if before == nil || before == "?" || before == "&" || before == " " {
+                let value = String(rest[range.upperBound..<end])
+                if !value.isEmpty { found.append(value) }
+            }
+            rest = rest[end...]
+        }
+        return found.sorted { $0.count > $1.count }
     }
 }
 

@@ -26,7 +26,7 @@ struct SQLiteSession: SQLConnection {
             case .null: sqlite3_bind_null(raw, parameter)
             case let .integer(value): sqlite3_bind_int64(raw, parameter, value)
             case let .real(value): sqlite3_bind_double(raw, parameter, value)
-            case let .text(value): sqlite3_bind_text(raw, parameter, value, -1, SQLITE_TRANSIENT)
+            case let .text(value): sqlite3_bind_text(raw, parameter, value, Int32(value.utf8.count), SQLITE_TRANSIENT)
             case let .blob(bytes): bytes.withUnsafeBytes { sqlite3_bind_blob(raw, parameter, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT) }
             }
             guard code == SQLITE_OK else { throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "cannot bind parameter \(parameter)", sql: sql) }
