@@ -25,14 +25,6 @@ enum SQLValue: Sendable, Hashable {
     var bytes: [UInt8]? {
         if case let .blob(value) = self { value } else { nil }
     }
-
-    var double: Double? {
-        switch self {
-        case let .real(value): value
-        case let .integer(value): Double(value)
-        default: nil
-        }
-    }
 }
 
 /// What can be bound to a statement parameter.

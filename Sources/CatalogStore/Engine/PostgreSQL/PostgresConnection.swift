@@ -58,6 +58,20 @@ final class PostgresConnection: SQLConnection {
         try check(result, expecting: PGRES_COMMAND_OK, sql: sql)
     }
 
+    /// Runs `body` in a transaction opened by `begin`: committed when it returns, rolled
+    /// back when it throws.
+    func inTransaction<T>(_ begin: String = "BEGIN", _ body: () throws -> T) throws -> T {
+        try script(begin)
+        do {
+            let result = try body()
+            try script("COMMIT")
+            return result
+        } catch {
+            try? script("ROLLBACK")
+            throw error
+        }
+    }
+
     /// Makes each statement stop after `allowance` (PostgreSQL's statement timeout),
     /// setting it only when it changes.
     func limit(to allowance: Duration) throws {

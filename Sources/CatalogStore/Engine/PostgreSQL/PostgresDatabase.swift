@@ -46,36 +46,27 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     static let minimumAllowance: Duration = .seconds(1)
 
     func read<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        try reading { connection in
-            try connection.limit(to: max(ReadBudget.allowance, Self.minimumAllowance))
-            return try body(connection)
-        }
+        try reading(body)
     }
 
     func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        try reading { connection in
-            try connection.limit(to: max(ReadBudget.allowance, Self.minimumAllowance))
-            try connection.script("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            do {
-                let result = try body(connection)
-                try connection.script("COMMIT")
-                return result
-            } catch {
-                try? connection.script("ROLLBACK")
-                throw error
-            }
-        }
+        try reading { connection in try connection.inTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY") { try body(connection) } }
     }
 
-    /// Runs a read on a pooled connection; once more on a new one when the connection
-    /// turns out to have died while idle (a server restart, a failover): reads can be repeated.
+    /// Runs a read on a pooled connection, under the calling thread's read budget; once
+    /// more on a new one when the connection turns out to have died while idle (a server
+    /// restart, a failover): reads can be repeated.
     private func reading<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let limited = { (connection: PostgresConnection) throws -> T in
+            try connection.limit(to: max(ReadBudget.allowance, Self.minimumAllowance))
+            return try body(connection)
+        }
         do {
-            return try readers.with(body)
+            return try readers.with(limited)
         } catch let error as SQLError where error.kind == .connection {
             // The idle ones most likely died with it.
             readers.dropIdle()
-            return try readers.with(body)
+            return try readers.with(limited)
         }
     }
 
@@ -91,14 +82,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         try connection.script("SELECT pg_advisory_lock(\(Self.migrationLock))")
         defer { try? connection.script("SELECT pg_advisory_unlock(\(Self.migrationLock))") }
         return try MigrationRunner.migrate(connection, migrations: migrations) { body in
-            try connection.script("BEGIN")
-            do {
-                try body()
-                try connection.script("COMMIT")
-            } catch {
-                try? connection.script("ROLLBACK")
-                throw error
-            }
+            try connection.inTransaction { try body() }
         } script: { sql in
             try connection.script(sql)
         }

@@ -151,19 +151,12 @@ final class PostgresWriteQueue: @unchecked Sendable {
     private func run(_ job: Job, on connection: PostgresConnection) throws -> @Sendable () -> Void {
         var attempt = 1
         while true {
-            try connection.script("BEGIN")
             do {
-                let completion = try job.run(connection)
-                try connection.script("COMMIT")
-                return completion
+                return try connection.inTransaction { try job.run(connection) }
             } catch let error as SQLError where error.kind == .retry && attempt < Self.maxAttempts {
-                try? connection.script("ROLLBACK")
                 // A random pause, growing with the attempts, lets the other transaction finish.
                 usleep(UInt32.random(in: 500...2_000) * UInt32(attempt))
                 attempt += 1
-            } catch {
-                try? connection.script("ROLLBACK")
-                throw error
             }
         }
     }
