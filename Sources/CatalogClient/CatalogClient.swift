@@ -76,6 +76,8 @@ public struct CatalogClient: Sendable {
     public var users: ResourceClient<User, UserInput> { ResourceClient(client: self, path: "/v1/users") }
     /// `/v1/api-keys`: the caller's keys (every key, for admins).
     public var apiKeys: APIKeysClient { APIKeysClient(client: self) }
+    /// `/v1/changes`: the change feed (``CatalogSync`` keeps a local copy with it).
+    public var changes: ChangesClient { ChangesClient(client: self) }
 
     /// The caller's own profile (`GET /v1/me`).
     public func me() async throws(CatalogClientError) -> Tagged<User> {
@@ -123,9 +125,11 @@ public struct CatalogClient: Sendable {
     // MARK: Transport
 
     /// Sends one request (again, as ``retries`` allows) and returns the body and
-    /// response; non-2xx/304 statuses become ``CatalogClientError``.
+    /// response; non-2xx/304 statuses become ``CatalogClientError``. `timeout` replaces
+    /// ``timeout`` for this request (a long-poll waits longer).
     func send(_ method: String, _ path: String, query: [URLQueryItem] = [], body: Data? = nil, contentType: String? = nil,
-              headers extra: [String: String] = [:]) async throws(CatalogClientError) -> (data: Data, response: HTTPURLResponse) {
+              headers extra: [String: String] = [:], timeout: TimeInterval? = nil)
+        async throws(CatalogClientError) -> (data: Data, response: HTTPURLResponse) {
         guard var components = URLComponents(url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false) else {
             throw .invalidResponse("Cannot build a URL from \(baseURL) and \(path).")
         }
@@ -140,7 +144,7 @@ public struct CatalogClient: Sendable {
         var attempt = 0
         while true {
             do {
-                return try await sendOnce(method, url, body: body, contentType: contentType, headers: extra)
+                return try await sendOnce(method, url, body: body, contentType: contentType, headers: extra, timeout: timeout ?? self.timeout)
             } catch {
                 attempt += 1
                 guard attempt <= retries, let delay = retryDelay(after: error, repeatable: repeatable, attempt: attempt) else { throw error }
@@ -167,8 +171,8 @@ public struct CatalogClient: Sendable {
         }
     }
 
-    private func sendOnce(_ method: String, _ url: URL, body: Data?, contentType: String?,
-                          headers extra: [String: String]) async throws(CatalogClientError) -> (data: Data, response: HTTPURLResponse) {
+    private func sendOnce(_ method: String, _ url: URL, body: Data?, contentType: String?, headers extra: [String: String],
+                          timeout: TimeInterval) async throws(CatalogClientError) -> (data: Data, response: HTTPURLResponse) {
         var request = URLRequest(url: url, timeoutInterval: timeout)
         request.httpMethod = method
         request.httpBody = body
@@ -244,6 +248,24 @@ public enum CatalogClientError: Error, Sendable, Hashable, CustomStringConvertib
         case let .problem(problem), let .preconditionFailed(problem), let .unauthorized(problem), let .forbidden(problem),
              let .rateLimited(problem, _): problem
         default: nil
+        }
+    }
+
+    /// Whether the server refused a change-feed token as too old or from another database
+    /// (410 `syncTokenExpired`): drop what was synced and start again without `since`.
+    public var isSyncTokenExpired: Bool {
+        guard case let .problem(problem) = self else { return false }
+        return problem.status == 410 && problem.code == "syncTokenExpired"
+    }
+
+    /// Whether the same request may succeed later by itself: it got no HTTP answer, or a
+    /// 429, 502, 503 (but for a query too expensive to answer) or 504. The client has
+    /// already retried it as ``CatalogClient/retries`` allows.
+    public var isTransient: Bool {
+        switch self {
+        case .transport, .rateLimited: true
+        case let .problem(problem): [502, 503, 504].contains(problem.status) && problem.code != "tooExpensive"
+        default: false
         }
     }
 

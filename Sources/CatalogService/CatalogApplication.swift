@@ -36,6 +36,9 @@ public struct CatalogConfiguration: Sendable {
     public var corsAllowedOrigins: Set<String> = []
     /// The rate budgets per caller and class of request; `nil` turns rate limits off.
     public var rateLimits: [RateClass: RatePolicy]? = RatePolicy.defaults
+    /// How long the change feed keeps deletions, and how old a sync token may be before it
+    /// gets 410 `syncTokenExpired`.
+    public var changeRetention: Duration = .seconds(30 * 86_400)
 
     /// The defaults above.
     public init() {}
@@ -76,6 +79,7 @@ public final class CatalogApplication: Sendable {
     public let routeTable: [(method: String, pattern: String, access: String)]
     private let tokens: (verifier: TokenVerifier, settings: IdentityTokenSettings)?
     private let authenticator: Authenticator
+    private let changeHub: ChangeHub
     /// Whether this start loaded the demo catalog.
     public let seeded: Bool
     /// The release of this build.
@@ -117,7 +121,9 @@ public final class CatalogApplication: Sendable {
         authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier, remembers: !store.mayBeShared)
         var routes = Routes(authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads, limiter: limiter,
                             idempotency: Idempotency(store: store.idempotency, claimsInDatabase: store.mayBeShared), databaseWork: store.readsBlock ? DatabaseWork.pool : nil)
-        Self.register(in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups)
+        changeHub = ChangeHub(log: store.changes, retention: configuration.changeRetention, isShuttingDown: { reference.isShuttingDown })
+        let feed = ChangeFeed(log: store.changes, hub: changeHub, retention: configuration.changeRetention, catalog: try store.changes.catalogID())
+        Self.register(in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups, feed: feed)
         routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }
         let render: ErrorRenderer = { ErrorMapping.render($0, context: $1) }
         server = try HTTPServer(configuration: serverConfiguration, router: routes.router, errorRenderer: render)
@@ -143,7 +149,7 @@ public final class CatalogApplication: Sendable {
 
     /// Every route the service serves, with who may call it.
     static func register(in routes: inout Routes, _ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference,
-                         metrics: Metrics, backups: Backups) {
+                         metrics: Metrics, backups: Backups, feed: ChangeFeed) {
         routes.add(.GET, "/healthz", .open, usesDatabase: false, .inline { _, _ in Health.liveness })
         routes.add(.GET, "/readyz", .open, .inline { _, _ in
             try Health.readiness(draining: server.isShuttingDown, databaseReady: store.isReady(migrations: migrations))
@@ -164,6 +170,7 @@ public final class CatalogApplication: Sendable {
         PlaylistEntries(store: store.entries, endpoints: playlists, itemFields: FieldSet(store.items)).register(in: &routes)
         Comments(store, metrics: metrics).register(in: &routes)
         Accounts(store, metrics: metrics, authenticator: routes.authenticator).register(in: &routes)
+        feed.register(in: &routes)
     }
 
     private static func metricsResponse(_ metrics: Metrics, _ server: ServerReference) -> HTTPResponse {
@@ -194,6 +201,7 @@ public final class CatalogApplication: Sendable {
     public func runUntilSignal() throws {
         server.runUntilSignal()
         metricsServer?.shutdown()
+        changeHub.stop()
         try store.close()
     }
 
@@ -201,6 +209,7 @@ public final class CatalogApplication: Sendable {
     public func shutdown() throws {
         server.shutdown()
         metricsServer?.shutdown()
+        changeHub.stop()
         try store.close()
     }
 }

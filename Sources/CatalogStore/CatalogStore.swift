@@ -56,6 +56,8 @@ public final class CatalogStore: Sendable {
     public let accounts: AccountStore
     /// The first answers to requests sent with an `Idempotency-Key`.
     public let idempotency: IdempotencyStore
+    /// The change log behind the feed.
+    public let changes: ChangeLog
     /// The migrations this open applied (empty when the schema was already current).
     public let appliedMigrations: [String]
     /// Where the data lives.
@@ -99,6 +101,13 @@ public final class CatalogStore: Sendable {
         comments = CommentStore(database: database)
         accounts = AccountStore(database: database)
         idempotency = IdempotencyStore(database: database)
+        changes = ChangeLog(database: database, renderers: [
+            ResourceSchema.game.type: { [games] db, id in try games.render(db, id) },
+            ResourceSchema.location.type: { [locations] db, id in try locations.render(db, id) },
+            ResourceSchema.playableItem.type: { [items] db, id in try items.render(db, id) },
+            ResourceSchema.playlist.type: { [playlists] db, id in try playlists.render(db, id) },
+            ResourceSchema.comment.type: { [comments] db, id in try comments.resources.render(db, id) },
+        ])
     }
 
     // MARK: Embedded lists (`include=…`)

@@ -72,6 +72,9 @@ struct CatalogServer: ParsableCommand {
     @Option(help: "How many backups the backup folder keeps, the newest; older ones are deleted [CATALOG_BACKUP_KEEP, default 7].")
     var backupKeep: String?
 
+    @Option(help: "How long the change feed keeps deletions and accepts a sync token, such as 30d, 12h or 3600s [CATALOG_CHANGE_RETENTION, default 30d].")
+    var changeRetention: String?
+
     @Flag(help: "Require a credential for reads too [CATALOG_REQUIRE_AUTH_FOR_READS=true]; by default anyone reads the public catalog.")
     var requireAuthForReads = false
 
@@ -199,6 +202,7 @@ struct CatalogServer: ParsableCommand {
         configuration.migrationsDirectory = try storage.migrationsDirectory(settings)
         configuration.backupDirectory = try settings.optionalText(backupDir, "CATALOG_BACKUP_DIR")
         configuration.backupKeep = try settings.integer(backupKeep, "CATALOG_BACKUP_KEEP", default: 7, in: 1...10_000)
+        configuration.changeRetention = try settings.period(changeRetention, "CATALOG_CHANGE_RETENTION", default: .seconds(30 * 86_400))
         configuration.requireAuthForReads = requireAuthForReads ? true : try settings.boolean(nil, "CATALOG_REQUIRE_AUTH_FOR_READS", default: false)
         if let file = try settings.optionalText(jwksFile, "CATALOG_JWKS_FILE") {
             let issuers = try settings.list(jwtIssuer, "CATALOG_JWT_ISSUERS"), audiences = try settings.list(jwtAudience, "CATALOG_JWT_AUDIENCES")

@@ -82,6 +82,17 @@ struct Settings {
         return .milliseconds(Int64(number * 1000))
     }
 
+    /// A period written as a whole number and a unit: `d`, `h`, `m` or `s` (1 minute to 10 years).
+    func period(_ flag: String?, _ variable: String, default value: Duration) throws(SettingError) -> Duration {
+        guard let (text, source) = raw(flag, variable) else { return value }
+        let units: [Character: Int64] = ["d": 86_400, "h": 3_600, "m": 60, "s": 1]
+        guard let unit = text.last.flatMap({ units[$0] }), let count = Int64(text.dropLast()), count > 0, count <= 3_650 * 86_400,
+              (60...(3_650 * 86_400)).contains(count * unit) else {
+            throw SettingError(description: "\(source) must be a whole number with a unit (d, h, m or s), from 1 minute to 3650 days, such as 30d; not '\(text)'")
+        }
+        return .seconds(count * unit)
+    }
+
     func choice<T>(_ flag: String?, _ variable: String, default value: T, from choices: [(String, T)]) throws(SettingError) -> T {
         guard let (text, source) = raw(flag, variable) else { return value }
         guard let match = choices.first(where: { $0.0 == text.lowercased() }) else {

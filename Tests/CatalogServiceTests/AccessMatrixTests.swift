@@ -133,6 +133,7 @@ import Testing
                 Call(path: "/v1/comments/\(try await world.ownerAPI.comments.post(on: world.item, CommentInput(body: "Doomed")).value.id)")
             }),
             "GET /v1/comments/{id}/replies": (same(200), { world, _ in Call(path: "/v1/comments/\(world.comment)/replies") }),
+            "GET /v1/changes": (same(200), { _, _ in Call(path: "/v1/changes?types=game&limit=5") }),
 
             "GET /v1/users": (admins(200), { _, _ in Call(path: "/v1/users") }),
             "POST /v1/users": (admins(201), { _, _ in Call(path: "/v1/users", body: ["displayName": "Made"]) }),

@@ -7,6 +7,7 @@ import Foundation
 import HTTPServer
 import Synchronization
 import Testing
+import TestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -239,3 +240,52 @@ func expectProblem(_ status: Int, _ code: String? = nil, sourceLocation: SourceL
     }
 }
 
+
+/// A `catalog-server` process on a port it picks itself (`--port 0`, read from its log),
+/// so no other test can take the port between a choice and the bind.
+final class ServerProcess: @unchecked Sendable {
+    let process = Process()
+    let log: URL
+    /// Requests to it as `key`'s holder.
+    private(set) var client: APIClient
+    var port: Int { client.baseURL.port ?? 0 }
+
+    /// Starts the server with `arguments` (after `--port 0`), logging to `log`, and waits until it is ready.
+    init(_ arguments: [String], log: URL, key: String? = nil) async throws {
+        self.log = log
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        process.executableURL = ExecutableTests.executable
+        process.arguments = ["--port", "0"] + arguments
+        process.standardOutput = try FileHandle(forWritingTo: log)
+        process.standardError = FileHandle.nullDevice
+        try await onThread { [process] in try launch(process) }
+        var port: String?
+        for _ in 0..<400 where port == nil {
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            port = text.range(of: #"listening on http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression)
+                .map { String(text[$0].split(separator: ":").last ?? "") }
+            if port == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let found = try #require(port, "the server logged its port")
+        client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(found)")!, key: key)
+        var ready = false
+        for _ in 0..<200 where !ready {
+            ready = (try? await client.get("/readyz").status) == 200
+            if !ready { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(ready, "the server is ready")
+    }
+
+    /// Kills it at once (SIGKILL) and waits for it to go.
+    func kill9() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+}

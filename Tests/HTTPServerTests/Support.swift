@@ -70,12 +70,36 @@ final class TestServer: Sendable {
             // Never answers: the test watches the responder through ``waiting``.
             Self.waiting.withLock { $0[request.pathParameters["token"] ?? ""] = responder }
         })
+        router.add(.GET, "/stream/{mode}", .deferred { request, responder in
+            // `finite`: three chunks, then the end; `flood`: 64 KiB chunks until the stream refuses one.
+            let stream = ResponseStream(limit: 256 * 1024)
+            var response = HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain")])
+            response.stream = stream
+            let flood = request.pathParameters["mode"] == "flood"
+            stream.send(Array("a".utf8))
+            responder.respond(response)
+            Thread {
+                if flood {
+                    var total = 0
+                    let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
+                    while total < 256 << 20, stream.send(chunk) { total += chunk.count }
+                    Self.flooded.withLock { $0 = total }
+                } else {
+                    stream.send(Array("b".utf8))
+                    stream.send(Array("c".utf8))
+                    stream.finish()
+                }
+            }.start()
+        })
         router.add(.GET, "/fail", .inline { _ in throw TestFailure("secret internal detail") })
         router.add(.GET, "/teapot", .blocking { _ in
             throw HTTPError(HTTPStatus(code: 418, reasonPhrase: "I'm a teapot"), code: "teapot", detail: "Short and stout.")
         })
         return router
     }
+
+    /// How many bytes the last `/stream/flood` got into its stream before it was refused.
+    static let flooded = Mutex<Int?>(nil)
 
     /// The responders of `/wait/{token}` requests, by token.
     static let waiting = Mutex<[String: Responder]>([:])

@@ -9,6 +9,9 @@ enum Endpoint: Sendable {
     case inline(@Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
     /// Starts work that answers later through the completion (a durable write).
     case later(@Sendable (HTTPRequest, Caller, @escaping Completion) throws -> Void)
+    /// As ``later``, for work that may wait long for its answer (a long-poll): it is told
+    /// whether the client has gone, so it can stop waiting.
+    case waiting(@Sendable (HTTPRequest, Caller, _ isAbandoned: @escaping @Sendable () -> Bool, @escaping Completion) throws -> Void)
     /// Runs on the pool reserved for blocking work (a backup); the last argument says
     /// whether the client has gone (long work stops early then).
     case blocking(@Sendable (HTTPRequest, Caller, _ isAbandoned: @escaping @Sendable () -> Bool) throws -> HTTPResponse)
@@ -210,6 +213,17 @@ struct Routes {
         case let .later(body):
             try delivery.guarding {
                 try body(request, caller) { result in
+                    switch result {
+                    case let .success(response): delivery.deliver(response.adding(delivery.headers))
+                    case let .failure(error): delivery.fail(error)
+                    }
+                }
+            }
+            return nil
+        case let .waiting(body):
+            let responder = delivery.responder
+            try delivery.guarding {
+                try body(request, caller, { responder.isAbandoned }) { result in
                     switch result {
                     case let .success(response): delivery.deliver(response.adding(delivery.headers))
                     case let .failure(error): delivery.fail(error)

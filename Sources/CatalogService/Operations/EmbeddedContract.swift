@@ -110,6 +110,16 @@ info:
     - A response shaped by `include` or `fields` carries the ETag `"<version>-<16 lowercase hex digits>"` (a digest
       of the body), so it changes whenever anything embedded changes; `If-None-Match` with it gives 304. Writes'
       `If-Match` needs the plain `"<version>"` tag: a digest tag never matches.
+
+    Change feed (`GET /v1/changes`):
+    - Every change to games, playable items, locations, playlists (with their entries) and comments, in commit
+      order, as JSON pages, long-polls (`wait`) or server-sent events (`Accept: text/event-stream`). Without
+      `since` it starts with a snapshot of the whole catalog; each page's `nextToken` is the next request's `since`.
+    - Tokens are opaque. A malformed one is a 400 `invalidSyncToken`; one older than the change retention
+      (`--change-retention`, default 30 days), from another database, ahead of the log or from before purged
+      deletions is a 410 `syncTokenExpired`: drop the local copy and sync again without `since`.
+    - A private playlist appears only to its owner, editors and admins (to others, one that was public once
+      appears as a deletion). Users, e-mail addresses and API keys never appear.
 servers:
   - url: http://127.0.0.1:8080
     description: The default listener.
@@ -122,6 +132,7 @@ tags:
   - name: Locations
   - name: Playlists
   - name: Comments
+  - name: Changes
   - name: Users
   - name: API keys
 paths:
@@ -1397,6 +1408,143 @@ paths:
         "404": {$ref: '#/components/responses/NotFound'}
         "429": {$ref: '#/components/responses/TooManyRequests'}
         "503": {$ref: '#/components/responses/Unavailable'}
+  /v1/changes:
+    get:
+      tags: [Changes]
+      operationId: listChanges
+      summary: Every change to the catalog since a token, as JSON pages, long-polls or server-sent events.
+      description: |-
+        The change feed of games, playable items, locations, playlists (with their entries) and comments, in commit order, for offline copies and live updates. Users, e-mail addresses and API keys never appear in it.
+        Without `since`, it starts at the beginning of the log: every current resource (a snapshot) and the deletions still kept, then goes on with no gap. With `since` (a page's `nextToken`), it continues after that token. Ask again with each page's `nextToken` until `hasMore` is false.
+        The log keeps only each resource's latest change, so a resource appears at most once per page, as it is now (as `GET` returns it without `include` or `fields`), and states in between are skipped. Changes come in the order of each resource's latest change: a comment may come before a later change of its playable item, so check references once `hasMore` is false.
+        An upsert is `{"id", "resource", "type", "version"}`; a playlist's also has `entries`, all of them, in position order. A deletion is `{"deleted": true, "id", "type", "version"}`, its `version` one past the resource's last. Deleting a playable item is reported with the deletion of each of its comments and an upsert of each playlist that held it. A comment kept as a tombstone (`resource.deleted` true) is an upsert.
+        A page holds at most `limit` changes and about 1 MiB of JSON. `Cache-Control: no-store`.
+        **Long-poll** (`wait`, JSON only): when nothing is new, the answer is held until a change arrives or `wait` seconds pass, then comes with the changes or an empty page and a fresh `nextToken`. A server shutting down answers held requests at once with an empty page.
+        **Server-sent events** (`Accept: text/event-stream`; `wait` is then a 400): the stream opens with `retry: 2000`, then sends each change as `id: <token>`, `event: change`, `data: <the change as JSON>`, and a `: heartbeat` comment after 15 s without one. `Last-Event-ID` resumes after that event (it wins over `since`). A server shutting down ends its streams cleanly: reconnect with `Last-Event-ID`. The server holds at most 1 MiB unsent per stream and stops reading changes for a stream whose client does not read; a client that reads nothing for the body timeout (`--body-timeout`, 30 s) is disconnected. A stream holds its connection (it counts against the connection limits) but no keep-alive or head timeout applies to it; its opening request is one read against the rate limit.
+        **Tokens** are opaque: pass them back exactly as received. One is accepted for `--change-retention` (default 30 days) after the answer that carried it, and deletions are kept as long. 410 `syncTokenExpired`: the token is older than that, from another database, ahead of the log, or from before deletions that were purged; drop the local copy and sync again without `since`. A malformed token is a 400 `invalidSyncToken`.
+        **Privacy**: a private playlist appears only to its owner, editors and admins. To anyone else, one that was public once and turned private (or was deleted while private) appears as a deletion, and one never public does not appear.
+        Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller). At most 20,000 long-polls and streams are open at once per server (then 503 `serverBusy`). The request timeout here is 75 s, not 60 s, to cover the longest `wait`.
+      security: [{}, {bearerAuth: []}]
+      parameters:
+        - $ref: '#/components/parameters/ChangeSince'
+        - $ref: '#/components/parameters/ChangeLimit'
+        - $ref: '#/components/parameters/ChangeTypes'
+        - $ref: '#/components/parameters/ChangePlayableItemId'
+        - $ref: '#/components/parameters/ChangeWait'
+        - $ref: '#/components/parameters/LastEventId'
+      responses:
+        "200":
+          description: 'A page of changes (`application/json`), or, with `Accept: text/event-stream`, an event stream (chunked, with `X-Accel-Buffering: no`) that lasts until the client or the server closes it.'
+          headers:
+            Cache-Control: {$ref: '#/components/headers/NoStore'}
+          content:
+            application/json:
+              schema: {$ref: '#/components/schemas/ChangePage'}
+              examples:
+                page:
+                  summary: An upsert, a playlist upsert with its entries, and a deletion
+                  value:
+                    changes:
+                      - id: 0193a0c4-5e2b-7c4e-9a55-0e6bb1c4a6d2
+                        resource:
+                          id: 0193a0c4-5e2b-7c4e-9a55-0e6bb1c4a6d2
+                          name: 'Frogger'
+                          description: 'An action game developed by Konami and released in 1981.'
+                          imageName: 'frogger'
+                          createdAt: '2026-11-21T09:30:00.000Z'
+                          updatedAt: '2026-11-21T11:58:12.405Z'
+                          version: 2
+                        type: game
+                        version: 2
+                      - entries:
+                          - addedAt: '2026-11-21T10:03:40.112Z'
+                            entryId: 019a3c2b-5e6f-7a80-8b9c-0d1e2f3a4b5c
+                            playableItemId: 019a3c1e-7b2f-7c3d-8e4f-5a6b7c8d9e0f
+                          - addedAt: '2026-11-21T10:05:37.019Z'
+                            entryId: 019a3c2b-9a0b-7c1d-8e2f-3a4b5c6d7e8f
+                            playableItemId: 019a3c1f-0a1b-7c2d-9e3f-4a5b6c7d8e9f
+                        id: 019a3c2a-1d4e-7f60-9a1b-2c3d4e5f6a7b
+                        resource:
+                          id: 019a3c2a-1d4e-7f60-9a1b-2c3d4e5f6a7b
+                          title: Blender open movies
+                          description: 'Short films made with Blender, oldest first.'
+                          entryCount: 2
+                          ownerId: 019a3c10-4b5c-7d6e-8f70-a1b2c3d4e5f6
+                          visibility: public
+                          createdAt: '2026-11-21T10:02:11.482Z'
+                          updatedAt: '2026-11-21T10:05:37.019Z'
+                          version: 3
+                        type: playlist
+                        version: 3
+                      - deleted: true
+                        id: 019a3c31-2a3b-7c4d-9e5f-6a7b8c9d0e1f
+                        type: comment
+                        version: 2
+                    hasMore: false
+                    nextToken: c1.NWYwYzJiN2U5YTFkNGMzYjhlNmYxYTJiM2M0ZDVlNmY6MTA0NToxNzk1MjYyNDAwMDAw
+                empty:
+                  summary: A long-poll that saw no change
+                  value:
+                    changes: []
+                    hasMore: false
+                    nextToken: c1.NWYwYzJiN2U5YTFkNGMzYjhlNmYxYTJiM2M0ZDVlNmY6MTA0NToxNzk1MjYyNDAwMDAw
+            text/event-stream:
+              schema: {type: string, description: 'Server-sent events: `retry: 2000` first, then one `change` event per change (`id` is a token to resume after it), and `: heartbeat` comments.'}
+              example: |+
+                retry: 2000
+
+                id: c1.NWYwYzJiN2U5YTFkNGMzYjhlNmYxYTJiM2M0ZDVlNmY6MTA0MzoxNzk1MjYyNDAwMDAw
+                event: change
+                data: {"id":"0193a0c4-5e2b-7c4e-9a55-0e6bb1c4a6d2","resource":{"id":"0193a0c4-5e2b-7c4e-9a55-0e6bb1c4a6d2","name":"Frogger","description":"An action game developed by Konami and released in 1981.","imageName":"frogger","createdAt":"2026-11-21T09:30:00.000Z","updatedAt":"2026-11-21T11:58:12.405Z","version":2},"type":"game","version":2}
+
+                : heartbeat
+
+                id: c1.NWYwYzJiN2U5YTFkNGMzYjhlNmYxYTJiM2M0ZDVlNmY6MTA0NToxNzk1MjYyNDAwMDAw
+                event: change
+                data: {"deleted":true,"id":"019a3c31-2a3b-7c4d-9e5f-6a7b8c9d0e1f","type":"comment","version":2}
+
+        "400":
+          description: 'A malformed sync token (code `invalidSyncToken`): `since`, or `Last-Event-ID` on an event stream, not passed back exactly as received. Any other invalid, unknown or repeated query parameter (code `invalidParameter`), `wait` with an event stream among them; or a malformed request.'
+          content:
+            application/problem+json:
+              schema: {$ref: '#/components/schemas/Problem'}
+              examples:
+                invalidSyncToken:
+                  summary: A malformed token
+                  value:
+                    type: about:blank
+                    title: Bad Request
+                    status: 400
+                    detail: The sync token is malformed; pass a nextToken (or event id) exactly as received.
+                    instance: /v1/changes
+                    code: invalidSyncToken
+                    requestId: 1f3a9c0d44e21b07
+                invalidParameter:
+                  summary: '`wait` with an event stream'
+                  value:
+                    type: about:blank
+                    title: Bad Request
+                    status: 400
+                    detail: "Query parameter 'wait': applies to JSON pages; an event stream waits by itself."
+                    instance: /v1/changes
+                    code: invalidParameter
+                    requestId: 1f3a9c0d44e21b07
+        "401": {$ref: '#/components/responses/Unauthorized'}
+        "410":
+          description: 'The feed cannot continue from this token (code `syncTokenExpired`): it is older than the change retention (`--change-retention`, default 30 days), from another database, ahead of the log, or from before deletions that were purged. Drop the local copy and sync again from scratch, without `since`.'
+          content:
+            application/problem+json:
+              schema: {$ref: '#/components/schemas/Problem'}
+              example:
+                type: about:blank
+                title: Gone
+                status: 410
+                detail: The token is older than the change log's retention; sync again from the start.
+                instance: /v1/changes
+                code: syncTokenExpired
+                requestId: 1f3a9c0d44e21b07
+        "429": {$ref: '#/components/responses/TooManyRequests'}
+        "503": {$ref: '#/components/responses/Unavailable'}
   /v1/me:
     get:
       tags: [Users]
@@ -1735,6 +1883,10 @@ components:
       description: The methods the path supports.
       schema: {type: string}
       example: GET, HEAD, POST, OPTIONS
+    NoStore:
+      description: The answer must not be cached.
+      required: true
+      schema: {type: string, const: no-store}
   parameters:
     id:
       name: id
@@ -1789,6 +1941,39 @@ components:
       description: Only playlists holding this playable item. A malformed id is a 400; an id no item has lists nothing.
       schema: {type: string, format: uuid}
       example: 019a3c1e-7b2f-7c3d-8e4f-5a6b7c8d9e0f
+    ChangeSince:
+      name: since
+      in: query
+      description: 'The `nextToken` of the previous page (or an event''s `id`), exactly as received: the feed continues after it. Absent: from the beginning of the log (a snapshot of the whole catalog, then every change). Malformed: 400 `invalidSyncToken`; no longer usable: 410 `syncTokenExpired`.'
+      schema: {$ref: '#/components/schemas/SyncToken'}
+    ChangeLimit:
+      name: limit
+      in: query
+      description: The most changes a page holds (it also ends once it holds about 1 MiB).
+      schema: {type: integer, minimum: 1, maximum: 1000, default: 100}
+    ChangeTypes:
+      name: types
+      in: query
+      description: 'Only changes to these kinds, comma-separated: `game`, `location`, `playableItem`, `playlist`, `comment` (any order; a repeat is ignored). Absent: every kind. An unknown or empty name is a 400 (`invalidParameter`).'
+      schema: {type: string, pattern: '^(game|location|playableItem|playlist|comment)(,(game|location|playableItem|playlist|comment))*$'}
+      example: playableItem,comment
+    ChangePlayableItemId:
+      name: playableItemId
+      in: query
+      description: Only changes to this playable item and to its comments and replies (not to the playlists holding it). A malformed id is a 400; an id no item has gives no changes.
+      schema: {type: string, format: uuid}
+      example: 019a3c1e-7b2f-7c3d-8e4f-5a6b7c8d9e0f
+    ChangeWait:
+      name: wait
+      in: query
+      description: 'Long-poll: when there is no change yet, hold the request up to this many seconds for one, then answer (with an empty page when none came). JSON pages only: with `Accept: text/event-stream` it is a 400 (`invalidParameter`).'
+      schema: {type: integer, minimum: 1, maximum: 60}
+    LastEventId:
+      name: Last-Event-ID
+      in: header
+      required: false
+      description: 'Event streams only (`Accept: text/event-stream`; ignored otherwise): the `id` of the last event received, as `EventSource` sends it when it reconnects. The stream resumes after it; it wins over `since`. Empty: ignored. Malformed: 400 `invalidSyncToken`; no longer usable: 410 `syncTokenExpired`.'
+      schema: {type: string}
     PlayableItemInclude:
       name: include
       in: query
@@ -2561,6 +2746,128 @@ components:
           type: array
           items: {$ref: '#/components/schemas/Comment'}
         nextCursor: {type: string, description: Absent on the last page.}
+    SyncToken:
+      type: string
+      maxLength: 200
+      pattern: '^c1\.[A-Za-z0-9_-]+$'
+      description: 'An opaque position in the change feed, bound to the database that made it (such as `c1.NWYwYzJiN2U5YTFkNGMzYjhlNmYxYTJiM2M0ZDVlNmY6MTA0NToxNzk1MjYyNDAwMDAw`); pass it back exactly as received.'
+    ChangePage:
+      type: object
+      additionalProperties: false
+      description: 'One page of the change feed. Every member is always present.'
+      required: [changes, hasMore, nextToken]
+      properties:
+        changes:
+          type: array
+          maxItems: 1000
+          description: 'Oldest first, each resource at most once; at most `limit` changes and about 1 MiB. Empty when nothing is new (a long-poll that saw no change).'
+          items: {$ref: '#/components/schemas/Change'}
+        hasMore:
+          type: boolean
+          description: 'More changes are already there: ask again at once with `nextToken`.'
+        nextToken:
+          $ref: '#/components/schemas/SyncToken'
+          description: Pass it as `since` in the next request (also when `changes` is empty).
+    ChangeType:
+      type: string
+      description: The kind of resource a change is about.
+      enum: [game, location, playableItem, playlist, comment]
+    Change:
+      description: 'One change: an upsert (`resource` as `GET` returns it without `include` or `fields`, and for a playlist all its `entries`), or a deletion (`deleted` true, no `resource`). `type` tells which resource schema applies.'
+      oneOf:
+        - $ref: '#/components/schemas/GameUpsert'
+        - $ref: '#/components/schemas/LocationUpsert'
+        - $ref: '#/components/schemas/PlayableItemUpsert'
+        - $ref: '#/components/schemas/PlaylistUpsert'
+        - $ref: '#/components/schemas/CommentUpsert'
+        - $ref: '#/components/schemas/Deletion'
+    GameUpsert:
+      type: object
+      additionalProperties: false
+      description: A game created or changed, as it is now.
+      required: [id, resource, type, version]
+      properties:
+        id: {type: string, format: uuid}
+        resource:
+          $ref: '#/components/schemas/Game'
+          required: [id, name, description, imageName, createdAt, updatedAt, version]
+        type: {type: string, const: game}
+        version: {type: integer, minimum: 1, description: The resource's version (`resource.version`).}
+    LocationUpsert:
+      type: object
+      additionalProperties: false
+      description: A location created or changed, as it is now.
+      required: [id, resource, type, version]
+      properties:
+        id: {type: string, format: uuid}
+        resource:
+          $ref: '#/components/schemas/Location'
+          required: [id, name, countryCode, latitude, longitude, createdAt, updatedAt, version]
+          not: {required: [distanceMeters]}
+        type: {type: string, const: location}
+        version: {type: integer, minimum: 1, description: The resource's version (`resource.version`).}
+    PlayableItemUpsert:
+      type: object
+      additionalProperties: false
+      description: A playable item created or changed, as it is now (without comments or playlists).
+      required: [id, resource, type, version]
+      properties:
+        id: {type: string, format: uuid}
+        resource:
+          $ref: '#/components/schemas/PlayableItem'
+          required: [id, title, description, streamURL, createdAt, updatedAt, version]
+          not: {anyOf: [{required: [comments]}, {required: [playlists]}]}
+        type: {type: string, const: playableItem}
+        version: {type: integer, minimum: 1, description: The resource's version (`resource.version`).}
+    PlaylistUpsert:
+      type: object
+      additionalProperties: false
+      description: 'A playlist created or changed (entry changes included), as it is now, with all its entries.'
+      required: [entries, id, resource, type, version]
+      properties:
+        entries:
+          type: array
+          maxItems: 10000
+          description: 'Every entry, in position order (an entry''s position is its index): replaces the entries held before.'
+          items: {$ref: '#/components/schemas/ChangeEntry'}
+        id: {type: string, format: uuid}
+        resource:
+          $ref: '#/components/schemas/Playlist'
+          required: [id, title, description, entryCount, visibility, createdAt, updatedAt, version]
+          not: {required: [entries]}
+        type: {type: string, const: playlist}
+        version: {type: integer, minimum: 1, description: The resource's version (`resource.version`).}
+    CommentUpsert:
+      type: object
+      additionalProperties: false
+      description: 'A comment or reply created or changed, as it is now; a tombstone (`resource.deleted` true) too.'
+      required: [id, resource, type, version]
+      properties:
+        id: {type: string, format: uuid}
+        resource:
+          $ref: '#/components/schemas/Comment'
+          required: [id, playableItemId, author, authorDeleted, deleted, replyCount, createdAt, updatedAt, version]
+        type: {type: string, const: comment}
+        version: {type: integer, minimum: 1, description: The resource's version (`resource.version`).}
+    Deletion:
+      type: object
+      additionalProperties: false
+      description: 'A resource deleted; to those who may no longer see it, also a private playlist that was public once.'
+      required: [deleted, id, type, version]
+      properties:
+        deleted: {type: boolean, const: true}
+        id: {type: string, format: uuid}
+        type: {$ref: '#/components/schemas/ChangeType'}
+        version: {type: integer, minimum: 2, description: One past the resource's last version.}
+    ChangeEntry:
+      type: object
+      additionalProperties: false
+      description: One entry of a playlist upsert. Every member is always present.
+      required: [addedAt, entryId, playableItemId]
+      properties:
+        addedAt: {type: string, format: date-time}
+        entryId: {type: string, format: uuid}
+        playableItemId: {type: string, format: uuid}
     Role:
       type: string
       description: '`member` < `editor` < `admin`; each has the rights of the roles below it.'

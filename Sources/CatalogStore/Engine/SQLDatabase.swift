@@ -9,6 +9,8 @@ protocol SQLDatabase: Sendable {
     var dialect: SQLDialect { get }
     /// The engine and its version, such as `SQLite 3.40.1`.
     var version: String { get }
+    /// Fired after commits (see ``CommitSignal``).
+    var commits: CommitSignal { get }
     /// Runs a read on a lent connection. Single statements need no transaction.
     func read<T>(_ body: (any SQLConnection) throws -> T) throws -> T
     /// Runs several reads in one read transaction, so they see one snapshot.

@@ -264,6 +264,13 @@ final class EventLoop: @unchecked Sendable {
         epoll.modify(connection.fd, events: events, token: Self.token(fd: connection.fd, id: connection.id))
     }
 
+    /// The connection `fd` if it is still the one with `id`.
+    func connection(fd: Int32, id: UInt64) -> Connection? {
+        let slot = Int(fd)
+        guard slot < connections.count, let connection = connections[slot], connection.id == id else { return nil }
+        return connection
+    }
+
     /// Delivers a deferred handler's result to its connection, if it is still waiting.
     func complete(fd: Int32, connectionID: UInt64, sequence: UInt64, with result: Result<HTTPResponse, SendableError>) {
         let slot = Int(fd)

@@ -10,6 +10,9 @@ public struct HTTPResponse: Sendable {
     /// Whether the server closes the connection after this response (`Connection: close`),
     /// so a client that floods one connection is answered once, not once per request.
     public var closesConnection = false
+    /// A body sent while it is produced (see ``ResponseStream``), after the head, in
+    /// place of ``body``. Not for `HEAD`: the stream is then ended at once.
+    public var stream: ResponseStream?
 
     /// Creates a response.
     public init(status: HTTPStatus = .ok, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {

@@ -17,6 +17,9 @@ final class Connection {
         case body(RequestHead)
         /// A deferred handler is working on the request; reading is paused.
         case awaiting(ResponseContext)
+        /// The response's body is a stream being sent (``ResponseStream``); reading is
+        /// paused, and the connection closes when the stream ends.
+        case streaming(ResponseStream)
         /// The final response is sent and our side is shut down; input is discarded until
         /// the client closes or the linger timeout ends.
         case lingering
@@ -85,6 +88,10 @@ final class Connection {
     private var tlsWriteWantsReadable = false
     /// Whether the loop will call ``onReadable()`` for input OpenSSL holds (see ``EventLoop/readSoon(_:)``).
     var readScheduled = false
+    /// Whether a streamed body is sent in chunks (HTTP/1.1) or as it is (HTTP/1.0).
+    private var streamChunked = true
+    /// Bytes of the stream in the output buffer, not yet counted as written.
+    private var streamQueued = 0
 
     /// Above this many unsent bytes the connection stops taking new requests until the
     /// client reads (pipelining without reading cannot grow memory without bound).
@@ -175,7 +182,7 @@ final class Connection {
     /// close, or while the client is not reading its responses).
     private var wantsInput: Bool {
         switch phase {
-        case .awaiting: false
+        case .awaiting, .streaming: false
         case .lingering: true
         case .head, .body: !closeAfterFlush && output.readableCount <= Self.outputHighWater
         }
@@ -201,6 +208,10 @@ final class Connection {
             switch phase {
             case .awaiting, .lingering:
                 break
+            case .streaming:
+                // Nobody reads the stream any more.
+                close()
+                return
             case .head where !requestStarted && !output.isEmpty:
                 closeAfterFlush = true
             default:
@@ -221,7 +232,10 @@ final class Connection {
                 if wantsInput || tlsWriteWantsReadable { desired |= Epoll.readable }
                 // Only while a handler works: then nothing reads, and a hang-up must still be seen
                 // (at other times EPOLLIN reports it, and an unread RDHUP would wake the loop for ever).
-                if case .awaiting = phase { desired |= Epoll.peerClosed }
+                switch phase {
+                case .awaiting, .streaming: desired |= Epoll.peerClosed
+                default: break
+                }
             }
             if !output.isEmpty && !tlsWriteWantsReadable || tlsReadWantsWritable { desired |= Epoll.writable }
         }
@@ -318,7 +332,7 @@ final class Connection {
     private func process() {
         while !isClosed {
             switch phase {
-            case .awaiting, .lingering:
+            case .awaiting, .lingering, .streaming:
                 return
             case .head:
                 guard !closeAfterFlush, output.readableCount <= Self.outputHighWater, !input.isEmpty else { return }
@@ -478,9 +492,13 @@ final class Connection {
     /// read the answer, so the work is marked abandoned and the connection closed.
     /// - Returns: whether that happened (false when no answer is awaited).
     func abandonIfAwaiting() -> Bool {
-        guard case .awaiting = phase else { return false }
-        close()
-        return true
+        switch phase {
+        case .awaiting, .streaming:
+            close()
+            return true
+        default:
+            return false
+        }
     }
 
     /// Monotonic nanoseconds.
@@ -528,14 +546,21 @@ final class Connection {
     private func write(_ response: HTTPResponse, _ context: ResponseContext) {
         var response = response
         if let cors = loop.core.configuration.cors, !context.preflight { response.headers += cors.fields(origin: context.origin) }
-        let keepAlive = context.keepAlive && !loop.isDraining && !response.closesConnection
+        var stream = response.stream
+        if let ended = stream, context.omitBody || loop.isDraining || response.status.forbidsBody {
+            // Nothing will be streamed: a HEAD, a shutdown, a status without a body.
+            ended.connectionClosed()
+            stream = nil
+        }
+        let keepAlive = context.keepAlive && !loop.isDraining && !response.closesConnection && stream == nil
         ResponseWriter.write(response, into: output, omitBody: context.omitBody, keepAlive: keepAlive, version: context.version,
-                             requestID: context.requestID, date: loop.date, fixedFields: loop.core.fixedFields)
+                             requestID: context.requestID, date: loop.date, fixedFields: loop.core.fixedFields, streaming: stream != nil)
         if let observer = loop.core.configuration.requestObserver {
             observer(CompletedRequest(
                 method: context.method, path: context.path, route: context.route, status: response.status.code, bytes: response.body.count,
                 durationMicroseconds: Int((Self.now() - context.started) / 1000), requestID: context.requestID, remoteAddress: peer))
         }
+        if let stream { return startStreaming(stream, version: context.version) }
         if !keepAlive { closeAfterFlush = true }
         phase = .head
         requestStarted = !input.isEmpty
@@ -544,6 +569,63 @@ final class Connection {
         } else {
             setDeadline(loop.core.keepAliveTimeout, .close)
         }
+    }
+
+    // MARK: Streams
+
+    /// Sends `stream` as the body, from what was sent before it got here.
+    private func startStreaming(_ stream: ResponseStream, version: HTTPVersion) {
+        phase = .streaming(stream)
+        streamChunked = version != .http1_0
+        deadline = 0
+        input.clear()
+        let (pending, ended, finished) = stream.attach(ResponseStream.Target(loop: loop, fd: fd, id: id))
+        for bytes in pending { appendChunk(bytes) }
+        if ended { finished ? endStream() : close() }
+    }
+
+    private func appendChunk(_ bytes: [UInt8]) {
+        if streamChunked {
+            output.append(String(bytes.count, radix: 16))
+            output.append(byte: ASCII.cr)
+            output.append(byte: ASCII.lf)
+            output.append(bytes)
+            output.append(byte: ASCII.cr)
+            output.append(byte: ASCII.lf)
+        } else {
+            output.append(bytes)
+        }
+        streamQueued += bytes.count
+    }
+
+    /// The stream's next chunk.
+    func streamSend(_ bytes: [UInt8]) {
+        guard !isClosed, case .streaming = phase else { return }
+        appendChunk(bytes)
+        finishTurn()
+    }
+
+    /// The stream ended cleanly.
+    func streamFinish() {
+        guard !isClosed, case .streaming = phase else { return }
+        endStream()
+        finishTurn()
+    }
+
+    /// Queues the last chunk and closes once it is out.
+    private func endStream() {
+        if streamChunked { output.append(Self.lastChunk) }
+        closeAfterFlush = true
+    }
+
+    private static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
+
+    /// Counts the stream's bytes that left the output buffer as written.
+    private func accountStreamOutput() {
+        guard streamQueued > 0, case let .streaming(stream) = phase else { return }
+        let left = min(streamQueued, output.readableCount)
+        stream.written(streamQueued - left)
+        streamQueued = left
     }
 
     /// Answers a request that cannot be parsed or framed, then closes: after such an
@@ -566,6 +648,7 @@ final class Connection {
                 writeDeadline = 0  // an idle bound: progress restarts it
             case .wouldBlock:
                 if writeDeadline == 0 { writeDeadline = loop.now + loop.core.bodyTimeout }
+                accountStreamOutput()
                 return
             case .end, .failed:
                 close()
@@ -574,6 +657,7 @@ final class Connection {
         }
         writeDeadline = 0
         output.shrinkIfEmpty()
+        accountStreamOutput()
         if closeAfterFlush {
             if case .awaiting = phase { return }
             if abortAfterFlush { return close() }
@@ -631,6 +715,13 @@ final class Connection {
 
     /// During a graceful shutdown, closes the connection if it is between requests.
     func closeIfIdleWhileDraining() {
+        if loop.isDraining, !isClosed, case let .streaming(stream) = phase, !closeAfterFlush {
+            // A shutdown ends streams cleanly: their last chunk, then the close.
+            stream.connectionClosed()
+            endStream()
+            finishTurn()
+            return
+        }
         guard loop.isDraining, !isClosed, case .head = phase, !requestStarted, input.isEmpty, output.isEmpty else { return }
         close()
     }
@@ -639,6 +730,7 @@ final class Connection {
         guard !isClosed else { return }
         isClosed = true
         if abandonAwaited() { loop.core.abandonedRequests.add(1, ordering: .relaxed) }
+        if case let .streaming(stream) = phase { stream.connectionClosed() }
         releaseBody()
         tls?.sendCloseNotify()
         Glibc.close(fd)

@@ -15,7 +15,7 @@ enum ResponseWriter {
 
     static func write(
         _ response: HTTPResponse, into out: ByteBuffer, omitBody: Bool, keepAlive: Bool,
-        version: HTTPVersion, requestID: String, date: DateCache, fixedFields: [UInt8]
+        version: HTTPVersion, requestID: String, date: DateCache, fixedFields: [UInt8], streaming: Bool = false
     ) {
         let status = response.status
         if status.code >= 100, status.code < 600, status.reasonPhrase == HTTPStatus.standardReason(status.code) {
@@ -33,7 +33,10 @@ enum ResponseWriter {
             out.append(byte: ASCII.cr)
             out.append(byte: ASCII.lf)
         }
-        if !status.forbidsBody {
+        if streaming {
+            // A body of unknown length: chunked, or (HTTP/1.0) until the connection closes.
+            if version != .http1_0 { out.append(chunkedField) }
+        } else if !status.forbidsBody {
             out.append(contentLengthPrefix)
             out.append(decimal: response.body.count)
             out.append(byte: ASCII.cr)
@@ -52,7 +55,7 @@ enum ResponseWriter {
         }
         out.append(byte: ASCII.cr)
         out.append(byte: ASCII.lf)
-        if !omitBody && !status.forbidsBody {
+        if !omitBody && !status.forbidsBody && !streaming {
             out.append(response.body)
         }
     }
@@ -69,6 +72,7 @@ enum ResponseWriter {
         return Array("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\nRetry-After: 1\r\n\r\n\(body)".utf8)
     }
 
+    private static let chunkedField: [UInt8] = Array("Transfer-Encoding: chunked\r\n".utf8)
     private static let contentLengthPrefix: [UInt8] = Array("Content-Length: ".utf8)
     private static let requestIDPrefix: [UInt8] = Array("X-Request-Id: ".utf8)
     private static let connectionClose: [UInt8] = Array("Connection: close\r\n".utf8)

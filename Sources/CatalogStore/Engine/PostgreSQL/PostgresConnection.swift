@@ -72,6 +72,34 @@ final class PostgresConnection: SQLConnection {
         }
     }
 
+    /// Takes the change log's lock for the rest of the transaction: writers take it when
+    /// they begin, before any row lock, so that the change log's triggers (which take it
+    /// too) never wait for it while holding a row another writer waits for. See
+    /// `Migrations/postgresql/0002_change_log.sql`.
+    func lockChangeLog() throws {
+        _ = try query("SELECT pg_advisory_xact_lock(7031950146)", [])
+    }
+
+    /// Waits up to `milliseconds` for notifications (of channels this connection
+    /// listens to); true when at least one arrived.
+    func awaitNotifications(milliseconds: Int32) throws -> Bool {
+        var ready = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
+        guard ready.fd >= 0 else {
+            isBroken = true
+            throw SQLError(kind: .connection, code: "08006", message: "the connection has no socket")
+        }
+        if poll(&ready, 1, milliseconds) > 0, PQconsumeInput(connection) != 1 {
+            isBroken = true
+            throw SQLError(kind: .connection, code: "08006", message: Self.message(PQerrorMessage(connection)))
+        }
+        var received = false
+        while let notification = PQnotifies(connection) {
+            received = true
+            PQfreemem(notification)
+        }
+        return received
+    }
+
     /// Makes each statement stop after `allowance` (PostgreSQL's statement timeout),
     /// setting it only when it changes.
     func limit(to allowance: Duration) throws {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// PostgreSQL through libpq, for deployments of several stateless servers on one
 /// database. Reads borrow a pooled connection (a snapshot is a REPEATABLE READ, READ
@@ -12,6 +13,9 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     private let readers: ConnectionPool
     private let writes: PostgresWriteQueue
     let version: String
+    let commits = CommitSignal()
+    /// Whether the thread listening for the change log's notifications goes on.
+    private let listening = Atomic<Bool>(true)
 
     var dialect: SQLDialect { .postgresql }
 
@@ -31,7 +35,37 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         version = "PostgreSQL " + first.serverVersion
         self.readers = ConnectionPool(size: max(2, readers)) { try PostgresConnection(url: url, settings: Self.readerSettings) }
         self.readers.give(first)
-        writes = PostgresWriteQueue(threads: PostgresWriteQueue.defaultThreads) { try PostgresConnection(url: url, settings: Self.writerSettings) }
+        writes = PostgresWriteQueue(threads: PostgresWriteQueue.defaultThreads, commits: commits) {
+            try PostgresConnection(url: url, settings: Self.writerSettings)
+        }
+        let thread = Thread { [self] in listen() }
+        thread.name = "catalog-listener"
+        thread.start()
+    }
+
+    /// Fires ``commits`` for each commit any replica makes to the change log (its
+    /// triggers notify `catalog_changes`), on a connection of its own that is made again
+    /// when lost (firing then too, as notifications may have been missed meanwhile).
+    private func listen() {
+        var connection: PostgresConnection?
+        var failures: UInt32 = 0
+        while listening.load(ordering: .relaxed) {
+            do {
+                let current: PostgresConnection
+                if let connection { current = connection } else {
+                    current = try PostgresConnection(url: url, settings: "")
+                    try current.script("LISTEN catalog_changes")
+                    connection = current
+                    commits.fire()
+                }
+                if try current.awaitNotifications(milliseconds: 250) { commits.fire() }
+                failures = 0
+            } catch {
+                connection = nil
+                failures += 1
+                usleep(min(failures, 20) * 100_000)
+            }
+        }
     }
 
     /// Readers never write, and give up on a lock they would wait for long.
@@ -92,6 +126,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     private static let migrationLock: Int64 = 0x63_61_74_61_6C_6F_67
 
     func close() throws {
+        listening.store(false, ordering: .relaxed)
         writes.stop()
         readers.close()
     }

@@ -34,9 +34,11 @@ final class PostgresWriteQueue: @unchecked Sendable {
     private var heavyRunning = false
     private var running: Int
     private let connect: () throws -> PostgresConnection
+    private let commits: CommitSignal
 
-    init(threads: Int, connect: @escaping () throws -> PostgresConnection) {
+    init(threads: Int, commits: CommitSignal, connect: @escaping () throws -> PostgresConnection) {
         self.connect = connect
+        self.commits = commits
         running = threads
         for index in 0..<threads {
             let thread = Thread { [self] in loop() }
@@ -117,6 +119,7 @@ final class PostgresWriteQueue: @unchecked Sendable {
         outcomes.reserveCapacity(batch.count)
         do {
             try connection.script("BEGIN")
+            try connection.lockChangeLog()
             for job in batch {
                 if job.atomic { try connection.script("SAVEPOINT job") }
                 do {
@@ -145,6 +148,7 @@ final class PostgresWriteQueue: @unchecked Sendable {
             case let .failure(error): job.fail(error)
             }
         }
+        commits.fire()
     }
 
     /// Runs `job` in a transaction, again after a serialization failure or deadlock.
@@ -152,7 +156,12 @@ final class PostgresWriteQueue: @unchecked Sendable {
         var attempt = 1
         while true {
             do {
-                return try connection.inTransaction { try job.run(connection) }
+                let completion = try connection.inTransaction {
+                    try connection.lockChangeLog()
+                    return try job.run(connection)
+                }
+                commits.fire()
+                return completion
             } catch let error as SQLError where error.kind == .retry && attempt < Self.maxAttempts {
                 // A random pause, growing with the attempts, lets the other transaction finish.
                 usleep(UInt32.random(in: 500...2_000) * UInt32(attempt))

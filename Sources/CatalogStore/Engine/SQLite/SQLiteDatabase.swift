@@ -13,6 +13,7 @@ final class SQLiteDatabase: SQLDatabase {
     /// The database file.
     let path: String
     private let lock: DatabaseLock
+    let commits = CommitSignal()
 
     var dialect: SQLDialect { .sqlite }
 
@@ -44,7 +45,7 @@ final class SQLiteDatabase: SQLDatabase {
             let checkpointer = try Checkpointer(path: path)
             self.checkpointer = checkpointer
             writes = WriteQueue(
-                writer: pool,
+                writer: pool, commits: commits,
                 needsMaintenance: {
                     checkpointer.backupsRunning.load(ordering: .relaxed) == 0 && checkpointer.needsRestart.exchange(false, ordering: .relaxed)
                 },

@@ -35,9 +35,11 @@ final class WriteQueue: @unchecked Sendable {
     /// (WAL maintenance between batches).
     private let needsMaintenance: () -> Bool
     private let maintain: (Database) -> Void
+    private let commits: CommitSignal
 
-    init(writer: DatabasePool, needsMaintenance: @escaping () -> Bool = { false }, maintain: @escaping (Database) -> Void = { _ in }) {
+    init(writer: DatabasePool, commits: CommitSignal, needsMaintenance: @escaping () -> Bool = { false }, maintain: @escaping (Database) -> Void = { _ in }) {
         self.writer = writer
+        self.commits = commits
         self.needsMaintenance = needsMaintenance
         self.maintain = maintain
         let thread = Thread { [self] in loop() }
@@ -131,6 +133,7 @@ final class WriteQueue: @unchecked Sendable {
                 job.fail(failures[index] ?? StoreError.unavailable("The write did not run."))
             }
         }
+        commits.fire()
         // Maintenance only after every answer has gone out.
         if needsMaintenance() { writer.writeWithoutTransaction { db in maintain(db) } }
     }

@@ -1,0 +1,358 @@
+import CatalogModels
+import Foundation
+
+/// A local copy of the catalog kept up to date from the change feed (`GET /v1/changes`):
+/// games, playable items, locations, playlists with their entries, and comments, by id.
+///
+/// ```swift
+/// let replica = CatalogSync(client: client, types: [.playableItem, .playlist])
+/// try await replica.sync()                                  // everything, or what changed since the last time
+/// let items = await replica.playableItems
+/// for try await change in replica.changes() { … }           // then live, until the task is cancelled
+/// ```
+///
+/// With a ``CatalogSyncStore`` it starts from the snapshot saved last and saves a new one
+/// after every page, so an app that restarts asks only for what changed meanwhile. When
+/// the server no longer accepts the token (410 `syncTokenExpired`), everything is dropped
+/// and synced again from scratch.
+public actor CatalogSync {
+    private let client: CatalogClient
+    /// The kinds kept; `nil` for all of them.
+    public nonisolated let types: [ChangeType]?
+    private let store: any CatalogSyncStore
+
+    /// Where the copy stands in the feed: the `nextToken` of the last page applied; `nil`
+    /// before the first.
+    public private(set) var token: String?
+    /// The games, by id.
+    public private(set) var games: [CatalogID: Game] = [:]
+    /// The playable items, by id.
+    public private(set) var playableItems: [CatalogID: PlayableItem] = [:]
+    /// The locations, by id.
+    public private(set) var locations: [CatalogID: Location] = [:]
+    /// The playlists' own fields, by id; their entries are in ``entries(of:)``.
+    public private(set) var playlists: [CatalogID: Playlist] = [:]
+    /// The comments and replies, by id.
+    public private(set) var comments: [CatalogID: Comment] = [:]
+    private var playlistEntries: [CatalogID: [ChangeEntry]] = [:]
+
+    /// Increases whenever the copy moves to another token, so a page asked for before is
+    /// recognised as stale.
+    private var generation = 0
+    /// Reads the store once, before the first request.
+    private var restoring: Task<Void, any Error>?
+    /// The streams of ``changes(wait:)``, each given every change applied.
+    private var observers: [UUID: AsyncThrowingStream<Change, any Error>.Continuation] = [:]
+
+    /// Creates a copy that syncs through `client`.
+    /// - Parameters:
+    ///   - types: the kinds to keep; `nil` or empty for all.
+    ///   - store: where snapshots are loaded from and saved to; kept in memory when `nil`.
+    ///     A saved snapshot made for other `types` is not used.
+    public init(client: CatalogClient, types: [ChangeType]? = nil, store: (any CatalogSyncStore)? = nil) {
+        self.client = client
+        self.types = types.flatMap { $0.isEmpty ? nil : $0 }
+        self.store = store ?? InMemoryCatalogSyncStore()
+    }
+
+    /// The entries of the playlist `playlistID`, in position order (position = index);
+    /// empty when it is not kept.
+    public func entries(of playlistID: CatalogID) -> [ChangeEntry] {
+        playlistEntries[playlistID] ?? []
+    }
+
+    /// Everything kept and the token, as the store saves it (ordered by id).
+    public var snapshot: CatalogSyncSnapshot {
+        CatalogSyncSnapshot(
+            token: token, types: types, games: Self.sorted(games), playableItems: Self.sorted(playableItems), locations: Self.sorted(locations),
+            playlists: Self.sorted(playlists).map { CatalogSyncSnapshot.SyncedPlaylist(playlist: $0, entries: playlistEntries[$0.id] ?? []) },
+            comments: Self.sorted(comments))
+    }
+
+    /// Asks for every change since ``token`` (everything the first time), page after page
+    /// until the server has no more, applying each in order and saving after each page.
+    /// When the token has expired, drops everything and syncs again from scratch.
+    /// - Returns: the changes applied, in order (changes of kinds this version does not
+    ///   know are skipped).
+    @discardableResult
+    public func sync() async throws -> [Change] {
+        try await restoreIfNeeded()
+        do {
+            return try await pull(wait: nil)
+        } catch where Self.isExpired(error) && token != nil {
+            reset()
+            return try await pull(wait: nil)
+        }
+    }
+
+    /// Every change from ``token`` on as it happens, each applied to the copy before it is
+    /// yielded (also those another call applies meanwhile), following the feed with
+    /// long-polls of `wait` seconds (1…60) until the consuming task is cancelled.
+    ///
+    /// A lost connection, 429, 502, 503 and 504 are retried after a growing pause (up to
+    /// 30 seconds). When the token expires, everything is dropped and the whole catalog
+    /// arrives again as upserts: deletions that happened meanwhile are not yielded, so
+    /// read the copy again rather than patching a view of your own. Other errors end the
+    /// sequence.
+    public nonisolated func changes(wait: Int = 30) -> AsyncThrowingStream<Change, any Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task { await self.follow(wait: wait, continuation: continuation) }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    // MARK: Following the feed
+
+    /// Long-polls until cancelled, handing each change applied to `continuation`.
+    private func follow(wait: Int, continuation: AsyncThrowingStream<Change, any Error>.Continuation) async {
+        let id = UUID()
+        observers[id] = continuation
+        defer { observers[id] = nil }
+        var failures = 0
+        polling: while !Task.isCancelled {
+            do {
+                try await restoreIfNeeded()
+                _ = try await pull(wait: wait)
+                failures = 0
+            } catch where Self.isExpired(error) && token != nil {
+                reset()
+            } catch where Self.isTransient(error) && !Task.isCancelled {
+                failures += 1
+                do {
+                    try await Task.sleep(for: Self.retryDelay(after: error, failures: failures))
+                } catch {
+                    break polling
+                }
+            } catch {
+                if !Task.isCancelled { continuation.finish(throwing: error) }
+                break polling
+            }
+        }
+        continuation.finish()
+    }
+
+    /// Asks for pages from ``token`` on until one says there are no more, applying each
+    /// and saving after it. A page asked for before another call moved the copy on is
+    /// dropped and asked for again from the new token.
+    private func pull(wait: Int?) async throws -> [Change] {
+        var applied: [Change] = []
+        while true {
+            try Task.checkCancellation()
+            let since = token
+            let generation = self.generation
+            let page = try await client.changes.page(since: since, types: types, wait: wait)
+            guard generation == self.generation else { continue }
+            var kept: [Change] = []
+            for change in page.changes {
+                if apply(change) { kept.append(change) }
+            }
+            token = page.nextToken
+            self.generation += 1
+            for observer in observers.values {
+                for change in kept { observer.yield(change) }
+            }
+            applied += kept
+            try await store.save(snapshot)
+            if !page.hasMore { return applied }
+        }
+    }
+
+    // MARK: Applying changes
+
+    /// Applies one change; `false` when it is of a kind this version does not know, or an
+    /// upsert without its resource.
+    private func apply(_ change: Change) -> Bool {
+        guard let type = change.knownType else { return false }
+        if change.deleted {
+            remove(type, change.id)
+            return true
+        }
+        switch change.resource {
+        case let .game(game)?:
+            games[change.id] = game
+        case let .playableItem(item)?:
+            playableItems[change.id] = item
+        case let .location(location)?:
+            locations[change.id] = location
+        case let .playlist(playlist)?:
+            playlists[change.id] = playlist
+            playlistEntries[change.id] = change.entries ?? playlistEntries[change.id] ?? []
+        case let .comment(comment)?:
+            comments[change.id] = comment
+        case nil:
+            return false
+        }
+        return true
+    }
+
+    /// Removes a deleted resource and what goes with it: a playlist's entries; a playable
+    /// item's comments and its entries in every playlist (the server reports those too,
+    /// but a `types` filter may hide them).
+    private func remove(_ type: ChangeType, _ id: CatalogID) {
+        switch type {
+        case .game:
+            games[id] = nil
+        case .location:
+            locations[id] = nil
+        case .comment:
+            comments[id] = nil
+        case .playlist:
+            playlists[id] = nil
+            playlistEntries[id] = nil
+        case .playableItem:
+            playableItems[id] = nil
+            comments = comments.filter { $0.value.playableItemId != id }
+            for (playlistID, entries) in playlistEntries where entries.contains(where: { $0.playableItemId == id }) {
+                let kept = entries.filter { $0.playableItemId != id }
+                playlistEntries[playlistID] = kept
+                playlists[playlistID]?.entryCount = kept.count
+            }
+        }
+    }
+
+    /// Drops everything and the token: the next request starts from scratch.
+    private func reset() {
+        token = nil
+        games = [:]
+        playableItems = [:]
+        locations = [:]
+        playlists = [:]
+        comments = [:]
+        playlistEntries = [:]
+        generation += 1
+    }
+
+    // MARK: The store
+
+    /// Loads the store's snapshot, once, before the first request.
+    private func restoreIfNeeded() async throws {
+        let task: Task<Void, any Error>
+        if let restoring {
+            task = restoring
+        } else {
+            task = Task { try await self.restore() }
+            restoring = task
+        }
+        do {
+            try await task.value
+        } catch {
+            restoring = nil
+            throw error
+        }
+    }
+
+    private func restore() async throws {
+        guard let snapshot = try await store.load(), Self.sameTypes(snapshot.types, types) else { return }
+        token = snapshot.token
+        games = Self.byID(snapshot.games)
+        playableItems = Self.byID(snapshot.playableItems)
+        locations = Self.byID(snapshot.locations)
+        playlists = Self.byID(snapshot.playlists.map(\.playlist))
+        playlistEntries = Dictionary(snapshot.playlists.map { ($0.playlist.id, $0.entries) }, uniquingKeysWith: { $1 })
+        comments = Self.byID(snapshot.comments)
+        generation += 1
+    }
+
+    // MARK: Helpers
+
+    private static func byID<Value: Identifiable>(_ values: [Value]) -> [CatalogID: Value] where Value.ID == CatalogID {
+        Dictionary(values.map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+    }
+
+    private static func sorted<Value>(_ values: [CatalogID: Value]) -> [Value] {
+        values.sorted { $0.key < $1.key }.map(\.value)
+    }
+
+    private static func sameTypes(_ lhs: [ChangeType]?, _ rhs: [ChangeType]?) -> Bool {
+        lhs.flatMap { $0.isEmpty ? nil : Set($0) } == rhs.flatMap { $0.isEmpty ? nil : Set($0) }
+    }
+
+    private static func isExpired(_ error: any Error) -> Bool {
+        (error as? CatalogClientError)?.isSyncTokenExpired ?? false
+    }
+
+    private static func isTransient(_ error: any Error) -> Bool {
+        (error as? CatalogClientError)?.isTransient ?? false
+    }
+
+    /// 1, 2, 4… up to 30 seconds (at least what a 429's `Retry-After` says), ±20%.
+    private static func retryDelay(after error: any Error, failures: Int) -> Duration {
+        var seconds = min(30, Double(1 << min(max(failures - 1, 0), 5)))
+        if case let .rateLimited(_, retryAfter?)? = error as? CatalogClientError { seconds = max(seconds, Double(retryAfter)) }
+        return .milliseconds(Int(seconds * Double.random(in: 0.8...1.2) * 1000))
+    }
+}
+
+/// Everything a ``CatalogSync`` keeps, with its token: what a ``CatalogSyncStore`` saves.
+/// Encode it with `CatalogJSON.makeEncoder()` to write it to a file.
+public struct CatalogSyncSnapshot: Codable, Sendable, Hashable {
+    /// A playlist with its entries.
+    public struct SyncedPlaylist: Codable, Sendable, Hashable {
+        /// The playlist's own fields.
+        public var playlist: Playlist
+        /// Its entries, in position order.
+        public var entries: [ChangeEntry]
+
+        /// Creates a playlist with its entries.
+        public init(playlist: Playlist, entries: [ChangeEntry]) {
+            self.playlist = playlist
+            self.entries = entries
+        }
+    }
+
+    /// The `nextToken` of the last page applied; `nil` before the first.
+    public var token: String?
+    /// The kinds kept; `nil` for all.
+    public var types: [ChangeType]?
+    /// The games.
+    public var games: [Game]
+    /// The playable items.
+    public var playableItems: [PlayableItem]
+    /// The locations.
+    public var locations: [Location]
+    /// The playlists with their entries.
+    public var playlists: [SyncedPlaylist]
+    /// The comments and replies.
+    public var comments: [Comment]
+
+    /// Creates a snapshot.
+    public init(token: String? = nil, types: [ChangeType]? = nil, games: [Game] = [], playableItems: [PlayableItem] = [], locations: [Location] = [],
+                playlists: [SyncedPlaylist] = [], comments: [Comment] = []) {
+        self.token = token
+        self.types = types
+        self.games = games
+        self.playableItems = playableItems
+        self.locations = locations
+        self.playlists = playlists
+        self.comments = comments
+    }
+}
+
+/// Where a ``CatalogSync`` keeps its snapshot between runs (a file, a database…).
+public protocol CatalogSyncStore: Sendable {
+    /// The snapshot saved last; `nil` when there is none.
+    func load() async throws -> CatalogSyncSnapshot?
+    /// Keeps `snapshot` in place of the one saved before.
+    func save(_ snapshot: CatalogSyncSnapshot) async throws
+}
+
+/// A ``CatalogSyncStore`` in memory: what a ``CatalogSync`` uses when given none.
+public actor InMemoryCatalogSyncStore: CatalogSyncStore {
+    /// The snapshot saved last.
+    public private(set) var snapshot: CatalogSyncSnapshot?
+
+    /// Creates a store holding `snapshot`.
+    public init(snapshot: CatalogSyncSnapshot? = nil) {
+        self.snapshot = snapshot
+    }
+
+    /// The snapshot saved last.
+    public func load() -> CatalogSyncSnapshot? {
+        snapshot
+    }
+
+    /// Keeps `snapshot`.
+    public func save(_ snapshot: CatalogSyncSnapshot) {
+        self.snapshot = snapshot
+    }
+}

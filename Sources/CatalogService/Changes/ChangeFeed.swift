@@ -1,0 +1,195 @@
+import CatalogModels
+import CatalogSchema
+import CatalogStore
+import Foundation
+import HTTPServer
+
+/// `GET /v1/changes`: every change since a token, in commit order, as JSON pages, as a
+/// long-poll (`wait=`) or as server-sent events (`Accept: text/event-stream`).
+struct ChangeFeed: Sendable {
+    let log: ChangeLog
+    let hub: ChangeHub
+    /// How long tokens (and deletions) are kept.
+    let retention: Duration
+    /// This catalog's id, which tokens carry.
+    let catalog: String
+
+    /// Reads of the feed run here, off the event loops: a page renders up to a thousand resources.
+    static let pool = WorkPool(name: "changes", threads: 2, queueLimit: 1024)
+    /// The work one read of the feed may do.
+    static let allowance: Duration = .seconds(1)
+
+    static let limitRange = 1...1000
+    static let defaultLimit = 100
+    static let waitRange = 1...60
+    /// About the most JSON one page holds (at least one change).
+    static let pageBytes = 1 << 20
+    /// The most unsent bytes an event stream holds for its client.
+    static let streamBuffer = 1 << 20
+    static let parameters: Set<String> = ["since", "limit", "types", ChangeFeedSchema.itemFilter, "wait"]
+
+    /// The comment streams get when nothing else happens for a while.
+    static let heartbeat = Array(": heartbeat\n\n".utf8)
+    /// The first bytes of a stream: the reconnection delay for `EventSource`.
+    static let streamStart = Array("retry: 2000\n\n".utf8)
+
+    /// A request to the feed, as parsed.
+    struct Query {
+        var token: ChangeToken?
+        var filter = ChangeFilter()
+        var limit = ChangeFeed.defaultLimit
+        var wait: Int?
+        var streaming = false
+    }
+
+    func register(in routes: inout Routes) {
+        routes.add(.GET, "/v1/changes", .read, timeout: .seconds(Int64(Self.waitRange.upperBound) + 15), .waiting { request, caller, isAbandoned, done in
+            try serve(request, caller, isAbandoned, done)
+        })
+    }
+
+    private func serve(_ request: HTTPRequest, _ caller: Caller, _ isAbandoned: @escaping @Sendable () -> Bool, _ done: @escaping Completion) throws {
+        let query = try Self.parse(request)
+        let viewer = caller.viewer
+        let queued = Self.pool.submit {
+            ReadBudget.allow(Self.allowance)
+            do {
+                let after = try start(query.token)
+                if query.streaming {
+                    done(.success(try stream(after: after, query, viewer)))
+                } else {
+                    try poll(after: after, query, viewer, isAbandoned, done)
+                }
+            } catch {
+                done(.failure(error))
+            }
+        }
+        if !queued { throw WorkPool.busy }
+    }
+
+    /// Where the feed continues for `token`: 0 without one.
+    /// - Throws: 410 `syncTokenExpired` when it cannot continue from there.
+    private func start(_ token: ChangeToken?) throws -> Int64 {
+        guard let token else { return 0 }
+        if case let .failure(.expired(detail)) = try log.check(token, catalog: catalog, retention: retention, now: Self.wallClock()) {
+            throw APIError(status: HTTPStatus(code: 410), code: "syncTokenExpired", detail: detail)
+        }
+        return token.seq
+    }
+
+    /// Answers with the changes there are, or, with `wait`, parks the request until there
+    /// are some or the time passes.
+    private func poll(after: Int64, _ query: Query, _ viewer: Viewer, _ isAbandoned: @escaping @Sendable () -> Bool, _ done: @escaping Completion) throws {
+        let batch = try log.read(after: after, filter: query.filter, viewer: viewer, limit: query.limit, maxBytes: Self.pageBytes)
+        let page = batch.page(for: viewer, limit: query.limit, maxBytes: Self.pageBytes)
+        let answer: @Sendable ([ChangeRecord.Delivery], Int64, Bool) -> Void = { changes, next, hasMore in
+            done(.success(self.response(changes, next: next, hasMore: hasMore)))
+        }
+        guard let wait = query.wait, page.changes.isEmpty, !page.hasMore else {
+            return answer(page.changes, page.next, page.hasMore)
+        }
+        let waiter = ChangeHub.Waiter(after: page.next, filter: query.filter, viewer: viewer, limit: query.limit,
+                                      deadline: EventLoopClock.milliseconds() + Int64(wait) * 1000, isAbandoned: isAbandoned, answer: answer)
+        guard hub.park(waiter) else { throw WorkPool.busy }
+    }
+
+    /// A JSON page: `{"changes":[…],"hasMore":…,"nextToken":…}`.
+    private func response(_ changes: [ChangeRecord.Delivery], next: Int64, hasMore: Bool) -> HTTPResponse {
+        var body: [UInt8] = []
+        body.reserveCapacity(changes.reduce(96) { $0 + $1.json.count + 1 })
+        body += Array(#"{"changes":["#.utf8)
+        for (index, change) in changes.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body += change.json
+        }
+        body += Array(#"],"hasMore":"#.utf8) + Array((hasMore ? "true" : "false").utf8)
+        body += Array(#","nextToken":""#.utf8) + Array(token(next).utf8) + [UInt8(ascii: "\""), UInt8(ascii: "}")]
+        return HTTPResponse(status: .ok, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body: body)
+    }
+
+    /// Starts an event stream that the hub feeds from `after` on.
+    private func stream(after: Int64, _ query: Query, _ viewer: Viewer) throws -> HTTPResponse {
+        let stream = ResponseStream(limit: Self.streamBuffer)
+        stream.send(Self.streamStart)
+        let subscriber = ChangeHub.Subscriber(after: after, filter: query.filter, viewer: viewer, stream: stream, lastSent: EventLoopClock.milliseconds(),
+                                              send: { changes in stream.send(self.events(changes)) })
+        guard hub.subscribe(subscriber) else { throw WorkPool.busy }
+        var response = HTTPResponse(status: .ok, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no")])
+        response.stream = stream
+        return response
+    }
+
+    /// Changes as events: `id: <token>`, `event: change`, `data: <the change>`.
+    private func events(_ changes: [ChangeRecord.Delivery]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(changes.reduce(0) { $0 + $1.json.count + 120 })
+        for change in changes {
+            bytes += Array("id: \(token(change.seq))\nevent: change\ndata: ".utf8)
+            bytes += change.json
+            bytes += [UInt8(ascii: "\n"), UInt8(ascii: "\n")]
+        }
+        return bytes
+    }
+
+    private func token(_ seq: Int64) -> String {
+        ChangeToken(catalog: catalog, seq: seq, issued: Self.wallClock()).encoded
+    }
+
+    private static func wallClock() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Whether an `Accept` field value names `text/event-stream` with a quality above 0.
+    static func acceptsEvents(_ field: String) -> Bool {
+        field.split(separator: ",").contains { range in
+            let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            guard parts.first == "text/event-stream" else { return false }
+            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
+            return quality > 0
+        }
+    }
+
+    /// Reads the request: `since` (or, for a stream, `Last-Event-ID`), `limit`, `types`,
+    /// the item filter, `wait`, and whether it asks for a stream.
+    static func parse(_ request: HTTPRequest) throws(APIError) -> Query {
+        let values = try QueryParameters.parse(request, accepted: parameters)
+        var query = Query()
+        query.streaming = request.headers.values(for: "accept").contains(where: acceptsEvents)
+        var tokenText = values["since"]
+        if query.streaming, let lastEventID = request.headers["last-event-id"], !lastEventID.isEmpty {
+            tokenText = lastEventID
+        }
+        if let tokenText {
+            guard let token = ChangeToken(tokenText) else {
+                throw APIError(status: .badRequest, code: "invalidSyncToken", detail: "The sync token is malformed; pass a nextToken (or event id) exactly as received.")
+            }
+            query.token = token
+        }
+        if let text = values["limit"] {
+            guard text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let limit = Int(text), limitRange.contains(limit) else {
+                throw .invalidParameter("limit", "must be an integer from \(limitRange.lowerBound) to \(limitRange.upperBound).")
+            }
+            query.limit = limit
+        }
+        var types: [String]?
+        if let text = values["types"] {
+            let names = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            guard !names.isEmpty, names.allSatisfy(ChangeFilter.allTypes.contains) else {
+                throw .invalidParameter("types", "must be a comma-separated list of \(ChangeFilter.allTypes.joined(separator: ", ")).")
+            }
+            types = names
+        }
+        var item: CatalogID?
+        if let text = values[ChangeFeedSchema.itemFilter] {
+            guard let id = CatalogID(text) else { throw .invalidParameter(ChangeFeedSchema.itemFilter, "must be an id (a UUID).") }
+            item = id
+        }
+        query.filter = ChangeFilter(types: types, playableItemID: item)
+        if let text = values["wait"] {
+            guard !query.streaming else { throw .invalidParameter("wait", "applies to JSON pages; an event stream waits by itself.") }
+            guard text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let wait = Int(text), waitRange.contains(wait) else {
+                throw .invalidParameter("wait", "must be a number of seconds from \(waitRange.lowerBound) to \(waitRange.upperBound).")
+            }
+            query.wait = wait
+        }
+        return query
+    }
+}

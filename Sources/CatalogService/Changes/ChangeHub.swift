@@ -1,0 +1,244 @@
+import CatalogModels
+import CatalogStore
+import Foundation
+import HTTPServer
+import Logging
+
+/// Where long-polls wait and event streams listen for new changes, without a thread or a
+/// database poll each: one thread sleeps until a commit fires (``CommitSignal``), reads
+/// the log's high-water mark once, and reads the new changes once for every group of
+/// readers at the same place with the same filter, then gives each reader what it may see.
+/// It also ends overdue long-polls, beats the streams' hearts and purges old deletions.
+final class ChangeHub: @unchecked Sendable {
+    /// A long-poll waiting for a change.
+    struct Waiter {
+        var after: Int64
+        let filter: ChangeFilter
+        let viewer: Viewer
+        let limit: Int
+        /// When to answer with an empty page (monotonic milliseconds).
+        let deadline: Int64
+        let isAbandoned: @Sendable () -> Bool
+        /// Answers with the changes after `after` (up to the next token), and whether more follow.
+        let answer: @Sendable ([ChangeRecord.Delivery], Int64, Bool) -> Void
+    }
+
+    /// An event stream.
+    struct Subscriber {
+        var after: Int64
+        let filter: ChangeFilter
+        let viewer: Viewer
+        let stream: ResponseStream
+        var lastSent: Int64
+        /// Sends changes as events.
+        let send: @Sendable ([ChangeRecord.Delivery]) -> Void
+    }
+
+    /// The most long-polls and streams at once; past it a new one gets 503.
+    static let capacity = 20_000
+    /// How often a quiet stream gets a comment, so proxies keep it open.
+    static let heartbeat: Int64 = 15_000
+    /// The most changes a round gives one reader (more follow in the next round).
+    static let roundLimit = 500
+    static let roundBytes = 256 * 1024
+    /// How often old deletions are purged.
+    static let purgeInterval: Int64 = 3_600_000
+
+    private let log: ChangeLog
+    private let retention: Duration
+    private let isShuttingDown: @Sendable () -> Bool
+    private let logger = Logger(label: "catalog.changes")
+    private let condition = NSCondition()
+    private var waiters: [UInt64: Waiter] = [:]
+    private var subscribers: [UInt64: Subscriber] = [:]
+    private var nextID: UInt64 = 0
+    private var signalled = true
+    private var stopped = false
+    private var nextPurge: Int64 = 0
+
+    init(log: ChangeLog, retention: Duration, isShuttingDown: @escaping @Sendable () -> Bool) {
+        self.log = log
+        self.retention = retention
+        self.isShuttingDown = isShuttingDown
+        log.commits.observe { [weak self] in self?.signal() }
+        let thread = Thread { [weak self] in self?.run() }
+        thread.name = "catalog-changes"
+        thread.start()
+    }
+
+    /// Long-polls and streams now.
+    var counts: (waiters: Int, streams: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (waiters.count, subscribers.count)
+    }
+
+    /// Wakes the hub: something committed, or a stream drained.
+    func signal() {
+        condition.lock()
+        signalled = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Parks a long-poll. - Returns: false when the hub is full.
+    func park(_ waiter: Waiter) -> Bool {
+        add { id in waiters[id] = waiter }
+    }
+
+    /// Adds an event stream, which then receives every change after `subscriber.after`.
+    /// - Returns: false when the hub is full.
+    func subscribe(_ subscriber: Subscriber) -> Bool {
+        subscriber.stream.onDrain { [weak self] in self?.signal() }
+        return add { id in subscribers[id] = subscriber }
+    }
+
+    private func add(_ insert: (UInt64) -> Void) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard waiters.count + subscribers.count < Self.capacity, !stopped else { return false }
+        nextID &+= 1
+        insert(nextID)
+        // A commit may have come between the reader's last read and now: look again.
+        signalled = true
+        condition.signal()
+        return true
+    }
+
+    /// Stops the hub's thread (the streams end with their connections).
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    // MARK: The hub's thread
+
+    private func run() {
+        var highWater: Int64 = 0
+        while true {
+            condition.lock()
+            let wake = Date(timeIntervalSinceNow: 1)
+            while !signalled && !stopped {
+                if !condition.wait(until: wake) { break }
+            }
+            if stopped {
+                let parked = waiters
+                waiters = [:]
+                condition.unlock()
+                for waiter in parked.values { waiter.answer([], waiter.after, false) }
+                return
+            }
+            let woken = signalled
+            signalled = false
+            var parked = waiters
+            var listening = subscribers
+            condition.unlock()
+
+            let now = EventLoopClock.milliseconds()
+            // Besides each commit, once a second while anyone waits: a missed notification
+            // (a lost listener connection) delays a change by a second at most.
+            if woken || !parked.isEmpty || !listening.isEmpty {
+                do { highWater = try log.highWater() } catch { logger.warning("cannot read the change log: \(error)") }
+            }
+            let (parkedIDs, listeningIDs) = (Array(parked.keys), Array(listening.keys))
+            deliver(to: &parked, &listening, highWater: highWater, now: now, shuttingDown: isShuttingDown())
+            condition.lock()
+            // Readers added meanwhile stay; those answered or gone leave.
+            for id in parkedIDs { waiters[id] = parked[id] }
+            for id in listeningIDs { subscribers[id] = listening[id] }
+            condition.unlock()
+            purgeIfDue(now)
+        }
+    }
+
+    /// Gives each reader the changes it has not had: one read per group of readers at the
+    /// same place with the same filter.
+    private func deliver(to parked: inout [UInt64: Waiter], _ listening: inout [UInt64: Subscriber], highWater: Int64, now: Int64, shuttingDown: Bool) {
+        var batches: [BatchKey: ChangeBatch] = [:]
+        var again = false
+        func batch(after: Int64, filter: ChangeFilter) -> ChangeBatch? {
+            let key = BatchKey(after: after, filter: filter)
+            if let batch = batches[key] { return batch }
+            do {
+                let batch = try log.read(after: after, filter: filter, viewer: nil, limit: ChangeLog.maxReadLimit, maxBytes: 4 * Self.roundBytes)
+                batches[key] = batch
+                return batch
+            } catch {
+                logger.warning("cannot read the change log: \(error)")
+                return nil
+            }
+        }
+        for (id, waiter) in parked {
+            if waiter.isAbandoned() {
+                parked[id] = nil
+                continue
+            }
+            if waiter.after < highWater, let batch = batch(after: waiter.after, filter: waiter.filter) {
+                let page = batch.page(for: waiter.viewer, limit: waiter.limit, maxBytes: Self.roundBytes)
+                if !page.changes.isEmpty || page.hasMore {
+                    waiter.answer(page.changes, page.next, page.hasMore)
+                    parked[id] = nil
+                    continue
+                }
+                parked[id]?.after = page.next
+            }
+            if shuttingDown || now >= waiter.deadline {
+                waiter.answer([], parked[id]?.after ?? waiter.after, false)
+                parked[id] = nil
+            }
+        }
+        for (id, subscriber) in listening {
+            if subscriber.stream.isClosed {
+                listening[id] = nil
+                continue
+            }
+            if subscriber.stream.unsentBytes > subscriber.stream.limit / 4 {
+                // The client is behind: nothing more until it drains (the stream wakes the hub).
+                subscriber.stream.wantDrain()
+                continue
+            }
+            if subscriber.after < highWater, let batch = batch(after: subscriber.after, filter: subscriber.filter) {
+                let page = batch.page(for: subscriber.viewer, limit: Self.roundLimit, maxBytes: Self.roundBytes)
+                if !page.changes.isEmpty {
+                    subscriber.send(page.changes)
+                    listening[id]?.lastSent = now
+                }
+                listening[id]?.after = page.next
+                again = again || page.hasMore
+            } else if now - subscriber.lastSent >= Self.heartbeat {
+                subscriber.stream.send(ChangeFeed.heartbeat)
+                listening[id]?.lastSent = now
+            }
+        }
+        if again { signal() }
+    }
+
+    private struct BatchKey: Hashable {
+        let after: Int64
+        let filter: ChangeFilter
+    }
+
+    private func purgeIfDue(_ now: Int64) {
+        guard now >= nextPurge else { return }
+        nextPurge = now + Self.purgeInterval
+        let cutoff = Int64(Date().timeIntervalSince1970 * 1000) - retention.components.seconds * 1000
+        log.purge(before: cutoff) { [logger] result in
+            switch result {
+            case let .success(count) where count > 0: logger.info("purged \(count) deletions older than the change retention")
+            case .success: break
+            case let .failure(error): logger.warning("cannot purge the change log: \(error)")
+            }
+        }
+    }
+}
+
+/// Monotonic milliseconds.
+enum EventLoopClock {
+    static func milliseconds() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+}

@@ -1,0 +1,340 @@
+import CatalogModels
+import CatalogSchema
+import Foundation
+
+/// Which changes a reader of the feed wants.
+public struct ChangeFilter: Sendable, Hashable {
+    /// The types the feed carries, in the order an import needs them.
+    public static let allTypes = ResourceSchema.all.map(\.type)
+
+    /// The types wanted (sorted, no repeats); `nil`: every type.
+    public let types: [String]?
+    /// Only the changes of this playable item and of its comments.
+    public let playableItemID: CatalogID?
+
+    /// A filter; `types` must be names from ``allTypes``.
+    public init(types: [String]? = nil, playableItemID: CatalogID? = nil) {
+        self.types = types.map { Array(Set($0)).sorted() }
+        self.playableItemID = playableItemID
+    }
+}
+
+/// One change of the log as read: the resource's latest change, with who may see it.
+public struct ChangeRecord: Sendable {
+    /// Its place in the log.
+    public let seq: Int64
+    /// `game`, `playableItem`, `location`, `playlist` or `comment`.
+    public let type: String
+    public let id: String
+    public let version: Int
+    /// Whether the resource is gone.
+    public let deleted: Bool
+    /// For playlists: the owner, whether it is private now, and whether it was ever public.
+    let ownerID: String?
+    let hidden: Bool
+    let shown: Bool
+    /// The change as its JSON object: an upsert with the resource (a playlist's entries
+    /// too), or the deletion.
+    public let json: [UInt8]
+
+    /// What a reader sees of a change.
+    public enum Sight: Sendable {
+        /// The change as it is.
+        case whole
+        /// A deletion: the resource was shown to others once and is hidden now.
+        case deletion
+        /// Nothing: the reader never could see the resource.
+        case nothing
+    }
+
+    /// What `viewer` sees of this change: a private playlist is seen whole only by its
+    /// owner (and by those who see everything); by others, as a deletion when it was public once.
+    public func sight(for viewer: Viewer) -> Sight {
+        guard hidden, case let .user(user) = viewer else { return .whole }
+        // A private playlist without an owner (its owner's account was deleted, or an
+        // import made it so) is the owner's of nobody: anonymous callers are no owner.
+        if let user, user.rawValue == ownerID { return .whole }
+        return shown ? .deletion : .nothing
+    }
+
+    /// The change as a deletion, for those who no longer see the resource (its version
+    /// one past the last they could have seen).
+    public var deletionJSON: [UInt8] {
+        deleted ? json : Self.deletion(type: type, id: id, version: version + 1)
+    }
+
+    /// `{"deleted":true,"id":…,"type":…,"version":…}` (keys in the encoder's sorted order).
+    fileprivate static func deletion(type: String, id: String, version: Int) -> [UInt8] {
+        var writer = JSONWriter(capacity: 160)
+        writer.raw("{\"deleted\":true,\"id\":")
+        writer.string(id)
+        writer.raw(",\"type\":")
+        writer.string(type)
+        writer.raw(",\"version\":")
+        writer.integer(Int64(version))
+        writer.raw("}")
+        return writer.bytes
+    }
+}
+
+/// A run of changes read from one snapshot of the log.
+public struct ChangeBatch: Sendable {
+    /// Where it starts: the changes come after this `seq`.
+    public let after: Int64
+    /// The changes, in log order.
+    public let records: [ChangeRecord]
+    /// Whether the log held no more (matching) changes than these when read.
+    public let complete: Bool
+    /// The log's highest `seq` when read: where a reader who has seen every change continues.
+    public let highWater: Int64
+
+    /// What `viewer` gets of this batch: at most `limit` changes and about `maxBytes` of
+    /// JSON (at least one change), where it continues, and whether more follow at once.
+    public func page(for viewer: Viewer, limit: Int, maxBytes: Int) -> (changes: [ChangeRecord.Delivery], next: Int64, hasMore: Bool) {
+        var delivered: [ChangeRecord.Delivery] = []
+        var bytes = 0
+        var last = after
+        for record in records {
+            if delivered.count == limit || (bytes >= maxBytes && !delivered.isEmpty) { return (delivered, last, true) }
+            last = record.seq
+            let json: [UInt8]
+            switch record.sight(for: viewer) {
+            case .nothing: continue
+            case .whole: json = record.json
+            case .deletion: json = record.deletionJSON
+            }
+            bytes += json.count
+            delivered.append(ChangeRecord.Delivery(seq: record.seq, json: json))
+        }
+        return complete ? (delivered, max(last, highWater), false) : (delivered, last, true)
+    }
+}
+
+extension ChangeRecord {
+    /// A change as one reader gets it.
+    public struct Delivery: Sendable {
+        public let seq: Int64
+        public let json: [UInt8]
+    }
+}
+
+/// What a feed token says: where in which catalog's log a reader is, and when that was.
+/// Opaque to clients: `c1.` and base64url of `catalog:seq:issued`.
+public struct ChangeToken: Sendable, Equatable {
+    /// The catalog's id (`catalog_id` in catalog_metadata).
+    public let catalog: String
+    public let seq: Int64
+    /// When the token was made, in milliseconds since 1970.
+    public let issued: Int64
+
+    public init(catalog: String, seq: Int64, issued: Int64) {
+        self.catalog = catalog
+        self.seq = seq
+        self.issued = issued
+    }
+
+    /// The token's text.
+    public var encoded: String {
+        let payload = Data("\(catalog):\(seq):\(issued)".utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return "c1." + payload
+    }
+
+    /// Reads a token; `nil` when `text` is not one this server made (at most 200 bytes).
+    public init?(_ text: String) {
+        guard text.utf8.count <= 200, text.hasPrefix("c1.") else { return nil }
+        var base64 = String(text.dropFirst(3)).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        guard base64.utf8.allSatisfy({ $0 != UInt8(ascii: "=") }) else { return nil }
+        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64), let decoded = String(data: data, encoding: .utf8) else { return nil }
+        let parts = decoded.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 3, (1...64).contains(parts[0].utf8.count),
+              parts[0].utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
+              let seq = Int64(parts[1]), seq >= 0, let issued = Int64(parts[2]), issued >= 0 else { return nil }
+        self.init(catalog: String(parts[0]), seq: seq, issued: issued)
+    }
+}
+
+/// Why a token cannot continue the feed.
+public enum ChangeTokenProblem: Error, Sendable, Equatable {
+    /// Older than the retention, from another catalog, ahead of the log, or behind a
+    /// purge of deletions: the reader must start again from scratch.
+    case expired(String)
+}
+
+/// The change log (`changes`, written by triggers; see `Migrations/0006_change_log.sql`):
+/// reads of it for the feed, checks of tokens, and the purge of old deletions.
+public struct ChangeLog: Sendable {
+    let database: any SQLDatabase
+    /// How each type's resource is rendered, by type.
+    let renderers: [String: @Sendable (any SQLConnection, CatalogID) throws -> RenderedResource?]
+
+    /// Fired after commits (which may have logged changes).
+    public var commits: CommitSignal { database.commits }
+
+    /// The most changes one read returns.
+    public static let maxReadLimit = 1000
+
+    /// This catalog's id, which every token carries.
+    public func catalogID() throws(StoreError) -> String {
+        try guarded {
+            guard let id = try database.read({ db in try db.fetchValue("SELECT value FROM catalog_metadata WHERE key = 'catalog_id'") }).string else {
+                throw StoreError.unavailable("The change log has no catalog id.")
+            }
+            return id
+        }
+    }
+
+    /// Checks that the feed can continue from `token`: made by this catalog, within the
+    /// `retention`, not ahead of the log, and after every purged deletion.
+    public func check(_ token: ChangeToken, catalog: String, retention: Duration, now: Int64) throws(StoreError) -> Result<Void, ChangeTokenProblem> {
+        guard token.catalog == catalog else { return .failure(.expired("The token is from another catalog; sync again from the start.")) }
+        let retained = retention.components.seconds * 1000
+        guard token.issued <= now + 60_000 else { return .failure(.expired("The token was not made by this server; sync again from the start.")) }
+        guard now - token.issued <= retained else {
+            return .failure(.expired("The token is older than the change log's retention; sync again from the start."))
+        }
+        let (purged, top) = try guarded {
+            try database.read { db in
+                let row = try db.fetchRow("""
+                    SELECT (SELECT value FROM catalog_metadata WHERE key = 'changes_purged_through'), (SELECT coalesce(max(seq), 0) FROM changes)
+                    """)
+                return (Int64(row?[0].string ?? "") ?? 0, row?[1].int64 ?? 0)
+            }
+        }
+        guard token.seq <= max(top, purged) else { return .failure(.expired("The token is ahead of this catalog's changes; sync again from the start.")) }
+        guard token.seq >= purged else { return .failure(.expired("Deletions after this token were purged; sync again from the start.")) }
+        return .success(())
+    }
+
+    /// The log's highest `seq`.
+    public func highWater() throws(StoreError) -> Int64 {
+        try guarded { try database.read { db in try db.fetchValue("SELECT coalesce(max(seq), 0) FROM changes").int64 ?? 0 } }
+    }
+
+    /// The changes after `seq` that match `filter`, at most `limit` (≤ ``maxReadLimit``)
+    /// and about `maxBytes` of JSON, read from one snapshot. With a `viewer`, only what it
+    /// may see is read; without, everything (to share among readers: see ``ChangeBatch/page(for:limit:maxBytes:)``).
+    public func read(after seq: Int64, filter: ChangeFilter, viewer: Viewer?, limit: Int, maxBytes: Int) throws(StoreError) -> ChangeBatch {
+        let limit = max(1, min(limit, Self.maxReadLimit))
+        var sql = "SELECT seq, type, id, version, deleted, owner_id, hidden, shown FROM changes WHERE seq > ?"
+        var arguments: SQLArguments = [seq]
+        if let types = filter.types {
+            sql += " AND type IN (" + types.map { _ in "?" }.joined(separator: ", ") + ")"
+            for type in types { arguments.append(type) }
+        }
+        if let item = filter.playableItemID {
+            sql += " AND subject = ?"
+            arguments.append(item.rawValue)
+        }
+        if case let .user(user) = viewer {
+            // What the viewer can never see is not read at all.
+            sql += " AND (hidden = 0 OR shown = 1 OR owner_id = ?)"
+            arguments.append(user?.rawValue ?? "")
+        }
+        sql += " ORDER BY seq LIMIT ?"
+        arguments.append(limit + 1)
+        return try guarded {
+            try database.snapshot { db in
+                let rows = try db.fetchRows(sql, arguments)
+                var records: [ChangeRecord] = []
+                records.reserveCapacity(min(rows.count, limit))
+                var bytes = 0
+                var complete = rows.count <= limit
+                for row in rows.prefix(limit) {
+                    if bytes >= maxBytes && !records.isEmpty {
+                        complete = false
+                        break
+                    }
+                    guard let record = try record(db, row) else { continue }
+                    bytes += record.json.count
+                    records.append(record)
+                }
+                let top = complete ? try db.fetchValue("SELECT coalesce(max(seq), 0) FROM changes").int64 ?? 0 : records.last?.seq ?? seq
+                return ChangeBatch(after: seq, records: records, complete: complete, highWater: top)
+            }
+        }
+    }
+
+    /// The record of a row of `changes`, its resource rendered as `db` sees it now.
+    private func record(_ db: any SQLConnection, _ row: SQLRow) throws -> ChangeRecord? {
+        guard let seq = row[0].int64, let type = row[1].string, let id = row[2].string, let version = row[3].int else { return nil }
+        let deleted = row[4].bool
+        var json: [UInt8] = []
+        var currentVersion = version
+        if deleted {
+            json = ChangeRecord.deletion(type: type, id: id, version: version)
+        } else {
+            guard let render = renderers[type], let catalogID = CatalogID(id), let resource = try render(db, catalogID) else { return nil }
+            currentVersion = resource.version
+            var writer = JSONWriter(capacity: resource.json.count + 128)
+            if type == ResourceSchema.playlist.type {
+                writer.raw("{\"entries\":")
+                try writeEntries(db, playlistID: id, into: &writer)
+                writer.raw(",\"id\":")
+            } else {
+                writer.raw("{\"id\":")
+            }
+            writer.string(id)
+            writer.raw(",\"resource\":")
+            writer.raw(resource.json)
+            writer.raw(",\"type\":")
+            writer.string(type)
+            writer.raw(",\"version\":")
+            writer.integer(Int64(currentVersion))
+            writer.raw("}")
+            json = writer.bytes
+        }
+        return ChangeRecord(seq: seq, type: type, id: id, version: currentVersion, deleted: deleted, ownerID: row[5].string,
+                            hidden: row[6].bool, shown: row[7].bool, json: json)
+    }
+
+    /// A playlist's entries in position order, each with the members of
+    /// ``ChangeFeedSchema/entry`` (its columns; the item's id for the one stored nowhere).
+    private func writeEntries(_ db: any SQLConnection, playlistID: String, into writer: inout JSONWriter) throws {
+        let rows = try db.query("SELECT " + Self.entryMembers.map(\.column).joined(separator: ", ") + """
+             FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk
+            WHERE e.playlist_pk = (SELECT pk FROM playlists WHERE id = ?) ORDER BY e.position
+            """, [playlistID])
+        writer.raw("[")
+        var first = true
+        while try rows.step() {
+            writer.raw(first ? "{" : ",{")
+            first = false
+            for (index, member) in Self.entryMembers.enumerated() {
+                if index > 0 { writer.raw(",") }
+                writer.string(member.name)
+                writer.raw(":")
+                if member.timestamp {
+                    writer.timestamp(milliseconds: rows.integer(Int32(index)))
+                } else {
+                    writer.string(utf8: rows.text(Int32(index)))
+                }
+            }
+            writer.raw("}")
+        }
+        writer.raw("]")
+    }
+
+    /// The members of an entry in a change, in the encoder's (sorted) order, with the column each is read from.
+    private static let entryMembers: [(name: String, column: String, timestamp: Bool)] = ChangeFeedSchema.entry.fields
+        .sorted { $0.name < $1.name }
+        .map { field in
+            let timestamp = if case .timestamp = field.kind { true } else { false }
+            return if case let .column(column) = field.storage { (field.name, "e." + column, timestamp) } else { (field.name, "i.id", timestamp) }
+        }
+
+    /// Deletes the deletions recorded before `cutoff` (milliseconds since 1970), noting
+    /// the highest `seq` purged: a token before it has missed them. Returns how many went.
+    public func purge(before cutoff: Int64, completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
+        database.submit(atomic: true, heavy: true, { db -> Int in
+            guard let top = try db.fetchValue("SELECT max(seq) FROM changes WHERE deleted = 1 AND changed_at < ?", [cutoff]).int64 else { return 0 }
+            let count = try db.execute("DELETE FROM changes WHERE deleted = 1 AND changed_at < ?", [cutoff])
+            let purged = Int64(try db.fetchValue("SELECT value FROM catalog_metadata WHERE key = 'changes_purged_through'").string ?? "") ?? 0
+            if top > purged {
+                try db.execute("UPDATE catalog_metadata SET value = ? WHERE key = 'changes_purged_through'", [String(top)])
+            }
+            return count
+        }, completion: { completion($0.mapError { StoreError.from($0) }) })
+    }
+}

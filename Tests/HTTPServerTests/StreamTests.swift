@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import HTTPServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Response bodies sent while they are produced (``ResponseStream``).
+@Suite(.serialized) struct StreamTests {
+    /// Reads the raw bytes until the server closes the connection.
+    private static func readAll(_ client: RawClient) -> String {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = recv(client.fd, &chunk, chunk.count, 0)
+            guard count > 0 else { break }
+            bytes += chunk[0..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    @Test func aStreamIsSentInChunksAndEndsWithTheLastOne() async throws {
+        let server = try TestServer()
+        let text = try await onThread {
+            let client = try server.client()
+            try client.send("GET /stream/finite HTTP/1.1\r\nHost: x\r\n\r\n")
+            return Self.readAll(client)
+        }
+        let parts = text.components(separatedBy: "\r\n\r\n")
+        let head = parts[0].lowercased()
+        #expect(head.hasPrefix("http/1.1 200"))
+        #expect(head.contains("transfer-encoding: chunked"))
+        #expect(!head.contains("content-length"))
+        #expect(head.contains("connection: close"))
+        #expect(parts.dropFirst().joined(separator: "\r\n\r\n") == "1\r\na\r\n1\r\nb\r\n1\r\nc\r\n0\r\n\r\n")
+    }
+
+    @Test func anHTTP10StreamEndsWithTheConnection() async throws {
+        let server = try TestServer()
+        let text = try await onThread {
+            let client = try server.client()
+            try client.send("GET /stream/finite HTTP/1.0\r\n\r\n")
+            return Self.readAll(client)
+        }
+        #expect(!text.lowercased().contains("transfer-encoding"))
+        #expect(text.hasSuffix("\r\n\r\nabc"))
+    }
+
+    @Test func aHeadRequestGetsNoStream() async throws {
+        let server = try TestServer()
+        let response = try await onThread {
+            let client = try server.client()
+            try client.send("HEAD /stream/finite HTTP/1.1\r\nHost: x\r\n\r\n")
+            return try client.readResponse(head: true)
+        }
+        #expect(response.status == 200)
+        #expect(response.header("Transfer-Encoding") == nil)
+    }
+
+    @Test func aClientThatDoesNotReadIsCutOffOnceItsBufferFills() async throws {
+        let server = try TestServer()
+        TestServer.flooded.withLock { $0 = nil }
+        let client = try await onThread {
+            let client = try server.client()
+            try client.send("GET /stream/flood HTTP/1.1\r\nHost: x\r\n\r\n")
+            return client
+        }
+        // The producer is refused after the stream's limit plus what the kernel holds,
+        // not after the 256 MiB it would send.
+        var total: Int?
+        for _ in 0..<100 where total == nil {
+            try await Task.sleep(for: .milliseconds(50))
+            total = TestServer.flooded.withLock { $0 }
+        }
+        let sent = try #require(total, "the stream refused a chunk")
+        #expect(sent < 64 << 20, "\(sent) bytes were taken")
+        // And the connection is closed: reading drains what was sent, then the end.
+        let closed = try await onThread { () -> Bool in
+            client.setReceiveTimeout(5)
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = recv(client.fd, &chunk, chunk.count, 0)
+                if count == 0 || (count < 0 && errno == ECONNRESET) { return true }
+                if count < 0 { return false }
+            }
+        }
+        #expect(closed)
+    }
+}
