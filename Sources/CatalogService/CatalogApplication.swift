@@ -122,6 +122,7 @@ public final class CatalogApplication: Sendable {
         var routes = Routes(authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads, limiter: limiter,
                             idempotency: Idempotency(store: store.idempotency, claimsInDatabase: store.mayBeShared), databaseWork: store.readsBlock ? DatabaseWork.pool : nil)
         changeHub = ChangeHub(log: store.changes, retention: configuration.changeRetention, isShuttingDown: { reference.isShuttingDown })
+        metrics.observeChangeFeed { [changeHub] in changeHub.counts }
         let feed = ChangeFeed(log: store.changes, hub: changeHub, retention: configuration.changeRetention, catalog: try store.changes.catalogID())
         Self.register(in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups, feed: feed)
         routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }

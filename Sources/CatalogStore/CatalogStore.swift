@@ -228,6 +228,14 @@ public final class CatalogStore: Sendable {
         try FileManager.default.createDirectory(at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
         let target = try DatabaseQueue(path: path)
         try backup.backup(to: target)
+        // The restored catalog goes on from an earlier point of its change log: sync tokens
+        // handed out since are for another history, and get 410 (a backup from before the
+        // change log has none to renew).
+        try target.write { db in
+            if try Row.fetchOne(db, sql: "SELECT 1 FROM catalog_metadata WHERE key = 'catalog_id'") != nil {
+                try db.execute(sql: "UPDATE catalog_metadata SET value = lower(hex(randomblob(16))) WHERE key = 'catalog_id'")
+            }
+        }
         try target.writeWithoutTransaction { db in _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         try target.close()
         try backup.close()

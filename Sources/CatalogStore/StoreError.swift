@@ -21,6 +21,9 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case unavailable(String)
     /// A read needed more work than one request may take (see ``ReadBudget``).
     case tooExpensive
+    /// The change feed cannot continue from a sync token (too old, from another catalog,
+    /// ahead of the log, or before purged deletions): the reader must start again.
+    case syncTokenExpired(String)
 
     /// The explanation, for logs and command-line messages.
     public var description: String {
@@ -28,7 +31,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .invalid(errors): errors.map { "\($0.pointer): \($0.message)" }.joined(separator: "; ")
         case .notFound: "not found"
         case let .preconditionFailed(current): "precondition failed (current version \(current))"
-        case let .invalidCursor(detail), let .conflict(detail), let .unavailable(detail), let .quotaExceeded(detail): detail
+        case let .invalidCursor(detail), let .conflict(detail), let .unavailable(detail), let .quotaExceeded(detail), let .syncTokenExpired(detail): detail
         case .tooExpensive: "the read needed more work than one request may take"
         }
     }

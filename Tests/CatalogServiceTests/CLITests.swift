@@ -1,4 +1,5 @@
 import CatalogModels
+import CatalogStore
 import Foundation
 import HTTPServer
 import Testing
@@ -45,6 +46,38 @@ import TestSupport
         let err = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return Run(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self), errors: String(decoding: err, as: UTF8.self))
+    }
+
+    @Test func watchPrintsChangesAsTheyHappen() async throws {
+        let catalog = try TestCatalog(seed: true)
+        let server = catalog.client.baseURL
+        let process = Process()
+        process.executableURL = ExecutableTests.executable.deletingLastPathComponent().appendingPathComponent("catalog")
+        process.arguments = ["watch", "--table", "--types", "game", "--wait", "5"]
+        process.environment = ["CATALOG_URL": server.absoluteString]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try await onThread { try launch(process) }
+        defer { if process.isRunning { process.terminate() } }
+        let created = try await catalog.client.send("POST", "/v1/games", json: ["name": "Watched", "imageName": "w"])
+        let game = try created.decode(Game.self)
+        // Every demo game, then the new one, as they come; given up after 10 s.
+        let lines = try await onThread { () -> [String] in
+            let watchdog = DispatchWorkItem { process.terminate() }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 10, execute: watchdog)
+            defer { watchdog.cancel() }
+            var text = ""
+            while !text.contains("upsert game \(game.id) v1\n") {
+                let data = output.fileHandleForReading.availableData
+                if data.isEmpty { break }
+                text += String(decoding: data, as: UTF8.self)
+            }
+            return text.split(separator: "\n").map(String.init)
+        }
+        #expect(lines.count == DemoCatalog.games.count + 1, "\(lines)")
+        #expect(lines.last == "upsert game \(game.id) v1")
+        #expect(lines.allSatisfy { $0.hasPrefix("upsert game ") })
     }
 
     @Test func theClientLibraryWorksOverTLSAndVerifiesTheCertificate() async throws {

@@ -443,6 +443,26 @@ final class EventStreamClient: @unchecked Sendable {
     }
 }
 
+extension EventStreamTests {
+    @Test func aChangeLargerThanTheStreamBufferStillArrivesWhole() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let item = try await catalog.client.send("POST", "/v1/playable-items", json: ["title": "Loop", "description": "d", "streamURL": "https://example.com/l.mp4"])
+        let itemID = (try JSONSerialization.jsonObject(with: item.body) as? [String: Any])?["id"] as? String ?? ""
+        let playlist = try await catalog.client.send("POST", "/v1/playlists", json: ["title": "Long"])
+        let playlistID = (try JSONSerialization.jsonObject(with: playlist.body) as? [String: Any])?["id"] as? String ?? ""
+        let order = try await catalog.client.send("PUT", "/v1/playlists/\(playlistID)/entries",
+                                                  json: ["playableItemIds": Array(repeating: itemID, count: PlaylistOrder.maxEntries)])
+        #expect(order.status == 200, "\(order.text.prefix(300))")
+        let port = try #require(catalog.client.baseURL.port)
+        let stream = try await onThread { try EventStreamClient(port: port) }
+        let events = try await onThread { try stream.events(2, timeout: 20) }
+        let data = try #require(events.last?["data"])
+        #expect(data.utf8.count > 1 << 20, "the change is larger than a stream's buffer (1 MiB)")
+        let change = try #require(try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any])
+        #expect((change["entries"] as? [Any])?.count == PlaylistOrder.maxEntries)
+    }
+}
+
 /// Event streams across a crash, and a thousand of them at once.
 @Suite struct EventStreamResilienceTests {
     /// The `id` of each change event's resource.

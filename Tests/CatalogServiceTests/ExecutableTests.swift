@@ -78,21 +78,11 @@ import Glibc
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-kill-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("catalog.sqlite").path
-        let port = try Self.freePort()
         let key = try await Self.bootstrapKey(database: database)
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = ["--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--no-seed"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice  // an orphan must not hold the test runner's pipes
-        try launch(process)
-        defer { if process.isRunning { process.terminate() } }
-        let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!, key: key)
-        var created: APIResponse?
-        for _ in 0..<100 where created == nil {
-            created = try? await client.send("POST", "/v1/games", json: ["name": "Durable", "imageName": "durable"])
-            if created == nil { try await Task.sleep(for: .milliseconds(50)) }
-        }
+        let server = try await ServerProcess(["--database", database, "--migrations", migrationsDirectory.path, "--no-seed"],
+                                             log: directory.appendingPathComponent("server.log"), key: key)
+        let process = server.process
+        let created = try? await server.client.send("POST", "/v1/games", json: ["name": "Durable", "imageName": "durable"])
         let response = try #require(created)
         #expect(response.status == 201)
         let game = try response.decode(Game.self)
@@ -103,6 +93,7 @@ import Glibc
         let store = try CatalogStore(path: database, migrations: Migration.load(from: migrationsDirectory))
         defer { try? store.close() }
         #expect(try store.games.rendered(game.id)?.version == 1)
+        withExtendedLifetime(server) {}  // its deinit would stop the process before the kill
     }
 
     @Test func settingsComeFromFlagsThenEnvironmentAndBadValuesStopStartup() async throws {
@@ -133,25 +124,18 @@ import Glibc
         // A valid environment configures the server.
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-env-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let port = try Self.freePort()
-        let process = Process()
-        process.executableURL = Self.executable
-        process.environment = ["CATALOG_PORT": String(port), "CATALOG_DATABASE": directory.appendingPathComponent("c.sqlite").path,
-                               "CATALOG_MIGRATIONS": migrationsDirectory.path, "CATALOG_SEED": "false"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice  // an orphan must not hold the test runner's pipes
-        try launch(process)
-        defer { if process.isRunning { process.terminate() } }
-        let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
-        var games: Page<Game>?
-        for _ in 0..<100 where games == nil {
-            games = try? await client.get("/v1/games").decode(Page<Game>.self)
-            if games == nil { try await Task.sleep(for: .milliseconds(50)) }
-        }
+        // Port 0 from the environment: the server picks a free one and logs it.
+        let server = try await ServerProcess([], environment: [
+            "CATALOG_PORT": "0", "CATALOG_DATABASE": directory.appendingPathComponent("c.sqlite").path,
+            "CATALOG_MIGRATIONS": migrationsDirectory.path, "CATALOG_SEED": "false",
+        ], log: directory.appendingPathComponent("server.log"))
+        let process = server.process
+        let games = try? await server.client.get("/v1/games").decode(Page<Game>.self)
         #expect(games?.items.isEmpty == true, "CATALOG_SEED=false")
         kill(process.processIdentifier, SIGTERM)
         try await onThread { process.waitUntilExit() }
         #expect(process.terminationStatus == 0)
+        withExtendedLifetime(server) {}
     }
 
     @Test func sigtermUnderWriteLoadLosesNoAcknowledgedWriteAndCheckpoints() async throws {

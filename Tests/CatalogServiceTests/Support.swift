@@ -250,12 +250,15 @@ final class ServerProcess: @unchecked Sendable {
     private(set) var client: APIClient
     var port: Int { client.baseURL.port ?? 0 }
 
-    /// Starts the server with `arguments` (after `--port 0`), logging to `log`, and waits until it is ready.
-    init(_ arguments: [String], log: URL, key: String? = nil) async throws {
+    /// Starts the server with `arguments` (after `--port 0`, unless `environment` sets
+    /// `CATALOG_PORT`), logging to `log`, and waits until it is ready.
+    init(_ arguments: [String], environment: [String: String]? = nil, log: URL, key: String? = nil) async throws {
         self.log = log
+        try FileManager.default.createDirectory(at: log.deletingLastPathComponent(), withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.executableURL = ExecutableTests.executable
-        process.arguments = ["--port", "0"] + arguments
+        process.arguments = (environment?["CATALOG_PORT"] == nil ? ["--port", "0"] : []) + arguments
+        if let environment { process.environment = environment }
         process.standardOutput = try FileHandle(forWritingTo: log)
         process.standardError = FileHandle.nullDevice
         try await onThread { [process] in try launch(process) }

@@ -24,7 +24,7 @@ struct ChangeFeed: Sendable {
     static let waitRange = 1...60
     /// About the most JSON one page holds (at least one change).
     static let pageBytes = 1 << 20
-    /// The most unsent bytes an event stream holds for its client.
+    /// How many unsent bytes of an event stream cut its client off when more is sent.
     static let streamBuffer = 1 << 20
     static let parameters: Set<String> = ["since", "limit", "types", ChangeFeedSchema.itemFilter, "wait"]
 
@@ -56,6 +56,8 @@ struct ChangeFeed: Sendable {
             do {
                 let after = try start(query.token)
                 if query.streaming {
+                    // A client gone already would hold a stream no connection takes.
+                    guard !isAbandoned() else { return done(.failure(WorkPool.busy)) }
                     done(.success(try stream(after: after, query, viewer)))
                 } else {
                     try poll(after: after, query, viewer, isAbandoned, done)
@@ -71,9 +73,7 @@ struct ChangeFeed: Sendable {
     /// - Throws: 410 `syncTokenExpired` when it cannot continue from there.
     private func start(_ token: ChangeToken?) throws -> Int64 {
         guard let token else { return 0 }
-        if case let .failure(.expired(detail)) = try log.check(token, catalog: catalog, retention: retention, now: Self.wallClock()) {
-            throw APIError(status: HTTPStatus(code: 410), code: "syncTokenExpired", detail: detail)
-        }
+        try log.check(token, catalog: catalog, retention: retention, now: Self.wallClock())
         return token.seq
     }
 
@@ -111,7 +111,8 @@ struct ChangeFeed: Sendable {
     private func stream(after: Int64, _ query: Query, _ viewer: Viewer) throws -> HTTPResponse {
         let stream = ResponseStream(limit: Self.streamBuffer)
         stream.send(Self.streamStart)
-        let subscriber = ChangeHub.Subscriber(after: after, filter: query.filter, viewer: viewer, stream: stream, lastSent: EventLoopClock.milliseconds(),
+        let now = EventLoopClock.milliseconds()
+        let subscriber = ChangeHub.Subscriber(after: after, filter: query.filter, viewer: viewer, stream: stream, lastSent: now, started: now,
                                               send: { changes in stream.send(self.events(changes)) })
         guard hub.subscribe(subscriber) else { throw WorkPool.busy }
         var response = HTTPResponse(status: .ok, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no")])

@@ -30,6 +30,10 @@ final class ChangeHub: @unchecked Sendable {
         let viewer: Viewer
         let stream: ResponseStream
         var lastSent: Int64
+        /// When it was added (monotonic milliseconds).
+        let started: Int64
+        /// Since when its client has read nothing while it was behind, if it is.
+        var stalled: (since: Int64, unsent: Int)? = nil
         /// Sends changes as events.
         let send: @Sendable ([ChangeRecord.Delivery]) -> Void
     }
@@ -43,6 +47,15 @@ final class ChangeHub: @unchecked Sendable {
     static let roundBytes = 256 * 1024
     /// How often old deletions are purged.
     static let purgeInterval: Int64 = 3_600_000
+    /// How long a stream lasts before it is ended cleanly, so that its client reconnects
+    /// (with `Last-Event-ID`) and its credential and role are checked again.
+    static let streamLifetime: Int64 = 600_000
+    /// How long a stream's client may read nothing while it is behind before it is cut off.
+    static let stallLimit: Int64 = 30_000
+    /// How long a stream may wait for its connection to take it (its client may have gone).
+    static let attachLimit: Int64 = 10_000
+    /// The most reads of the log one round makes; readers past them wait for the next round.
+    static let readsPerRound = 64
 
     private let log: ChangeLog
     private let retention: Duration
@@ -116,6 +129,7 @@ final class ChangeHub: @unchecked Sendable {
     // MARK: The hub's thread
 
     private func run() {
+        ReadBudget.allow(ChangeFeed.allowance)
         var highWater: Int64 = 0
         while true {
             condition.lock()
@@ -156,19 +170,25 @@ final class ChangeHub: @unchecked Sendable {
     /// Gives each reader the changes it has not had: one read per group of readers at the
     /// same place with the same filter.
     private func deliver(to parked: inout [UInt64: Waiter], _ listening: inout [UInt64: Subscriber], highWater: Int64, now: Int64, shuttingDown: Bool) {
-        var batches: [BatchKey: ChangeBatch] = [:]
+        var batches: [BatchKey: Result<ChangeBatch, StoreError>] = [:]
         var again = false
-        func batch(after: Int64, filter: ChangeFilter) -> ChangeBatch? {
+        /// The changes after `after` matching `filter`, read once per round; `nil` past the round's reads.
+        func batch(after: Int64, filter: ChangeFilter) -> Result<ChangeBatch, StoreError>? {
             let key = BatchKey(after: after, filter: filter)
             if let batch = batches[key] { return batch }
-            do {
-                let batch = try log.read(after: after, filter: filter, viewer: nil, limit: ChangeLog.maxReadLimit, maxBytes: 4 * Self.roundBytes)
-                batches[key] = batch
-                return batch
-            } catch {
-                logger.warning("cannot read the change log: \(error)")
+            guard batches.count < Self.readsPerRound else {
+                again = true
                 return nil
             }
+            let batch = Result { () throws(StoreError) -> ChangeBatch in
+                try log.read(after: after, filter: filter, viewer: nil, limit: ChangeLog.maxReadLimit, maxBytes: Self.roundBytes)
+            }
+            switch batch {
+            case .success, .failure(.syncTokenExpired): break
+            case let .failure(error): logger.warning("cannot read the change log: \(error)")
+            }
+            batches[key] = batch
+            return batch
         }
         for (id, waiter) in parked {
             if waiter.isAbandoned() {
@@ -176,13 +196,23 @@ final class ChangeHub: @unchecked Sendable {
                 continue
             }
             if waiter.after < highWater, let batch = batch(after: waiter.after, filter: waiter.filter) {
-                let page = batch.page(for: waiter.viewer, limit: waiter.limit, maxBytes: Self.roundBytes)
-                if !page.changes.isEmpty || page.hasMore {
-                    waiter.answer(page.changes, page.next, page.hasMore)
+                switch batch {
+                case let .success(batch):
+                    let page = batch.page(for: waiter.viewer, limit: waiter.limit, maxBytes: Self.roundBytes)
+                    if !page.changes.isEmpty || page.hasMore {
+                        waiter.answer(page.changes, page.next, page.hasMore)
+                        parked[id] = nil
+                        continue
+                    }
+                    parked[id]?.after = page.next
+                case .failure(.syncTokenExpired):
+                    // Deletions were purged under it: its next request learns so (410).
+                    waiter.answer([], waiter.after, false)
                     parked[id] = nil
                     continue
+                case .failure:
+                    break
                 }
-                parked[id]?.after = page.next
             }
             if shuttingDown || now >= waiter.deadline {
                 waiter.answer([], parked[id]?.after ?? waiter.after, false)
@@ -190,25 +220,60 @@ final class ChangeHub: @unchecked Sendable {
             }
         }
         for (id, subscriber) in listening {
-            if subscriber.stream.isClosed {
+            let stream = subscriber.stream
+            if stream.isClosed {
                 listening[id] = nil
                 continue
             }
-            if subscriber.stream.unsentBytes > subscriber.stream.limit / 4 {
-                // The client is behind: nothing more until it drains (the stream wakes the hub).
-                subscriber.stream.wantDrain()
+            if !stream.isAttached {
+                // Its response never reached a connection (the client went first): forget it.
+                if now - subscriber.started > Self.attachLimit {
+                    stream.cancel()
+                    listening[id] = nil
+                }
                 continue
             }
-            if subscriber.after < highWater, let batch = batch(after: subscriber.after, filter: subscriber.filter) {
-                let page = batch.page(for: subscriber.viewer, limit: Self.roundLimit, maxBytes: Self.roundBytes)
-                if !page.changes.isEmpty {
-                    subscriber.send(page.changes)
-                    listening[id]?.lastSent = now
+            if now - subscriber.started > Self.streamLifetime {
+                stream.finish()
+                listening[id] = nil
+                continue
+            }
+            let unsent = stream.unsentBytes
+            if unsent > stream.limit / 4 {
+                // The client is behind: nothing more until it drains (the stream wakes the
+                // hub), and it is cut off if it reads nothing for a while.
+                if let stalled = subscriber.stalled, unsent >= stalled.unsent {
+                    if now - stalled.since > Self.stallLimit {
+                        stream.cancel()
+                        listening[id] = nil
+                        continue
+                    }
+                } else {
+                    listening[id]?.stalled = (now, unsent)
                 }
-                listening[id]?.after = page.next
-                again = again || page.hasMore
+                stream.wantDrain()
+                continue
+            }
+            listening[id]?.stalled = nil
+            if subscriber.after < highWater, let batch = batch(after: subscriber.after, filter: subscriber.filter) {
+                switch batch {
+                case let .success(batch):
+                    let page = batch.page(for: subscriber.viewer, limit: Self.roundLimit, maxBytes: Self.roundBytes)
+                    if !page.changes.isEmpty {
+                        subscriber.send(page.changes)
+                        listening[id]?.lastSent = now
+                    }
+                    listening[id]?.after = page.next
+                    again = again || page.hasMore
+                case .failure(.syncTokenExpired):
+                    // Its reconnection (with Last-Event-ID) gets the 410.
+                    stream.finish()
+                    listening[id] = nil
+                case .failure:
+                    break
+                }
             } else if now - subscriber.lastSent >= Self.heartbeat {
-                subscriber.stream.send(ChangeFeed.heartbeat)
+                stream.send(ChangeFeed.heartbeat)
                 listening[id]?.lastSent = now
             }
         }

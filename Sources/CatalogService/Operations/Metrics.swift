@@ -81,6 +81,14 @@ final class Metrics: Sendable {
         }
     }
 
+    /// Where the change feed's open long-polls and event streams are counted, once it runs.
+    private let changeFeed = Mutex<(@Sendable () -> (waiters: Int, streams: Int))?>(nil)
+
+    /// Counts the change feed's long-polls and streams with `counts` from now on.
+    func observeChangeFeed(_ counts: @escaping @Sendable () -> (waiters: Int, streams: Int)) {
+        changeFeed.withLock { $0 = counts }
+    }
+
     /// The exposition text.
     func render(server: ServerReference) -> String {
         let snapshot = state.withLock { $0 }
@@ -107,6 +115,14 @@ final class Metrics: Sendable {
         for (reason, count) in server.rejections { rejected[reason] = UInt64(count) }
         for (reason, count) in rejected.sorted(by: { $0.key < $1.key }) {
             out += "catalog_http_rejected_total{reason=\(Self.quoted(reason))} \(count)\n"
+        }
+        if let counts = changeFeed.withLock({ $0 })?() {
+            out += "# HELP catalog_change_feed_waiting Long-polls of GET /v1/changes waiting for a change.\n"
+            out += "# TYPE catalog_change_feed_waiting gauge\n"
+            out += "catalog_change_feed_waiting \(counts.waiters)\n"
+            out += "# HELP catalog_change_feed_streams Event streams of GET /v1/changes open now.\n"
+            out += "# TYPE catalog_change_feed_streams gauge\n"
+            out += "catalog_change_feed_streams \(counts.streams)\n"
         }
         out += "# HELP catalog_db_read_duration_seconds Duration of database reads.\n"
         out += "# TYPE catalog_db_read_duration_seconds histogram\n"

@@ -80,6 +80,8 @@ enum ErrorMapping {
                 return APIError(status: .conflict, code: "quotaExceeded", detail: detail)
             case let .unavailable(detail):
                 return APIError(status: .serviceUnavailable, code: "unavailable", detail: detail, headers: [("Retry-After", "1")])
+            case let .syncTokenExpired(detail):
+                return APIError(status: HTTPStatus(code: 410), code: "syncTokenExpired", detail: detail)
             case .tooExpensive:
                 return APIError(status: .serviceUnavailable, code: "tooExpensive",
                                 detail: "The query needs more work than one request may take; narrow it (longer search words, a smaller radius or box).",

@@ -155,13 +155,6 @@ public struct ChangeToken: Sendable, Equatable {
     }
 }
 
-/// Why a token cannot continue the feed.
-public enum ChangeTokenProblem: Error, Sendable, Equatable {
-    /// Older than the retention, from another catalog, ahead of the log, or behind a
-    /// purge of deletions: the reader must start again from scratch.
-    case expired(String)
-}
-
 /// The change log (`changes`, written by triggers; see `Migrations/0006_change_log.sql`):
 /// reads of it for the feed, checks of tokens, and the purge of old deletions.
 public struct ChangeLog: Sendable {
@@ -186,13 +179,14 @@ public struct ChangeLog: Sendable {
     }
 
     /// Checks that the feed can continue from `token`: made by this catalog, within the
-    /// `retention`, not ahead of the log, and after every purged deletion.
-    public func check(_ token: ChangeToken, catalog: String, retention: Duration, now: Int64) throws(StoreError) -> Result<Void, ChangeTokenProblem> {
-        guard token.catalog == catalog else { return .failure(.expired("The token is from another catalog; sync again from the start.")) }
-        let retained = retention.components.seconds * 1000
-        guard token.issued <= now + 60_000 else { return .failure(.expired("The token was not made by this server; sync again from the start.")) }
-        guard now - token.issued <= retained else {
-            return .failure(.expired("The token is older than the change log's retention; sync again from the start."))
+    /// `retention`, and not ahead of the log (``read(after:filter:viewer:limit:maxBytes:)``
+    /// checks purged deletions, in the snapshot it reads).
+    /// - Throws: ``StoreError/syncTokenExpired(_:)`` when it cannot.
+    public func check(_ token: ChangeToken, catalog: String, retention: Duration, now: Int64) throws(StoreError) {
+        guard token.catalog == catalog else { throw .syncTokenExpired("The token is from another catalog; sync again from the start.") }
+        guard token.issued <= now + 60_000 else { throw .syncTokenExpired("The token was not made by this server; sync again from the start.") }
+        guard now - token.issued <= retention.components.seconds * 1000 else {
+            throw .syncTokenExpired("The token is older than the change log's retention; sync again from the start.")
         }
         let (purged, top) = try guarded {
             try database.read { db in
@@ -202,9 +196,7 @@ public struct ChangeLog: Sendable {
                 return (Int64(row?[0].string ?? "") ?? 0, row?[1].int64 ?? 0)
             }
         }
-        guard token.seq <= max(top, purged) else { return .failure(.expired("The token is ahead of this catalog's changes; sync again from the start.")) }
-        guard token.seq >= purged else { return .failure(.expired("Deletions after this token were purged; sync again from the start.")) }
-        return .success(())
+        guard token.seq <= max(top, purged) else { throw .syncTokenExpired("The token is ahead of this catalog's changes; sync again from the start.") }
     }
 
     /// The log's highest `seq`.
@@ -215,6 +207,7 @@ public struct ChangeLog: Sendable {
     /// The changes after `seq` that match `filter`, at most `limit` (≤ ``maxReadLimit``)
     /// and about `maxBytes` of JSON, read from one snapshot. With a `viewer`, only what it
     /// may see is read; without, everything (to share among readers: see ``ChangeBatch/page(for:limit:maxBytes:)``).
+    /// - Throws: ``StoreError/syncTokenExpired(_:)`` when deletions after `seq` were purged.
     public func read(after seq: Int64, filter: ChangeFilter, viewer: Viewer?, limit: Int, maxBytes: Int) throws(StoreError) -> ChangeBatch {
         let limit = max(1, min(limit, Self.maxReadLimit))
         var sql = "SELECT seq, type, id, version, deleted, owner_id, hidden, shown FROM changes WHERE seq > ?"
@@ -236,6 +229,12 @@ public struct ChangeLog: Sendable {
         arguments.append(limit + 1)
         return try guarded {
             try database.snapshot { db in
+                // A reader after the start must not have missed purged deletions: checked in
+                // the snapshot it reads, so a purge committing meanwhile cannot slip between.
+                if seq > 0, let purged = Int64(try db.fetchValue("SELECT value FROM catalog_metadata WHERE key = 'changes_purged_through'").string ?? ""),
+                   seq < purged {
+                    throw StoreError.syncTokenExpired("Deletions after this token were purged; sync again from the start.")
+                }
                 let rows = try db.fetchRows(sql, arguments)
                 var records: [ChangeRecord] = []
                 records.reserveCapacity(min(rows.count, limit))

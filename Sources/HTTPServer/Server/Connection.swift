@@ -600,14 +600,15 @@ final class Connection {
 
     /// The stream's next chunk.
     func streamSend(_ bytes: [UInt8]) {
-        guard !isClosed, case .streaming = phase else { return }
+        // Nothing after the last chunk (a send queued before a shutdown ended the stream).
+        guard !isClosed, !closeAfterFlush, case .streaming = phase else { return }
         appendChunk(bytes)
         finishTurn()
     }
 
     /// The stream ended cleanly.
     func streamFinish() {
-        guard !isClosed, case .streaming = phase else { return }
+        guard !isClosed, !closeAfterFlush, case .streaming = phase else { return }
         endStream()
         finishTurn()
     }

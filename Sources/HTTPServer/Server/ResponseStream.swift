@@ -8,10 +8,11 @@ import Synchronization
 /// body ends when the connection closes), each ``send(_:)`` as one chunk, and the last
 /// chunk on ``finish()`` or when the server shuts down; then it closes. While it streams,
 /// it reads nothing more from the client and no keep-alive or head timeout applies, but
-/// a client that reads nothing for the body timeout is disconnected, and so is one whose
-/// unsent bytes pass ``limit``: a stream never buffers without bound.
+/// a client that reads nothing for the body timeout is disconnected, and so is one that
+/// is sent more while over ``limit`` unsent bytes: a stream never buffers without bound.
 public final class ResponseStream: Sendable {
-    /// The most bytes sent but not yet written to the socket; past it the client is cut off.
+    /// The most bytes sent but not yet written to the socket before a send cuts the client
+    /// off (a send below it is taken whole, however large).
     public let limit: Int
 
     private struct State {
@@ -41,6 +42,9 @@ public final class ResponseStream: Sendable {
     /// Whether the stream has ended: finished, overflowed, or its connection closed.
     public var isClosed: Bool { state.withLock { $0.closed } }
 
+    /// Whether a connection has taken the stream (its response head is out).
+    public var isAttached: Bool { state.withLock { $0.target != nil } }
+
     /// Bytes sent but not yet written to the socket.
     public var unsentBytes: Int { unsent.load(ordering: .relaxed) }
 
@@ -64,8 +68,8 @@ public final class ResponseStream: Sendable {
     @discardableResult
     public func send(_ bytes: [UInt8]) -> Bool {
         guard !bytes.isEmpty else { return !isClosed }
-        if unsent.add(bytes.count, ordering: .relaxed).newValue > limit {
-            abort()
+        if unsent.add(bytes.count, ordering: .relaxed).oldValue > limit {
+            cancel()
             return false
         }
         let target: Target? = state.withLock { state in
@@ -92,8 +96,9 @@ public final class ResponseStream: Sendable {
         target.loop.execute { loop in loop.connection(fd: target.fd, id: target.id)?.streamFinish() }
     }
 
-    /// Ends the stream at once and closes its connection.
-    private func abort() {
+    /// Ends the stream at once and closes its connection (or, before a connection took
+    /// it, ends it there: the response is then never streamed).
+    public func cancel() {
         let target: Target? = state.withLock { state in
             guard !state.closed else { return nil }
             state.closed = true

@@ -75,9 +75,11 @@ final class PostgresConnection: SQLConnection {
     /// Takes the change log's lock for the rest of the transaction: writers take it when
     /// they begin, before any row lock, so that the change log's triggers (which take it
     /// too) never wait for it while holding a row another writer waits for. See
-    /// `Migrations/postgresql/0002_change_log.sql`.
+    /// `Migrations/postgresql/0002_change_log.sql`. It may be held by a long write (an
+    /// import), so the wait for it may last as long as a write statement may run (60 s),
+    /// not the 5 s of a row lock.
     func lockChangeLog() throws {
-        _ = try query("SELECT pg_advisory_xact_lock(7031950146)", [])
+        _ = try query("SELECT set_config('lock_timeout', '60s', true), pg_advisory_xact_lock(7031950146)", [])
     }
 
     /// Waits up to `milliseconds` for notifications (of channels this connection
