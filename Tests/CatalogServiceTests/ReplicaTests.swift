@@ -17,56 +17,25 @@ struct ReplicaTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-replicas-\(UUID().uuidString)")
         let database: String
         let key: String
-        private(set) var processes: [Process] = []
-        private(set) var clients: [APIClient] = []
+        private(set) var servers: [ServerProcess] = []
+        var processes: [Process] { servers.map(\.process) }
+        var clients: [APIClient] { servers.map(\.client) }
 
         init() async throws {
             database = try TestEngine.postgresDatabase(for: directory)
             key = try await ExecutableTests.bootstrapKey(database: database)
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            // Each picks its own port (0) and logs it: no race for a free port with other tests.
-            var logs: [URL] = []
-            for index in 0..<2 {
-                let log = directory.appendingPathComponent("replica-\(index).log")
-                _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-                let process = Process()
-                process.executableURL = ExecutableTests.executable
-                process.arguments = ["--port", "0", "--database", database, "--migrations", migrationsDirectory.path, "--rate-limits", "off"]
-                process.standardOutput = try FileHandle(forWritingTo: log)
-                process.standardError = FileHandle.nullDevice
-                try launch(process)
-                processes.append(process)
-                logs.append(log)
-            }
-            for log in logs {
-                var port: String?
-                for _ in 0..<400 where port == nil {
-                    let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-                    port = text.range(of: #"listening on http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression)
-                        .map { String(text[$0].split(separator: ":").last ?? "") }
-                    if port == nil { try await Task.sleep(for: .milliseconds(50)) }
-                }
-                let found = try #require(port, "replica logged its port")
-                clients.append(APIClient(baseURL: URL(string: "http://127.0.0.1:\(found)")!, key: key))
-            }
-            for client in clients {
-                var ready = false
-                for _ in 0..<200 where !ready {
-                    ready = (try? await client.get("/readyz").status) == 200
-                    if !ready { try await Task.sleep(for: .milliseconds(50)) }
-                }
-                #expect(ready, "replica \(client.baseURL) is ready")
-            }
+            // Started together; each picks its own port (0) and logs it: no race for a free port with other tests.
+            let arguments = ["--database", database, "--migrations", migrationsDirectory.path, "--rate-limits", "off"]
+            async let first = ServerProcess(arguments, log: directory.appendingPathComponent("replica-0.log"), key: key)
+            async let second = ServerProcess(arguments, log: directory.appendingPathComponent("replica-1.log"), key: key)
+            servers = try await [first, second]
         }
 
         /// The replica for the `index`th request of a spread.
         func client(_ index: Int) -> APIClient { clients[index % clients.count] }
 
         deinit {
-            for process in processes where process.isRunning {
-                process.terminate()
-                process.waitUntilExit()
-            }
+            servers = []
             TestEngine.release(directory)
             try? FileManager.default.removeItem(at: directory)
         }
@@ -207,5 +176,28 @@ struct ReplicaTests {
         let store = try CatalogStore(.postgresql(replicas.database), migrations: Migration.load(from: migrationsDirectory, for: .postgresql))
         defer { try? store.close() }
         for id in created { #expect(try store.games.rendered(id)?.version == 1) }
+    }
+
+    @Test func writesThroughOneReplicaReachTheOtherReplicasFeed() async throws {
+        let replicas = try await Replicas()
+        let start = try #require(try JSONSerialization.jsonObject(with: try await replicas.clients[1].get("/v1/changes?limit=1000&types=game").body)
+            as? [String: Any])
+        let token = try #require(start["nextToken"] as? String)
+        // A stream and a long-poll on one replica; writes through the other.
+        let port = try #require(replicas.clients[1].baseURL.port)
+        let stream = try await onThread { try EventStreamClient(port: port, path: "/v1/changes?types=game&since=\(token)") }
+        async let waited = replicas.clients[1].get("/v1/changes?types=game&wait=30&since=\(token)")
+        try await Task.sleep(for: .milliseconds(300))
+        var created: [String] = []
+        for index in 0..<10 {
+            let response = try await replicas.client(0).send("POST", "/v1/games", json: ["name": "Spread \(index)", "imageName": "s"])
+            created.append(try response.decode(Game.self).id.rawValue)
+        }
+        let answer = try await waited
+        #expect(answer.status == 200)
+        #expect(answer.text.contains(created[0]))
+        let count = created.count
+        let events = try await onThread { try stream.events(count) }
+        #expect(EventStreamResilienceTests.resourceIDs(events) == created, "every write, once, in commit order")
     }
 }
