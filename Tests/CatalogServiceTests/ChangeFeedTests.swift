@@ -303,6 +303,30 @@ import Glibc
         }
     }
 
+    @Test func catalogSyncFollowsLiveChangesAndStartsAgainAfterA410() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let first = try await catalog.api.games.create(GameInput(name: "First", imageName: "f"))
+        let live = CatalogSync(client: catalog.api, types: [.game])
+        let behind = CatalogSync(client: catalog.api, types: [.game])
+        try await live.sync()
+        try await behind.sync()
+        #expect(await live.games.keys.sorted() == [first.value.id])
+        // Live: a write arrives through a long-poll, applied before it is yielded.
+        var changes = live.changes(wait: 5).makeAsyncIterator()
+        let second = try await catalog.api.games.create(GameInput(name: "Second", imageName: "s"))
+        let change = try await changes.next()
+        #expect(change?.id == second.value.id)
+        #expect(await live.games[second.value.id]?.name == "Second")
+        // A deletion purged before `behind` saw it: its token gets 410, and it starts again.
+        try await catalog.api.games.delete(first.value.id)
+        let purged: Int = try await withCheckedThrowingContinuation { continuation in
+            catalog.application.store.changes.purge(before: Int64(Date().timeIntervalSince1970 * 1000) + 1000) { continuation.resume(with: $0) }
+        }
+        #expect(purged == 1)
+        try await behind.sync()
+        #expect(await behind.games.keys.sorted() == [second.value.id])
+    }
+
     @Test func aLongPollAnswersWhenAChangeCommits() async throws {
         let catalog = try TestCatalog(seed: false)
         let client = catalog.client
