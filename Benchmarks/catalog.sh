@@ -44,8 +44,7 @@ for page in $(seq 1 $((items / 20))); do
     cursor=$(grep -o '"nextCursor":"[^"]*"' "$work/static/pages/$page" | cut -d'"' -f4 || true)
     [ -n "$cursor" ] || break
 done
-post_body='{"title":"Benchmark upload","description":"Posted by wrk.","streamURL":"https://videos.example.com/new/master.m3u8","durationSeconds":42}'
-curl -sf -X POST -H 'Content-Type: application/json' -H "Authorization: Bearer $key" -d "$post_body" "http://127.0.0.1:$ours_port/v1/playable-items" -o "$work/static/created"
+curl -sf -X POST -H 'Content-Type: application/json' -H "Authorization: Bearer $key" -d "$BENCH_POST_BODY" "http://127.0.0.1:$ours_port/v1/playable-items" -o "$work/static/created"
 
 bench_nginx "$work" "$nginx_port" "/v1/playable-items/ $work/static application/json" "/pages/ $work/static application/json" \
     "/created $work/static/created application/json"
@@ -65,12 +64,7 @@ pages=$(wc -l < "$work/cursors.txt")
     echo '  return wrk.format("GET", "/v1/playable-items?limit=20&cursor=" .. c) end'
 } > "$work/list.lua"
 echo "request = function() return wrk.format(\"GET\", \"/pages/\" .. math.random($pages)) end" > "$work/pages.lua"
-cat > "$work/post.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer $key"
-wrk.body = '$post_body'
-LUA
+bench_post_script "$work/post.lua" "$key"
 
 bench_same_body "http://127.0.0.1:$ours_port/v1/playable-items/$(head -1 "$work/ids.txt")" "http://127.0.0.1:$nginx_port/v1/playable-items/$(head -1 "$work/ids.txt")"
 bench_same_body "http://127.0.0.1:$ours_port/v1/playable-items?limit=20" "http://127.0.0.1:$nginx_port/pages/1"

@@ -48,16 +48,8 @@ start() {
 
 start baseline "$baseline" 18380; baseline_pid=$pid baseline_key=$key
 start feed "$server" 18381; feed_pid=$pid feed_key=$key
-post_body='{"title":"Benchmark upload","description":"Posted by wrk.","streamURL":"https://videos.example.com/new/master.m3u8","durationSeconds":42}'
-for name in baseline feed; do
-    k=${name}_key
-    cat > "$work/$name.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer ${!k}"
-wrk.body = '$post_body'
-LUA
-done
+bench_post_script "$work/baseline.lua" "$baseline_key"
+bench_post_script "$work/feed.lua" "$feed_key"
 
 echo "1. durable creates, wrk -t1 -c$BENCH_CONNECTIONS -d$BENCH_DURATION, $BENCH_ROUNDS rounds, interleaved"
 BENCH_DURATION=5s bench_wrk "  (warm-up)" "http://127.0.0.1:18380/v1/playable-items" "$work/baseline.lua" >/dev/null

@@ -190,3 +190,17 @@ SQL
 bench_admin_key() {
     "$1" keys create --role admin --name bench --database "$2" 2>/dev/null
 }
+
+# What the write benchmarks create: one playable item.
+BENCH_POST_BODY='{"title":"Benchmark upload","description":"Posted by wrk.","streamURL":"https://videos.example.com/new/master.m3u8","durationSeconds":42}'
+
+# bench_post_script FILE KEY: a wrk script that POSTs BENCH_POST_BODY to the URL it is
+# given, as the holder of the API key KEY.
+bench_post_script() {
+    cat > "$1" <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer $2"
+wrk.body = '$BENCH_POST_BODY'
+LUA
+}

@@ -55,15 +55,9 @@ bench_same_body "http://127.0.0.1:$sqlite_port/v1/playable-items/$id" "http://12
 } > "$work/get.lua"
 echo 'request = function() return wrk.format("GET", "/v1/playable-items?limit=20") end' > "$work/list.lua"
 echo "request = function() return wrk.format(\"GET\", \"/v1/playable-items?limit=20&q=\" .. math.random($items)) end" > "$work/search.lua"
-post_body='{"title":"Benchmark upload","description":"Posted by wrk.","streamURL":"https://videos.example.com/new/master.m3u8","durationSeconds":42}'
 for engine in sqlite postgres; do
     key_var=${engine}_key
-    cat > "$work/post-$engine.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer ${!key_var}"
-wrk.body = '$post_body'
-LUA
+    bench_post_script "$work/post-$engine.lua" "${!key_var}"
 done
 
 # The PostgreSQL cluster's processes (the postmaster and every backend, which live as long as the pools).

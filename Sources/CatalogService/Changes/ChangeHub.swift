@@ -86,11 +86,12 @@ final class ChangeHub: @unchecked Sendable {
         return (waiters.count, subscribers.count)
     }
 
-    /// Wakes the hub: something committed, or a stream drained.
+    /// Wakes the hub: something committed, or a stream drained. With nobody waiting, the
+    /// news is only noted (a reader added later looks anyway): commits cost no wake-up.
     func signal() {
         condition.lock()
         signalled = true
-        condition.signal()
+        if !waiters.isEmpty || !subscribers.isEmpty { condition.signal() }
         condition.unlock()
     }
 
@@ -144,16 +145,15 @@ final class ChangeHub: @unchecked Sendable {
                 for waiter in parked.values { waiter.answer([], waiter.after, false) }
                 return
             }
-            let woken = signalled
             signalled = false
             var parked = waiters
             var listening = subscribers
             condition.unlock()
 
             let now = EventLoopClock.milliseconds()
-            // Besides each commit, once a second while anyone waits: a missed notification
+            // After each commit, and once a second, while anyone waits: a missed notification
             // (a lost listener connection) delays a change by a second at most.
-            if woken || !parked.isEmpty || !listening.isEmpty {
+            if !parked.isEmpty || !listening.isEmpty {
                 do { highWater = try log.highWater() } catch { logger.warning("cannot read the change log: \(error)") }
             }
             let (parkedIDs, listeningIDs) = (Array(parked.keys), Array(listening.keys))
