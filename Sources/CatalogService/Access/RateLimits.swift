@@ -109,7 +109,7 @@ final class RateLimiter: Sendable {
             return Decision(allowed: true, headers: [])
         }
         let key = Key(rateClass: rateClass, partition: partition)
-        let now = Self.milliseconds()
+        let now = MonotonicClock.milliseconds()
         let rate = Double(policy.quota) / Double(policy.window) / 1000  // tokens per millisecond
         let capacity = Double(policy.quota)
         var hasher = Hasher()
@@ -145,12 +145,6 @@ final class RateLimiter: Sendable {
         guard buckets.count > Self.shardCapacity * 3 / 4 else { return }
         let cutoff = buckets.values.map(\.updated).sorted()[buckets.count / 2]
         buckets = buckets.filter { $0.value.updated > cutoff }
-    }
-
-    private static func milliseconds() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
     }
 }
 

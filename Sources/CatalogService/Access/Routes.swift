@@ -211,25 +211,11 @@ struct Routes {
         case let .inline(body):
             return try delivery.answering { try body(request, caller) }
         case let .later(body):
-            try delivery.guarding {
-                try body(request, caller) { result in
-                    switch result {
-                    case let .success(response): delivery.deliver(response.adding(delivery.headers))
-                    case let .failure(error): delivery.fail(error)
-                    }
-                }
-            }
+            try delivery.guarding { try body(request, caller) { delivery.complete($0) } }
             return nil
         case let .waiting(body):
             let responder = delivery.responder
-            try delivery.guarding {
-                try body(request, caller, { responder.isAbandoned }) { result in
-                    switch result {
-                    case let .success(response): delivery.deliver(response.adding(delivery.headers))
-                    case let .failure(error): delivery.fail(error)
-                    }
-                }
-            }
+            try delivery.guarding { try body(request, caller, { responder.isAbandoned }) { delivery.complete($0) } }
             return nil
         case let .blocking(body):
             let responder = delivery.responder
@@ -270,6 +256,14 @@ struct Delivery: Sendable {
     func deliver(_ response: HTTPResponse) {
         guard let claim else { return responder.respond(response) }
         claim.idempotency.settle(claim.claim, with: response) { responder.respond(response) }
+    }
+
+    /// Sends what a later answer brought: the response with the fields added, or its error.
+    func complete(_ result: Result<HTTPResponse, any Error>) {
+        switch result {
+        case let .success(response): deliver(response.adding(headers))
+        case let .failure(error): fail(error)
+        }
     }
 
     /// Sends the answer `error` makes, with the fields.

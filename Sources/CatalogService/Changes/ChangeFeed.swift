@@ -89,7 +89,7 @@ struct ChangeFeed: Sendable {
             return answer(page.changes, page.next, page.hasMore)
         }
         let waiter = ChangeHub.Waiter(after: page.next, filter: query.filter, viewer: viewer, limit: query.limit,
-                                      deadline: EventLoopClock.milliseconds() + Int64(wait) * 1000, isAbandoned: isAbandoned, answer: answer)
+                                      deadline: MonotonicClock.milliseconds() + Int64(wait) * 1000, isAbandoned: isAbandoned, answer: answer)
         guard hub.park(waiter) else { throw WorkPool.busy }
     }
 
@@ -111,7 +111,7 @@ struct ChangeFeed: Sendable {
     private func stream(after: Int64, _ query: Query, _ viewer: Viewer) throws -> HTTPResponse {
         let stream = ResponseStream(limit: Self.streamBuffer)
         stream.send(Self.streamStart)
-        let now = EventLoopClock.milliseconds()
+        let now = MonotonicClock.milliseconds()
         let subscriber = ChangeHub.Subscriber(after: after, filter: query.filter, viewer: viewer, stream: stream, lastSent: now, started: now,
                                               send: { changes in stream.send(self.events(changes)) })
         guard hub.subscribe(subscriber) else { throw WorkPool.busy }
@@ -164,12 +164,7 @@ struct ChangeFeed: Sendable {
             }
             query.token = token
         }
-        if let text = values["limit"] {
-            guard text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let limit = Int(text), limitRange.contains(limit) else {
-                throw .invalidParameter("limit", "must be an integer from \(limitRange.lowerBound) to \(limitRange.upperBound).")
-            }
-            query.limit = limit
-        }
+        query.limit = try ListParameters.integer(values, "limit", in: limitRange) ?? defaultLimit
         var types: [String]?
         if let text = values["types"] {
             let names = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
@@ -184,13 +179,10 @@ struct ChangeFeed: Sendable {
             item = id
         }
         query.filter = ChangeFilter(types: types, playableItemID: item)
-        if let text = values["wait"] {
-            guard !query.streaming else { throw .invalidParameter("wait", "applies to JSON pages; an event stream waits by itself.") }
-            guard text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let wait = Int(text), waitRange.contains(wait) else {
-                throw .invalidParameter("wait", "must be a number of seconds from \(waitRange.lowerBound) to \(waitRange.upperBound).")
-            }
-            query.wait = wait
+        if values["wait"] != nil, query.streaming {
+            throw .invalidParameter("wait", "applies to JSON pages; an event stream waits by itself.")
         }
+        query.wait = try ListParameters.integer(values, "wait", in: waitRange, kind: "a number of seconds")
         return query
     }
 }

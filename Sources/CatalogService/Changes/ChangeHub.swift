@@ -150,7 +150,7 @@ final class ChangeHub: @unchecked Sendable {
             var listening = subscribers
             condition.unlock()
 
-            let now = EventLoopClock.milliseconds()
+            let now = MonotonicClock.milliseconds()
             // After each commit, and once a second, while anyone waits: a missed notification
             // (a lost listener connection) delays a change by a second at most.
             if !parked.isEmpty || !listening.isEmpty {
@@ -296,14 +296,5 @@ final class ChangeHub: @unchecked Sendable {
             case let .failure(error): logger.warning("cannot purge the change log: \(error)")
             }
         }
-    }
-}
-
-/// Monotonic milliseconds.
-enum EventLoopClock {
-    static func milliseconds() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
     }
 }

@@ -76,11 +76,17 @@ enum ListParameters {
 
     /// `limit`: 1…100, 20 when absent.
     static func limit(_ values: [String: String]) throws(APIError) -> Int {
-        guard let text = values["limit"] else { return defaultLimit }
-        guard text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber), let limit = Int(text), limitRange.contains(limit) else {
-            throw .invalidParameter("limit", "must be an integer from \(limitRange.lowerBound) to \(limitRange.upperBound).")
+        try integer(values, "limit", in: limitRange) ?? defaultLimit
+    }
+
+    /// The parameter `name` as a decimal integer within `range`; `nil` when absent.
+    /// - Parameter kind: what the value is, in the message of a 400.
+    static func integer(_ values: [String: String], _ name: String, in range: ClosedRange<Int>, kind: String = "an integer") throws(APIError) -> Int? {
+        guard let text = values[name] else { return nil }
+        guard text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber), let value = Int(text), range.contains(value) else {
+            throw .invalidParameter(name, "must be \(kind) from \(range.lowerBound) to \(range.upperBound).")
         }
-        return limit
+        return value
     }
 
     /// `cursor`: opaque, checked by the store; never empty.

@@ -135,18 +135,13 @@ public struct ChangeToken: Sendable, Equatable {
 
     /// The token's text.
     public var encoded: String {
-        let payload = Data("\(catalog):\(seq):\(issued)".utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        return "c1." + payload
+        "c1." + Base64URL.encode(Array("\(catalog):\(seq):\(issued)".utf8))
     }
 
     /// Reads a token; `nil` when `text` is not one this server made (at most 200 bytes).
     public init?(_ text: String) {
         guard text.utf8.count <= 200, text.hasPrefix("c1.") else { return nil }
-        var base64 = String(text.dropFirst(3)).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        guard base64.utf8.allSatisfy({ $0 != UInt8(ascii: "=") }) else { return nil }
-        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64), let decoded = String(data: data, encoding: .utf8) else { return nil }
+        guard let plain = Base64URL.decode(String(text.dropFirst(3))), let decoded = String(validating: plain, as: UTF8.self) else { return nil }
         let parts = decoded.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 3, (1...64).contains(parts[0].utf8.count),
               parts[0].utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),

@@ -271,13 +271,6 @@ final class EventLoop: @unchecked Sendable {
         return connection
     }
 
-    /// Delivers a deferred handler's result to its connection, if it is still waiting.
-    func complete(fd: Int32, connectionID: UInt64, sequence: UInt64, with result: Result<HTTPResponse, SendableError>) {
-        let slot = Int(fd)
-        guard slot < connections.count, let connection = connections[slot], connection.id == connectionID else { return }
-        connection.complete(sequence: sequence, with: result)
-    }
-
     /// A new request id: 16 hex digits from a per-loop SplitMix64 sequence (unique enough to
     /// correlate logs; not a secret).
     func makeRequestID() -> String {

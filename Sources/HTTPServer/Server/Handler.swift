@@ -112,7 +112,7 @@ public struct Responder: Sendable {
 
     private func deliver(_ result: Result<HTTPResponse, SendableError>) {
         let fd = fd, id = connectionID, sequence = sequence
-        loop.execute { loop in loop.complete(fd: fd, connectionID: id, sequence: sequence, with: result) }
+        loop.execute { loop in loop.connection(fd: fd, id: id)?.complete(sequence: sequence, with: result) }
     }
 }
 
