@@ -588,7 +588,13 @@ extension EventStreamTests {
                 guard count > 12, String(decoding: answer[0..<12], as: UTF8.self) == "HTTP/1.1 201" else {
                     throw Loopback.Failure(description: "the write failed: \(String(decoding: answer.prefix(max(0, count)), as: UTF8.self))")
                 }
-                return (arrived.values.map { $0.timeIntervalSince(start) }, max(0, during - before) / clients)
+                // The server's side of each stream must be closed too before a process may
+                // start again: close ours, then wait for the server to see it.
+                let result = (arrived.values.map { $0.timeIntervalSince(start) }, max(0, during - before) / clients)
+                streams.removeAll()
+                let settled = Date(timeIntervalSinceNow: 10)
+                while catalog.application.server.openConnections > 1, Date() < settled { usleep(10_000) }
+                return result
             }
         }
         #expect(latencies.count == clients, "every stream got the write")
