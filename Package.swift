@@ -31,6 +31,9 @@ let package = Package(
         .target(name: "CLinux"),
         // OpenSSL's libssl (libssl-dev): the TLS settings and the macros Swift cannot call.
         .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        // Search functions for SQLite (libsqlite3-dev) on FTS5's own tokenizer: a match and
+        // a rank computed from a row's text, for searches that match most of a large catalog.
+        .target(name: "CSearch", linkerSettings: [.linkedLibrary("sqlite3")]),
         // libpq (libpq-dev), found with pkg-config: the PostgreSQL engine's client.
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // OpenSSL's libcrypto (libssl-dev), found with pkg-config.
@@ -47,6 +50,7 @@ let package = Package(
             dependencies: [
                 "CLinux",
                 "CPostgres",
+                "CSearch",
                 "CatalogIdentity",
                 "CatalogModels",
                 "CatalogSchema",

@@ -81,6 +81,8 @@ list "search: a word in every title, by relevance" "q=sample"
 list "search: a word in every title, by title" "q=sample&sort=title"
 list "search: two words in every title" "q=sample+video"
 list "search: a two-digit prefix (about 1 row in 90)" "q=77"
+list "search: a two-digit prefix, by title" "q=77&sort=title"
+list "search: a two-digit prefix, newest first" "q=77&sort=-createdAt"
 list "search: one row" "q=$((items / 2 + 1))"
 echo "peak RSS: catalog-server $(bench_rss "$large_pid")"
 

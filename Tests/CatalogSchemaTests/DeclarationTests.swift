@@ -67,7 +67,8 @@ import Testing
 
     @Test func listFeaturesComeFromTheDeclarations() {
         #expect(ResourceSchema.playableItem.sortableFields == ["createdAt", "title"])
-        #expect(ResourceSchema.playableItem.searchWeights == "10.0, 1.0")
+        #expect(ResourceSchema.playableItem.searchColumns.map(\.column) == ["title", "description"])
+        #expect(ResourceSchema.playableItem.searchColumns.map(\.weight) == [10, 1])
         #expect(ResourceSchema.comment.sortableFields == ["createdAt"])
         #expect(ResourceSchema.location.searchTable == nil && ResourceSchema.location.geographic)
         #expect(ResourceSchema.all.map(\.type) == CatalogRecord.types)

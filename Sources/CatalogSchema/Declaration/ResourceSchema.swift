@@ -67,7 +67,7 @@ package final class ResourceSchema: Sendable {
         creation = shape(accepting: { $0.access != .serverSet }, requiring: \.required)
         edit = shape(accepting: { $0.access == .writable }, requiring: \.required)
         importRecord = shape(accepting: { $0.importRole != .none }, requiring: { $0.required && !$0.nullable })
-        searchWeights = members.compactMap(\.searchWeight).map { String($0) }.joined(separator: ", ")
+        searchColumns = members.compactMap { field in field.searchWeight.flatMap { weight in field.column.map { ($0, weight) } } }
     }
 
     /// The sortable fields, `createdAt` (the default order) first.
@@ -75,8 +75,8 @@ package final class ResourceSchema: Sendable {
         ["createdAt"] + members.filter(\.sortable).map(\.name)
     }
 
-    /// The `bm25` weights of the searched columns, in their FTS5 order.
-    package let searchWeights: String
+    /// The searched columns, in their FTS5 order, with their weights in relevance.
+    package let searchColumns: [(column: String, weight: Double)]
 
     /// The columns an edit writes, in the order of ``edit``'s fields.
     package var editColumns: [(index: Int, column: String)] { columns { $0.access == .writable } }

@@ -82,7 +82,7 @@ package struct SchemaField: Sendable {
     package let defaultValue: FieldValue?
     /// Whether lists sort by it (`sort=name`).
     package let sortable: Bool
-    /// Its weight in full-text relevance (`bm25`), when `q` searches it.
+    /// Its weight in full-text relevance, when `q` searches it.
     package let searchWeight: Double?
     package let importRole: ImportRole
 

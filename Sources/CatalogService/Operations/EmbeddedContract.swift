@@ -277,7 +277,7 @@ paths:
       tags: [Playable items]
       operationId: listPlayableItems
       summary: List playable items, one page at a time.
-      description: With `q`, results are ranked by relevance unless `sort` is given. Every word of `q` must match (as a prefix). Relevance scores depend on the whole catalog, so if it changes between two pages the later pages may repeat or skip a result; add `sort` for stable paging through search results. Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller).
+      description: With `q`, results are ranked by relevance unless `sort` is given. Every word of `q` must match (as a prefix). Relevance ranks the 500 most recently added matches (a rank depends on the resource and the query alone), so a page by relevance costs the same however many resources match; add `sort` to page through every match. If matches are added between two pages by relevance, later pages may repeat or skip a result. Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller).
       security: [{}, {bearerAuth: []}]
       parameters:
         - $ref: '#/components/parameters/limit'
@@ -539,7 +539,7 @@ paths:
       tags: [Games]
       operationId: listGames
       summary: List games, one page at a time.
-      description: With `q`, results are ranked by relevance unless `sort` is given. Every word of `q` must match (as a prefix). Relevance scores depend on the whole catalog, so if it changes between two pages the later pages may repeat or skip a result; add `sort` for stable paging through search results. Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller).
+      description: With `q`, results are ranked by relevance unless `sort` is given. Every word of `q` must match (as a prefix). Relevance ranks the 500 most recently added matches (a rank depends on the resource and the query alone), so a page by relevance costs the same however many resources match; add `sort` to page through every match. If matches are added between two pages by relevance, later pages may repeat or skip a result. Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller).
       security: [{}, {bearerAuth: []}]
       parameters:
         - $ref: '#/components/parameters/limit'
@@ -858,7 +858,7 @@ paths:
       tags: [Playlists]
       operationId: listPlaylists
       summary: List playlists, one page at a time.
-      description: '`q` searches title and description. With `q`, results are ranked by relevance unless `sort` is given. Every word of `q` must match (as a prefix). Relevance scores depend on the whole catalog, so if it changes between two pages the later pages may repeat or skip a result; add `sort` for stable paging through search results. With `playableItemId`, only the playlists holding that item are listed (each once). Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller); private playlists are left out for all but their owner, editors and admins.'
+      description: '`q` searches title and description. With `q`, results are ranked by relevance unless `sort` is given. Every word of `q` must match (as a prefix). Relevance ranks the 500 most recently added matches (a rank depends on the resource and the query alone), so a page by relevance costs the same however many resources match; add `sort` to page through every match. If matches are added between two pages by relevance, later pages may repeat or skip a result. With `playableItemId`, only the playlists holding that item are listed (each once). Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller); private playlists are left out for all but their owner, editors and admins.'
       security: [{}, {bearerAuth: []}]
       parameters:
         - $ref: '#/components/parameters/limit'

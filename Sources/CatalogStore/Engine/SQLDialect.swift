@@ -69,19 +69,42 @@ enum SQLDialect: Sendable {
         self == .sqlite ? SearchQuery.fts5(text) : SearchQuery.tsquery(text)
     }
 
-    /// How a list of `schema` searches for a ``searchQuery(_:)`` bound as every `?` of
-    /// what it returns: the filter over `t`, the FROM clause replacing `schema.table t`
-    /// (if any), and the relevance (lower is better) when the list is ranked.
-    func search(_ schema: ResourceSchema, ranked: Bool) -> (filter: String, from: String?, rank: String?)? {
-        guard let index = schema.searchTable else { return nil }
+    /// How a list of `schema` finds the rows that match a search, and ranks them.
+    ///
+    /// - `filter` keeps the rows of `t` (or of `from`, which replaces `schema.table t`)
+    ///   that match; `filterQuery` is bound to each of its `?`.
+    /// - `rank` is the relevance of a row of `t`, lower is better; `rankQuery` is bound to
+    ///   each of its `?`.
+    /// - `newestFirst` orders the matches newest first, for the candidates of a ranked list.
+    ///
+    /// SQLite ranks with `catalog_rank` (``CSearch``) over the row's own text, so a rank
+    /// depends on the row and the query alone. It finds the matches in the full-text
+    /// index, or, with `scanning`, by testing each row it reads with `catalog_match`: the
+    /// way to walk an index in order through a search that matches most rows, where the
+    /// full-text index would hand over every match first.
+    func search(_ schema: ResourceSchema, text: String, scanning: Bool)
+        -> (filter: String, filterQuery: String, from: String?, rank: String, rankQuery: String, newestFirst: String)? {
+        guard let index = schema.searchTable, let query = searchQuery(text) else { return nil }
         switch self {
         case .sqlite:
-            if ranked {
-                return ("\(index) MATCH ?", "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid", "bm25(\(index), \(schema.searchWeights))")
+            let terms = SearchQuery.terms(text)
+            let columns = schema.searchColumns.map { "t.\($0.column)" }.joined(separator: ", ")
+            let rank = "catalog_rank(?, " + schema.searchColumns.map { "\($0.weight), t.\($0.column)" }.joined(separator: ", ") + ")"
+            if scanning {
+                return ("catalog_match(?, \(columns))", terms, nil, rank, terms, "t.pk DESC")
             }
-            return ("t.pk IN (SELECT rowid FROM \(index) WHERE \(index) MATCH ?)", nil, nil)
+            return ("\(index) MATCH ?", query, "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid", rank, terms, "\(index).rowid DESC")
         case .postgresql:
-            return ("t.search_vector @@ to_tsquery('simple', ?)", nil, ranked ? "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)" : nil)
+            return ("t.search_vector @@ to_tsquery('simple', ?)", query, nil,
+                    "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)", query, "t.pk DESC")
         }
+    }
+
+    /// A count of the matches of a search among the newest `sample` rows of `schema`
+    /// (SQLite): how densely it matches, to choose between the full-text index and a scan.
+    func searchSample(_ schema: ResourceSchema, sample: Int) -> String? {
+        guard self == .sqlite, schema.searchTable != nil else { return nil }
+        let columns = schema.searchColumns.map { "t.\($0.column)" }.joined(separator: ", ")
+        return "SELECT count(*) FROM (SELECT \(columns) FROM \(schema.table) t ORDER BY t.pk DESC LIMIT \(sample)) t WHERE catalog_match(?, \(columns))"
     }
 }

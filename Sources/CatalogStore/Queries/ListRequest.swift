@@ -127,6 +127,12 @@ public enum SearchQuery {
         return words.prefix(maxWords).map { $0.count > 1 ? "\"\($0)\"*" : "\"\($0)\"" }.joined(separator: " ")
     }
 
+    /// The words for `catalog_match` and `catalog_rank` (SQLite, ``CSearch``): separated
+    /// by spaces, each ending in `*` when it matches as a prefix, as in ``fts5(_:)``.
+    public static func terms(_ text: String) -> String {
+        words(text).prefix(maxWords).map { $0.count > 1 ? "\($0)*" : $0 }.joined(separator: " ")
+    }
+
     /// The tsquery (for `to_tsquery('simple', …)`), or `nil` when the text holds no letter
     /// or digit. Words are runs of letters and digits, so nothing in them needs quoting.
     public static func tsquery(_ text: String) -> String? {

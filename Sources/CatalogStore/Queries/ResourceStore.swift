@@ -1,6 +1,7 @@
 import CatalogModels
 import CatalogSchema
 import Foundation
+import Synchronization
 
 /// A resource as its JSON document, rendered from its row.
 public struct RenderedResource: Sendable {
@@ -59,6 +60,8 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     let database: any SQLDatabase
     /// How its rows become JSON.
     let rendering: ResourceRendering
+    /// How densely recent searches matched (``scansSearch(_:)``).
+    private let searchDensities = SearchDensities()
     var renderer: RowRenderer { rendering.renderer }
     /// Renderings of whole rows by id and version, for resources that cache them.
     var cache: RenderCache? { rendering.cache }
@@ -197,6 +200,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     }
 
     private func renderedList(_ request: ListRequest, after cursor: ListCursor?) throws -> (json: [UInt8], nextCursor: String?) {
+        let scanning = try scansSearch(request)
         if request.order == .distance, let near = request.near {
             let after = if case let .real(distance)? = cursor?.key { distance } else { 0.0 }
             var ring = max(Self.firstRing, after * 2)
@@ -205,12 +209,12 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
                 narrowed.areas = request.areas.map { area in
                     if case .near = area { .near(latitude: near.latitude, longitude: near.longitude, radiusMeters: ring) } else { area }
                 }
-                let page = try renderedList(request, listQuery(narrowed, after: cursor))
+                let page = try renderedList(request, listQuery(narrowed, after: cursor, scanning: scanning))
                 if page.nextCursor != nil { return page }
                 ring *= 8
             }
         }
-        return try renderedList(request, listQuery(request, after: cursor))
+        return try renderedList(request, listQuery(request, after: cursor, scanning: scanning))
     }
 
     /// The radius of the first ring a list by distance looks in, in meters.
@@ -270,10 +274,33 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         "\(schema.table)|\(request.fingerprint)"
     }
 
+    /// How many of the newest matches of a search a list by relevance ranks.
+    static var rankedCandidates: Int { 500 }
+
+    /// How many of the newest rows a search tests to see how densely it matches.
+    static var searchSample: Int { 256 }
+
+    /// Whether the search of `request` tests rows as a scan reads them rather than
+    /// looking its matches up in the full-text index (SQLite; see ``SQLDialect/search(_:text:scanning:)``):
+    /// when at least a quarter of the newest rows match, for relevance (whose candidates
+    /// a scan then finds in a few thousand rows); when at least one in 64 does, for a
+    /// sorted list (whose page a scan along the sort's index then fills within some
+    /// thousand rows, where the index would hand over, and the list sort, every match).
+    /// A search's count is remembered for a while, so the next pages of a search (and a
+    /// popular one) skip the sample.
+    private func scansSearch(_ request: ListRequest) throws -> Bool {
+        guard let text = request.search, let sample = database.dialect.searchSample(schema, sample: Self.searchSample) else { return false }
+        let terms = SearchQuery.terms(text)
+        let matches = try searchDensities.matches(terms) {
+            try database.read { db in try db.fetchValue(sample, [terms]).int ?? 0 }
+        }
+        return matches >= (request.order == .relevance ? Self.searchSample / 4 : Self.searchSample / 64)
+    }
+
     /// Builds `SELECT * FROM (rows with their sort_key) WHERE keyset ORDER BY sort_key, id LIMIT n+1`.
     /// Plain lists seek straight to the cursor on the (column, id) index, so a page costs
     /// the same at any depth; filtered lists sort only their matches.
-    private func listQuery(_ request: ListRequest, after cursor: ListCursor?) throws(StoreError) -> (String, SQLArguments) {
+    private func listQuery(_ request: ListRequest, after cursor: ListCursor?, scanning: Bool = false) throws(StoreError) -> (String, SQLArguments) {
         var from = "\(schema.table) t"
         var filters: [String] = []
         var outerFilters: [String] = []
@@ -283,19 +310,18 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         var keyArguments: SQLArguments = []
 
         let dialect = database.dialect
-        let match = request.search.flatMap(dialect.searchQuery)
-        let search = dialect.search(schema, ranked: request.order == .relevance)
+        let search = request.search.flatMap { dialect.search(schema, text: $0, scanning: scanning) }
         switch request.order {
         case let .field(name, isDescending):
             guard let column = sortColumns[name] else { throw .invalidCursor("Cannot sort by \(name).") }
             keyExpression = integerSorts.contains(name) ? "t.\(column)" : dialect.caseFoldedKey("t.\(column)")
             descending = isDescending
         case .relevance:
-            guard let rank = search?.rank, request.search != nil else { throw .invalidCursor("Relevance order needs a search.") }
+            guard request.search != nil, schema.searchTable != nil else { throw .invalidCursor("Relevance order needs a search.") }
             // Text without a letter or digit searches for nothing: no rank to compute.
-            if let match {
-                keyExpression = rank
-                keyArguments = Self.repeated(match, for: rank)
+            if let search {
+                keyExpression = search.rank
+                keyArguments = Self.repeated(search.rankQuery, for: search.rank)
             } else {
                 keyExpression = "0.0"
             }
@@ -305,12 +331,12 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
             keyArguments = [point.latitude, point.latitude, point.longitude]
         }
 
-        if request.search != nil, match == nil {
-            filters.append("FALSE")
-        } else if let search, let match {
+        if let search {
             from = search.from ?? from
             filters.append(search.filter)
-            arguments += Self.repeated(match, for: search.filter)
+            arguments += Self.repeated(search.filterQuery, for: search.filter)
+        } else if request.search != nil, schema.searchTable != nil {
+            filters.append("FALSE")
         }
         if let scope = request.scope {
             guard let filter = relations.filter(scope) else { throw .invalidCursor("This list cannot be scoped that way.") }
@@ -338,11 +364,23 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         let direction = descending ? "DESC" : "ASC"
         let columns = request.order == .distance ? listColumns.distance : listColumns.plain
         let revision = renderer.revision.map { ", t.\($0) AS \($0)" } ?? ""
-        var sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), \(keyExpression) AS sort_key FROM \(from)"
-        if !filters.isEmpty { sql += " WHERE " + filters.joined(separator: " AND ") }
-        sql += ") t"
-        if !outerFilters.isEmpty { sql += " WHERE " + outerFilters.joined(separator: " AND ") }
-        sql += " ORDER BY sort_key \(direction), id \(direction) LIMIT ?"
+        let filter = filters.isEmpty ? "" : " WHERE " + filters.joined(separator: " AND ")
+        let outerFilter = outerFilters.isEmpty ? "" : " WHERE " + outerFilters.joined(separator: " AND ")
+        let sql: String
+        if let search {
+            // A search chooses its page from ids and sort keys alone, and reads only the
+            // page's rows whole. Relevance ranks the newest matches only: a bounded amount
+            // of work however many rows match.
+            var candidates = "SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key FROM \(from)\(filter)"
+            if request.order == .relevance { candidates += " ORDER BY \(search.newestFirst) LIMIT \(Self.rankedCandidates)" }
+            let order = "ORDER BY sort_key \(direction), id \(direction)"
+            let page = "SELECT candidate, sort_key, id FROM (\(candidates)) c\(outerFilter) \(order) LIMIT ?"
+            sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), p.sort_key FROM (\(page)) p"
+                + " JOIN \(schema.table) t ON t.pk = p.candidate) t \(order)"
+        } else {
+            sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), \(keyExpression) AS sort_key FROM \(from)\(filter)) t"
+                + "\(outerFilter) ORDER BY sort_key \(direction), id \(direction) LIMIT ?"
+        }
         return (sql, keyArguments + arguments + outerArguments + [request.limit + 1])
     }
 
@@ -501,4 +539,24 @@ func readValues(_ input: some Encodable, _ shape: DocumentShape) -> Result<Field
 /// `INSERT INTO table (columns) VALUES (?, …)`.
 func insertStatement(_ table: String, _ columns: [String]) -> String {
     "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+}
+
+/// How many of the sampled rows recent searches matched, by their terms: a hint for how a
+/// search runs (never what it finds), kept for 30 seconds, at most 1,024 searches.
+final class SearchDensities: Sendable {
+    private let counts = Mutex<[String: (matches: Int, at: UInt64)]>([:])
+    private static let lifetime: UInt64 = 30_000_000_000
+    private static let capacity = 1_024
+
+    /// The count for `terms`, from `sample` when none is kept or it is too old.
+    func matches(_ terms: String, sample: () throws -> Int) throws -> Int {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if let kept = counts.withLock({ $0[terms] }), now - kept.at < Self.lifetime { return kept.matches }
+        let matches = try sample()
+        counts.withLock { counts in
+            if counts.count >= Self.capacity { counts.removeAll(keepingCapacity: true) }
+            counts[terms] = (matches, now)
+        }
+        return matches
+    }
 }

@@ -1,4 +1,5 @@
 import CLinux
+import CSearch
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -32,6 +33,9 @@ final class SQLiteDatabase: SQLDatabase {
                 // Each connection keeps up to 16 MiB of pages in memory.
                 try db.execute(sql: "PRAGMA cache_size = -16384")
                 ReadBudget.install(on: db)
+                // catalog_match and catalog_rank, for searches.
+                let registered = csearch_register(UnsafeMutableRawPointer(db.sqliteConnection))
+                guard registered == SQLITE_OK else { throw StoreError.unavailable("SQLite's search functions could not be registered (\(registered)).") }
             }
             pool = try DatabasePool(path: path, configuration: configuration)
             // GRDB sets NORMAL on the writer when it enables WAL; an acknowledged write must

@@ -1,0 +1,21 @@
+// Search functions for SQLite connections, on FTS5's own tokenizer.
+#ifndef CSEARCH_H
+#define CSEARCH_H
+
+/// Registers `catalog_match` and `catalog_rank` on the SQLite connection `db` (a
+/// `sqlite3 *`). Returns an SQLite result code (0 is SQLITE_OK).
+///
+/// Both read a query of words separated by spaces, each ending in `*` when it matches as
+/// a prefix (as ``SearchQuery`` writes it), and fold text with FTS5's `unicode61`
+/// tokenizer (`remove_diacritics 2`), the full-text tables' own, so they match exactly
+/// the rows `MATCH` would:
+///
+/// - `catalog_match(query, column…)` is 1 when every word of the query is a token of
+///   one of the columns (or, for a prefix, begins one), else 0.
+/// - `catalog_rank(query, weight, column, weight, column…)` is a relevance, lower is
+///   better: minus BM25 (k1 = 1.2, b = 0.75) summed over the words and the weighted
+///   columns, without its inverse document frequency and with a fixed nominal column
+///   length, so that a row's rank depends on the row and the query alone.
+int csearch_register(void *db);
+
+#endif

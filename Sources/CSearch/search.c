@@ -1,0 +1,280 @@
+#include "csearch.h"
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The most words a query holds (SearchQuery.maxWords, with room for words the
+   tokenizer splits). */
+#define MAX_TERMS 16
+/* BM25's constants, and the column length its length normalisation is relative to. */
+#define BM25_K1 1.2
+#define BM25_B 0.75
+#define NOMINAL_LENGTH 12.0
+
+typedef struct {
+    fts5_tokenizer api;
+    Fts5Tokenizer *tokenizer;
+} Tokenizer;
+
+typedef struct {
+    char *text;
+    int length;
+    int prefix;
+} Term;
+
+typedef struct {
+    int count;
+    Term terms[MAX_TERMS];
+} Query;
+
+static void query_free(void *pointer) {
+    Query *query = pointer;
+    if (query == NULL) return;
+    for (int i = 0; i < query->count; i++) sqlite3_free(query->terms[i].text);
+    sqlite3_free(query);
+}
+
+typedef struct {
+    Query *query;
+    int prefix;
+} QueryBuilder;
+
+static int add_term(void *context, int flags, const char *token, int length, int start, int end) {
+    (void)flags; (void)start; (void)end;
+    QueryBuilder *builder = context;
+    Query *query = builder->query;
+    if (query->count == MAX_TERMS || length <= 0) return SQLITE_OK;
+    char *text = sqlite3_malloc(length);
+    if (text == NULL) return SQLITE_NOMEM;
+    memcpy(text, token, (size_t)length);
+    query->terms[query->count++] = (Term){text, length, builder->prefix};
+    return SQLITE_OK;
+}
+
+/* The query of argument 0, parsed once per statement: kept as the argument's auxiliary
+   data, which SQLite may discard at any time, so a caller passes what this returns to
+   query_keep once it is done with it. */
+static Query *query_of(sqlite3_context *context, sqlite3_value *argument, Tokenizer *tokenizer) {
+    Query *query = sqlite3_get_auxdata(context, 0);
+    if (query != NULL) return query;
+    query = sqlite3_malloc(sizeof(Query));
+    if (query == NULL) return NULL;
+    query->count = 0;
+    const char *text = (const char *)sqlite3_value_text(argument);
+    int length = sqlite3_value_bytes(argument);
+    int start = 0;
+    while (text != NULL && start < length) {
+        int end = start;
+        while (end < length && text[end] != ' ') end++;
+        int wordEnd = end;
+        int prefix = wordEnd > start && text[wordEnd - 1] == '*';
+        if (prefix) wordEnd--;
+        if (wordEnd > start) {
+            QueryBuilder builder = {query, prefix};
+            int rc = tokenizer->api.xTokenize(tokenizer->tokenizer, &builder, FTS5_TOKENIZE_QUERY, text + start, wordEnd - start, add_term);
+            if (rc != SQLITE_OK) {
+                query_free(query);
+                return NULL;
+            }
+        }
+        start = end + 1;
+    }
+    return query;
+}
+
+/* Keeps the query for the statement's next row (or frees it, as SQLite decides). */
+static void query_keep(sqlite3_context *context, Query *query) {
+    if (sqlite3_get_auxdata(context, 0) != query) sqlite3_set_auxdata(context, 0, query, query_free);
+}
+
+static int term_matches(const Term *term, const char *token, int length) {
+    if (term->prefix ? length < term->length : length != term->length) return 0;
+    return token[0] == term->text[0] && memcmp(term->text, token, (size_t)term->length) == 0;
+}
+
+typedef int (*TokenCallback)(void *, int, const char *, int, int, int);
+
+static int ascii_alnum(unsigned char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* The longest token tokenize_ascii folds; text with a longer one goes to the tokenizer. */
+#define MAX_ASCII_TOKEN 128
+
+/* What tokenize_ascii answers when the text needs the tokenizer itself. */
+#define NOT_ASCII (-1)
+
+/* Tokenizes ASCII text as unicode61 does: its tokens in ASCII are the runs of letters and
+   digits, folded to lower case. Answers NOT_ASCII, having perhaps passed some tokens to
+   `callback`, at the first other byte (or a very long word). */
+static int tokenize_ascii(void *context, const char *text, int length, TokenCallback callback) {
+    char folded[MAX_ASCII_TOKEN];
+    int i = 0;
+    while (i < length) {
+        while (i < length && !ascii_alnum((unsigned char)text[i])) {
+            if ((unsigned char)text[i] >= 0x80) return NOT_ASCII;
+            i++;
+        }
+        int start = i;
+        while (i < length && ascii_alnum((unsigned char)text[i])) {
+            if (i - start == MAX_ASCII_TOKEN) return NOT_ASCII;
+            char c = text[i];
+            folded[i - start] = (c >= 'A' && c <= 'Z') ? (char)(c + ('a' - 'A')) : c;
+            i++;
+        }
+        if (i < length && (unsigned char)text[i] >= 0x80) return NOT_ASCII;
+        if (i == start) break;
+        int rc = callback(context, 0, folded, i - start, start, i);
+        if (rc != SQLITE_OK) return rc;
+    }
+    return SQLITE_OK;
+}
+
+/* Matching: which terms have been seen; tokenizing stops once all have. */
+typedef struct {
+    const Query *query;
+    unsigned found;
+    unsigned all;
+} Matching;
+
+static int match_token(void *context, int flags, const char *token, int length, int start, int end) {
+    (void)flags; (void)start; (void)end;
+    Matching *matching = context;
+    for (int i = 0; i < matching->query->count; i++) {
+        if (term_matches(&matching->query->terms[i], token, length)) matching->found |= 1u << i;
+    }
+    return matching->found == matching->all ? SQLITE_DONE : SQLITE_OK;
+}
+
+static void catalog_match(sqlite3_context *context, int count, sqlite3_value **arguments) {
+    Tokenizer *tokenizer = sqlite3_user_data(context);
+    Query *query = query_of(context, arguments[0], tokenizer);
+    if (query == NULL) {
+        sqlite3_result_error_nomem(context);
+        return;
+    }
+    /* A query without words matches nothing, as a search for it finds nothing. */
+    Matching matching = {query, 0, (1u << query->count) - 1};
+    int rc = SQLITE_OK;
+    for (int column = 1; column < count && query->count > 0 && matching.found != matching.all; column++) {
+        const char *text = (const char *)sqlite3_value_text(arguments[column]);
+        if (text == NULL) continue;
+        int length = sqlite3_value_bytes(arguments[column]);
+        unsigned found = matching.found;
+        rc = tokenize_ascii(&matching, text, length, match_token);
+        if (rc == NOT_ASCII) {
+            matching.found = found;
+            rc = tokenizer->api.xTokenize(tokenizer->tokenizer, &matching, FTS5_TOKENIZE_DOCUMENT, text, length, match_token);
+        }
+        if (rc == SQLITE_DONE) rc = SQLITE_OK;
+        if (rc != SQLITE_OK) break;
+    }
+    if (rc != SQLITE_OK) {
+        sqlite3_result_error_code(context, rc);
+    } else {
+        sqlite3_result_int(context, query->count > 0 && matching.found == matching.all);
+    }
+    query_keep(context, query);
+}
+
+/* Ranking: each term's frequency in one column, and the column's length in tokens. */
+typedef struct {
+    const Query *query;
+    int frequencies[MAX_TERMS];
+    int tokens;
+} Counting;
+
+static int count_token(void *context, int flags, const char *token, int length, int start, int end) {
+    (void)start; (void)end;
+    Counting *counting = context;
+    if ((flags & FTS5_TOKEN_COLOCATED) == 0) counting->tokens++;
+    for (int i = 0; i < counting->query->count; i++) {
+        if (term_matches(&counting->query->terms[i], token, length)) counting->frequencies[i]++;
+    }
+    return SQLITE_OK;
+}
+
+static void catalog_rank(sqlite3_context *context, int count, sqlite3_value **arguments) {
+    Tokenizer *tokenizer = sqlite3_user_data(context);
+    Query *query = query_of(context, arguments[0], tokenizer);
+    if (query == NULL) {
+        sqlite3_result_error_nomem(context);
+        return;
+    }
+    double score = 0;
+    for (int column = 1; column + 1 < count; column += 2) {
+        double weight = sqlite3_value_double(arguments[column]);
+        const char *text = (const char *)sqlite3_value_text(arguments[column + 1]);
+        if (text == NULL) continue;
+        int length = sqlite3_value_bytes(arguments[column + 1]);
+        Counting counting = {query, {0}, 0};
+        int rc = tokenize_ascii(&counting, text, length, count_token);
+        if (rc == NOT_ASCII) {
+            counting = (Counting){query, {0}, 0};
+            rc = tokenizer->api.xTokenize(tokenizer->tokenizer, &counting, FTS5_TOKENIZE_DOCUMENT, text, length, count_token);
+        }
+        if (rc != SQLITE_OK) {
+            sqlite3_result_error_code(context, rc);
+            query_keep(context, query);
+            return;
+        }
+        double norm = BM25_K1 * (1 - BM25_B + BM25_B * counting.tokens / NOMINAL_LENGTH);
+        for (int i = 0; i < query->count; i++) {
+            double frequency = counting.frequencies[i];
+            score += weight * frequency * (BM25_K1 + 1) / (frequency + norm);
+        }
+    }
+    sqlite3_result_double(context, -score);
+    query_keep(context, query);
+}
+
+static void tokenizer_free(void *pointer) {
+    Tokenizer *tokenizer = pointer;
+    if (tokenizer == NULL) return;
+    if (tokenizer->tokenizer != NULL) tokenizer->api.xDelete(tokenizer->tokenizer);
+    sqlite3_free(tokenizer);
+}
+
+/* FTS5's API of the connection, as its documentation shows. */
+static fts5_api *fts5_of(sqlite3 *db) {
+    fts5_api *api = NULL;
+    sqlite3_stmt *statement = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &statement, NULL) == SQLITE_OK) {
+        sqlite3_bind_pointer(statement, 1, (void *)&api, "fts5_api_ptr", NULL);
+        sqlite3_step(statement);
+    }
+    sqlite3_finalize(statement);
+    return api;
+}
+
+/* One tokenizer for one function: each function owns (and frees) its own. */
+static Tokenizer *tokenizer_new(fts5_api *fts5) {
+    Tokenizer *tokenizer = sqlite3_malloc(sizeof(Tokenizer));
+    if (tokenizer == NULL) return NULL;
+    void *userData = NULL;
+    tokenizer->tokenizer = NULL;
+    if (fts5->xFindTokenizer(fts5, "unicode61", &userData, &tokenizer->api) != SQLITE_OK) {
+        sqlite3_free(tokenizer);
+        return NULL;
+    }
+    const char *options[] = {"remove_diacritics", "2"};
+    if (tokenizer->api.xCreate(userData, options, 2, &tokenizer->tokenizer) != SQLITE_OK) {
+        sqlite3_free(tokenizer);
+        return NULL;
+    }
+    return tokenizer;
+}
+
+int csearch_register(void *connection) {
+    sqlite3 *db = connection;
+    fts5_api *fts5 = fts5_of(db);
+    if (fts5 == NULL) return SQLITE_ERROR;
+    Tokenizer *matching = tokenizer_new(fts5);
+    if (matching == NULL) return SQLITE_NOMEM;
+    int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
+    int rc = sqlite3_create_function_v2(db, "catalog_match", -1, flags, matching, catalog_match, NULL, NULL, tokenizer_free);
+    if (rc != SQLITE_OK) return rc;
+    Tokenizer *ranking = tokenizer_new(fts5);
+    if (ranking == NULL) return SQLITE_NOMEM;
+    return sqlite3_create_function_v2(db, "catalog_rank", -1, flags, ranking, catalog_rank, NULL, NULL, tokenizer_free);
+}
