@@ -85,7 +85,7 @@ let package = Package(
         ),
         // What several test targets share: a seeded random generator, raw loopback sockets,
         // child processes, test certificates made with the openssl CLI and a TLS client.
-        .target(name: "TestSupport", dependencies: ["CCrypto", "CTLS"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["CCrypto", "CLinux", "CTLS"], path: "Tests/TestSupport"),
         .testTarget(name: "CatalogModelsTests", dependencies: ["CatalogModels"]),
         .testTarget(name: "CatalogSchemaTests", dependencies: ["CatalogSchema", "CatalogModels"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),

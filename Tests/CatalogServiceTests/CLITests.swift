@@ -21,7 +21,7 @@ import TestSupport
     }
 
     private static func blockingRun(_ arguments: [String], server: URL, input: Data?, trusting caFile: String?) throws -> Run {
-        let process = Process()
+        let process = ChildProcess()
         let catalog = ExecutableTests.executable.deletingLastPathComponent().appendingPathComponent("catalog")
         if let caFile {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
@@ -51,7 +51,7 @@ import TestSupport
     @Test func watchPrintsChangesAsTheyHappen() async throws {
         let catalog = try TestCatalog(seed: true)
         let server = catalog.client.baseURL
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = ExecutableTests.executable.deletingLastPathComponent().appendingPathComponent("catalog")
         process.arguments = ["watch", "--table", "--types", "game", "--wait", "5"]
         process.environment = ["CATALOG_URL": server.absoluteString]

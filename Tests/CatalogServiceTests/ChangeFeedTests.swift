@@ -543,59 +543,49 @@ extension EventStreamTests {
         let catalog = try TestCatalog(seed: false)
         let port = try #require(catalog.client.baseURL.port)
         let clients = 1000
-        // No process may start while this many descriptors are open (see `withoutLaunches`).
         let (latencies, rssPerClient) = try await onThread { () -> ([Double], Int) in
-            try withoutLaunches {
-                let before = Self.residentBytes()
-                var streams: [EventStreamClient] = []
-                // From ten loopback addresses: each stays under the per-address connection cap.
-                for index in 0..<clients { streams.append(try EventStreamClient(port: port, source: "127.0.1.\(1 + index % 10)")) }
-                // Every stream is open (its head has come) before the write.
-                for stream in streams {
-                    while stream.head.isEmpty {
-                        _ = stream.take()
-                        if stream.head.isEmpty, !stream.readMore() { throw Loopback.Failure(description: "a stream did not open") }
-                    }
-                    guard stream.head.hasPrefix("HTTP/1.1 200") else { throw Loopback.Failure(description: "a stream was refused: \(stream.head)") }
+            let before = Self.residentBytes()
+            var streams: [EventStreamClient] = []
+            // From ten loopback addresses: each stays under the per-address connection cap.
+            for index in 0..<clients { streams.append(try EventStreamClient(port: port, source: "127.0.1.\(1 + index % 10)")) }
+            // Every stream is open (its head has come) before the write.
+            for stream in streams {
+                while stream.head.isEmpty {
+                    _ = stream.take()
+                    if stream.head.isEmpty, !stream.readMore() { throw Loopback.Failure(description: "a stream did not open") }
                 }
-                let during = Self.residentBytes()
-                // The write goes over a socket of this thread: the launch lock held here
-                // may block other tests' threads of the cooperative pool meanwhile.
-                let body = #"{"name":"Broadcast","description":"d","imageName":"b"}"#
-                let write = try Loopback.connect(port: port)
-                defer { close(write) }
-                let request = "POST /v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(catalog.adminKey)\r\nContent-Type: application/json\r\n"
-                    + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
-                let start = Date()
-                _ = request.withCString { send(write, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
-                var pending = Set(0..<clients)
-                var arrived: [Int: Date] = [:]
-                var polls = streams.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-                let deadline = Date(timeIntervalSinceNow: 10)
-                while !pending.isEmpty, Date() < deadline {
-                    guard poll(&polls, nfds_t(polls.count), 100) > 0 else { continue }
-                    for index in pending where polls[index].revents != 0 {
-                        _ = streams[index].readMore()
-                        if !streams[index].take().isEmpty {
-                            arrived[index] = Date()
-                            pending.remove(index)
-                            polls[index].events = 0
-                        }
-                    }
-                }
-                var answer = [UInt8](repeating: 0, count: 512)
-                let count = recv(write, &answer, answer.count, 0)
-                guard count > 12, String(decoding: answer[0..<12], as: UTF8.self) == "HTTP/1.1 201" else {
-                    throw Loopback.Failure(description: "the write failed: \(String(decoding: answer.prefix(max(0, count)), as: UTF8.self))")
-                }
-                // The server's side of each stream must be closed too before a process may
-                // start again: close ours, then wait for the server to see it.
-                let result = (arrived.values.map { $0.timeIntervalSince(start) }, max(0, during - before) / clients)
-                streams.removeAll()
-                let settled = Date(timeIntervalSinceNow: 10)
-                while catalog.application.server.openConnections > 1, Date() < settled { usleep(10_000) }
-                return result
+                guard stream.head.hasPrefix("HTTP/1.1 200") else { throw Loopback.Failure(description: "a stream was refused: \(stream.head)") }
             }
+            let during = Self.residentBytes()
+            // The write goes over a socket of this thread.
+            let body = #"{"name":"Broadcast","description":"d","imageName":"b"}"#
+            let write = try Loopback.connect(port: port)
+            defer { close(write) }
+            let request = "POST /v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(catalog.adminKey)\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
+            let start = Date()
+            _ = request.withCString { send(write, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+            var pending = Set(0..<clients)
+            var arrived: [Int: Date] = [:]
+            var polls = streams.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+            let deadline = Date(timeIntervalSinceNow: 10)
+            while !pending.isEmpty, Date() < deadline {
+                guard poll(&polls, nfds_t(polls.count), 100) > 0 else { continue }
+                for index in pending where polls[index].revents != 0 {
+                    _ = streams[index].readMore()
+                    if !streams[index].take().isEmpty {
+                        arrived[index] = Date()
+                        pending.remove(index)
+                        polls[index].events = 0
+                    }
+                }
+            }
+            var answer = [UInt8](repeating: 0, count: 512)
+            let count = recv(write, &answer, answer.count, 0)
+            guard count > 12, String(decoding: answer[0..<12], as: UTF8.self) == "HTTP/1.1 201" else {
+                throw Loopback.Failure(description: "the write failed: \(String(decoding: answer.prefix(max(0, count)), as: UTF8.self))")
+            }
+            return (arrived.values.map { $0.timeIntervalSince(start) }, max(0, during - before) / clients)
         }
         #expect(latencies.count == clients, "every stream got the write")
         let late = latencies.filter { $0 > 1 }

@@ -40,7 +40,7 @@ import Glibc
     }
 
     private static func blockingBootstrapKey(database: String) throws -> String {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = executable
         process.arguments = ["keys", "create", "--role", "admin", "--name", "ops", "--database", database, "--migrations", migrationsDirectory.path]
         let output = Pipe(), errors = Pipe()
@@ -101,7 +101,7 @@ import Glibc
             try await onThread { try blockingRun(arguments, environment: environment) }
         }
         @Sendable func blockingRun(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, errors: String) {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = Self.executable
             process.arguments = arguments
             process.environment = environment
@@ -144,7 +144,7 @@ import Glibc
         let database = directory.appendingPathComponent("catalog.sqlite").path
         let port = try Self.freePort()
         let key = try await Self.bootstrapKey(database: database)
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = Self.executable
         process.arguments = ["--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--no-seed",
                              "--log-level", "warning"]
@@ -200,7 +200,7 @@ import Glibc
         let binary = folder.appendingPathComponent("catalog-server")
         try FileManager.default.copyItem(at: Self.executable, to: binary)
         let port = try Self.freePort()
-        let process = Process()
+        let process = ChildProcess()
         // In the empty folder (`env -C`: see `runCommand`), which is its working directory.
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["-C", folder.path, binary.path, "--port", String(port), "--database", "x.sqlite"]
@@ -227,7 +227,7 @@ import Glibc
         let binary = Self.executable
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build catalog-server first (swift build)")
         let port = try Self.freePort()
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = binary
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-exec-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -18,7 +18,7 @@ struct ReplicaTests {
         let database: String
         let key: String
         private(set) var servers: [ServerProcess] = []
-        var processes: [Process] { servers.map(\.process) }
+        var processes: [ChildProcess] { servers.map(\.process) }
         var clients: [APIClient] { servers.map(\.client) }
 
         init() async throws {

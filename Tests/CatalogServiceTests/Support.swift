@@ -244,7 +244,7 @@ func expectProblem(_ status: Int, _ code: String? = nil, sourceLocation: SourceL
 /// A `catalog-server` process on a port it picks itself (`--port 0`, read from its log),
 /// so no other test can take the port between a choice and the bind.
 final class ServerProcess: @unchecked Sendable {
-    let process = Process()
+    let process = ChildProcess()
     let log: URL
     /// Requests to it as `key`'s holder.
     private(set) var client: APIClient

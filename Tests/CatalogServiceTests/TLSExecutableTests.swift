@@ -58,7 +58,7 @@ import Glibc
         try install(certificates.certificateFile, certificates.keyFile, keyMode: 0o644)
         #expect(FileManager.default.createFile(atPath: log, contents: nil))
         let port = try ExecutableTests.freePort()
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = ExecutableTests.executable
         process.arguments = ["--port", String(port), "--database", directory + "/catalog.sqlite", "--migrations", migrationsDirectory.path,
                              "--tls-certificate", certificate, "--tls-private-key", key, "--hsts", "--keep-alive-timeout", "60"]

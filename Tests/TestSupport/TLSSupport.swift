@@ -5,27 +5,10 @@ import Synchronization
 import Glibc
 #endif
 
-/// Starts `process`, one at a time across the whole test run: Foundation's
-/// `Process.run()` on Linux is not safe to call from several threads at once (tests run
-/// in parallel; two concurrent launches crashed the runner inside `Process.run`).
-public func launch(_ process: Process) throws {
-    launchLock.lock()
-    defer { launchLock.unlock() }
+/// Starts `process`.
+public func launch(_ process: ChildProcess) throws {
     try process.run()
 }
-
-/// Runs `body`, which opens a thousand descriptors or more, while no process starts:
-/// `Process.run()` crashed now and then (a bad pointer in `memmove`) in runs where tests
-/// spawned while others worked. Setting `currentDirectoryURL` was the likely cause (none
-/// of five runs crashed without it); keeping spawns apart from the tests that open and
-/// close the most descriptors is a cheap second guard.
-public func withoutLaunches<T>(_ body: () throws -> T) rethrows -> T {
-    launchLock.lock()
-    defer { launchLock.unlock() }
-    return try body()
-}
-
-private let launchLock = NSLock()
 
 /// Certificates made with the `openssl` CLI once per test run (P-256 keys, as Mozilla's
 /// intermediate profile recommends): a CA; a server certificate for `localhost` and
@@ -96,7 +79,7 @@ public struct TestCertificates: Sendable {
 /// and standard error together.
 public func runCommand(_ path: String, _ arguments: [String], in directory: String? = nil, input: String = "",
                        environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
-    let process = Process()
+    let process = ChildProcess()
     // `env -C` changes directory in the child: Foundation's `currentDirectoryURL` is not
     // used, as `Process.run()` crashed now and then in tests that spawn while others work.
     process.executableURL = URL(fileURLWithPath: directory == nil ? path : "/usr/bin/env")

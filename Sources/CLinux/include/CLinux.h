@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <malloc.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /// accept4(2), declared by glibc only under _GNU_SOURCE.
 int clinux_accept4(int fd, struct sockaddr *address, socklen_t *length, int flags);
@@ -18,6 +19,12 @@ static inline void clinux_keep_freed_memory(int bytes) {
        not mapped and unmapped (and faulted in) one by one. */
     mallopt(M_MMAP_THRESHOLD, 2 << 20);
 }
+
+/// posix_spawn(3) of `path` with `argv` and `envp` (NULL-terminated), its standard input,
+/// output and error from `input`, `output` and `error` (-1: the caller's own), and no other
+/// descriptor of the caller (posix_spawn_file_actions_addclosefrom_np, which Glibc's Swift
+/// module does not export). Returns 0 or an error number; sets `*pid`.
+int clinux_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], int input, int output, int error);
 
 /// Work budgets for SQLite statements, per thread: `clinux_budget_start` sets a deadline
 /// `allowance_ns` from now (unless one is already running; returns whether it set one),
