@@ -9,7 +9,9 @@
 # Usage: Benchmarks/instructions.sh [SERVER...]   (default: .build/release/catalog-server;
 #        name an earlier commit's build too to compare them side by side)
 #   env: INSTRUCTIONS_SERVER_FLAGS (default "--rate-limits off"; "" keeps the defaults, rate
-#        limits on, and suits builds older than the flag)
+#        limits on, and suits builds older than the flag); INSTRUCTIONS_PROFILES=DIR keeps each
+#        run's callgrind output there (DIR/N-what.out, N counting the servers), for
+#        `callgrind_annotate` to show where the instructions go')
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/lib.sh
@@ -53,16 +55,19 @@ instructions() {
     curl -sf -K "$2"
     kill -TERM $pid
     wait $pid || true
+    [ -n "${INSTRUCTIONS_PROFILES:-}" ] && mkdir -p "$INSTRUCTIONS_PROFILES" && cp "$work/callgrind.out" "$INSTRUCTIONS_PROFILES/$3.out"
     callgrind_annotate "$work/callgrind.out" 2>/dev/null | awk '/PROGRAM TOTALS/ && !done { gsub(",", "", $1); print $1; done = 1 }'
 }
 
 printf '%-40s %14s %14s %14s %14s\n' "instructions per request" "GET item" "GET (API key)" "list page" "POST (durable)"
+number=0
 for server in "$@"; do
-    base=$(instructions "$server" "$work/base.conf")
-    get=$(instructions "$server" "$work/get.conf")
-    keyed=$(instructions "$server" "$work/get-key.conf")
-    keyed_base=$(instructions "$server" "$work/base-key.conf")
-    list=$(instructions "$server" "$work/list.conf")
-    post=$(instructions "$server" "$work/post.conf")
+    number=$((number + 1))
+    base=$(instructions "$server" "$work/base.conf" "$number-base")
+    get=$(instructions "$server" "$work/get.conf" "$number-get")
+    keyed=$(instructions "$server" "$work/get-key.conf" "$number-get-key")
+    keyed_base=$(instructions "$server" "$work/base-key.conf" "$number-base-key")
+    list=$(instructions "$server" "$work/list.conf" "$number-list")
+    post=$(instructions "$server" "$work/post.conf" "$number-post")
     printf '%-40s %14s %14s %14s %14s\n' "$server" $(((get - base) / 300)) $(((keyed - keyed_base) / 300)) $(((list - base) / 100)) $(((post - base) / 200))
 done

@@ -202,6 +202,7 @@ static void catalog_rank(sqlite3_context *context, int count, sqlite3_value **ar
         return;
     }
     double score = 0;
+    unsigned found = 0;
     for (int column = 1; column + 1 < count; column += 2) {
         double weight = sqlite3_value_double(arguments[column]);
         const char *text = (const char *)sqlite3_value_text(arguments[column + 1]);
@@ -221,10 +222,16 @@ static void catalog_rank(sqlite3_context *context, int count, sqlite3_value **ar
         double norm = BM25_K1 * (1 - BM25_B + BM25_B * counting.tokens / NOMINAL_LENGTH);
         for (int i = 0; i < query->count; i++) {
             double frequency = counting.frequencies[i];
+            if (frequency > 0) found |= 1u << i;
             score += weight * frequency * (BM25_K1 + 1) / (frequency + norm);
         }
     }
-    sqlite3_result_double(context, -score);
+    /* A row without every word does not match: no rank. */
+    if (query->count > 0 && found == (1u << query->count) - 1) {
+        sqlite3_result_double(context, -score);
+    } else {
+        sqlite3_result_null(context);
+    }
     query_keep(context, query);
 }
 

@@ -15,7 +15,8 @@
 /// - `catalog_rank(query, weight, column, weight, column…)` is a relevance, lower is
 ///   better: minus BM25 (k1 = 1.2, b = 0.75) summed over the words and the weighted
 ///   columns, without its inverse document frequency and with a fixed nominal column
-///   length, so that a row's rank depends on the row and the query alone.
+///   length, so that a row's rank depends on the row and the query alone; NULL for a row
+///   `catalog_match` would not match.
 int csearch_register(void *db);
 
 #endif

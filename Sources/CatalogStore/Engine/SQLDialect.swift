@@ -72,36 +72,34 @@ enum SQLDialect: Sendable {
     /// How a list of `schema` finds the rows that match a search, and ranks them.
     ///
     /// - `filter` keeps the rows of `t` (or of `from`, which replaces `schema.table t`)
-    ///   that match; `filterQuery` is bound to each of its `?`.
+    ///   that match, in the full-text index; `filterQuery` is bound to each of its `?`.
+    /// - `newestFirst` orders those matches newest first, for the candidates of a ranked list.
     /// - `rank` is the relevance of a row of `t`, lower is better; `rankQuery` is bound to
     ///   each of its `?`.
-    /// - `newestFirst` orders the matches newest first, for the candidates of a ranked list.
+    /// - `match` tests one row of `t` as it is read (SQLite): 1 when it matches.
     ///
-    /// SQLite ranks with `catalog_rank` (``CSearch``) over the row's own text, so a rank
-    /// depends on the row and the query alone. It finds the matches in the full-text
-    /// index, or, with `scanning`, by testing each row it reads with `catalog_match`: the
-    /// way to walk an index in order through a search that matches most rows, where the
-    /// full-text index would hand over every match first.
-    func search(_ schema: ResourceSchema, text: String, scanning: Bool)
-        -> (filter: String, filterQuery: String, from: String?, rank: String, rankQuery: String, newestFirst: String)? {
+    /// SQLite ranks with `catalog_rank` and tests with `catalog_match` (``CSearch``), over
+    /// the row's own text, so a rank depends on the row and the query alone, and the test
+    /// matches exactly the rows the index does.
+    func search(_ schema: ResourceSchema, text: String)
+        -> (filter: String, filterQuery: String, from: String?, newestFirst: String, rank: String, rankQuery: String,
+            match: (expression: String, query: String)?)? {
         guard let index = schema.searchTable, let query = searchQuery(text) else { return nil }
         switch self {
         case .sqlite:
             let terms = SearchQuery.terms(text)
             let columns = schema.searchColumns.map { "t.\($0.column)" }.joined(separator: ", ")
             let rank = "catalog_rank(?, " + schema.searchColumns.map { "\($0.weight), t.\($0.column)" }.joined(separator: ", ") + ")"
-            if scanning {
-                return ("catalog_match(?, \(columns))", terms, nil, rank, terms, "t.pk DESC")
-            }
-            return ("\(index) MATCH ?", query, "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid", rank, terms, "\(index).rowid DESC")
+            return ("\(index) MATCH ?", query, "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid", "\(index).rowid DESC",
+                    rank, terms, ("catalog_match(?, \(columns))", terms))
         case .postgresql:
-            return ("t.search_vector @@ to_tsquery('simple', ?)", query, nil,
-                    "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)", query, "t.pk DESC")
+            return ("t.search_vector @@ to_tsquery('simple', ?)", query, nil, "t.pk DESC",
+                    "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)", query, nil)
         }
     }
 
     /// A count of the matches of a search among the newest `sample` rows of `schema`
-    /// (SQLite): how densely it matches, to choose between the full-text index and a scan.
+    /// (SQLite): how densely it matches, to choose between the full-text index and a walk.
     func searchSample(_ schema: ResourceSchema, sample: Int) -> String? {
         guard self == .sqlite, schema.searchTable != nil else { return nil }
         let columns = schema.searchColumns.map { "t.\($0.column)" }.joined(separator: ", ")

@@ -200,7 +200,9 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     }
 
     private func renderedList(_ request: ListRequest, after cursor: ListCursor?) throws -> (json: [UInt8], nextCursor: String?) {
-        let scanning = try scansSearch(request)
+        if try walksSearch(request) {
+            return try renderedList(request) { db in try walkedQuery(db, request, after: cursor) }
+        }
         if request.order == .distance, let near = request.near {
             let after = if case let .real(distance)? = cursor?.key { distance } else { 0.0 }
             var ring = max(Self.firstRing, after * 2)
@@ -209,19 +211,22 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
                 narrowed.areas = request.areas.map { area in
                     if case .near = area { .near(latitude: near.latitude, longitude: near.longitude, radiusMeters: ring) } else { area }
                 }
-                let page = try renderedList(request, listQuery(narrowed, after: cursor, scanning: scanning))
+                let query = try listQuery(narrowed, after: cursor)
+                let page = try renderedList(request) { _ in query }
                 if page.nextCursor != nil { return page }
                 ring *= 8
             }
         }
-        return try renderedList(request, listQuery(request, after: cursor, scanning: scanning))
+        let query = try listQuery(request, after: cursor)
+        return try renderedList(request) { _ in query }
     }
 
     /// The radius of the first ring a list by distance looks in, in meters.
     static var firstRing: Double { 10_000 }
 
-    /// One page of `request` from `query` (which may narrow it).
-    private func renderedList(_ request: ListRequest, _ query: (String, SQLArguments)) throws(StoreError)
+    /// One page of `request` from what `query` makes of the database (it may narrow the
+    /// request, or read to choose its rows first: then from the same snapshot).
+    private func renderedList(_ request: ListRequest, _ query: (any SQLConnection) throws -> (String, SQLArguments)) throws(StoreError)
         -> (json: [UInt8], nextCursor: String?) {
         let epoch = RenderCache.currentEpoch
         return try guarded {
@@ -229,10 +234,13 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
                 // The parent and the page from one snapshot.
                 return try database.snapshot { db in
                     guard try db.exists("SELECT 1 FROM \(parent.table) WHERE id = ?", [parent.id.rawValue]) else { throw StoreError.notFound }
-                    return try renderList(db, request, query, epoch: epoch)
+                    return try renderList(db, request, query(db), epoch: epoch)
                 }
             }
-            return try database.read { db in try renderList(db, request, query, epoch: epoch) }
+            if request.search != nil {
+                return try database.snapshot { db in try renderList(db, request, query(db), epoch: epoch) }
+            }
+            return try database.read { db in try renderList(db, request, query(db), epoch: epoch) }
         }
     }
 
@@ -280,16 +288,21 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// How many of the newest rows a search tests to see how densely it matches.
     static var searchSample: Int { 256 }
 
-    /// Whether the search of `request` tests rows as a scan reads them rather than
-    /// looking its matches up in the full-text index (SQLite; see ``SQLDialect/search(_:text:scanning:)``):
-    /// when at least a quarter of the newest rows match, for relevance (whose candidates
-    /// a scan then finds in a few thousand rows); when at least one in 64 does, for a
-    /// sorted list (whose page a scan along the sort's index then fills within some
-    /// thousand rows, where the index would hand over, and the list sort, every match).
-    /// A search's count is remembered for a while, so the next pages of a search (and a
-    /// popular one) skip the sample.
-    private func scansSearch(_ request: ListRequest) throws -> Bool {
-        guard let text = request.search, let sample = database.dialect.searchSample(schema, sample: Self.searchSample) else { return false }
+    /// The most rows a search's walk reads (``walkedQuery(_:_:after:)``).
+    static var walkLimit: Int { 4_000 }
+
+    /// Whether the search of `request` first walks the list's order, testing rows as it
+    /// reads them (SQLite, ``SQLDialect/search(_:text:)``'s `match`), rather than looking
+    /// its matches up in the full-text index, which hands over every match to be sorted
+    /// (and, for a prefix of a common word, merges their postings first): when at least
+    /// a quarter of the newest rows match, for relevance (whose 500 candidates a walk of
+    /// the newest rows then finds in some thousand rows); when at least one in 64 does,
+    /// for a sorted list (whose page a walk along the sort's index then fills). A
+    /// search's count is kept for a while, so the next pages of a search (and a popular
+    /// one) skip the sample.
+    private func walksSearch(_ request: ListRequest) throws -> Bool {
+        guard let text = request.search, request.order != .distance,
+              let sample = database.dialect.searchSample(schema, sample: Self.searchSample) else { return false }
         let terms = SearchQuery.terms(text)
         let matches = try searchDensities.matches(terms) {
             try database.read { db in try db.fetchValue(sample, [terms]).int ?? 0 }
@@ -297,10 +310,59 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         return matches >= (request.order == .relevance ? Self.searchSample / 4 : Self.searchSample / 64)
     }
 
+    /// The page of a search that walks: the walk reads at most ``walkLimit`` rows in the
+    /// list's order (newest first for relevance) and stops once it holds the page (the
+    /// candidates, for relevance, which it ranks as it reads them). If it found them, or
+    /// reached the end, the page is made from exactly those rows; if they lie further
+    /// than the walk goes (matches that cluster elsewhere in the order), the search looks
+    /// them up in the index after all. Either way it finds what the index would: a walk
+    /// only bounds the work.
+    private func walkedQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?) throws -> (String, SQLArguments) {
+        let walk = try listQuery(request, after: cursor, way: .walk)
+        let rows = try db.query(walk.0, walk.1)
+        var read = 0
+        if request.order == .relevance {
+            var candidates: [(rank: Double, id: [UInt8], pk: Int64)] = []
+            while candidates.count < Self.rankedCandidates, try rows.step() {
+                read += 1
+                if !rows.isNull(2) { candidates.append((rows.real(2), Array(rows.text(1)), rows.integer(0))) }
+            }
+            if candidates.count < Self.rankedCandidates, read == Self.walkLimit { return try listQuery(request, after: cursor) }
+            // The page: the best-ranked candidates after the cursor, ties by id (ids are ASCII).
+            func precedes(_ a: (rank: Double, id: [UInt8]), _ b: (rank: Double, id: [UInt8])) -> Bool {
+                a.rank != b.rank ? a.rank < b.rank : a.id.lexicographicallyPrecedes(b.id)
+            }
+            if let cursor, case let .real(rank) = cursor.key {
+                let after = (rank: rank, id: Array(cursor.id.utf8))
+                candidates.removeAll { !precedes(after, ($0.rank, $0.id)) }
+            }
+            candidates.sort { precedes(($0.rank, $0.id), ($1.rank, $1.id)) }
+            return try listQuery(request, after: cursor, way: .rows(candidates.prefix(request.limit + 1).map(\.pk)))
+        }
+        var found: [Int64] = []
+        while found.count <= request.limit, try rows.step() {
+            read += 1
+            if rows.integer(1) != 0 { found.append(rows.integer(0)) }
+        }
+        if found.count <= request.limit, read == Self.walkLimit { return try listQuery(request, after: cursor) }
+        return try listQuery(request, after: cursor, way: .rows(found))
+    }
+
+    /// How a list finds the matches of its search.
+    enum SearchWay {
+        /// In the full-text index.
+        case index
+        /// Testing each row read along the list's order: the walk of ``walkedQuery(_:_:after:)``,
+        /// which answers `(pk, matches)` rows, or `(pk, id, rank or NULL)` for relevance.
+        case walk
+        /// Exactly these rows (by `pk`), which a walk found.
+        case rows([Int64])
+    }
+
     /// Builds `SELECT * FROM (rows with their sort_key) WHERE keyset ORDER BY sort_key, id LIMIT n+1`.
     /// Plain lists seek straight to the cursor on the (column, id) index, so a page costs
     /// the same at any depth; filtered lists sort only their matches.
-    private func listQuery(_ request: ListRequest, after cursor: ListCursor?, scanning: Bool = false) throws(StoreError) -> (String, SQLArguments) {
+    private func listQuery(_ request: ListRequest, after cursor: ListCursor?, way: SearchWay = .index) throws(StoreError) -> (String, SQLArguments) {
         var from = "\(schema.table) t"
         var filters: [String] = []
         var outerFilters: [String] = []
@@ -310,7 +372,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         var keyArguments: SQLArguments = []
 
         let dialect = database.dialect
-        let search = request.search.flatMap { dialect.search(schema, text: $0, scanning: scanning) }
+        let search = request.search.flatMap { dialect.search(schema, text: $0) }
         switch request.order {
         case let .field(name, isDescending):
             guard let column = sortColumns[name] else { throw .invalidCursor("Cannot sort by \(name).") }
@@ -332,9 +394,17 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         }
 
         if let search {
-            from = search.from ?? from
-            filters.append(search.filter)
-            arguments += Self.repeated(search.filterQuery, for: search.filter)
+            switch way {
+            case .index:
+                from = search.from ?? from
+                filters.append(search.filter)
+                arguments += Self.repeated(search.filterQuery, for: search.filter)
+            case .walk:
+                break
+            case let .rows(pks):
+                filters.append("t.pk IN (SELECT value FROM \(dialect.jsonElements("found")))")
+                arguments.append("[" + pks.map(String.init).joined(separator: ",") + "]")
+            }
         } else if request.search != nil, schema.searchTable != nil {
             filters.append("FALSE")
         }
@@ -362,25 +432,34 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
             outerArguments += [cursor.key.sqlValue, cursor.id]
         }
         let direction = descending ? "DESC" : "ASC"
+        let order = "ORDER BY sort_key \(direction), id \(direction)"
         let columns = request.order == .distance ? listColumns.distance : listColumns.plain
         let revision = renderer.revision.map { ", t.\($0) AS \($0)" } ?? ""
         let filter = filters.isEmpty ? "" : " WHERE " + filters.joined(separator: " AND ")
         let outerFilter = outerFilters.isEmpty ? "" : " WHERE " + outerFilters.joined(separator: " AND ")
-        let sql: String
-        if let search {
-            // A search chooses its page from ids and sort keys alone, and reads only the
-            // page's rows whole. Relevance ranks the newest matches only: a bounded amount
-            // of work however many rows match.
-            var candidates = "SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key FROM \(from)\(filter)"
-            if request.order == .relevance { candidates += " ORDER BY \(search.newestFirst) LIMIT \(Self.rankedCandidates)" }
-            let order = "ORDER BY sort_key \(direction), id \(direction)"
-            let page = "SELECT candidate, sort_key, id FROM (\(candidates)) c\(outerFilter) \(order) LIMIT ?"
-            sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), p.sort_key FROM (\(page)) p"
-                + " JOIN \(schema.table) t ON t.pk = p.candidate) t \(order)"
-        } else {
-            sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), \(keyExpression) AS sort_key FROM \(from)\(filter)) t"
-                + "\(outerFilter) ORDER BY sort_key \(direction), id \(direction) LIMIT ?"
+        guard let search else {
+            let sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), \(keyExpression) AS sort_key FROM \(from)\(filter)) t\(outerFilter) \(order) LIMIT ?"
+            return (sql, keyArguments + arguments + outerArguments + [request.limit + 1])
         }
+        if case .walk = way {
+            guard let match = search.match else { throw .unavailable("This engine cannot walk a search.") }
+            if request.order == .relevance {
+                // The newest rows first, each with its rank (NULL when it does not match).
+                let sql = "SELECT t.pk, t.id, \(keyExpression) FROM \(from)\(filter) ORDER BY t.pk DESC LIMIT \(Self.walkLimit)"
+                return (sql, keyArguments + arguments)
+            }
+            let sql = "SELECT candidate, hit FROM (SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key, \(match.expression) AS hit"
+                + " FROM \(from)\(filter)) c\(outerFilter) \(order) LIMIT \(Self.walkLimit)"
+            return (sql, keyArguments + Self.repeated(match.query, for: match.expression) + arguments + outerArguments)
+        }
+        // A search chooses its page from ids and sort keys alone, and reads only the page's
+        // rows whole. Relevance ranks the newest matches only: a bounded amount of work
+        // however many rows match.
+        var candidates = "SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key FROM \(from)\(filter)"
+        if request.order == .relevance, case .index = way { candidates += " ORDER BY \(search.newestFirst) LIMIT \(Self.rankedCandidates)" }
+        let page = "SELECT candidate, sort_key, id FROM (\(candidates)) c\(outerFilter) \(order) LIMIT ?"
+        let sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), p.sort_key FROM (\(page)) p"
+            + " JOIN \(schema.table) t ON t.pk = p.candidate) t \(order)"
         return (sql, keyArguments + arguments + outerArguments + [request.limit + 1])
     }
 
