@@ -142,16 +142,18 @@ bench_scenario() {
     echo "$title"
     BENCH_DURATION=5s bench_wrk "  (warm-up)" "$ours_url" "$ours_script" >/dev/null
     BENCH_DURATION=5s bench_wrk "  (warm-up)" "$nginx_url" "$nginx_script" >/dev/null
-    local ratios=() cpu=()
+    local ratios=() cpu=() nginx_cpu=()
     for round in $(seq 1 "${BENCH_ROUNDS:-2}"); do
         bench_wrk "  catalog-server" "$ours_url" "$ours_script" "$ours"; local a=$BENCH_RPS
         cpu+=("$BENCH_CPU_US")
         # shellcheck disable=SC2046
         bench_wrk "  nginx" "$nginx_url" "$nginx_script" $(bench_nginx_pids "$work"); local b=$BENCH_RPS
+        nginx_cpu+=("$BENCH_CPU_US")
         ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", 100 * a / b }')")
     done
     echo "  ours/nginx: $(printf '%s%% ' "${ratios[@]}")-> mean $(printf '%s\n' "${ratios[@]}" | awk '{ s += $1 } END { printf "%.1f%%", s / NR }')   (target $target)"
-    echo "  catalog-server CPU per request: $(printf '%s ' "${cpu[@]}")-> mean $(printf '%s\n' "${cpu[@]}" | awk '{ s += $1 } END { printf "%.1f", s / NR }') µs"
+    echo "  CPU per request: catalog-server $(printf '%s ' "${cpu[@]}")-> mean $(printf '%s\n' "${cpu[@]}" | awk '{ s += $1 } END { printf "%.1f", s / NR }') µs;" \
+        "nginx $(printf '%s ' "${nginx_cpu[@]}")-> mean $(printf '%s\n' "${nginx_cpu[@]}" | awk '{ s += $1 } END { printf "%.1f", s / NR }') µs"
 }
 
 bench_ratio() {

@@ -65,8 +65,9 @@ BENCH_DURATION=5s bench_wrk "  (warm-up)" "$base" "$work/ours.lua" >/dev/null
 BENCH_DURATION=5s bench_wrk "  (warm-up)" "http://127.0.0.1:$nginx_port" "$work/nginx.lua" >/dev/null
 ratios=()
 for round in $(seq 1 "${BENCH_ROUNDS:-2}"); do
-    bench_wrk "  catalog-server" "$base" "$work/ours.lua"; a=$BENCH_RPS
-    bench_wrk "  nginx" "http://127.0.0.1:$nginx_port" "$work/nginx.lua"; b=$BENCH_RPS
+    bench_wrk "  catalog-server" "$base" "$work/ours.lua" "$ours"; a=$BENCH_RPS
+    # shellcheck disable=SC2046
+    bench_wrk "  nginx" "http://127.0.0.1:$nginx_port" "$work/nginx.lua" $(bench_nginx_pids "$work"); b=$BENCH_RPS
     ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", 100 * a / b }')")
 done
 echo "  ours/nginx: $(printf '%s%% ' "${ratios[@]}")-> mean $(printf '%s\n' "${ratios[@]}" | awk '{ s += $1 } END { printf "%.1f%%", s / NR }')   (target 15%)"
@@ -97,8 +98,8 @@ LUA
     echo 'end'
 } > "$work/replace.lua"
 echo "Reordering a 10,000-entry playlist, one client (latency per durable change; target p99 < 50 ms)"
-BENCH_CONNECTIONS=1 bench_wrk "  PATCH move first<->last" "$base" "$work/move.lua"
-BENCH_CONNECTIONS=1 bench_wrk "  PUT whole order reversed" "$base" "$work/replace.lua"
+BENCH_CONNECTIONS=1 bench_wrk "  PATCH move first<->last" "$base" "$work/move.lua" "$ours"
+BENCH_CONNECTIONS=1 bench_wrk "  PUT whole order reversed" "$base" "$work/replace.lua" "$ours"
 final=$(curl -sf "$base/v1/playlists/$long/entries?limit=100&fields=id" | jq '[.items[].position] == [range(0;100)]')
 echo "  positions dense afterwards: $final; entryCount $(curl -sf "$base/v1/playlists/$long" | jq .entryCount)"
 

@@ -60,7 +60,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     let database: any SQLDatabase
     /// How its rows become JSON.
     let rendering: ResourceRendering
-    /// How densely recent searches matched (``scansSearch(_:)``).
+    /// How densely recent searches matched (``walksSearch(_:)``).
     private let searchDensities = SearchDensities()
     var renderer: RowRenderer { rendering.renderer }
     /// Renderings of whole rows by id and version, for resources that cache them.

@@ -11,6 +11,8 @@ final class SQLiteDatabase: SQLDatabase {
     let pool: DatabasePool
     let writes: WriteQueue
     let checkpointer: Checkpointer
+    /// The connections reads run on (GRDB's own readers serve backups).
+    private let readers: SQLiteReaders
     /// The database file.
     let path: String
     private let lock: DatabaseLock
@@ -26,7 +28,8 @@ final class SQLiteDatabase: SQLDatabase {
             var configuration = Configuration()
             configuration.foreignKeysEnabled = true
             configuration.busyMode = .timeout(5)
-            configuration.maximumReaderCount = max(2, readers)
+            // GRDB's readers serve backups only (reads have ``SQLiteReaders``).
+            configuration.maximumReaderCount = 2
             configuration.persistentReadOnlyConnections = true
             configuration.label = "catalog"
             configuration.prepareDatabase { db in
@@ -60,6 +63,7 @@ final class SQLiteDatabase: SQLDatabase {
         }
         self.lock = lock
         self.path = path
+        self.readers = SQLiteReaders(path: path, capacity: max(2, readers))
     }
 
     var version: String {
@@ -68,20 +72,18 @@ final class SQLiteDatabase: SQLDatabase {
 
     func read<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         // The budget starts once a connection is had: waiting for one is not work.
-        try pool.unsafeRead { db in try ReadBudget.run { try body(SQLiteSession(db: db, writing: false)) } }
+        try readers.withReader { reader in try ReadBudget.run { try body(SQLiteReadSession(reader: reader)) } }
     }
 
-    /// Its own BEGIN and COMMIT on a pooled reader: GRDB's isolated `read` costs several
-    /// percent of a response on the hottest embedded reads.
     func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        try pool.unsafeRead { db in try ReadBudget.run {
-            try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
+        try readers.withReader { reader in try ReadBudget.run {
+            try reader.execute("BEGIN DEFERRED TRANSACTION")
             do {
-                let result = try body(SQLiteSession(db: db, writing: false))
-                try db.cachedStatement(sql: "COMMIT").execute()
+                let result = try body(SQLiteReadSession(reader: reader))
+                try reader.execute("COMMIT")
                 return result
             } catch {
-                try? db.cachedStatement(sql: "ROLLBACK").execute()
+                try? reader.execute("ROLLBACK")
                 throw error
             }
         } }
@@ -111,6 +113,7 @@ final class SQLiteDatabase: SQLDatabase {
         defer { lock.release() }
         writes.stop()
         checkpointer.stop()
+        readers.close()
         try pool.writeWithoutTransaction { db in _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         try pool.close()
     }

@@ -20,17 +20,7 @@ struct SQLiteSession: SQLConnection {
         }
         let raw = statement.sqliteStatement
         sqlite3_reset(raw)
-        for (index, argument) in arguments.enumerated() {
-            let parameter = Int32(index + 1)
-            let code: Int32 = switch argument.sqlValue {
-            case .null: sqlite3_bind_null(raw, parameter)
-            case let .integer(value): sqlite3_bind_int64(raw, parameter, value)
-            case let .real(value): sqlite3_bind_double(raw, parameter, value)
-            case let .text(value): sqlite3_bind_text(raw, parameter, value, Int32(value.utf8.count), SQLITE_TRANSIENT)
-            case let .blob(bytes): bytes.withUnsafeBytes { sqlite3_bind_blob(raw, parameter, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT) }
-            }
-            guard code == SQLITE_OK else { throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "cannot bind parameter \(parameter)", sql: sql) }
-        }
+        try bind(raw, arguments, sql: sql)
         return SQLiteRows(statement, stepping: nil, sql: sql, connection: db.sqliteConnection)
     }
 
@@ -40,24 +30,68 @@ struct SQLiteSession: SQLConnection {
     }
 }
 
+/// A read on one of ``SQLiteReaders``' connections, speaking ``SQLConnection``.
+struct SQLiteReadSession: SQLConnection {
+    let reader: SQLiteReader
+
+    var dialect: SQLDialect { .sqlite }
+
+    func query(_ sql: String, _ arguments: SQLArguments) throws -> SQLiteRows {
+        let statement = try reader.statement(sql)
+        try bind(statement, arguments, sql: sql)
+        return SQLiteRows(statement, sql: sql, connection: reader.connection)
+    }
+
+    func execute(_ sql: String, _ arguments: SQLArguments) throws -> Int {
+        let rows = try query(sql, arguments)
+        while try rows.step() {}
+        return Int(sqlite3_changes(reader.connection))
+    }
+}
+
+/// Binds `arguments` to the parameters of `statement` (a statement of `sql`).
+private func bind(_ statement: OpaquePointer, _ arguments: SQLArguments, sql: String) throws {
+    for (index, argument) in arguments.enumerated() {
+        let parameter = Int32(index + 1)
+        let code: Int32 = switch argument.sqlValue {
+        case .null: sqlite3_bind_null(statement, parameter)
+        case let .integer(value): sqlite3_bind_int64(statement, parameter, value)
+        case let .real(value): sqlite3_bind_double(statement, parameter, value)
+        case let .text(value): sqlite3_bind_text(statement, parameter, value, Int32(value.utf8.count), SQLITE_TRANSIENT)
+        case let .blob(bytes): bytes.withUnsafeBytes { sqlite3_bind_blob(statement, parameter, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT) }
+        }
+        guard code == SQLITE_OK else { throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "cannot bind parameter \(parameter)", sql: sql) }
+    }
+}
+
 /// The SQLITE_TRANSIENT destructor: SQLite copies what is bound.
 private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
-/// Rows of a cached SQLite statement, read with the C API. Resets the statement when
-/// released.
+/// Rows of a cached SQLite statement (GRDB's, or a reader's own), read with the C API.
+/// Resets the statement when released.
 final class SQLiteRows: SQLRows {
     let statement: SQLiteStatement
     /// GRDB's cursor, which steps writes; `nil` for reads stepped here.
     private let cursor: RowCursor?
     private let connection: OpaquePointer?
     private let sql: String
-    /// Keeps GRDB's statement (and so the SQLite one) alive.
-    private let owner: Statement
+    /// Keeps GRDB's statement (and so the SQLite one) alive; a reader's own statements
+    /// live as long as the reader.
+    private let owner: Statement?
 
     init(_ statement: Statement, stepping cursor: RowCursor?, sql: String, connection: OpaquePointer? = nil) {
         owner = statement
         self.statement = statement.sqliteStatement
         self.cursor = cursor
+        self.connection = connection
+        self.sql = sql
+    }
+
+    /// Rows of one of a reader's statements, bound and ready to step.
+    init(_ statement: SQLiteStatement, sql: String, connection: OpaquePointer) {
+        owner = nil
+        self.statement = statement
+        cursor = nil
         self.connection = connection
         self.sql = sql
     }
