@@ -88,17 +88,17 @@ import Glibc
 
     @Test func thousandSlowClientsDoNotStopOthersBeingServed() async throws {
         try await onThread {
-        let server = try TestServer { $0.headTimeout = .seconds(30) }
-        let slowClients = try (0..<1000).map { try server.client(from: "127.0.1.\($0 % 10 + 1)") }
-        // Slowloris: each sends part of a head, then a byte now and then, never finishing.
-        for client in slowClients { try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n") }
-        for round in 0..<3 {
-            for client in slowClients { try client.send("X-\(round): y\r\n") }
-            let healthy = try server.client()
-            try healthy.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
-            #expect(try healthy.readResponse().status == 200)
-        }
-        #expect(server.server.openConnections >= 1000)
+            let server = try TestServer { $0.headTimeout = .seconds(30) }
+            let slowClients = try (0..<1000).map { try server.client(from: "127.0.1.\($0 % 10 + 1)") }
+            // Slowloris: each sends part of a head, then a byte now and then, never finishing.
+            for client in slowClients { try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n") }
+            for round in 0..<3 {
+                for client in slowClients { try client.send("X-\(round): y\r\n") }
+                let healthy = try server.client()
+                try healthy.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(try healthy.readResponse().status == 200)
+            }
+            #expect(server.server.openConnections >= 1000)
         }
     }
 }

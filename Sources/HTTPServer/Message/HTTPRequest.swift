@@ -40,16 +40,20 @@ public struct HTTPRequest: Sendable {
     /// The query parameters in order, percent-decoded with `+` read as a space.
     /// - Throws: ``HTTPError`` (400) when a name or value does not decode to UTF-8.
     public func queryItems() throws(HTTPError) -> [QueryItem] {
-        guard let query, !query.isEmpty else { return [] }
-        var items: [QueryItem] = []
-        for pair in query.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = PercentDecoding.decode(parts[0], plusAsSpace: true),
-                  let value = PercentDecoding.decode(parts.count > 1 ? parts[1] : pair[pair.endIndex...], plusAsSpace: true)
-            else {
-                throw HTTPError(.badRequest, code: "invalidQuery", detail: "The query string is not valid percent-encoded UTF-8.")
+        guard var query, !query.isEmpty else { return [] }
+        let items: [QueryItem]? = query.withUTF8 { bytes in
+            var items: [QueryItem] = []
+            for pair in PercentDecoding.split(bytes, on: UInt8(ascii: "&")) where !pair.isEmpty {
+                let equals = pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex
+                guard let name = PercentDecoding.decode(UnsafeBufferPointer(rebasing: pair[..<equals]), plusAsSpace: true),
+                      let value = PercentDecoding.decode(UnsafeBufferPointer(rebasing: pair[(equals == pair.endIndex ? equals : equals + 1)...]), plusAsSpace: true)
+                else { return nil }
+                items.append(QueryItem(name: name, value: value))
             }
-            items.append(QueryItem(name: name, value: value))
+            return items
+        }
+        guard let items else {
+            throw HTTPError(.badRequest, code: "invalidQuery", detail: "The query string is not valid percent-encoded UTF-8.")
         }
         return items
     }
@@ -89,29 +93,39 @@ public struct PathParameters: Sendable {
 /// Percent-decoding of path segments and query components (RFC 3986).
 enum PercentDecoding {
     /// Decodes `%XX` escapes (and `+` as a space when asked) and requires valid UTF-8.
-    static func decode<C: Collection>(_ bytes: C, plusAsSpace: Bool) -> String? where C.Element == UInt8 {
-        if !bytes.contains(where: { $0 == UInt8(ascii: "%") || (plusAsSpace && $0 == UInt8(ascii: "+")) }) {
-            return String(validating: bytes, as: UTF8.self)
+    static func decode(_ bytes: UnsafeBufferPointer<UInt8>, plusAsSpace: Bool) -> String? {
+        // The common case, plain ASCII: the bytes are the string.
+        if !bytes.contains(where: { $0 >= 0x80 || $0 == UInt8(ascii: "%") || (plusAsSpace && $0 == UInt8(ascii: "+")) }) {
+            return String(decoding: bytes, as: UTF8.self)
         }
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count)
-        var index = bytes.startIndex
-        while index != bytes.endIndex {
+        var index = 0
+        while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "%") {
-                let first = bytes.index(after: index)
-                guard first != bytes.endIndex else { return nil }
-                let second = bytes.index(after: first)
-                guard second != bytes.endIndex, let high = ASCII.hexValue(bytes[first]), let low = ASCII.hexValue(bytes[second]) else {
+                guard index + 2 < bytes.count, let high = ASCII.hexValue(bytes[index + 1]), let low = ASCII.hexValue(bytes[index + 2]) else {
                     return nil
                 }
                 output.append(high << 4 | low)
-                index = bytes.index(after: second)
+                index += 3
             } else {
                 output.append(plusAsSpace && byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
-                index = bytes.index(after: index)
+                index += 1
             }
         }
         return String(validating: output, as: UTF8.self)
+    }
+
+    /// The runs of `bytes` between each `separator` (empty ones included).
+    static func split(_ bytes: UnsafeBufferPointer<UInt8>, on separator: UInt8) -> [Slice<UnsafeBufferPointer<UInt8>>] {
+        var parts: [Slice<UnsafeBufferPointer<UInt8>>] = []
+        var start = 0
+        for index in 0..<bytes.count where bytes[index] == separator {
+            parts.append(bytes[start..<index])
+            start = index + 1
+        }
+        parts.append(bytes[start...])
+        return parts
     }
 }

@@ -62,13 +62,16 @@ public struct Router: Sendable {
         // Strict matching: "/games/" and "/v1//games" are not "/games" and "/v1/games".
         guard path.utf8.first == UInt8(ascii: "/") else { return [path] }
         if path == "/" { return [] }
-        var segments: [String] = []
-        for raw in path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
-            guard let segment = PercentDecoding.decode(raw, plusAsSpace: false) else {
-                throw HTTPError(.badRequest, code: "invalidPath", detail: "The path does not decode to UTF-8.")
+        var path = path
+        let segments: [String]? = path.withUTF8 { bytes in
+            var segments: [String] = []
+            for raw in PercentDecoding.split(UnsafeBufferPointer(rebasing: bytes[1...]), on: UInt8(ascii: "/")) {
+                guard let segment = PercentDecoding.decode(UnsafeBufferPointer(rebasing: raw), plusAsSpace: false) else { return nil }
+                segments.append(segment)
             }
-            segments.append(segment)
+            return segments
         }
+        guard let segments else { throw HTTPError(.badRequest, code: "invalidPath", detail: "The path does not decode to UTF-8.") }
         return segments
     }
 }
