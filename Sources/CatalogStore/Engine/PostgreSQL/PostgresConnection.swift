@@ -4,7 +4,7 @@ import Foundation
 /// One libpq connection, speaking ``SQLConnection``: statements are prepared once per
 /// connection (named, with `?` parameters numbered for PostgreSQL) and results come in
 /// binary, read in place. Not shared: a connection serves one thread at a time.
-final class PostgresConnection: SQLConnection {
+final class PostgresConnection: SQLConnection, PooledConnection {
     private let connection: OpaquePointer
     /// Prepared statement names by SQL text.
     private var prepared: [String: String] = [:]

@@ -10,7 +10,7 @@ import Synchronization
 /// `synchronous_commit`.
 final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     private let url: String
-    private let readers: ConnectionPool
+    private let readers: ConnectionPool<PostgresConnection>
     private let writes: PostgresWriteQueue
     let version: String
     let commits = CommitSignal()
@@ -33,7 +33,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
             throw StoreError.unavailable("cannot connect to PostgreSQL at \(Self.redacted(url)): \(Self.redacted(error.message, of: url))")
         }
         version = "PostgreSQL " + first.serverVersion
-        self.readers = ConnectionPool(size: max(2, readers)) { try PostgresConnection(url: url, settings: Self.readerSettings) }
+        self.readers = ConnectionPool(size: max(2, readers), wait: Self.connectionWait) { try PostgresConnection(url: url, settings: Self.readerSettings) }
         self.readers.give(first)
         writes = PostgresWriteQueue(threads: PostgresWriteQueue.defaultThreads, commits: commits) {
             try PostgresConnection(url: url, settings: Self.writerSettings)
@@ -168,91 +168,6 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
             rest = rest[end...]
         }
         return found.sorted { $0.count > $1.count }
-    }
-}
-
-/// A bounded set of connections, made when first needed; a borrower waits at most
-/// ``PostgresDatabase/connectionWait`` for one, and a broken connection is dropped.
-final class ConnectionPool: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var idle: [PostgresConnection] = []
-    private var count = 0
-    private let size: Int
-    private var closed = false
-    private let connect: () throws -> PostgresConnection
-
-    init(size: Int, connect: @escaping () throws -> PostgresConnection) {
-        self.size = size
-        self.connect = connect
-    }
-
-    /// Adds an open connection.
-    func give(_ connection: PostgresConnection) {
-        condition.lock()
-        idle.append(connection)
-        count += 1
-        condition.unlock()
-    }
-
-    /// Runs `body` with a connection of the pool.
-    func with<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        let connection = try borrow()
-        defer { giveBack(connection) }
-        return try body(connection)
-    }
-
-    private func borrow() throws -> PostgresConnection {
-        condition.lock()
-        let deadline = Date(timeIntervalSinceNow: Double(PostgresDatabase.connectionWait.components.seconds))
-        while idle.isEmpty && count >= size && !closed {
-            guard condition.wait(until: deadline) else {
-                condition.unlock()
-                throw StoreError.unavailable("Every database connection is busy; retry shortly.")
-            }
-        }
-        if closed {
-            condition.unlock()
-            throw StoreError.unavailable("The store is shutting down.")
-        }
-        if let connection = idle.popLast() {
-            condition.unlock()
-            return connection
-        }
-        count += 1
-        condition.unlock()
-        do {
-            return try connect()
-        } catch {
-            condition.lock()
-            count -= 1
-            condition.signal()
-            condition.unlock()
-            throw error
-        }
-    }
-
-    private func giveBack(_ connection: PostgresConnection) {
-        condition.lock()
-        if connection.isBroken || closed { count -= 1 } else { idle.append(connection) }
-        condition.signal()
-        condition.unlock()
-    }
-
-    /// Closes the idle connections (new ones are made when needed).
-    func dropIdle() {
-        condition.lock()
-        count -= idle.count
-        idle.removeAll()
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// Closes the idle connections; those lent out close when given back.
-    func close() {
-        condition.lock()
-        closed = true
-        condition.unlock()
-        dropIdle()
     }
 }
 

@@ -12,7 +12,7 @@ final class SQLiteDatabase: SQLDatabase {
     let writes: WriteQueue
     let checkpointer: Checkpointer
     /// The connections reads run on (GRDB's own readers serve backups).
-    private let readers: SQLiteReaders
+    private let readers: ConnectionPool<SQLiteReader>
     /// The database file.
     let path: String
     private let lock: DatabaseLock
@@ -28,7 +28,7 @@ final class SQLiteDatabase: SQLDatabase {
             var configuration = Configuration()
             configuration.foreignKeysEnabled = true
             configuration.busyMode = .timeout(5)
-            // GRDB's readers serve backups only (reads have ``SQLiteReaders``).
+            // GRDB's readers serve backups only (reads have ``SQLiteReader``s).
             configuration.maximumReaderCount = 2
             configuration.persistentReadOnlyConnections = true
             configuration.label = "catalog"
@@ -63,7 +63,7 @@ final class SQLiteDatabase: SQLDatabase {
         }
         self.lock = lock
         self.path = path
-        self.readers = SQLiteReaders(path: path, capacity: max(2, readers))
+        self.readers = ConnectionPool(size: max(2, readers), wait: .seconds(5)) { try SQLiteReader(path: path) }
     }
 
     var version: String {
@@ -72,11 +72,11 @@ final class SQLiteDatabase: SQLDatabase {
 
     func read<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         // The budget starts once a connection is had: waiting for one is not work.
-        try readers.withReader { reader in try ReadBudget.run { try body(SQLiteReadSession(reader: reader)) } }
+        try readers.with { reader in try ReadBudget.run { try body(SQLiteReadSession(reader: reader)) } }
     }
 
     func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        try readers.withReader { reader in try ReadBudget.run {
+        try readers.with { reader in try ReadBudget.run {
             try reader.execute("BEGIN DEFERRED TRANSACTION")
             do {
                 let result = try body(SQLiteReadSession(reader: reader))

@@ -30,7 +30,7 @@ struct SQLiteSession: SQLConnection {
     }
 }
 
-/// A read on one of ``SQLiteReaders``' connections, speaking ``SQLConnection``.
+/// A read on a ``SQLiteReader``, speaking ``SQLConnection``.
 struct SQLiteReadSession: SQLConnection {
     let reader: SQLiteReader
 

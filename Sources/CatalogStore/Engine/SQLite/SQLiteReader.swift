@@ -4,90 +4,19 @@ import Foundation
 import GRDB
 import GRDBSQLite
 
-/// The read-only connections reads run on: opened with the SQLite C API and lent, one
-/// reader at a time, from a stack behind one lock. Taking GRDB's pooled reader (its
-/// semaphore, dispatch queues and generic bookkeeping) cost about a third of the
-/// instructions of an answered `GET`; taking one of these costs a lock.
-final class SQLiteReaders: @unchecked Sendable {
-    private let path: String
-    private let capacity: Int
-    private let condition = NSCondition()
-    private var idle: [SQLiteReader] = []
-    private var opened = 0
-    private var closed = false
-
-    /// Readers of the database at `path`, at most `capacity` open at once.
-    init(path: String, capacity: Int) {
-        self.path = path
-        self.capacity = max(1, capacity)
-    }
-
-    /// Runs `body` with a reader of its own (waiting for one while all are lent).
-    func withReader<T>(_ body: (SQLiteReader) throws -> T) throws -> T {
-        let reader = try take()
-        defer { giveBack(reader) }
-        return try body(reader)
-    }
-
-    private func take() throws -> SQLiteReader {
-        condition.lock()
-        while true {
-            if closed {
-                condition.unlock()
-                throw StoreError.unavailable("The database is closed.")
-            }
-            if let reader = idle.popLast() {
-                condition.unlock()
-                return reader
-            }
-            if opened < capacity {
-                opened += 1
-                condition.unlock()
-                do {
-                    return try SQLiteReader(path: path)
-                } catch {
-                    condition.lock()
-                    opened -= 1
-                    condition.signal()
-                    condition.unlock()
-                    throw error
-                }
-            }
-            condition.wait()
-        }
-    }
-
-    private func giveBack(_ reader: SQLiteReader) {
-        condition.lock()
-        defer { condition.unlock() }
-        if closed {
-            opened -= 1
-            return
-        }
-        idle.append(reader)
-        condition.signal()
-    }
-
-    /// Closes the idle readers; those lent close when they come back.
-    func close() {
-        condition.lock()
-        closed = true
-        opened -= idle.count
-        idle.removeAll()
-        condition.broadcast()
-        condition.unlock()
-    }
-}
-
-/// One read-only SQLite connection with its prepared statements, used by one thread at
-/// a time: as GRDB's readers were, with a 16 MiB page cache, the read budget's progress
-/// handler and the search functions.
-final class SQLiteReader {
+/// One read-only SQLite connection with its prepared statements, which reads run on, lent
+/// by a ``ConnectionPool`` to one thread at a time: as GRDB's readers were, with a 16 MiB
+/// page cache, the read budget's progress handler and the search functions. Taking GRDB's
+/// pooled reader (its semaphore, dispatch queues and generic bookkeeping) cost about a
+/// third of the instructions of an answered `GET`; taking one of these costs a lock.
+final class SQLiteReader: PooledConnection {
     let connection: OpaquePointer
     /// Prepared once and kept, as GRDB's statement cache does: the store's statements are
     /// a fixed set (lists build theirs from which parameters are present, never from
     /// their values).
     private var statements: [String: OpaquePointer] = [:]
+    /// A read-only connection to a local file stays usable.
+    var isBroken: Bool { false }
 
     init(path: String) throws {
         var connection: OpaquePointer?
