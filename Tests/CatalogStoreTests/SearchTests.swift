@@ -79,6 +79,82 @@ import TestSupport
         #expect(ranked == [twice, shortTitle, longTitle, inDescription])
     }
 
+    /// A sorted search that matches few of the newest rows keeps its matches in order
+    /// (`SearchLists`); its pages must still be what the index gives after every write,
+    /// after a cursor whose row moved, and past the most matches a kept list holds.
+    @Test func aKeptSortedSearchFollowsWritesCursorsAndItsLimit() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        // "Common" in the titles of 17,000 of 20,000 items, none of the newest: the sample
+        // finds no match, so the index is used, and more match than a list keeps.
+        let outside = try DatabaseQueue(path: scratch.database)
+        try outside.write { db in
+            try db.execute(sql: """
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+                INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
+                SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-a'
+                             || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
+                       CASE WHEN i <= 17000 THEN 'Common clip ' ELSE 'Clip ' END || i, '', 'https://example.com/' || i, i, i, 1
+                FROM n
+                """)
+        }
+        #expect(17_000 > SearchLists.listLimit)
+        let query = try #require(SearchQuery.fts5("common"))
+        func expected(after cursor: (title: String, id: String)? = nil, limit: Int = -1, descending: Bool = false) throws -> [String] {
+            let direction = descending ? "DESC" : "ASC"
+            let keyset = cursor == nil ? "" : " AND (title, id) \(descending ? "<" : ">") (?, ?)"
+            return try outside.read { db in
+                try String.fetchAll(db, sql: """
+                    SELECT id FROM playable_items WHERE pk IN (SELECT rowid FROM playable_items_fts WHERE playable_items_fts MATCH ?)\(keyset)
+                    ORDER BY title \(direction), id \(direction) LIMIT ?
+                    """, arguments: StatementArguments([query] + (cursor.map { [$0.title, $0.id] } ?? []) + [limit]))
+            }
+        }
+        let byTitle = ListRequest(limit: 1_000, order: .field("title", descending: false), search: "common")
+        // Every page, twice (the second time from the kept list), past the list's 16,384.
+        #expect(try pages(store, byTitle) == expected())
+        #expect(try pages(store, byTitle) == expected())
+        var descending = byTitle
+        descending.order = .field("title", descending: true)
+        #expect(try pages(store, descending) == expected(descending: true))
+
+        var firstPage = byTitle
+        firstPage.limit = 50
+        let page = try store.items.list(firstPage)
+        #expect(try page.items.map(\.id.rawValue) == expected(limit: 50))
+        let last = try #require(page.items.last)
+        var next = firstPage
+        next.cursor = page.nextCursor
+        #expect(try store.items.list(next).items.map(\.id.rawValue) == expected(after: (last.title, last.id.rawValue), limit: 50))
+
+        // Writes through the store: a new first match, and a new match first after the
+        // cursor; and from outside, one match on the next page that matches no more.
+        func create(_ title: String) throws -> CatalogID {
+            try wait { store.items.create(PlayableItemInput(title: title, description: "", streamURL: URL(string: "https://example.com/new.m3u8")!),
+                                          completion: $0) }.id
+        }
+        let relevance = ListRequest(limit: 100, order: .relevance, search: "common")
+        #expect(try pages(store, relevance).count == 500)
+        let first = try create("Common aardvark"), second = try create(last.title + " again")
+        let ranked = try pages(store, relevance)
+        #expect(ranked.count == 500 && ranked.contains(first.rawValue) && ranked.contains(second.rawValue))
+        let gone = try #require(try store.items.list(next).items.dropFirst(10).first)
+        try outside.write { db in
+            try db.execute(sql: "UPDATE playable_items SET title = 'Rare clip', version = version + 1 WHERE id = ?", arguments: [gone.id.rawValue])
+        }
+        #expect(try store.items.list(firstPage).items.first?.id == first)
+        let after = try store.items.list(next).items.map(\.id.rawValue)
+        #expect(try after == expected(after: (last.title, last.id.rawValue), limit: 50))
+        #expect(after.first == second.rawValue && !after.contains(gone.id.rawValue))
+
+        // The cursor's own row moves (renamed to sort last): its page is what follows where it stood.
+        try outside.write { db in
+            try db.execute(sql: "UPDATE playable_items SET title = 'Common zzz', version = version + 1 WHERE id = ?", arguments: [last.id.rawValue])
+        }
+        #expect(try store.items.list(next).items.map(\.id.rawValue) == expected(after: (last.title, last.id.rawValue), limit: 50))
+    }
+
     private func pages(_ store: CatalogStore, _ request: ListRequest) throws -> [String] {
         var ids: [String] = []
         var request = request

@@ -62,12 +62,25 @@ enum SQLDialect: Sendable {
         }
     }
 
+    /// A query for a number that grows with every committed write of a resource, read in
+    /// a snapshot: what that snapshot holds, unchanged while the number is (SQLite, where
+    /// every resource write logs a change with a new `AUTOINCREMENT` sequence number and
+    /// one writer commits them in order). `nil` where sequence numbers are not in commit
+    /// order (PostgreSQL).
+    var writeVersion: String? {
+        self == .sqlite ? "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0)" : nil
+    }
+
     // MARK: Search
 
     /// The full-text query for `text` (``SearchQuery``), or `nil` when it holds no letter or digit.
     func searchQuery(_ text: String) -> String? {
         self == .sqlite ? SearchQuery.fts5(text) : SearchQuery.tsquery(text)
     }
+
+    /// How a list finds the rows that match a search, and ranks them (``search(_:text:)``).
+    typealias Search = (filter: String, filterQuery: String, from: String?, newestFirst: String, rank: String, rankQuery: String,
+                        match: (expression: String, query: String)?)
 
     /// How a list of `schema` finds the rows that match a search, and ranks them.
     ///
@@ -81,9 +94,7 @@ enum SQLDialect: Sendable {
     /// SQLite ranks with `catalog_rank` and tests with `catalog_match` (``CSearch``), over
     /// the row's own text, so a rank depends on the row and the query alone, and the test
     /// matches exactly the rows the index does.
-    func search(_ schema: ResourceSchema, text: String)
-        -> (filter: String, filterQuery: String, from: String?, newestFirst: String, rank: String, rankQuery: String,
-            match: (expression: String, query: String)?)? {
+    func search(_ schema: ResourceSchema, text: String) -> Search? {
         guard let index = schema.searchTable, let query = searchQuery(text) else { return nil }
         switch self {
         case .sqlite:

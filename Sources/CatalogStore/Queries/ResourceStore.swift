@@ -62,6 +62,8 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     let rendering: ResourceRendering
     /// How densely recent searches matched (``walksSearch(_:)``).
     private let searchDensities = SearchDensities()
+    /// The matches of recent searches, in order (``keptQuery(_:_:after:)``).
+    private let searchLists = SearchLists()
     var renderer: RowRenderer { rendering.renderer }
     /// Renderings of whole rows by id and version, for resources that cache them.
     var cache: RenderCache? { rendering.cache }
@@ -200,7 +202,11 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     }
 
     private func renderedList(_ request: ListRequest, after cursor: ListCursor?) throws -> (json: [UInt8], nextCursor: String?) {
-        if try walksSearch(request) {
+        let walks = try walksSearch(request)
+        if keepsMatches(request, walks: walks) {
+            return try renderedList(request) { db in try keptQuery(db, request, after: cursor, walks: walks) }
+        }
+        if walks {
             return try renderedList(request) { db in try walkedQuery(db, request, after: cursor) }
         }
         if request.order == .distance, let near = request.near {
@@ -318,27 +324,18 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// them up in the index after all. Either way it finds what the index would: a walk
     /// only bounds the work.
     private func walkedQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?) throws -> (String, SQLArguments) {
+        if request.order == .relevance {
+            guard var candidates = try walkedCandidates(db, request) else { return try listQuery(request, after: cursor) }
+            // The page: the best-ranked candidates after the cursor.
+            if let cursor, case let .real(rank) = cursor.key {
+                let after = (rank: rank, id: Array(cursor.id.utf8))
+                candidates.removeAll { !Self.precedes(after, ($0.rank, $0.id)) }
+            }
+            return try listQuery(request, after: cursor, way: .rows(candidates.prefix(request.limit + 1).map(\.pk)))
+        }
         let walk = try listQuery(request, after: cursor, way: .walk)
         let rows = try db.query(walk.0, walk.1)
         var read = 0
-        if request.order == .relevance {
-            var candidates: [(rank: Double, id: [UInt8], pk: Int64)] = []
-            while candidates.count < Self.rankedCandidates, try rows.step() {
-                read += 1
-                if !rows.isNull(2) { candidates.append((rows.real(2), Array(rows.text(1)), rows.integer(0))) }
-            }
-            if candidates.count < Self.rankedCandidates, read == Self.walkLimit { return try listQuery(request, after: cursor) }
-            // The page: the best-ranked candidates after the cursor, ties by id (ids are ASCII).
-            func precedes(_ a: (rank: Double, id: [UInt8]), _ b: (rank: Double, id: [UInt8])) -> Bool {
-                a.rank != b.rank ? a.rank < b.rank : a.id.lexicographicallyPrecedes(b.id)
-            }
-            if let cursor, case let .real(rank) = cursor.key {
-                let after = (rank: rank, id: Array(cursor.id.utf8))
-                candidates.removeAll { !precedes(after, ($0.rank, $0.id)) }
-            }
-            candidates.sort { precedes(($0.rank, $0.id), ($1.rank, $1.id)) }
-            return try listQuery(request, after: cursor, way: .rows(candidates.prefix(request.limit + 1).map(\.pk)))
-        }
         var found: [Int64] = []
         while found.count <= request.limit, try rows.step() {
             read += 1
@@ -348,6 +345,77 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         return try listQuery(request, after: cursor, way: .rows(found))
     }
 
+    /// Whether the matches of a search are kept in their list's order (``keptQuery(_:_:after:)``):
+    /// where the engine can tell, within a snapshot, that nothing has changed since they
+    /// were read (SQLite), for searches not within a parent; sorted searches only when
+    /// they do not walk (a walk finds a page, not every match, and is cheap).
+    private func keepsMatches(_ request: ListRequest, walks: Bool) -> Bool {
+        guard request.search != nil, request.scope == nil, database.dialect.writeVersion != nil else { return false }
+        return switch request.order {
+        case .relevance: true
+        case .field: !walks
+        case .distance: false
+        }
+    }
+
+    /// The page of a search from its matches in order, as read once for this version of
+    /// the database (at most ``SearchLists/listLimit`` of them; for relevance, its ranked
+    /// candidates): a search whose matches cluster in the order (`q=77&sort=title` at a
+    /// million items: eleven thousand titles side by side, which no walk reaches) reads
+    /// and sorts them all once, and every page after that costs what a page of a plain
+    /// list does, until the next write. The page after a
+    /// cursor starts after the cursor's row, found in the list with the key it still has;
+    /// a cursor whose row has moved, or that lies past what the list holds, is looked up
+    /// in the index as before. Either way the page holds what the index would give.
+    private func keptQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?, walks: Bool) throws -> (String, SQLArguments) {
+        guard let versionSQL = db.dialect.writeVersion, let version = try db.fetchValue(versionSQL).int64 else {
+            return try listQuery(request, after: cursor)
+        }
+        let key = "\(request.viewer)|\(request.fingerprint)"
+        let matches = try searchLists.matches(key, version: version) {
+            if walks, let candidates = try walkedCandidates(db, request) { return candidates.map(\.pk) }
+            let ordered = try listQuery(request, after: nil, way: .ordered)
+            let rows = try db.query(ordered.0, ordered.1)
+            var pks: [Int64] = []
+            while try rows.step() { pks.append(rows.integer(0)) }
+            return pks
+        }
+        var start = 0
+        if let cursor {
+            // The cursor's row, if its sort key is still the cursor's (equal as the order compares).
+            let key = try sortKey(request, search: request.search.flatMap { db.dialect.search(schema, text: $0) })
+            guard let pk = try db.fetchValue("SELECT t.pk FROM \(schema.table) t WHERE \(key.expression) = ? AND t.id = ?",
+                                             key.arguments + [cursor.key.sqlValue, cursor.id]).int64,
+                  let index = matches.pks.firstIndex(of: pk) else { return try listQuery(request, after: cursor) }
+            start = index + 1
+        }
+        let end = start + request.limit + 1
+        guard end <= matches.pks.count || matches.complete else { return try listQuery(request, after: cursor) }
+        return try listQuery(request, after: cursor, way: .rows(Array(matches.pks[start ..< min(end, matches.pks.count)])))
+    }
+
+    /// The candidates of a search by relevance, found by a walk of the newest rows that
+    /// ranks them as it reads them, best first (ties by id); `nil` when the walk read
+    /// ``walkLimit`` rows without finding them all.
+    private func walkedCandidates(_ db: any SQLConnection, _ request: ListRequest) throws -> [(rank: Double, id: [UInt8], pk: Int64)]? {
+        let walk = try listQuery(request, after: nil, way: .walk)
+        let rows = try db.query(walk.0, walk.1)
+        var read = 0
+        var candidates: [(rank: Double, id: [UInt8], pk: Int64)] = []
+        while candidates.count < Self.rankedCandidates, try rows.step() {
+            read += 1
+            if !rows.isNull(2) { candidates.append((rows.real(2), Array(rows.text(1)), rows.integer(0))) }
+        }
+        if candidates.count < Self.rankedCandidates, read == Self.walkLimit { return nil }
+        candidates.sort { Self.precedes(($0.rank, $0.id), ($1.rank, $1.id)) }
+        return candidates
+    }
+
+    /// Whether `a` comes before `b` in a list by relevance: better rank, then id (ids are ASCII).
+    private static func precedes(_ a: (rank: Double, id: [UInt8]), _ b: (rank: Double, id: [UInt8])) -> Bool {
+        a.rank != b.rank ? a.rank < b.rank : a.id.lexicographicallyPrecedes(b.id)
+    }
+
     /// How a list finds the matches of its search.
     enum SearchWay {
         /// In the full-text index.
@@ -355,8 +423,11 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         /// Testing each row read along the list's order: the walk of ``walkedQuery(_:_:after:)``,
         /// which answers `(pk, matches)` rows, or `(pk, id, rank or NULL)` for relevance.
         case walk
-        /// Exactly these rows (by `pk`), which a walk found.
+        /// Exactly these rows (by `pk`), which a walk or a kept list found.
         case rows([Int64])
+        /// The `pk` of every match (at most ``SearchLists/listLimit``), in the list's
+        /// order, from the index: what ``keptQuery(_:_:after:)`` keeps.
+        case ordered
     }
 
     /// Builds `SELECT * FROM (rows with their sort_key) WHERE keyset ORDER BY sort_key, id LIMIT n+1`.
@@ -367,35 +438,13 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         var filters: [String] = []
         var outerFilters: [String] = []
         var arguments: SQLArguments = []
-        var keyExpression: String
-        var descending = false
-        var keyArguments: SQLArguments = []
-
         let dialect = database.dialect
         let search = request.search.flatMap { dialect.search(schema, text: $0) }
-        switch request.order {
-        case let .field(name, isDescending):
-            guard let column = sortColumns[name] else { throw .invalidCursor("Cannot sort by \(name).") }
-            keyExpression = integerSorts.contains(name) ? "t.\(column)" : dialect.caseFoldedKey("t.\(column)")
-            descending = isDescending
-        case .relevance:
-            guard request.search != nil, schema.searchTable != nil else { throw .invalidCursor("Relevance order needs a search.") }
-            // Text without a letter or digit searches for nothing: no rank to compute.
-            if let search {
-                keyExpression = search.rank
-                keyArguments = Self.repeated(search.rankQuery, for: search.rank)
-            } else {
-                keyExpression = "0.0"
-            }
-        case .distance:
-            guard let point = request.near else { throw .invalidCursor("Distance order needs a point.") }
-            keyExpression = Geo.distanceSQL(dialect)
-            keyArguments = [point.latitude, point.latitude, point.longitude]
-        }
+        let (keyExpression, keyArguments, descending) = try sortKey(request, search: search)
 
         if let search {
             switch way {
-            case .index:
+            case .index, .ordered:
                 from = search.from ?? from
                 filters.append(search.filter)
                 arguments += Self.repeated(search.filterQuery, for: search.filter)
@@ -456,11 +505,38 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         // rows whole. Relevance ranks the newest matches only: a bounded amount of work
         // however many rows match.
         var candidates = "SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key FROM \(from)\(filter)"
-        if request.order == .relevance, case .index = way { candidates += " ORDER BY \(search.newestFirst) LIMIT \(Self.rankedCandidates)" }
+        switch way {
+        case .index, .ordered:
+            if request.order == .relevance { candidates += " ORDER BY \(search.newestFirst) LIMIT \(Self.rankedCandidates)" }
+        case .walk, .rows:
+            break
+        }
+        if case .ordered = way {
+            return ("SELECT candidate FROM (\(candidates)) c \(order) LIMIT \(SearchLists.listLimit + 1)", keyArguments + arguments)
+        }
         let page = "SELECT candidate, sort_key, id FROM (\(candidates)) c\(outerFilter) \(order) LIMIT ?"
         let sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), p.sort_key FROM (\(page)) p"
             + " JOIN \(schema.table) t ON t.pk = p.candidate) t \(order)"
         return (sql, keyArguments + arguments + outerArguments + [request.limit + 1])
+    }
+
+    /// The sort key of `request`'s order over a row of `t` (its `?` bound to `arguments`),
+    /// and whether the list runs down it.
+    private func sortKey(_ request: ListRequest, search: SQLDialect.Search?) throws(StoreError)
+        -> (expression: String, arguments: SQLArguments, descending: Bool) {
+        switch request.order {
+        case let .field(name, descending):
+            guard let column = sortColumns[name] else { throw .invalidCursor("Cannot sort by \(name).") }
+            return (integerSorts.contains(name) ? "t.\(column)" : database.dialect.caseFoldedKey("t.\(column)"), [], descending)
+        case .relevance:
+            guard request.search != nil, schema.searchTable != nil else { throw .invalidCursor("Relevance order needs a search.") }
+            // Text without a letter or digit searches for nothing: no rank to compute.
+            guard let search else { return ("0.0", [], false) }
+            return (search.rank, Self.repeated(search.rankQuery, for: search.rank), false)
+        case .distance:
+            guard let point = request.near else { throw .invalidCursor("Distance order needs a point.") }
+            return (Geo.distanceSQL(database.dialect), [point.latitude, point.latitude, point.longitude], false)
+        }
     }
 
     /// `value` once for each `?` of `sql`.
@@ -618,24 +694,4 @@ func readValues(_ input: some Encodable, _ shape: DocumentShape) -> Result<Field
 /// `INSERT INTO table (columns) VALUES (?, …)`.
 func insertStatement(_ table: String, _ columns: [String]) -> String {
     "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
-}
-
-/// How many of the sampled rows recent searches matched, by their terms: a hint for how a
-/// search runs (never what it finds), kept for 30 seconds, at most 1,024 searches.
-final class SearchDensities: Sendable {
-    private let counts = Mutex<[String: (matches: Int, at: UInt64)]>([:])
-    private static let lifetime: UInt64 = 30_000_000_000
-    private static let capacity = 1_024
-
-    /// The count for `terms`, from `sample` when none is kept or it is too old.
-    func matches(_ terms: String, sample: () throws -> Int) throws -> Int {
-        let now = DispatchTime.now().uptimeNanoseconds
-        if let kept = counts.withLock({ $0[terms] }), now - kept.at < Self.lifetime { return kept.matches }
-        let matches = try sample()
-        counts.withLock { counts in
-            if counts.count >= Self.capacity { counts.removeAll(keepingCapacity: true) }
-            counts[terms] = (matches, now)
-        }
-        return matches
-    }
 }
