@@ -34,8 +34,8 @@ let package = Package(
         // Search functions for SQLite (libsqlite3-dev) on FTS5's own tokenizer: a match and
         // a rank computed from a row's text, for searches that match most of a large catalog.
         .target(name: "CSearch", linkerSettings: [.linkedLibrary("sqlite3")]),
-        // libpq (libpq-dev), found with pkg-config: the PostgreSQL engine's client.
-        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // libpq (libpq-dev's header), loaded only when a PostgreSQL database is opened.
+        .target(name: "CPostgres"),
         // OpenSSL's libcrypto (libssl-dev), found with pkg-config.
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Credentials without HTTP or storage: API key secrets, SHA-256, constant-time

@@ -45,7 +45,7 @@ final class SQLiteDatabase: SQLDatabase {
             // survive power loss, so the one writer connection commits with FULL.
             // Checkpoints run on their own connection and thread, off the writer's path.
             let synchronous = try pool.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -4096; PRAGMA temp_store = MEMORY")
+                try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -2048; PRAGMA temp_store = MEMORY")
                 return try Int.fetchOne(db, sql: "PRAGMA synchronous")
             }
             guard synchronous == 2 else { throw StoreError.unavailable("SQLite refused synchronous=FULL.") }

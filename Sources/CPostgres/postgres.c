@@ -1,0 +1,95 @@
+// The libpq functions the PostgreSQL engine calls, each forwarding to libpq.so.5 as
+// loaded by cpostgres_load(): a server on SQLite never maps libpq and its dependencies.
+// The prototypes are libpq-fe.h's own, so a mismatch does not compile.
+#include "CPostgres.h"
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CPOSTGRES_FUNCTIONS(X) \
+    X(PGconn *, PQconnectdb, (const char *conninfo), (conninfo)) \
+    X(ConnStatusType, PQstatus, (const PGconn *conn), (conn)) \
+    X(char *, PQerrorMessage, (const PGconn *conn), (conn)) \
+    X(int, PQsocket, (const PGconn *conn), (conn)) \
+    X(int, PQserverVersion, (const PGconn *conn), (conn)) \
+    X(PGresult *, PQexec, (PGconn *conn, const char *query), (conn, query)) \
+    X(PGresult *, PQprepare, (PGconn *conn, const char *stmtName, const char *query, int nParams, const Oid *paramTypes), \
+      (conn, stmtName, query, nParams, paramTypes)) \
+    X(PGresult *, PQexecPrepared, (PGconn *conn, const char *stmtName, int nParams, const char *const *paramValues, \
+                                   const int *paramLengths, const int *paramFormats, int resultFormat), \
+      (conn, stmtName, nParams, paramValues, paramLengths, paramFormats, resultFormat)) \
+    X(int, PQconsumeInput, (PGconn *conn), (conn)) \
+    X(PGnotify *, PQnotifies, (PGconn *conn), (conn)) \
+    X(ExecStatusType, PQresultStatus, (const PGresult *res), (res)) \
+    X(char *, PQresultErrorMessage, (const PGresult *res), (res)) \
+    X(char *, PQresultErrorField, (const PGresult *res, int fieldcode), (res, fieldcode)) \
+    X(int, PQntuples, (const PGresult *res), (res)) \
+    X(int, PQnfields, (const PGresult *res), (res)) \
+    X(Oid, PQftype, (const PGresult *res, int field_num), (res, field_num)) \
+    X(char *, PQgetvalue, (const PGresult *res, int tup_num, int field_num), (res, tup_num, field_num)) \
+    X(int, PQgetlength, (const PGresult *res, int tup_num, int field_num), (res, tup_num, field_num)) \
+    X(int, PQgetisnull, (const PGresult *res, int tup_num, int field_num), (res, tup_num, field_num)) \
+    X(char *, PQcmdTuples, (PGresult *res), (res))
+
+#define CPOSTGRES_PROCEDURES(X) \
+    X(PQfinish, (PGconn *conn), (conn)) \
+    X(PQclear, (PGresult *res), (res)) \
+    X(PQfreemem, (void *ptr), (ptr))
+
+#define POINTER(type, name, parameters, arguments) type (*name) parameters;
+#define PROCEDURE_POINTER(name, parameters, arguments) void (*name) parameters;
+static struct {
+    CPOSTGRES_FUNCTIONS(POINTER)
+    CPOSTGRES_PROCEDURES(PROCEDURE_POINTER)
+} libpq;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static const char *failure = "libpq.so.5 was not loaded";
+
+static void load(void) {
+    void *handle = dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        const char *error = dlerror();
+        failure = error != NULL ? strdup(error) : "libpq.so.5 could not be loaded";
+        return;
+    }
+#define RESOLVE(name) \
+    if ((*(void **)&libpq.name = dlsym(handle, #name)) == NULL) { \
+        failure = "libpq.so.5 lacks " #name; \
+        return; \
+    }
+#define RESOLVE_FUNCTION(type, name, parameters, arguments) RESOLVE(name)
+#define RESOLVE_PROCEDURE(name, parameters, arguments) RESOLVE(name)
+    CPOSTGRES_FUNCTIONS(RESOLVE_FUNCTION)
+    CPOSTGRES_PROCEDURES(RESOLVE_PROCEDURE)
+    failure = NULL;
+}
+
+const char *cpostgres_load(void) {
+    pthread_once(&once, load);
+    return failure;
+}
+
+// Reached only after cpostgres_load() succeeded (the engine opens nothing otherwise);
+// a call before that is a bug, stopped here rather than jumping through NULL.
+static void require(void) {
+    if (cpostgres_load() != NULL) {
+        fprintf(stderr, "libpq called before it was loaded: %s\n", failure);
+        abort();
+    }
+}
+
+#define FORWARD(type, name, parameters, arguments) \
+    type name parameters { \
+        require(); \
+        return libpq.name arguments; \
+    }
+#define FORWARD_PROCEDURE(name, parameters, arguments) \
+    void name parameters { \
+        require(); \
+        libpq.name arguments; \
+    }
+CPOSTGRES_FUNCTIONS(FORWARD)
+CPOSTGRES_PROCEDURES(FORWARD_PROCEDURE)
