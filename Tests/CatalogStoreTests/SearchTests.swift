@@ -155,6 +155,38 @@ import TestSupport
         #expect(try store.items.list(next).items.map(\.id.rawValue) == expected(after: (last.title, last.id.rawValue), limit: 50))
     }
 
+    /// A search within a parent (the playlists holding an item) keeps no list: it walks,
+    /// or uses the index, on every page, and its pages by relevance follow one another.
+    @Test func aSearchWithinAParentPagesByRelevance() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        let item = try wait { store.items.create(PlayableItemInput(title: "Clip", description: "", streamURL: URL(string: "https://example.com/c.m3u8")!),
+                                                 completion: $0) }
+        var holding: Set<String> = []
+        for index in 0..<100 {
+            let title = index % 3 == 0 ? "Evening mix \(index)" : "Morning mix mix \(index)"
+            let playlist = try wait { store.playlists.create(PlaylistInput(title: title), completion: $0) }
+            if index % 4 != 0 {
+                _ = try wait { store.entries.insert(PlaylistEntryInput(playableItemId: item.id), into: playlist.id, preconditions: .init(), completion: $0) }
+                holding.insert(playlist.id.rawValue)
+            }
+        }
+        func pages(_ limit: Int) throws -> [String] {
+            var request = ListRequest(limit: limit, order: .relevance, search: "mix", scope: .playlistsContaining(item: item.id))
+            var ids: [String] = []
+            repeat {
+                let page = try store.playlists.list(request)
+                ids += page.items.map(\.id.rawValue)
+                request.cursor = page.nextCursor
+            } while request.cursor != nil
+            return ids
+        }
+        let whole = try pages(100)
+        #expect(Set(whole) == holding && whole.count == holding.count)
+        #expect(try pages(7) == whole)
+    }
+
     private func pages(_ store: CatalogStore, _ request: ListRequest) throws -> [String] {
         var ids: [String] = []
         var request = request
