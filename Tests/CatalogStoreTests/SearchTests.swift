@@ -173,14 +173,8 @@ import TestSupport
             }
         }
         func pages(_ limit: Int) throws -> [String] {
-            var request = ListRequest(limit: limit, order: .relevance, search: "mix", scope: .playlistsContaining(item: item.id))
-            var ids: [String] = []
-            repeat {
-                let page = try store.playlists.list(request)
-                ids += page.items.map(\.id.rawValue)
-                request.cursor = page.nextCursor
-            } while request.cursor != nil
-            return ids
+            try self.pages(ListRequest(limit: limit, order: .relevance, search: "mix", scope: .playlistsContaining(item: item.id)),
+                           store.playlists.list, id: \.id)
         }
         let whole = try pages(100)
         #expect(Set(whole) == holding && whole.count == holding.count)
@@ -188,11 +182,16 @@ import TestSupport
     }
 
     private func pages(_ store: CatalogStore, _ request: ListRequest) throws -> [String] {
+        try pages(request, store.items.list, id: \.id)
+    }
+
+    /// The ids of every page of `request`, as `list` answers them, following the cursors.
+    private func pages<Model>(_ request: ListRequest, _ list: (ListRequest) throws(StoreError) -> ListPage<Model>, id: (Model) -> CatalogID) throws -> [String] {
         var ids: [String] = []
         var request = request
         repeat {
-            let page = try store.items.list(request)
-            ids += page.items.map(\.id.rawValue)
+            let page = try list(request)
+            ids += page.items.map { id($0).rawValue }
             request.cursor = page.nextCursor
         } while request.cursor != nil
         return ids
