@@ -52,7 +52,8 @@ static void load(void) {
     void *handle = dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) {
         const char *error = dlerror();
-        failure = error != NULL ? strdup(error) : "libpq.so.5 could not be loaded";
+        char *copy = error != NULL ? strdup(error) : NULL;
+        failure = copy != NULL ? copy : "libpq.so.5 could not be loaded";
         return;
     }
 #define RESOLVE(name) \
@@ -72,8 +73,8 @@ const char *cpostgres_load(void) {
     return failure;
 }
 
-// Reached only after cpostgres_load() succeeded (the engine opens nothing otherwise);
-// a call before that is a bug, stopped here rather than jumping through NULL.
+// Reached only after cpostgres_load() succeeded (every connection is opened after it);
+// a call otherwise is a bug, stopped here rather than jumping through NULL.
 static void require(void) {
     if (cpostgres_load() != NULL) {
         fprintf(stderr, "libpq called before it was loaded: %s\n", failure);

@@ -14,25 +14,41 @@ extension CatalogClient {
                     let all = ListQuery(limit: 100, sort: "createdAt")
                     for try await game in games.all(all) { continuation.yield(.game(game)) }
                     for try await location in locations.all(all) { continuation.yield(.location(location)) }
-                    for try await item in playableItems.all(all) { continuation.yield(.playableItem(item)) }
+                    var itemIDs: Set<CatalogID> = []
+                    for try await item in playableItems.all(all) {
+                        itemIDs.insert(item.id)
+                        continuation.yield(.playableItem(item))
+                    }
                     for try await playlist in playlists.all(all) {
                         var entries: [PlaylistEntry] = []
                         for try await entry in self.entries(of: playlist.id).all(ListQuery(limit: 100)) { entries.append(entry) }
                         continuation.yield(.playlist(PlaylistRecord(playlist, entries: entries)))
                     }
-                    // Comments before replies: a reply needs its comment.
+                    // Comments before replies (a reply needs its comment), each once, and only
+                    // those whose item (and comment) the export holds: the catalog may change
+                    // while it is read. A pass whose token expires (a purge of old deletions
+                    // ran meanwhile) starts again from the beginning of the feed.
+                    var exported: Set<CatalogID> = []
                     for replies in [false, true] {
                         var token: String?
-                        var page: ChangePage
-                        repeat {
-                            page = try await changes.page(since: token, limit: ChangesClient.limitRange.upperBound, types: [.comment])
-                            for change in page.changes {
-                                if case let .comment(comment)? = change.resource, (comment.parentId != nil) == replies {
-                                    continuation.yield(.comment(comment))
-                                }
+                        while true {
+                            let page: ChangePage
+                            do {
+                                page = try await changes.page(since: token, limit: ChangesClient.limitRange.upperBound, types: [.comment])
+                            } catch {
+                                guard token != nil, (error as? CatalogClientError)?.isSyncTokenExpired == true else { throw error }
+                                token = nil
+                                continue
                             }
+                            for change in page.changes {
+                                guard case let .comment(comment)? = change.resource, (comment.parentId != nil) == replies,
+                                      itemIDs.contains(comment.playableItemId), comment.parentId.map(exported.contains) ?? true,
+                                      exported.insert(comment.id).inserted else { continue }
+                                continuation.yield(.comment(comment))
+                            }
+                            guard page.hasMore else { break }
                             token = page.nextToken
-                        } while page.hasMore
+                        }
                     }
                     continuation.finish()
                 } catch {

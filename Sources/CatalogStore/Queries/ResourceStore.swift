@@ -363,22 +363,35 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// candidates): a search whose matches cluster in the order (`q=77&sort=title` at a
     /// million items: eleven thousand titles side by side, which no walk reaches) reads
     /// and sorts them all once, and every page after that costs what a page of a plain
-    /// list does, until the next write. The page after a
-    /// cursor starts after the cursor's row, found in the list with the key it still has;
-    /// a cursor whose row has moved, or that lies past what the list holds, is looked up
-    /// in the index as before. Either way the page holds what the index would give.
+    /// list does, until the next write. Only a first page reads the list; the page after a
+    /// cursor starts after the cursor's row, found in the list with the key it still has.
+    /// A later page with no list for this version, a cursor whose row has moved, or one
+    /// past what the list holds, runs as before (a walk, or the index). Either way the
+    /// page holds what the index would give.
     private func keptQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?, walks: Bool) throws -> (String, SQLArguments) {
-        guard let versionSQL = db.dialect.writeVersion, let version = try db.fetchValue(versionSQL).int64 else {
-            return try listQuery(request, after: cursor)
+        // The way the search runs unkept: never dearer than before there were kept lists.
+        func unkept() throws -> (String, SQLArguments) {
+            try walks ? walkedQuery(db, request, after: cursor) : listQuery(request, after: cursor)
         }
-        let key = "\(request.viewer)|\(request.fingerprint)"
-        let matches = try searchLists.matches(key, version: version) {
-            if walks, let candidates = try walkedCandidates(db, request) { return candidates.map(\.pk) }
-            let ordered = try listQuery(request, after: nil, way: .ordered)
-            let rows = try db.query(ordered.0, ordered.1)
+        guard let versionSQL = db.dialect.writeVersion, let version = try db.fetchValue(versionSQL).int64 else { return try unkept() }
+        // Who lists matters only where some rows are hidden from some viewers.
+        let key = visibleFilter == nil ? request.fingerprint : "\(request.viewer)|\(request.fingerprint)"
+        let matches: SearchLists.Matches
+        if let kept = searchLists.matches(key, version: version) {
+            matches = kept
+        } else if cursor == nil {
+            // Only a first page reads them all: a later page after a write costs what it did.
             var pks: [Int64] = []
-            while try rows.step() { pks.append(rows.integer(0)) }
-            return pks
+            if walks, let candidates = try walkedCandidates(db, request) {
+                pks = candidates.map(\.pk)
+            } else {
+                let ordered = try listQuery(request, after: nil, way: .ordered)
+                let rows = try db.query(ordered.0, ordered.1)
+                while try rows.step() { pks.append(rows.integer(0)) }
+            }
+            matches = searchLists.keep(key, version: version, pks: pks)
+        } else {
+            return try unkept()
         }
         var start = 0
         if let cursor {
@@ -386,11 +399,11 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
             let key = try sortKey(request, search: request.search.flatMap { db.dialect.search(schema, text: $0) })
             guard let pk = try db.fetchValue("SELECT t.pk FROM \(schema.table) t WHERE \(key.expression) = ? AND t.id = ?",
                                              key.arguments + [cursor.key.sqlValue, cursor.id]).int64,
-                  let index = matches.pks.firstIndex(of: pk) else { return try listQuery(request, after: cursor) }
+                  let index = matches.pks.firstIndex(of: pk) else { return try unkept() }
             start = index + 1
         }
         let end = start + request.limit + 1
-        guard end <= matches.pks.count || matches.complete else { return try listQuery(request, after: cursor) }
+        guard end <= matches.pks.count || matches.complete else { return try unkept() }
         return try listQuery(request, after: cursor, way: .rows(Array(matches.pks[start ..< min(end, matches.pks.count)])))
     }
 

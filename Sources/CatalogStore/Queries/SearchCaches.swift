@@ -47,11 +47,14 @@ final class SearchLists: Sendable {
     /// The most searches kept.
     static let searches = 1_024
 
-    /// The matches of the search `key` at `version`, read by `read` (at most ``listLimit``
-    /// plus one: more means the list is not complete) unless kept.
-    func matches(_ key: String, version: Int64, read: () throws -> [Int64]) throws -> Matches {
-        if let matches = kept.withLock({ $0.lists[key] }), matches.version == version { return matches }
-        let pks = try read()
+    /// The matches of the search `key` at `version`, if kept.
+    func matches(_ key: String, version: Int64) -> Matches? {
+        kept.withLock { $0.lists[key] }.flatMap { $0.version == version ? $0 : nil }
+    }
+
+    /// Keeps `pks`, the matches of the search `key` at `version` in order (at most
+    /// ``listLimit`` plus one: more means the list is not complete), and returns them as kept.
+    func keep(_ key: String, version: Int64, pks: [Int64]) -> Matches {
         let matches = Matches(version: version, pks: Array(pks.prefix(Self.listLimit)), complete: pks.count <= Self.listLimit)
         kept.withLock { kept in
             if let old = kept.lists.removeValue(forKey: key) { kept.count -= old.pks.count }

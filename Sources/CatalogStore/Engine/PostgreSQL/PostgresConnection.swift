@@ -21,6 +21,9 @@ final class PostgresConnection: SQLConnection, PooledConnection {
     /// Connects to `url` (any libpq connection string) and sets the session up.
     /// - Parameter settings: `SET` statements run once connected.
     init(url: String, settings: String) throws {
+        if let failure = cpostgres_load() {
+            throw SQLError(kind: .connection, code: "08000", message: "PostgreSQL needs libpq (libpq5): \(String(cString: failure))")
+        }
         guard let connection = PQconnectdb(url) else { throw SQLError(kind: .connection, code: "08000", message: "libpq could not allocate a connection") }
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = Self.message(PQerrorMessage(connection))

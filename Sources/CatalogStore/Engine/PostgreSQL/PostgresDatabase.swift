@@ -1,4 +1,3 @@
-import CPostgres
 import Foundation
 import Synchronization
 
@@ -26,9 +25,6 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     /// Connects to `url` (a libpq URL or connection string); fails when the server cannot
     /// be reached.
     init(url: String, readers: Int) throws {
-        if let failure = cpostgres_load() {
-            throw StoreError.unavailable("PostgreSQL needs libpq (libpq5): \(String(cString: failure))")
-        }
         self.url = url
         let first: PostgresConnection
         do {
