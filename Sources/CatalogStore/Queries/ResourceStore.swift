@@ -62,7 +62,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     let rendering: ResourceRendering
     /// How densely recent searches matched (``walksSearch(_:)``).
     private let searchDensities = SearchDensities()
-    /// The matches of recent searches, in order (``keptQuery(_:_:after:)``).
+    /// The matches of recent searches, in order (``keptQuery(_:_:after:walks:)``).
     private let searchLists = SearchLists()
     var renderer: RowRenderer { rendering.renderer }
     /// Renderings of whole rows by id and version, for resources that cache them.
@@ -345,7 +345,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         return try listQuery(request, after: cursor, way: .rows(found))
     }
 
-    /// Whether the matches of a search are kept in their list's order (``keptQuery(_:_:after:)``):
+    /// Whether the matches of a search are kept in their list's order (``keptQuery(_:_:after:walks:)``):
     /// where the engine can tell, within a snapshot, that nothing has changed since they
     /// were read (SQLite), for searches not within a parent; sorted searches only when
     /// they do not walk (a walk finds a page, not every match, and is cheap).
@@ -439,7 +439,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         /// Exactly these rows (by `pk`), which a walk or a kept list found.
         case rows([Int64])
         /// The `pk` of every match (at most ``SearchLists/listLimit``), in the list's
-        /// order, from the index: what ``keptQuery(_:_:after:)`` keeps.
+        /// order, from the index: what ``keptQuery(_:_:after:walks:)`` keeps.
         case ordered
     }
 
