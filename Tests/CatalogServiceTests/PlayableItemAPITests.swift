@@ -1,5 +1,7 @@
+@testable import CatalogService
 import CatalogModels
 import Foundation
+import HTTPServer
 import Testing
 
 /// `/v1/playable-items` over a real server and a real database file.
@@ -35,6 +37,11 @@ import Testing
         #expect(page.items.count == 5)
         let cursor = try #require(page.nextCursor)
         #expect(first.header("Link") == "</v1/playable-items?limit=5&sort=-createdAt&cursor=\(cursor)>; rel=\"next\"")
+        // The next link keeps the other parameters as sent, drops empty pairs, and replaces
+        // the cursor even when its name was percent-encoded.
+        let second = try await catalog.client.get("/v1/playable-items?&limit=5&&sort=-createdAt&%63ursor=\(cursor)&")
+        let next = try #require(try second.decode(Page<PlayableItem>.self).nextCursor)
+        #expect(second.header("Link") == "</v1/playable-items?limit=5&sort=-createdAt&cursor=\(next)>; rel=\"next\"")
         let all = try await catalog.client.all("/v1/playable-items?limit=5&sort=-createdAt", as: PlayableItem.self)
         #expect(all.count == DemoCatalogCounts.items)
         #expect(Set(all.map(\.id)).count == all.count, "no item twice")
@@ -352,5 +359,19 @@ enum DemoCatalogCounts {
         #expect(try await catalog.client.get("/v1/playable-items?q=vi").decode(Page<PlayableItem>.self).items.count == 3)
         // A percent-encoded parameter name is still a search (it runs on the read pool).
         #expect(try await catalog.client.get("/v1/playable-items?%71=vid").decode(Page<PlayableItem>.self).items.count == 3)
+    }
+
+    /// Which list requests leave the event loop for the read pool: every search and
+    /// geographic filter, however its name is spelled; never a plain page.
+    @Test func searchesAndAreasRunOnTheReadPool() {
+        let expensive = ["q=a", "limit=2&q=a", "%71=a", "%6Eear=1,2", "bbox=1,2,3,4", "&&q&", "n%65ar=1,2&limit=1"]
+        let cheap = ["", "limit=2", "cursor=abc&sort=title", "qq=a", "%71q=a", "bboxx=1", "limit=q", "%ZZ=1"]
+        for query in expensive {
+            #expect(ListParameters.isExpensive(HTTPRequest(method: .GET, path: "/v1/playable-items", query: query)), "\(query)")
+        }
+        for query in cheap {
+            #expect(!ListParameters.isExpensive(HTTPRequest(method: .GET, path: "/v1/playable-items", query: query)), "\(query)")
+        }
+        #expect(!ListParameters.isExpensive(HTTPRequest(method: .GET, path: "/v1/playable-items")))
     }
 }

@@ -27,6 +27,17 @@ import TestSupport
         #expect(next.response.status == 200, sourceLocation: sourceLocation)
     }
 
+    /// The byte classes the parser tests each byte against are exactly the RFCs' lists.
+    @Test func byteClassesAreTheRFCLists() {
+        let alphanumerics = Set("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".utf8)
+        let token = alphanumerics.union("!#$%&'*+-.^_`|~".utf8)  // RFC 9110 §5.6.2 tchar
+        let target = alphanumerics.union("-._~!$&'()*+,;=:@/?%".utf8)  // RFC 3986 pchar, "/", "?"
+        for byte in UInt8.min...UInt8.max {
+            #expect(ASCII.isToken(byte) == token.contains(byte), "\(byte)")
+            #expect(ASCII.isTarget(byte) == target.contains(byte), "\(byte)")
+        }
+    }
+
     @Test func requestLineOverLimitIs414() async throws {
         let path = "/" + String(repeating: "a", count: 8 * 1024)
         try await expectRejected("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n", status: 414, code: "requestLineTooLong")

@@ -68,6 +68,7 @@ enum QueryParameters {
         let items: [QueryItem]
         do { items = try request.queryItems() } catch { throw APIError(status: .badRequest, code: error.code, detail: error.detail) }
         var values: [String: String] = [:]
+        values.reserveCapacity(items.count)
         for item in items {
             guard accepted.contains(item.name) else {
                 let choices = accepted.isEmpty ? "no parameters" : accepted.sorted().joined(separator: ", ")

@@ -38,11 +38,14 @@ final class ConnectionPool<Connection: PooledConnection>: @unchecked Sendable {
         return try body(connection)
     }
 
+    @_specialize(exported: false, kind: full, where Connection == SQLiteReader)
     private func borrow() throws -> Connection {
         condition.lock()
-        let deadline = Date(timeIntervalSinceNow: Double(wait.components.seconds))
+        var deadline: Date?
         while idle.isEmpty && count >= size && !closed {
-            guard condition.wait(until: deadline) else {
+            let (seconds, attoseconds) = wait.components
+            deadline = deadline ?? Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18)
+            guard let until = deadline, condition.wait(until: until) else {
                 condition.unlock()
                 throw StoreError.unavailable("Every database connection is busy; retry shortly.")
             }
@@ -68,6 +71,7 @@ final class ConnectionPool<Connection: PooledConnection>: @unchecked Sendable {
         }
     }
 
+    @_specialize(exported: false, kind: full, where Connection == SQLiteReader)
     private func giveBack(_ connection: Connection) {
         condition.lock()
         if connection.isBroken || closed { count -= 1 } else { idle.append(connection) }

@@ -39,15 +39,24 @@ struct ListCursor {
 
     /// `1 ␟ fingerprint-hash ␟ id ␟ kind+value`, base64url-encoded.
     func encoded() -> String {
-        var plain: [UInt8] = [UInt8(ascii: "1"), Self.separator]
-        plain += Array(String(Self.hash(fingerprint), radix: 36).utf8)
+        var plain: [UInt8] = []
+        plain.reserveCapacity(64 + id.utf8.count)
+        plain.append(UInt8(ascii: "1"))
         plain.append(Self.separator)
-        plain += Array(id.utf8)
+        Self.appendBase36(Self.hash(fingerprint), to: &plain)
+        plain.append(Self.separator)
+        plain += id.utf8
         plain.append(Self.separator)
         switch key {
-        case let .integer(value): plain += Array("i\(value)".utf8)
-        case let .text(value): plain += Array("s\(value)".utf8)
-        case let .real(value): plain += Array("d\(String(value.bitPattern, radix: 16))".utf8)
+        case let .integer(value):
+            plain.append(UInt8(ascii: "i"))
+            plain += String(value).utf8
+        case let .text(value):
+            plain.append(UInt8(ascii: "s"))
+            plain += value.utf8
+        case let .real(value):
+            plain.append(UInt8(ascii: "d"))
+            plain += String(value.bitPattern, radix: 16).utf8
         }
         return Base64URL.encode(plain)
     }
@@ -55,14 +64,21 @@ struct ListCursor {
     /// Decodes `text` and checks it was made for a request with this fingerprint.
     init(decoding text: String, fingerprint: String) throws(StoreError) {
         guard text.utf8.count <= 4096, let plain = Base64URL.decode(text) else { throw .invalidCursor("The cursor is malformed.") }
-        let parts = plain.split(separator: Self.separator, maxSplits: 3, omittingEmptySubsequences: false)
-        guard parts.count == 4, parts[0].elementsEqual([UInt8(ascii: "1")]), let kind = parts[3].first,
-              let id = String(validating: parts[2], as: UTF8.self), let value = String(validating: parts[3].dropFirst(), as: UTF8.self)
+        // Four fields: the version, the fingerprint's hash, the id, and the key (which may
+        // itself hold the separator).
+        guard let first = plain.firstIndex(of: Self.separator),
+              let second = plain[(first + 1)...].firstIndex(of: Self.separator),
+              let third = plain[(second + 1)...].firstIndex(of: Self.separator),
+              plain[..<first].elementsEqual([UInt8(ascii: "1")]), third + 1 < plain.count,
+              let id = String(validating: plain[(second + 1)..<third], as: UTF8.self),
+              let value = String(validating: plain[(third + 2)...], as: UTF8.self)
         else { throw .invalidCursor("The cursor is malformed.") }
-        guard parts[1].elementsEqual(String(Self.hash(fingerprint), radix: 36).utf8) else {
+        var hash: [UInt8] = []
+        Self.appendBase36(Self.hash(fingerprint), to: &hash)
+        guard plain[(first + 1)..<second].elementsEqual(hash) else {
             throw .invalidCursor("The cursor belongs to a list with another sort or filter; start again without it.")
         }
-        switch kind {
+        switch plain[third + 1] {
         case UInt8(ascii: "i"):
             guard let number = Int64(value) else { throw .invalidCursor("The cursor is malformed.") }
             key = .integer(number)
@@ -87,6 +103,22 @@ struct ListCursor {
         }
         return hash
     }
+
+    /// `value` in lowercase base 36, as `String(value, radix: 36)` writes it.
+    private static func appendBase36(_ value: UInt64, to bytes: inout [UInt8]) {
+        // At most 13 digits (36^13 > 2^64), written from the last.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 13) { digits in
+            var first = digits.count
+            var rest = value
+            repeat {
+                let digit = UInt8(rest % 36)
+                first -= 1
+                digits[first] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
+                rest /= 36
+            } while rest > 0
+            bytes += digits[first...]
+        }
+    }
 }
 
 /// RFC 4648 §5 base64url without padding.
@@ -99,39 +131,55 @@ enum Base64URL {
     }()
 
     static func encode(_ bytes: [UInt8]) -> String {
-        var output: [UInt8] = []
-        output.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index < bytes.count {
-            let chunk = bytes[index..<min(index + 3, bytes.count)]
-            let b0 = chunk[chunk.startIndex]
-            let b1 = chunk.count > 1 ? chunk[chunk.startIndex + 1] : 0
-            let b2 = chunk.count > 2 ? chunk[chunk.startIndex + 2] : 0
-            output.append(alphabet[Int(b0 >> 2)])
-            output.append(alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)])
-            if chunk.count > 1 { output.append(alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)]) }
-            if chunk.count > 2 { output.append(alphabet[Int(b2 & 0x3F)]) }
-            index += 3
+        let count = bytes.count
+        return String(unsafeUninitializedCapacity: (count * 4 + 2) / 3) { output in
+            alphabet.withUnsafeBufferPointer { alphabet in
+                var written = 0
+                var index = 0
+                while index < count {
+                    let b0 = bytes[index]
+                    let b1 = index + 1 < count ? bytes[index + 1] : 0
+                    let b2 = index + 2 < count ? bytes[index + 2] : 0
+                    output[written] = alphabet[Int(b0 >> 2)]
+                    output[written + 1] = alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)]
+                    written += 2
+                    if index + 1 < count {
+                        output[written] = alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)]
+                        written += 1
+                    }
+                    if index + 2 < count {
+                        output[written] = alphabet[Int(b2 & 0x3F)]
+                        written += 1
+                    }
+                    index += 3
+                }
+                return written
+            }
         }
-        return String(decoding: output, as: UTF8.self)
     }
 
     static func decode(_ text: String) -> [UInt8]? {
-        var output: [UInt8] = []
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for byte in text.utf8 {
-            let value = values[Int(byte)]
-            guard value != 0xFF else { return nil }
-            accumulator = accumulator << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+        var text = text
+        return text.withUTF8 { input in
+            values.withUnsafeBufferPointer { values in
+                var output: [UInt8] = []
+                output.reserveCapacity(input.count * 3 / 4)
+                var accumulator: UInt32 = 0
+                var bits = 0
+                for byte in input {
+                    let value = values[Int(byte)]
+                    guard value != 0xFF else { return nil }
+                    accumulator = accumulator << 6 | UInt32(value)
+                    bits += 6
+                    if bits >= 8 {
+                        bits -= 8
+                        output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+                    }
+                }
+                // Leftover bits must be zero padding of fewer than 6 bits.
+                guard bits < 6, accumulator & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
+                return output
             }
         }
-        // Leftover bits must be zero padding of fewer than 6 bits.
-        guard bits < 6, accumulator & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
-        return output
     }
 }

@@ -62,13 +62,17 @@ public struct ListRequest: Sendable, Hashable {
 
     /// What the cursor is bound to: the order and every filter.
     var fingerprint: String {
-        let orderText: String = switch order {
-        case let .field(name, descending): (descending ? "-" : "") + name
+        var text = switch order {
+        case let .field(name, descending): descending ? "-" + name : name
         case .relevance: "relevance"
         case .distance: "distance"
         }
-        let filters = "\(orderText)|\(search ?? "")|\(areas.map { "\($0)" }.joined(separator: "&"))"
-        return scope.map { "\(filters)|\($0)" } ?? filters
+        text += "|"
+        text += search ?? ""
+        text += "|"
+        if !areas.isEmpty { text += areas.map { "\($0)" }.joined(separator: "&") }
+        if let scope { text += "|\(scope)" }
+        return text
     }
 
     /// The circle of a `near` filter, if any.

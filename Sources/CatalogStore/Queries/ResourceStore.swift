@@ -285,7 +285,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
 
     /// What a cursor of `request` is bound to: this table, the order and the filters.
     private func fingerprint(_ request: ListRequest) -> String {
-        "\(schema.table)|\(request.fingerprint)"
+        schema.table + "|" + request.fingerprint
     }
 
     /// How many of the newest matches of a search a list by relevance ranks.

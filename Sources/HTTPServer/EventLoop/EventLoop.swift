@@ -279,8 +279,14 @@ final class EventLoop: @unchecked Sendable {
         z = (z ^ (z >> 30)) &* 0xBF58_476C_E5B9_E11D
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         z ^= z >> 31
-        let hex = String(z, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
+        // 16 lowercase hex digits, written directly (as `String(z, radix: 16)`, zero-padded).
+        return String(unsafeUninitializedCapacity: 16) { bytes in
+            for index in 0..<16 {
+                let digit = UInt8(truncatingIfNeeded: z >> UInt64(60 - 4 * index)) & 0x0F
+                bytes[index] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
+            }
+            return 16
+        }
     }
 
     // MARK: Shutdown

@@ -118,24 +118,26 @@ enum ASCII {
     }
 
     /// RFC 9110 `tchar`: the characters of a token such as a method or field name.
-    static let isTokenTable: [Bool] = (0..<256).map { value in
-        let byte = UInt8(value)
+    @inline(__always) static func isToken(_ byte: UInt8) -> Bool {
         switch byte {
-        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
-        default: return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "*"),
+             UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"),
+             UInt8(ascii: "~"): true
+        default: false
         }
     }
 
     /// Bytes allowed in a request target (RFC 3986 unreserved, sub-delims, ":", "@", "/", "?", "%").
-    static let isTargetTable: [Bool] = (0..<256).map { value in
-        let byte = UInt8(value)
+    @inline(__always) static func isTarget(_ byte: UInt8) -> Bool {
         switch byte {
-        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
-        default: return Array("-._~!$&'()*+,;=:@/?%".utf8).contains(byte)
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"),
+             UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"),
+             UInt8(ascii: "="), UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "%"): true
+        default: false
         }
     }
-
-    @inline(__always) static func isToken(_ byte: UInt8) -> Bool { isTokenTable[Int(byte)] }
 
     /// RFC 9110 field-value bytes: VCHAR, obs-text, SP and HTAB.
     @inline(__always) static func isFieldValue(_ byte: UInt8) -> Bool {

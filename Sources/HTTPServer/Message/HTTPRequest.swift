@@ -117,15 +117,31 @@ enum PercentDecoding {
         return String(validating: output, as: UTF8.self)
     }
 
-    /// The runs of `bytes` between each `separator` (empty ones included).
-    static func split(_ bytes: UnsafeBufferPointer<UInt8>, on separator: UInt8) -> [Slice<UnsafeBufferPointer<UInt8>>] {
-        var parts: [Slice<UnsafeBufferPointer<UInt8>>] = []
-        var start = 0
-        for index in 0..<bytes.count where bytes[index] == separator {
-            parts.append(bytes[start..<index])
-            start = index + 1
+    /// The runs of `bytes` between each `separator` (empty ones included), without
+    /// allocating.
+    static func split(_ bytes: UnsafeBufferPointer<UInt8>, on separator: UInt8) -> Parts {
+        Parts(bytes: bytes, separator: separator)
+    }
+
+    /// The runs ``split(_:on:)`` yields.
+    struct Parts: Sequence, IteratorProtocol {
+        let bytes: UnsafeBufferPointer<UInt8>
+        let separator: UInt8
+        private var start: Int? = 0
+
+        init(bytes: UnsafeBufferPointer<UInt8>, separator: UInt8) {
+            self.bytes = bytes
+            self.separator = separator
         }
-        parts.append(bytes[start...])
-        return parts
+
+        mutating func next() -> Slice<UnsafeBufferPointer<UInt8>>? {
+            guard let from = start else { return nil }
+            guard let end = bytes[from...].firstIndex(of: separator) else {
+                start = nil
+                return bytes[from...]
+            }
+            start = end + 1
+            return bytes[from..<end]
+        }
     }
 }

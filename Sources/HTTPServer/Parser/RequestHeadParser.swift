@@ -122,7 +122,7 @@ struct RequestHeadParser {
         var index = target.lowerBound
         while index < target.upperBound {
             let byte = bytes[index]
-            guard ASCII.isTargetTable[Int(byte)] else {
+            guard ASCII.isTarget(byte) else {
                 throw byte == ASCII.cr ? .bareCarriageReturn : .invalidTarget
             }
             if byte == UInt8(ascii: "%") {
@@ -297,7 +297,7 @@ private struct FieldSemantics {
             switch byte {
             case UInt8(ascii: "["), UInt8(ascii: "]"): continue
             case UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "@"), UInt8(ascii: "#"): throw .invalidHost
-            default: guard ASCII.isTargetTable[Int(byte)] else { throw .invalidHost }
+            default: guard ASCII.isTarget(byte) else { throw .invalidHost }
             }
         }
     }

@@ -11,13 +11,53 @@ public struct Router: Sendable {
     }
 
     private(set) var routes: [Route] = []
+    /// The routes (their indices, in order) whose pattern starts with literal segments,
+    /// by the pattern's length and its first two segments: only they and the routes of
+    /// ``unindexed`` can match a path with that key.
+    private var indexed: [Key: [Int]] = [:]
+    /// The routes whose first two segments are not both literal, in order.
+    private var unindexed: [Int] = []
+
+    private struct Key: Hashable {
+        let count: Int
+        let first: String
+        let second: String
+
+        init?(_ segments: [RoutePattern.Segment]) {
+            var literals: [String] = []
+            for segment in segments.prefix(2) {
+                guard case let .literal(text) = segment else { return nil }
+                literals.append(text)
+            }
+            self.init(count: segments.count, literals)
+        }
+
+        init(count: Int, _ segments: some Collection<String>) {
+            self.count = count
+            first = segments.first ?? ""
+            second = segments.dropFirst().first ?? ""
+        }
+    }
 
     /// Creates an empty router.
     public init() {}
 
     /// Registers `handler` for `method` requests whose path matches `pattern`.
     public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: Handler) {
-        routes.append(Route(method: method, pattern: RoutePattern(pattern), handler: handler))
+        let route = Route(method: method, pattern: RoutePattern(pattern), handler: handler)
+        if let key = Key(route.pattern.segments) {
+            indexed[key, default: []].append(routes.count)
+        } else {
+            unindexed.append(routes.count)
+        }
+        routes.append(route)
+    }
+
+    /// The routes that may match `segments`, in the order they were added.
+    private func candidates(_ segments: [String]) -> [Int] {
+        guard let matching = indexed[Key(count: segments.count, segments)] else { return unindexed }
+        guard !unindexed.isEmpty else { return matching }
+        return (matching + unindexed).sorted()
     }
 
     /// Every registered (method, pattern) pair, in registration order.
@@ -40,7 +80,8 @@ public struct Router: Sendable {
         let segments = try Self.decodedSegments(path)
         var allowed: [HTTPMethod] = []
         var headFallback: (Handler, PathParameters, RoutePattern)?
-        for route in routes {
+        for index in candidates(segments) {
+            let route = routes[index]
             guard let parameters = route.pattern.match(segments) else { continue }
             if route.method == method { return .handler(route.handler, parameters, pattern: route.pattern) }
             if method == .HEAD, route.method == .GET, headFallback == nil { headFallback = (route.handler, parameters, route.pattern) }
@@ -65,6 +106,7 @@ public struct Router: Sendable {
         var path = path
         let segments: [String]? = path.withUTF8 { bytes in
             var segments: [String] = []
+            segments.reserveCapacity(4)
             for raw in PercentDecoding.split(UnsafeBufferPointer(rebasing: bytes[1...]), on: UInt8(ascii: "/")) {
                 guard let segment = PercentDecoding.decode(UnsafeBufferPointer(rebasing: raw), plusAsSpace: false) else { return nil }
                 segments.append(segment)

@@ -14,7 +14,7 @@ final class SQLiteReader: PooledConnection {
     /// Prepared once and kept, as GRDB's statement cache does: the store's statements are
     /// a fixed set (lists build theirs from which parameters are present, never from
     /// their values).
-    private var statements: [String: OpaquePointer] = [:]
+    private var statements: [StatementKey: OpaquePointer] = [:]
     /// A read-only connection to a local file stays usable.
     var isBroken: Bool { false }
 
@@ -43,7 +43,7 @@ final class SQLiteReader: PooledConnection {
 
     /// The prepared statement for `sql`, reset, with its bindings cleared.
     func statement(_ sql: String) throws -> OpaquePointer {
-        if let statement = statements[sql] {
+        if let statement = statements[StatementKey(sql)] {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
             return statement
@@ -53,7 +53,7 @@ final class SQLiteReader: PooledConnection {
         guard code == SQLITE_OK, let statement else {
             throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
         }
-        statements[sql] = statement
+        statements[StatementKey(sql)] = statement
         return statement
     }
 
@@ -64,6 +64,44 @@ final class SQLiteReader: PooledConnection {
         sqlite3_reset(statement)
         guard code == SQLITE_DONE || code == SQLITE_ROW else {
             throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
+        }
+    }
+}
+
+/// A statement's SQL as a dictionary key, hashed by its length and four of its bytes'
+/// 8-byte words rather than every byte: the store's statements are few and long (hashing
+/// each whole on every read cost more than the rest of the lookup). Keys are equal when
+/// their bytes are, as SQLite reads them; texts that hash alike only share a bucket.
+struct StatementKey: Hashable {
+    let sql: String
+
+    init(_ sql: String) {
+        self.sql = sql
+    }
+
+    static func == (lhs: StatementKey, rhs: StatementKey) -> Bool {
+        var left = lhs.sql, right = rhs.sql
+        return left.withUTF8 { left in
+            right.withUTF8 { right in
+                guard left.count == right.count else { return false }
+                guard let a = left.baseAddress, let b = right.baseAddress else { return true }
+                return memcmp(a, b, left.count) == 0
+            }
+        }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        var sql = sql
+        sql.withUTF8 { bytes in
+            hasher.combine(bytes.count)
+            guard bytes.count >= 8, let base = UnsafeRawPointer(bytes.baseAddress) else {
+                return hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+            }
+            let last = bytes.count - 8
+            hasher.combine(base.loadUnaligned(fromByteOffset: last / 4, as: UInt64.self))
+            hasher.combine(base.loadUnaligned(fromByteOffset: last / 2, as: UInt64.self))
+            hasher.combine(base.loadUnaligned(fromByteOffset: last * 3 / 4, as: UInt64.self))
+            hasher.combine(base.loadUnaligned(fromByteOffset: last, as: UInt64.self))
         }
     }
 }
