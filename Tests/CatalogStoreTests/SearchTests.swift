@@ -1,6 +1,7 @@
 import CatalogModels
 import Foundation
 import GRDB
+import Synchronization
 import Testing
 import TestSupport
 @testable import CatalogStore
@@ -113,6 +114,11 @@ import TestSupport
                 FROM n
                 """)
         }
+        // Another program's writes are indexed at the store's next batch.
+        func indexOutsideWrites() throws {
+            _ = try wait { store.games.create(GameInput(name: "Any", imageName: "a"), completion: $0) }
+        }
+        try indexOutsideWrites()
         #expect(17_000 > SearchLists.listLimit)
         let query = try #require(SearchQuery.fts5("common"))
         func expected(after cursor: (title: String, id: String)? = nil, limit: Int = -1, descending: Bool = false) throws -> [String] {
@@ -157,6 +163,7 @@ import TestSupport
         try outside.write { db in
             try db.execute(sql: "UPDATE playable_items SET title = 'Rare clip', version = version + 1 WHERE id = ?", arguments: [gone.id.rawValue])
         }
+        try indexOutsideWrites()
         #expect(try store.items.list(firstPage).items.first?.id == first)
         let after = try store.items.list(next).items.map(\.id.rawValue)
         #expect(try after == expected(after: (last.title, last.id.rawValue), limit: 50))
@@ -166,6 +173,7 @@ import TestSupport
         try outside.write { db in
             try db.execute(sql: "UPDATE playable_items SET title = 'Common zzz', version = version + 1 WHERE id = ?", arguments: [last.id.rawValue])
         }
+        try indexOutsideWrites()
         #expect(try store.items.list(next).items.map(\.id.rawValue) == expected(after: (last.title, last.id.rawValue), limit: 50))
     }
 
@@ -193,6 +201,79 @@ import TestSupport
         let whole = try pages(100)
         #expect(Set(whole) == holding && whole.count == holding.count)
         #expect(try pages(7) == whole)
+    }
+
+    /// The index follows every write of a batch, applied in order at its end: a create,
+    /// a rename of it and a delete in one batch leave exactly the new terms; a failed
+    /// write leaves none. Another program's writes wait in the queue, and are indexed at
+    /// the server's next batch or start.
+    @Test func theIndexFollowsEachBatchAndOtherProgramsWrites() async throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        let database = try #require(Mirror(reflecting: store).descendant("database") as? SQLiteDatabase)
+        let kept = try wait { store.items.create(PlayableItemInput(title: "Kept walrus", description: "", streamURL: URL(string: "https://example.com/k.m3u8")!),
+                                                 completion: $0) }
+        let gone = try wait { store.items.create(PlayableItemInput(title: "Gone pelican", description: "", streamURL: URL(string: "https://example.com/g.m3u8")!),
+                                                 completion: $0) }
+        struct Refused: Error {}
+        let outcomes = Mutex<[String: Bool]>([:])
+        try await onThread { () throws -> Void in
+            let group = DispatchGroup()
+            func submit(_ name: String, atomic: Bool = false, _ work: @escaping (Database) throws -> Void) {
+                group.enter()
+                database.writes.submit(atomic: atomic, work) { result in
+                    outcomes.withLock { $0[name] = (try? result.get()) != nil }
+                    group.leave()
+                }
+            }
+            // A slow job holds the writer while the others queue up: they run as one batch.
+            submit("hold") { _ in usleep(200_000) }
+            usleep(50_000)
+            submit("create") { db in
+                try db.execute(sql: """
+                    INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
+                    VALUES (?, 'Fresh otter', 'river', 'https://example.com/o.m3u8', 1, 1, 1)
+                    """, arguments: [CatalogID().rawValue])
+            }
+            submit("rename") { db in try db.execute(sql: "UPDATE playable_items SET title = 'Renamed heron' WHERE title = 'Fresh otter'") }
+            submit("delete") { db in try db.execute(sql: "DELETE FROM playable_items WHERE id = ?", arguments: [gone.id.rawValue]) }
+            submit("failed", atomic: true) { db in
+                try db.execute(sql: "UPDATE playable_items SET title = 'Phantom lynx' WHERE id = ?", arguments: [kept.id.rawValue])
+                throw Refused()
+            }
+            group.wait()
+        }
+        #expect(outcomes.withLock { $0 } == ["hold": true, "create": true, "rename": true, "delete": true, "failed": false])
+        let outside = try DatabaseQueue(path: scratch.database)
+        func found(_ word: String) throws -> [String] {
+            try outside.read { db in
+                try String.fetchAll(db, sql: """
+                    SELECT title FROM playable_items WHERE pk IN (SELECT rowid FROM playable_items_fts WHERE playable_items_fts MATCH ?) ORDER BY title
+                    """, arguments: [word])
+            }
+        }
+        func queued() throws -> Int { try outside.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM search_index_queue") ?? -1 } }
+        #expect(try found("heron") == ["Renamed heron"] && found("river") == ["Renamed heron"])
+        #expect(try found("otter").isEmpty && found("pelican").isEmpty && found("phantom").isEmpty)
+        #expect(try found("walrus") == ["Kept walrus"])
+        #expect(try queued() == 0)
+
+        // Another program renames an item: queued (a delete and an insert), not yet
+        // indexed (the index still finds the row by its old words).
+        try await outside.write { db in try db.execute(sql: "UPDATE playable_items SET title = 'Outside badger' WHERE id = ?", arguments: [kept.id.rawValue]) }
+        #expect(try queued() == 2)
+        #expect(try found("badger").isEmpty && found("walrus") == ["Outside badger"])
+        // The server's next batch indexes it with its own writes.
+        _ = try wait { store.games.create(GameInput(name: "Any", imageName: "a"), completion: $0) }
+        #expect(try queued() == 0 && found("badger") == ["Outside badger"] && found("walrus").isEmpty)
+        // Written while the server is stopped: indexed when it opens the database again.
+        try store.close()
+        try await outside.write { db in try db.execute(sql: "UPDATE playable_items SET title = 'Offline beaver' WHERE id = ?", arguments: [kept.id.rawValue]) }
+        #expect(try queued() == 2 && found("beaver").isEmpty)
+        let reopened = try scratch.open()
+        defer { try? reopened.close() }
+        #expect(try queued() == 0 && found("beaver") == ["Offline beaver"] && found("badger").isEmpty)
+        #expect(try pages(reopened, ListRequest(search: "beaver")) == [kept.id.rawValue])
     }
 
     private func pages(_ store: CatalogStore, _ request: ListRequest) throws -> [String] {

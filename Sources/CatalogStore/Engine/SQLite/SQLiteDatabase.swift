@@ -51,8 +51,9 @@ final class SQLiteDatabase: SQLDatabase {
             guard synchronous == 2 else { throw StoreError.unavailable("SQLite refused synchronous=FULL.") }
             let checkpointer = try Checkpointer(path: path)
             self.checkpointer = checkpointer
+            let searchIndex = SearchIndexQueue()
             writes = WriteQueue(
-                writer: pool, commits: commits,
+                writer: pool, commits: commits, finish: { db in try searchIndex.apply(db) },
                 needsMaintenance: {
                     checkpointer.backupsRunning.load(ordering: .relaxed) == 0 && checkpointer.needsRestart.exchange(false, ordering: .relaxed)
                 },
@@ -96,7 +97,7 @@ final class SQLiteDatabase: SQLDatabase {
 
     func migrate(_ migrations: [Migration]) throws -> [String] {
         try pool.writeWithoutTransaction { db in
-            try MigrationRunner.migrate(SQLiteSession(db: db, writing: true), migrations: migrations) { body in
+            let applied = try MigrationRunner.migrate(SQLiteSession(db: db, writing: true), migrations: migrations) { body in
                 try db.inTransaction(.immediate) {
                     try body()
                     return .commit
@@ -104,6 +105,12 @@ final class SQLiteDatabase: SQLDatabase {
             } script: { sql in
                 try db.execute(sql: sql)
             }
+            // Index what other programs wrote since (``SearchIndexQueue``).
+            try db.inTransaction(.immediate) {
+                try SearchIndexQueue().apply(db)
+                return .commit
+            }
+            return applied
         }
     }
 

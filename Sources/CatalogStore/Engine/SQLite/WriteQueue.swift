@@ -35,11 +35,16 @@ final class WriteQueue: @unchecked Sendable {
     /// (WAL maintenance between batches).
     private let needsMaintenance: () -> Bool
     private let maintain: (Database) -> Void
+    /// Runs at the end of each batch, inside its transaction, after its jobs (the search
+    /// index writes they queued); when it throws, the batch fails as a whole.
+    private let finish: (Database) throws -> Void
     private let commits: CommitSignal
 
-    init(writer: DatabasePool, commits: CommitSignal, needsMaintenance: @escaping () -> Bool = { false }, maintain: @escaping (Database) -> Void = { _ in }) {
+    init(writer: DatabasePool, commits: CommitSignal, finish: @escaping (Database) throws -> Void = { _ in },
+         needsMaintenance: @escaping () -> Bool = { false }, maintain: @escaping (Database) -> Void = { _ in }) {
         self.writer = writer
         self.commits = commits
+        self.finish = finish
         self.needsMaintenance = needsMaintenance
         self.maintain = maintain
         let thread = Thread { [self] in loop() }
@@ -118,6 +123,7 @@ final class WriteQueue: @unchecked Sendable {
                         }
                         if job.atomic { try release.execute() }
                     }
+                    try finish(db)
                     return .commit
                 }
             }

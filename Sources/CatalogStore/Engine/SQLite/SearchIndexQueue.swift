@@ -1,0 +1,45 @@
+import GRDB
+
+/// Applies the full-text index writes that triggers queue (`Migrations/0007`): at the end
+/// of each of the writer's batches, inside its transaction, one statement per index for
+/// the whole batch. SQLite 3.40's FTS5 writes a new segment at the end of every statement
+/// and savepoint that touches an index, so indexing in each write's own trigger cost a
+/// segment, and its merges, per write.
+///
+/// Used on the writer connection only, which GRDB lends to one thread at a time.
+final class SearchIndexQueue {
+    /// The `INSERT … SELECT` that applies one index's queued writes, by index name.
+    private var statements: [String: String] = [:]
+    /// Whether the queue exists yet (a database before `0007` has none).
+    private var exists = false
+
+    /// Applies and empties the queue, in the order the writes were queued.
+    func apply(_ db: Database) throws {
+        if !exists {
+            exists = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_index_queue')") ?? false
+            guard exists else { return }
+        }
+        // Statements prepared once and kept, as for every write.
+        let names = try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT index_name FROM search_index_queue"))
+        guard !names.isEmpty else { return }
+        for name in names {
+            try db.cachedStatement(sql: statement(db, name)).execute(arguments: [name])
+        }
+        try db.cachedStatement(sql: "DELETE FROM search_index_queue").execute()
+    }
+
+    /// `INSERT INTO index (index, rowid, column1, column2) SELECT …`: FTS5 reads a
+    /// 'delete' in the column named after the table as a command, NULL as a new row.
+    private func statement(_ db: Database, _ name: String) throws -> String {
+        if let statement = statements[name] { return statement }
+        let columns = try String.fetchAll(db, sql: "SELECT name FROM pragma_table_info(?)", arguments: [name])
+        guard columns.count == 2 else {
+            throw StoreError.unavailable("The search index \(name) has \(columns.count) columns; its queue holds 2.")
+        }
+        let quoted = ([name] + columns).map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+        let statement = "INSERT INTO \(quoted[0]) (\(quoted[0]), rowid, \(quoted[1]), \(quoted[2]))"
+            + " SELECT command, row, first, second FROM search_index_queue WHERE index_name = ? ORDER BY seq"
+        statements[name] = statement
+        return statement
+    }
+}
