@@ -172,7 +172,9 @@ bench_same_body() {
 }
 
 # bench_seed_items DATABASE COUNT: COUNT playable items written straight into a migrated,
-# not yet served database (no second process ever opens a live file).
+# not yet served database (no second process ever opens a live file). Their search terms
+# wait in search_index_queue until the server (or `keys create`) next opens the file,
+# which indexes all of them in one statement.
 bench_seed_items() {
     sqlite3 "$1" <<SQL
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $2)

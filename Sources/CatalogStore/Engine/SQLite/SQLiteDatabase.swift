@@ -97,6 +97,9 @@ final class SQLiteDatabase: SQLDatabase {
 
     func migrate(_ migrations: [Migration]) throws -> [String] {
         try pool.writeWithoutTransaction { db in
+            // Index what other programs wrote (``SearchIndexQueue``) while the indexes are
+            // still those the queued rows were written for, and again after the migrations.
+            try applySearchIndexQueue(db)
             let applied = try MigrationRunner.migrate(SQLiteSession(db: db, writing: true), migrations: migrations) { body in
                 try db.inTransaction(.immediate) {
                     try body()
@@ -105,12 +108,15 @@ final class SQLiteDatabase: SQLDatabase {
             } script: { sql in
                 try db.execute(sql: sql)
             }
-            // Index what other programs wrote since (``SearchIndexQueue``).
-            try db.inTransaction(.immediate) {
-                try SearchIndexQueue().apply(db)
-                return .commit
-            }
+            try applySearchIndexQueue(db)
             return applied
+        }
+    }
+
+    private func applySearchIndexQueue(_ db: Database) throws {
+        try db.inTransaction(.immediate) {
+            try SearchIndexQueue().apply(db)
+            return .commit
         }
     }
 

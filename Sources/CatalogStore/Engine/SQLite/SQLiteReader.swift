@@ -80,9 +80,8 @@ struct StatementKey: Hashable {
     }
 
     static func == (lhs: StatementKey, rhs: StatementKey) -> Bool {
-        var left = lhs.sql, right = rhs.sql
-        return left.withUTF8 { left in
-            right.withUTF8 { right in
+        lhs.withBytes { left in
+            rhs.withBytes { right in
                 guard left.count == right.count else { return false }
                 guard let a = left.baseAddress, let b = right.baseAddress else { return true }
                 return memcmp(a, b, left.count) == 0
@@ -91,8 +90,7 @@ struct StatementKey: Hashable {
     }
 
     func hash(into hasher: inout Hasher) {
-        var sql = sql
-        sql.withUTF8 { bytes in
+        withBytes { bytes in
             hasher.combine(bytes.count)
             guard bytes.count >= 8, let base = UnsafeRawPointer(bytes.baseAddress) else {
                 return hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
@@ -103,5 +101,11 @@ struct StatementKey: Hashable {
             hasher.combine(base.loadUnaligned(fromByteOffset: last * 3 / 4, as: UInt64.self))
             hasher.combine(base.loadUnaligned(fromByteOffset: last, as: UInt64.self))
         }
+    }
+
+    /// The SQL's UTF-8 bytes: in place for a native string, copied otherwise.
+    private func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let result = sql.utf8.withContiguousStorageIfAvailable(body) { return result }
+        return Array(sql.utf8).withUnsafeBufferPointer(body)
     }
 }

@@ -8,7 +8,9 @@ import GRDB
 /// undoes the others: a single SQL statement is atomic by itself (SQLite rolls back a
 /// failed statement, triggers included), and writes made of several statements are
 /// submitted as `atomic`, which runs them in a savepoint of their own. (Savepoints are
-/// not the default: they cost about a third of the write throughput.) Jobs should do only database work: their
+/// not the default: they cost about a third of the write throughput.) Only the batch's
+/// last step, `finish` (the search index writes its jobs queued), fails the batch as a
+/// whole when it throws: the index itself is then broken. Jobs should do only database work: their
 /// completions run on the writer thread after the commit and must be quick. With `synchronous=FULL` that is one
 /// `fsync` for the whole batch, and each completion is called only after its data is
 /// durable.
