@@ -44,22 +44,12 @@ enum ListParameters {
     static let maxRadius = 20_037_509.0
 
     /// Whether the list `request` asks for costs more than an indexed page: a search or a
-    /// geographic filter, which run off the event loops. Plain names are read as sent; a
-    /// name with an escape is decoded first, so `%71=` is the search it says.
+    /// geographic filter, which run off the event loops. Names are read as the parser
+    /// decodes them, so `%71=` is the search it says.
     @Sendable static func isExpensive(_ request: HTTPRequest) -> Bool {
-        guard var query = request.query else { return false }
-        let expensive: Bool? = query.withUTF8 { bytes in
-            var expensive = false
-            var escaped = false
-            forEachPair(bytes) { name, _ in
-                escaped = escaped || name.contains { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }
-                expensive = expensive || expensiveNames.contains { name.elementsEqual($0.utf8) }
-            }
-            return escaped ? nil : expensive
-        }
-        if let expensive { return expensive }
-        guard let items = try? request.queryItems() else { return false }
-        return items.contains { expensiveNames.contains($0.name) }
+        var expensive = false
+        request.forEachRawQueryPair { pair in expensive = expensive || expensiveNames.contains(where: pair.nameIs) }
+        return expensive
     }
 
     private static let expensiveNames = ["q", "near", "bbox"]
@@ -182,37 +172,15 @@ enum ListParameters {
     /// The query string of the next page: the request's own parameters, as it sent them,
     /// with the new cursor (base64url, so it needs no escaping) in place of the old one.
     static func nextQuery(_ request: HTTPRequest, cursor: String) -> String {
-        var query = request.query ?? ""
-        return query.withUTF8 { bytes in
-            var output: [UInt8] = []
-            output.reserveCapacity(bytes.count + cursor.utf8.count + 8)
-            forEachPair(bytes) { name, pair in
-                guard !isCursor(name) else { return }
-                output += pair
-                output.append(UInt8(ascii: "&"))
-            }
-            output += "cursor=".utf8
-            output += cursor.utf8
-            return String(decoding: output, as: UTF8.self)
+        var output: [UInt8] = []
+        output.reserveCapacity((request.query?.utf8.count ?? 0) + cursor.utf8.count + 8)
+        request.forEachRawQueryPair { pair in
+            guard !pair.nameIs("cursor") else { return }
+            output += pair.bytes
+            output.append(UInt8(ascii: "&"))
         }
-    }
-
-    /// Whether a query parameter's raw (percent-encoded) name is `cursor`.
-    private static func isCursor(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
-        if name.elementsEqual("cursor".utf8) { return true }
-        return name.contains(UInt8(ascii: "%")) && String(decoding: name, as: UTF8.self).removingPercentEncoding == "cursor"
-    }
-
-    /// Calls `body` with the raw name and the whole of each non-empty `name=value` pair
-    /// of a query string, in order.
-    private static func forEachPair(_ query: UnsafeBufferPointer<UInt8>,
-                                    _ body: (_ name: UnsafeBufferPointer<UInt8>, _ pair: UnsafeBufferPointer<UInt8>) -> Void) {
-        var start = 0
-        while start < query.count {
-            let end = query[start...].firstIndex(of: UInt8(ascii: "&")) ?? query.count
-            let pair = UnsafeBufferPointer(rebasing: query[start..<end])
-            if !pair.isEmpty { body(UnsafeBufferPointer(rebasing: pair[..<(pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex)]), pair) }
-            start = end + 1
-        }
+        output += "cursor=".utf8
+        output += cursor.utf8
+        return String(decoding: output, as: UTF8.self)
     }
 }

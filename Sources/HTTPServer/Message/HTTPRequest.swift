@@ -40,22 +40,59 @@ public struct HTTPRequest: Sendable {
     /// The query parameters in order, percent-decoded with `+` read as a space.
     /// - Throws: ``HTTPError`` (400) when a name or value does not decode to UTF-8.
     public func queryItems() throws(HTTPError) -> [QueryItem] {
-        guard var query, !query.isEmpty else { return [] }
-        let items: [QueryItem]? = query.withUTF8 { bytes in
-            var items: [QueryItem] = []
-            for pair in PercentDecoding.split(bytes, on: UInt8(ascii: "&")) where !pair.isEmpty {
-                let equals = pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex
-                guard let name = PercentDecoding.decode(UnsafeBufferPointer(rebasing: pair[..<equals]), plusAsSpace: true),
-                      let value = PercentDecoding.decode(UnsafeBufferPointer(rebasing: pair[(equals == pair.endIndex ? equals : equals + 1)...]), plusAsSpace: true)
-                else { return nil }
-                items.append(QueryItem(name: name, value: value))
+        var items: [QueryItem] = []
+        var valid = true
+        forEachRawQueryPair { pair in
+            guard valid, let name = pair.decodedName, let value = PercentDecoding.decode(pair.value, plusAsSpace: true) else {
+                valid = false
+                return
             }
-            return items
+            items.append(QueryItem(name: name, value: value))
         }
-        guard let items else {
+        guard valid else {
             throw HTTPError(.badRequest, code: "invalidQuery", detail: "The query string is not valid percent-encoded UTF-8.")
         }
         return items
+    }
+
+    /// Calls `body` with each non-empty `name=value` pair of the query, in order, as
+    /// received: for reading parameters without decoding the whole query.
+    public func forEachRawQueryPair(_ body: (RawQueryPair) -> Void) {
+        guard var query else { return }
+        query.withUTF8 { bytes in
+            for pair in PercentDecoding.split(bytes, on: UInt8(ascii: "&")) where !pair.isEmpty {
+                body(RawQueryPair(UnsafeBufferPointer(rebasing: pair)))
+            }
+        }
+    }
+}
+
+/// One `name=value` pair of a query string as received, still percent-encoded; valid
+/// only within the ``HTTPRequest/forEachRawQueryPair(_:)`` call that lends it.
+public struct RawQueryPair {
+    /// The whole pair, `name=value` (or `name` alone).
+    public let bytes: UnsafeBufferPointer<UInt8>
+    /// The name, before the first `=`.
+    public let name: UnsafeBufferPointer<UInt8>
+    /// The value, after the first `=` (empty when there is none).
+    let value: UnsafeBufferPointer<UInt8>
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+        let equals = bytes.firstIndex(of: UInt8(ascii: "=")) ?? bytes.endIndex
+        name = UnsafeBufferPointer(rebasing: bytes[..<equals])
+        value = UnsafeBufferPointer(rebasing: bytes[(equals == bytes.endIndex ? equals : equals + 1)...])
+    }
+
+    /// The name decoded as ``HTTPRequest/queryItems()`` decodes it; `nil` when it is not
+    /// valid percent-encoded UTF-8.
+    var decodedName: String? { PercentDecoding.decode(name, plusAsSpace: true) }
+
+    /// Whether the name, decoded as ``HTTPRequest/queryItems()`` decodes it, is `text`:
+    /// a name without escapes is compared as received.
+    public func nameIs(_ text: String) -> Bool {
+        if !name.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) { return name.elementsEqual(text.utf8) }
+        return decodedName == text
     }
 }
 
