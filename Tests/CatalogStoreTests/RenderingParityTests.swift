@@ -133,13 +133,19 @@ import TestSupport
             id(index).withUnsafeBufferPointer { cache.store(id: $0, version: 1, revision: 0, json: ArraySlice(repeating: UInt8(ascii: "x"), count: bytes),
                                                     epoch: RenderCache.currentEpoch) }
         }
-        func held(_ index: Int, revision: Int64 = 0) -> Bool { id(index).withUnsafeBufferPointer { cache.json(id: $0, version: 1, revision: revision) != nil } }
+        func held(_ index: Int, revision: Int64 = 0) -> Bool {
+            var writer = JSONWriter()
+            return id(index).withUnsafeBufferPointer { cache.write(id: $0, version: 1, revision: revision, into: &writer) }
+        }
         // An entry over 1/64 of the budget (100 bytes) is not kept.
         store(0, bytes: 101)
         #expect(!held(0))
         // 64 entries of 100 bytes fill it; the 65th starts it over, so the first are gone.
         for index in 1...64 { store(index, bytes: 100) }
         #expect(held(1) && held(64))
+        var writer = JSONWriter()
+        _ = id(64).withUnsafeBufferPointer { cache.write(id: $0, version: 1, revision: 0, into: &writer) }
+        #expect(writer.bytes == Array(repeating: UInt8(ascii: "x"), count: 100), "what was stored, without the id kept beside it")
         store(65, bytes: 100)
         #expect(held(65))
         #expect(!held(65, revision: 7), "the same id and version written anew (by another server) is not served")

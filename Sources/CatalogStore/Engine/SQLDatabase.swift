@@ -15,6 +15,12 @@ protocol SQLDatabase: Sendable {
     func read<T>(_ body: (any SQLConnection) throws -> T) throws -> T
     /// Runs several reads in one read transaction, so they see one snapshot.
     func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T
+    /// A number that stays the same while nothing commits to the database and has changed
+    /// once anything has (through this server or any other program): what caches of whole
+    /// answers are checked against. Read this before the snapshot an answer is made from,
+    /// and keep the answer for that number only. `nil` where the engine cannot tell more
+    /// cheaply than by answering (PostgreSQL, which other servers write to).
+    func generation() throws -> UInt64?
     /// Queues `work` to run inside a write transaction; `completion` receives its result
     /// once the transaction is durable, or its failure (nothing of it is then kept).
     /// - Parameters:

@@ -67,6 +67,8 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     var renderer: RowRenderer { rendering.renderer }
     /// Renderings of whole rows by id and version, for resources that cache them.
     var cache: RenderCache? { rendering.cache }
+    /// List pages as their items' keys in ``cache``, for resources that cache renderings.
+    let pages: PageCache?
     let relations: Relations
     private let insertSQL: String
     private let updateSQL: String
@@ -95,6 +97,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         self.relations = relations
         let renderer = RowRenderer(schema.members, revision: schema.cachesRenderings ? database.dialect.rowRevision : nil)
         rendering = ResourceRendering(renderer: renderer, cache: schema.cachesRenderings ? RenderCache() : nil)
+        pages = schema.cachesRenderings ? PageCache() : nil
         let creation = schema.creationColumns, edit = schema.editColumns
         creationMembers = creation.map(\.index)
         editMembers = edit.map(\.index)
@@ -195,19 +198,35 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// up to its radius): a ring that fills the page holds exactly the nearest results,
     /// so a `near` without a radius costs what the locations around the point cost, not
     /// a distance to every location.
+    ///
+    /// A page of all fields of a resource that caches renderings is kept (``PageCache``)
+    /// until the next commit, and the same request is answered again from the render
+    /// cache without a query (it checks first that nothing has committed since).
     public func renderedList(_ request: ListRequest) throws(StoreError) -> (json: [UInt8], nextCursor: String?) {
+        var keeping: (pages: PageCache, generation: UInt64)?
+        if let pages, request.fields == .all, let generation = try guarded({ try database.generation() }) {
+            if let page = pages.page(request, generation: generation), let json = rendering.write(page) { return (json, page.nextCursor) }
+            keeping = (pages, generation)
+        }
         let cursor = try decodeCursor(request)
+        var kept = keeping.map { _ in PageCache.Page() }
         // One budget for all the rings: interrupted once their reads together take too long.
-        return try guarded { try ReadBudget.run { try renderedList(request, after: cursor) } }
+        let page = try guarded { try ReadBudget.run { try renderedList(request, after: cursor, kept: &kept) } }
+        if let keeping, var kept, kept.isComplete {
+            kept.nextCursor = page.nextCursor
+            keeping.pages.store(request, kept, generation: keeping.generation)
+        }
+        return page
     }
 
-    private func renderedList(_ request: ListRequest, after cursor: ListCursor?) throws -> (json: [UInt8], nextCursor: String?) {
+    private func renderedList(_ request: ListRequest, after cursor: ListCursor?, kept: inout PageCache.Page?) throws
+        -> (json: [UInt8], nextCursor: String?) {
         let walks = try walksSearch(request)
         if keepsMatches(request, walks: walks) {
-            return try renderedList(request) { db in try keptQuery(db, request, after: cursor, walks: walks) }
+            return try renderedList(request, kept: &kept) { db in try keptQuery(db, request, after: cursor, walks: walks) }
         }
         if walks {
-            return try renderedList(request) { db in try walkedQuery(db, request, after: cursor) }
+            return try renderedList(request, kept: &kept) { db in try walkedQuery(db, request, after: cursor) }
         }
         if request.order == .distance, let near = request.near {
             let after = if case let .real(distance)? = cursor?.key { distance } else { 0.0 }
@@ -218,54 +237,58 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
                     if case .near = area { .near(latitude: near.latitude, longitude: near.longitude, radiusMeters: ring) } else { area }
                 }
                 let query = try listQuery(narrowed, after: cursor)
-                let page = try renderedList(request) { _ in query }
+                let page = try renderedList(request, kept: &kept) { _ in query }
                 if page.nextCursor != nil { return page }
                 ring *= 8
             }
         }
         let query = try listQuery(request, after: cursor)
-        return try renderedList(request) { _ in query }
+        return try renderedList(request, kept: &kept) { _ in query }
     }
 
     /// The radius of the first ring a list by distance looks in, in meters.
     static var firstRing: Double { 10_000 }
 
     /// One page of `request` from what `query` makes of the database (it may narrow the
-    /// request, or read to choose its rows first: then from the same snapshot).
-    private func renderedList(_ request: ListRequest, _ query: (any SQLConnection) throws -> (String, SQLArguments)) throws(StoreError)
-        -> (json: [UInt8], nextCursor: String?) {
+    /// request, or read to choose its rows first: then from the same snapshot); `kept`
+    /// (when given) receives what makes the page (``PageCache``), or `nil` when it cannot be kept.
+    private func renderedList(_ request: ListRequest, kept: inout PageCache.Page?, _ query: (any SQLConnection) throws -> (String, SQLArguments))
+        throws(StoreError) -> (json: [UInt8], nextCursor: String?) {
         let epoch = RenderCache.currentEpoch
         return try guarded {
             if let parent = request.scope?.parent {
                 // The parent and the page from one snapshot.
                 return try database.snapshot { db in
                     guard try db.exists("SELECT 1 FROM \(parent.table) WHERE id = ?", [parent.id.rawValue]) else { throw StoreError.notFound }
-                    return try renderList(db, request, query(db), epoch: epoch)
+                    return try renderList(db, request, query(db), epoch: epoch, kept: &kept)
                 }
             }
             if request.search != nil {
-                return try database.snapshot { db in try renderList(db, request, query(db), epoch: epoch) }
+                return try database.snapshot { db in try renderList(db, request, query(db), epoch: epoch, kept: &kept) }
             }
-            return try database.read { db in try renderList(db, request, query(db), epoch: epoch) }
+            return try database.read { db in try renderList(db, request, query(db), epoch: epoch, kept: &kept) }
         }
     }
 
-    private func renderList(_ db: any SQLConnection, _ request: ListRequest, _ query: (String, SQLArguments), epoch: UInt64) throws
-        -> (json: [UInt8], nextCursor: String?) {
+    private func renderList(_ db: any SQLConnection, _ request: ListRequest, _ query: (String, SQLArguments), epoch: UInt64,
+                            kept: inout PageCache.Page?) throws -> (json: [UInt8], nextCursor: String?) {
         var writer = JSONWriter(capacity: 256 + request.limit * 512)
-        let next = try renderList(db, request, query, epoch: epoch, into: &writer)
+        if kept != nil { kept = PageCache.Page() }
+        let next = try renderList(db, request, query, epoch: epoch, into: &writer, kept: &kept)
         return (writer.bytes, next)
     }
 
     /// Writes the first page of `request` as `db` sees it (for embedding in another resource).
     func renderList(_ db: any SQLConnection, _ request: ListRequest, epoch: UInt64, into writer: inout JSONWriter) throws {
-        _ = try renderList(db, request, listQuery(request, after: nil), epoch: epoch, maxBytes: .max, into: &writer)
+        var kept: PageCache.Page?
+        _ = try renderList(db, request, listQuery(request, after: nil), epoch: epoch, maxBytes: .max, into: &writer, kept: &kept)
     }
 
     /// Writes a page; returns the next page's cursor.
     private func renderList(_ db: any SQLConnection, _ request: ListRequest, _ query: (String, SQLArguments), epoch: UInt64,
-                            maxBytes: Int = ListRequest.maxPageBytes, into writer: inout JSONWriter) throws -> String? {
-        try rendering.page(db.query(query.0, query.1), request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: maxBytes, into: &writer)
+                            maxBytes: Int = ListRequest.maxPageBytes, into writer: inout JSONWriter, kept: inout PageCache.Page?) throws -> String? {
+        try rendering.page(db.query(query.0, query.1), request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: maxBytes,
+                           into: &writer, kept: &kept)
     }
 
     /// Decodes the request's cursor and checks that it was made by this list: same

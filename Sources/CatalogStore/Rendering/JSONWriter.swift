@@ -43,8 +43,14 @@ struct JSONWriter {
         storage = Storage(capacity: capacity)
     }
 
-    /// What has been written.
-    var bytes: [UInt8] { Array(UnsafeBufferPointer(start: storage.start, count: storage.count)) }
+    /// What has been written (one `memcpy`: `Array(UnsafeBufferPointer)` copied byte by byte).
+    var bytes: [UInt8] {
+        let count = storage.count, start = storage.start
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            buffer.baseAddress?.initialize(from: start, count: count)
+            initialized = count
+        }
+    }
 
     /// How many bytes have been written.
     var count: Int { storage.count }

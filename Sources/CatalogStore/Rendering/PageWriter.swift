@@ -7,7 +7,7 @@ extension SQLRows {
     /// - Returns: the next cursor, `nil` on the last page.
     func writePage(limit: Int, maxBytes: Int = ListRequest.maxPageBytes, into writer: inout JSONWriter,
                    item: (Self, inout JSONWriter) throws -> Void, cursor: (Self) -> String?) throws -> String? {
-        writer.raw("{\"items\":[")
+        writer.openPage()
         let start = writer.count
         var count = 0
         var cursorOfLast: String?
@@ -27,12 +27,24 @@ extension SQLRows {
                 cursorOfLast = key
             }
         }
-        writer.byte(UInt8(ascii: "]"))
-        if let next {
-            writer.raw(",\"nextCursor\":")
-            writer.string(next)
-        }
-        writer.byte(UInt8(ascii: "}"))
+        writer.closePage(next: next)
         return next
+    }
+}
+
+extension JSONWriter {
+    /// Begins a page: `{"items":[`.
+    mutating func openPage() {
+        raw("{\"items\":[")
+    }
+
+    /// Ends a page after its items: `]`, the `nextCursor` member when there is a next page, and `}`.
+    mutating func closePage(next: String?) {
+        byte(UInt8(ascii: "]"))
+        if let next {
+            raw(",\"nextCursor\":")
+            string(next)
+        }
+        byte(UInt8(ascii: "}"))
     }
 }

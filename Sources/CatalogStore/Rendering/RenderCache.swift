@@ -22,11 +22,14 @@ import Synchronization
 /// it was made from.
 final class RenderCache: Sendable {
     private struct Entry {
-        let id: [UInt8]
         let version: Int64
         /// The row's revision where the engine has one (PostgreSQL's `xmin`), else 0.
         let revision: Int64
-        let json: [UInt8]
+        /// The id's length: ``bytes`` holds the id, then the JSON (one allocation, not two).
+        let idCount: Int
+        let bytes: [UInt8]
+
+        var jsonCount: Int { bytes.count - idCount }
     }
 
     private struct Entries {
@@ -81,16 +84,17 @@ final class RenderCache: Sendable {
         shards[Int(truncatingIfNeeded: (key >> 32) % UInt64(shards.count))]
     }
 
-    /// The cached JSON of the resource `id` at `version` and `revision`, if any.
-    func json(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64) -> [UInt8]? {
+    /// Appends the cached JSON of the resource `id` at `version` and `revision` to
+    /// `writer`; false, writing nothing, when it is not cached.
+    func write(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64, into writer: inout JSONWriter) -> Bool {
         let key = Self.key(id)
         return shard(key).reading { entries in
-            guard let entry = entries.byKey[key], entry.version == version, entry.revision == revision, entry.id.count == id.count else { return nil }
-            let same = entry.id.withUnsafeBufferPointer { stored in
-                guard let a = stored.baseAddress, let b = id.baseAddress else { return stored.isEmpty }
-                return memcmp(a, b, id.count) == 0
+            guard let entry = entries.byKey[key], entry.version == version, entry.revision == revision, entry.idCount == id.count else { return false }
+            return entry.bytes.withUnsafeBufferPointer { stored in
+                guard let base = stored.baseAddress, let other = id.baseAddress, memcmp(base, other, id.count) == 0 else { return false }
+                writer.raw(UnsafeBufferPointer(rebasing: stored[id.count...]))
+                return true
             }
-            return same ? entry.json : nil
         }
     }
 
@@ -99,7 +103,11 @@ final class RenderCache: Sendable {
     /// more than 1/64 of its shard's byte budget.
     func store(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64, json: ArraySlice<UInt8>, epoch: UInt64) {
         guard json.count <= maxBytes / 64 else { return }
-        let entry = Entry(id: Array(id), version: version, revision: revision, json: Array(json))
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(id.count + json.count)
+        bytes.append(contentsOf: id)
+        bytes.append(contentsOf: json)
+        let entry = Entry(version: version, revision: revision, idCount: id.count, bytes: bytes)
         let key = Self.key(id)
         shard(key).writing { entries in
             guard Self.epoch.load(ordering: .acquiring) == epoch else { return }
@@ -107,7 +115,7 @@ final class RenderCache: Sendable {
                 entries.byKey.removeAll(keepingCapacity: true)
                 entries.bytes = 0
             }
-            if let old = entries.byKey.updateValue(entry, forKey: key) { entries.bytes -= old.json.count }
+            if let old = entries.byKey.updateValue(entry, forKey: key) { entries.bytes -= old.jsonCount }
             entries.bytes += json.count
         }
     }
@@ -118,7 +126,7 @@ final class RenderCache: Sendable {
         var id = id
         let key = id.withUTF8 { Self.key($0) }
         shard(key).writing { entries in
-            if let old = entries.byKey.removeValue(forKey: key) { entries.bytes -= old.json.count }
+            if let old = entries.byKey.removeValue(forKey: key) { entries.bytes -= old.jsonCount }
         }
     }
 

@@ -253,12 +253,17 @@ struct RowRenderer: Sendable {
     /// `offset`), from `cache` when it holds the row's id at the row's version; a miss is
     /// stored, as read in a snapshot of `epoch`.
     func render(_ rows: some SQLRows, into writer: inout JSONWriter, offset: Int32 = 0, cache: RenderCache, epoch: UInt64) throws {
-        let id = rows.text(offset + idColumn)
-        let version = rows.integer(offset + versionColumn), revision = revisionColumn.map { rows.integer(offset + $0) } ?? 0
-        if let json = cache.json(id: id, version: version, revision: revision) { return writer.raw(json) }
+        let (id, version, revision) = cacheKey(rows, offset: offset)
+        if cache.write(id: id, version: version, revision: revision, into: &writer) { return }
         let start = writer.count
         try render(rows, into: &writer, offset: offset)
         cache.store(id: id, version: version, revision: revision, json: writer.bytes(from: start), epoch: epoch)
+    }
+
+    /// The current row's key in a ``RenderCache``: its id's bytes, its version and its
+    /// revision (0 where the engine has none).
+    func cacheKey(_ rows: some SQLRows, offset: Int32 = 0) -> (id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64) {
+        (rows.text(offset + idColumn), rows.integer(offset + versionColumn), revisionColumn.map { rows.integer(offset + $0) } ?? 0)
     }
 
     private static func write(_ member: EmbeddedMember, first: inout Bool, into writer: inout JSONWriter) throws {

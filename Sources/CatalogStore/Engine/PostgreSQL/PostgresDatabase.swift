@@ -83,6 +83,9 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         try reading(body)
     }
 
+    /// Other servers commit without this one hearing of it in time: answers are not kept.
+    func generation() throws -> UInt64? { nil }
+
     func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         try reading { connection in try connection.inTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY") { try body(connection) } }
     }

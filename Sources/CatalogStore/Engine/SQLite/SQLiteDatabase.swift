@@ -17,6 +17,8 @@ final class SQLiteDatabase: SQLDatabase {
     let path: String
     private let lock: DatabaseLock
     let commits = CommitSignal()
+    /// Moved on by each reader that sees a commit it had not seen (``generation()``).
+    private let generations = Generations()
 
     var dialect: SQLDialect { .sqlite }
 
@@ -74,6 +76,15 @@ final class SQLiteDatabase: SQLDatabase {
     func read<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         // The budget starts once a connection is had: waiting for one is not work.
         try readers.with { reader in try ReadBudget.run { try body(SQLiteReadSession(reader: reader)) } }
+    }
+
+    /// Asks a reader whether anything committed since it last looked (SQLite's
+    /// `PRAGMA data_version`, which counts every other connection's commits, other
+    /// processes' too); when something has, the generation moves on. Every commit is so
+    /// seen by each reader that reads after it, before it answers from a cache: an answer
+    /// kept for an earlier number is never served after a commit it does not show.
+    func generation() throws -> UInt64? {
+        try readers.with { reader in try reader.observeCommits(generations) }
     }
 
     func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T {

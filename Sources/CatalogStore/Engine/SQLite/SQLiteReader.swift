@@ -3,6 +3,7 @@ import CSearch
 import Foundation
 import GRDB
 import GRDBSQLite
+import Synchronization
 
 /// One read-only SQLite connection with its prepared statements, which reads run on, lent
 /// by a ``ConnectionPool`` to one thread at a time: as GRDB's readers were, with a 16 MiB
@@ -17,6 +18,8 @@ final class SQLiteReader: PooledConnection {
     private var statements: [StatementKey: OpaquePointer] = [:]
     /// A read-only connection to a local file stays usable.
     var isBroken: Bool { false }
+    /// `PRAGMA data_version` when this connection last read it.
+    private var dataVersion: Int64?
 
     init(path: String) throws {
         var connection: OpaquePointer?
@@ -57,6 +60,23 @@ final class SQLiteReader: PooledConnection {
         return statement
     }
 
+    /// Reads `PRAGMA data_version` (it changes once another connection has committed) and
+    /// moves `generations` on when it changed since this connection last read it.
+    /// - Returns: the generation after that.
+    func observeCommits(_ generations: Generations) throws -> UInt64 {
+        let statement = try statement("PRAGMA data_version")
+        defer { sqlite3_reset(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: sqlite3_errcode(connection)), message: String(cString: sqlite3_errmsg(connection)))
+        }
+        let version = sqlite3_column_int64(statement, 0)
+        if version != dataVersion {
+            dataVersion = version
+            generations.value.add(1, ordering: .sequentiallyConsistent)
+        }
+        return generations.value.load(ordering: .sequentiallyConsistent)
+    }
+
     /// Runs a statement that returns no rows (BEGIN, COMMIT).
     func execute(_ sql: String) throws {
         let statement = try statement(sql)
@@ -66,6 +86,11 @@ final class SQLiteReader: PooledConnection {
             throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
         }
     }
+}
+
+/// The generation of a SQLite database (``SQLDatabase/generation()``), shared by its readers.
+final class Generations: Sendable {
+    let value = Atomic<UInt64>(0)
 }
 
 /// A statement's SQL as a dictionary key, hashed by its length and four of its bytes'

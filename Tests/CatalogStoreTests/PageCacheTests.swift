@@ -1,0 +1,104 @@
+import CatalogModels
+import Foundation
+import GRDB
+import Testing
+@testable import CatalogStore
+
+/// List pages kept between commits (``PageCache``): served again only while nothing has
+/// committed, whoever committed.
+@Suite struct PageCacheTests {
+    @Test func aKeptPageIsServedUntilAnythingCommitsHereOrInAnotherProgram() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        var ids: [CatalogID] = []
+        for index in 0..<25 {
+            ids.append(try wait {
+                store.items.create(PlayableItemInput(title: "Clip \(index)", streamURL: URL(string: "https://example.com/\(index).m3u8")!), completion: $0)
+            }.id)
+        }
+        let pages = try #require(store.items.pages, "playable items cache their renderings, and so their pages")
+        let request = ListRequest(limit: 10)
+        func kept(_ request: ListRequest) throws -> Bool {
+            let generation = try #require(try store.database.generation())
+            return pages.page(request, generation: generation) != nil
+        }
+        func text(_ page: (json: [UInt8], nextCursor: String?)) -> String { String(decoding: page.json, as: UTF8.self) }
+
+        let first = try store.items.renderedList(request)
+        #expect(try kept(request))
+        let again = try store.items.renderedList(request)
+        #expect(again.json == first.json && again.nextCursor == first.nextCursor, "a kept page is the page, byte for byte")
+        var next = request
+        next.cursor = first.nextCursor
+        let second = try store.items.renderedList(next)
+        #expect(try kept(next) && kept(request))
+        #expect(try store.items.renderedList(next).json == second.json)
+
+        // A write through the store to an item on the page.
+        _ = try wait {
+            store.items.replace(ids[0], with: PlayableItemInput(title: "Renamed", streamURL: URL(string: "https://example.com/0.m3u8")!),
+                                preconditions: WritePreconditions(), completion: $0)
+        }
+        #expect(try !kept(request), "a commit ends every kept page")
+        let renamed = try store.items.renderedList(request)
+        #expect(text(renamed).contains("\"title\":\"Renamed\"") && !text(renamed).contains("\"title\":\"Clip 0\""))
+        #expect(try kept(request))
+
+        // A write by another program to an item on the page, and one elsewhere.
+        let outside = try DatabaseQueue(path: scratch.database)
+        try outside.write { db in
+            try db.execute(sql: "UPDATE playable_items SET title = 'From outside', version = version + 1 WHERE id = ?", arguments: [ids[1].rawValue])
+        }
+        #expect(try !kept(request))
+        #expect(text(try store.items.renderedList(request)).contains("\"title\":\"From outside\""))
+        _ = try store.items.renderedList(next)
+        try outside.write { db in
+            try db.execute(sql: "DELETE FROM playable_items WHERE id = ?", arguments: [ids[12].rawValue])
+        }
+        let shorter = try store.items.renderedList(next)
+        #expect(!text(shorter).contains(ids[12].rawValue) && text(shorter).contains(ids[20].rawValue))
+        try outside.close()
+
+        // Only whole renderings of every field are kept: a page of some fields is not.
+        var some = request
+        some.fields = try #require(store.items.mask(["title"]))
+        _ = try store.items.renderedList(some)
+        #expect(try !kept(some))
+    }
+
+    @Test func theCacheHoldsAtMostItsPagesAndBytes() throws {
+        func page(_ items: Int) -> PageCache.Page {
+            var page = PageCache.Page()
+            let id = Array(CatalogID().rawValue.utf8)
+            for version in 0..<items { id.withUnsafeBufferPointer { page.append(id: $0, version: Int64(version), revision: 0) } }
+            return page
+        }
+        func request(_ index: Int) -> ListRequest { ListRequest(limit: 10, cursor: "c\(index)") }
+        let byCount = PageCache(capacity: 3, maxBytes: 1 << 20)
+        for index in 0..<3 { byCount.store(request(index), page(1), generation: 7) }
+        #expect((0..<3).allSatisfy { byCount.page(request($0), generation: 7) != nil })
+        #expect(byCount.page(request(0), generation: 8) == nil, "a page is kept for its generation only")
+        byCount.store(request(3), page(1), generation: 7)
+        #expect(byCount.page(request(3), generation: 7) != nil && byCount.page(request(0), generation: 7) == nil, "full: it starts over")
+
+        // Each page of 20 items takes about 256 + 20 × 43 bytes: three fill 4 KiB.
+        let byBytes = PageCache(capacity: 100, maxBytes: 4096)
+        for index in 0..<3 { byBytes.store(request(index), page(20), generation: 1) }
+        #expect(byBytes.page(request(2), generation: 1) != nil && byBytes.page(request(0), generation: 1) != nil)
+        byBytes.store(request(3), page(20), generation: 1)
+        #expect(byBytes.page(request(3), generation: 1) != nil && byBytes.page(request(0), generation: 1) == nil)
+
+        // An item is read back as it was recorded.
+        var recorded: [(String, Int64, Int64)] = []
+        var two = PageCache.Page()
+        for (id, version, revision) in [("a", Int64(1), Int64(0)), (CatalogID().rawValue, 42, -3)] {
+            Array(id.utf8).withUnsafeBufferPointer { two.append(id: $0, version: version, revision: revision) }
+        }
+        #expect(two.forEachItem { id, version, revision in
+            recorded.append((String(decoding: id, as: UTF8.self), version, revision))
+            return true
+        })
+        #expect(recorded.map(\.0).first == "a" && recorded.map(\.1) == [1, 42] && recorded.map(\.2) == [0, -3])
+    }
+}
