@@ -21,7 +21,7 @@ import Testing
         let request = ListRequest(limit: 10)
         func kept(_ request: ListRequest) throws -> Bool {
             let generation = try #require(try store.database.generation())
-            return pages.page(request, generation: generation) != nil
+            return pages.page(PageCache.Key(request, viewer: false), generation: generation) != nil
         }
         func text(_ page: (json: [UInt8], nextCursor: String?)) -> String { String(decoding: page.json, as: UTF8.self) }
 
@@ -65,6 +65,20 @@ import Testing
         some.fields = try #require(store.items.mask(["title"]))
         _ = try store.items.renderedList(some)
         #expect(try !kept(some))
+
+        // Nor a page with an item too large for the render cache (over 8 KiB of JSON): it
+        // could never be written again from there.
+        _ = try wait {
+            store.items.create(PlayableItemInput(title: "Long", description: String(repeating: "€", count: 3_000),
+                                                 streamURL: URL(string: "https://example.com/long.m3u8")!), completion: $0)
+        }
+        var last = ListRequest(limit: 10, order: .field("createdAt", descending: true))
+        _ = try store.items.renderedList(last)
+        #expect(try !kept(last))
+        last.limit = 1
+        last.cursor = try store.items.renderedList(last).nextCursor
+        _ = try store.items.renderedList(last)
+        #expect(try kept(last), "the next page, without it, is kept")
     }
 
     @Test func theCacheHoldsAtMostItsPagesAndBytes() throws {
@@ -74,20 +88,48 @@ import Testing
             for version in 0..<items { id.withUnsafeBufferPointer { page.append(id: $0, version: Int64(version), revision: 0) } }
             return page
         }
-        func request(_ index: Int) -> ListRequest { ListRequest(limit: 10, cursor: "c\(index)") }
+        func request(_ index: Int) -> PageCache.Key { PageCache.Key(ListRequest(limit: 10, cursor: "c\(index)"), viewer: false) }
         let byCount = PageCache(capacity: 3, maxBytes: 1 << 20)
         for index in 0..<3 { byCount.store(request(index), page(1), generation: 7) }
         #expect((0..<3).allSatisfy { byCount.page(request($0), generation: 7) != nil })
         #expect(byCount.page(request(0), generation: 8) == nil, "a page is kept for its generation only")
+        byCount.store(request(2), page(2), generation: 7)
+        #expect(byCount.page(request(0), generation: 7) != nil, "replacing a page does not start over")
         byCount.store(request(3), page(1), generation: 7)
         #expect(byCount.page(request(3), generation: 7) != nil && byCount.page(request(0), generation: 7) == nil, "full: it starts over")
+        byCount.store(request(4), page(1), generation: 9)
+        #expect(byCount.page(request(3), generation: 7) == nil && byCount.page(request(4), generation: 9) != nil, "a later generation drops the others")
+        byCount.store(request(5), page(1), generation: 8)
+        #expect(byCount.page(request(5), generation: 8) == nil, "nor is an earlier one kept after it")
 
-        // Each page of 20 items takes about 256 + 20 × 43 bytes: three fill 4 KiB.
-        let byBytes = PageCache(capacity: 100, maxBytes: 4096)
+        // A page of 20 items takes 256 bytes, its key's (about 84) and 20 × 53 (an id of
+        // 36 bytes, its length and two numbers): about 1,400; three fit in 4,400, four do not.
+        let byBytes = PageCache(capacity: 100, maxBytes: 4_400)
         for index in 0..<3 { byBytes.store(request(index), page(20), generation: 1) }
         #expect(byBytes.page(request(2), generation: 1) != nil && byBytes.page(request(0), generation: 1) != nil)
         byBytes.store(request(3), page(20), generation: 1)
         #expect(byBytes.page(request(3), generation: 1) != nil && byBytes.page(request(0), generation: 1) == nil)
+
+        // Requests that Swift finds equal but that differ in what was sent have keys of their own.
+        func key(_ change: (inout ListRequest) -> Void) -> PageCache.Key {
+            var request = ListRequest()
+            change(&request)
+            return PageCache.Key(request, viewer: false)
+        }
+        #expect(ListRequest(search: "caf\u{E9}") == ListRequest(search: "cafe\u{301}"))
+        #expect(key { $0.search = "caf\u{E9}" } != key { $0.search = "cafe\u{301}" })
+        #expect(key { $0.areas = [.near(latitude: 0.0, longitude: 1, radiusMeters: 5)] } != key { $0.areas = [.near(latitude: -0.0, longitude: 1, radiusMeters: 5)] })
+        #expect(key { $0.search = "" } != key { $0.search = nil })
+        #expect(key { $0.search = "a" } == key { $0.search = "a" })
+        let anonymous = ListRequest(viewer: .user(nil)), someone = ListRequest(viewer: .user(CatalogID()))
+        #expect(PageCache.Key(anonymous, viewer: true) != PageCache.Key(someone, viewer: true))
+        #expect(PageCache.Key(anonymous, viewer: false) == PageCache.Key(someone, viewer: false))
+
+        // An item the render cache could not keep leaves its page incomplete.
+        var missing = page(2)
+        #expect(missing.isComplete)
+        Array("x".utf8).withUnsafeBufferPointer { missing.append(id: $0, version: 1, revision: 0, held: false) }
+        #expect(!missing.isComplete)
 
         // An item is read back as it was recorded.
         var recorded: [(String, Int64, Int64)] = []

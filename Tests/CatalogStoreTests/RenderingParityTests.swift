@@ -130,7 +130,7 @@ import TestSupport
         let cache = RenderCache(capacity: 1000, maxBytes: 6400, shards: 1)
         func id(_ index: Int) -> [UInt8] { Array(String(format: "%036d", index).utf8) }
         func store(_ index: Int, bytes: Int) {
-            id(index).withUnsafeBufferPointer { cache.store(id: $0, version: 1, revision: 0, json: ArraySlice(repeating: UInt8(ascii: "x"), count: bytes),
+            _ = id(index).withUnsafeBufferPointer { cache.store(id: $0, version: 1, revision: 0, json: ArraySlice(repeating: UInt8(ascii: "x"), count: bytes),
                                                     epoch: RenderCache.currentEpoch) }
         }
         func held(_ index: Int, revision: Int64 = 0) -> Bool {

@@ -33,14 +33,27 @@ final class ConnectionPool<Connection: PooledConnection>: @unchecked Sendable {
 
     /// Runs `body` with a connection of the pool.
     func with<T>(_ body: (Connection) throws -> T) throws -> T {
-        let connection = try borrow()
+        guard let connection = try borrow(waiting: true) else { throw StoreError.unavailable("Every database connection is busy; retry shortly.") }
         defer { giveBack(connection) }
         return try body(connection)
     }
 
+    /// Runs `body` with a connection of the pool if one is free now (or can be made);
+    /// `nil`, without waiting, when every connection is lent.
+    func withFree<T>(_ body: (Connection) throws -> T) throws -> T? {
+        guard let connection = try borrow(waiting: false) else { return nil }
+        defer { giveBack(connection) }
+        return try body(connection)
+    }
+
+    /// A connection; `nil` when none is free and `waiting` is false.
     @_specialize(exported: false, kind: full, where Connection == SQLiteReader)
-    private func borrow() throws -> Connection {
+    private func borrow(waiting: Bool) throws -> Connection? {
         condition.lock()
+        if !waiting && idle.isEmpty && count >= size {
+            condition.unlock()
+            return nil
+        }
         var deadline: Date?
         while idle.isEmpty && count >= size && !closed {
             let (seconds, attoseconds) = wait.components

@@ -19,7 +19,8 @@ protocol SQLDatabase: Sendable {
     /// once anything has (through this server or any other program): what caches of whole
     /// answers are checked against. Read this before the snapshot an answer is made from,
     /// and keep the answer for that number only. `nil` where the engine cannot tell more
-    /// cheaply than by answering (PostgreSQL, which other servers write to).
+    /// cheaply than by answering (PostgreSQL, which other servers write to), and whenever
+    /// it cannot tell at once (every connection lent).
     func generation() throws -> UInt64?
     /// Queues `work` to run inside a write transaction; `completion` receives its result
     /// once the transaction is durable, or its failure (nothing of it is then kept).

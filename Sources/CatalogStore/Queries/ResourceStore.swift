@@ -203,10 +203,12 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// until the next commit, and the same request is answered again from the render
     /// cache without a query (it checks first that nothing has committed since).
     public func renderedList(_ request: ListRequest) throws(StoreError) -> (json: [UInt8], nextCursor: String?) {
-        var keeping: (pages: PageCache, generation: UInt64)?
-        if let pages, request.fields == .all, let generation = try guarded({ try database.generation() }) {
-            if let page = pages.page(request, generation: generation), let json = rendering.write(page) { return (json, page.nextCursor) }
-            keeping = (pages, generation)
+        var keeping: (pages: PageCache, key: PageCache.Key, generation: UInt64)?
+        // The cache is skipped when the generation cannot be had at once (the read reports any error).
+        if let pages, request.fields == .all, let generation = (try? database.generation()) ?? nil {
+            let key = PageCache.Key(request, viewer: visibleFilter != nil)
+            if let page = pages.page(key, generation: generation), let json = rendering.write(page) { return (json, page.nextCursor) }
+            keeping = (pages, key, generation)
         }
         let cursor = try decodeCursor(request)
         var kept = keeping.map { _ in PageCache.Page() }
@@ -214,7 +216,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         let page = try guarded { try ReadBudget.run { try renderedList(request, after: cursor, kept: &kept) } }
         if let keeping, var kept, kept.isComplete {
             kept.nextCursor = page.nextCursor
-            keeping.pages.store(request, kept, generation: keeping.generation)
+            keeping.pages.store(keeping.key, kept, generation: keeping.generation)
         }
         return page
     }

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// List pages of a resource whose renderings are cached (``RenderCache``), kept as what
@@ -8,10 +9,74 @@ import Synchronization
 /// query. A page whose item the render cache no longer holds is read again.
 ///
 /// Holds no JSON of its own (the render cache holds that, within its own bounds), so a
-/// page costs some 45 bytes an item. Bounded in pages and in bytes: when either is full
-/// it starts over. Keyed by the whole request: order, filters, cursor, limit, fields and
-/// viewer.
+/// page costs some 45 bytes an item. Only the newest generation's pages are kept (older
+/// ones can never be served again). Bounded in pages and in bytes: when either is full it
+/// starts over. Keyed by the request's exact bytes (``Key``).
 final class PageCache: Sendable {
+    /// A list request as exact bytes: limit, fields, order, search text, areas (their
+    /// numbers' bit patterns), scope, the viewer where it matters, and cursor, each tagged
+    /// or length-prefixed so that no two requests share a key. Not the ``ListRequest``
+    /// itself: `String` equality is canonical (a precomposed and a decomposed "é" are
+    /// equal) and `-0.0 == 0.0`, but a page, and its cursor, answer to what was sent.
+    struct Key: Hashable {
+        private(set) var bytes: [UInt8] = []
+
+        /// The key of `request`; `viewer` says whether who lists changes the page (the
+        /// resource hides rows from some viewers).
+        init(_ request: ListRequest, viewer: Bool) {
+            bytes.reserveCapacity(80 + (request.cursor?.utf8.count ?? 0) + (request.search?.utf8.count ?? 0))
+            append(UInt64(bitPattern: Int64(request.limit)))
+            append(request.fields.bits)
+            switch request.order {
+            case let .field(name, descending):
+                bytes.append(descending ? 1 : 2)
+                append(name)
+            case .relevance: bytes.append(3)
+            case .distance: bytes.append(4)
+            }
+            append(request.search)
+            append(UInt64(request.areas.count))
+            for area in request.areas {
+                switch area {
+                case let .boundingBox(minLongitude, minLatitude, maxLongitude, maxLatitude):
+                    bytes.append(5)
+                    for value in [minLongitude, minLatitude, maxLongitude, maxLatitude] { append(value.bitPattern) }
+                case let .near(latitude, longitude, radius):
+                    bytes.append(6)
+                    for value in [latitude, longitude, radius] { append(value.bitPattern) }
+                }
+            }
+            append(request.scope.map { "\($0)" })
+            append(viewer ? "\(request.viewer)" : nil)
+            append(request.cursor)
+        }
+
+        /// Hashes the bytes at once (an array of bytes hashes each one on its own).
+        func hash(into hasher: inout Hasher) {
+            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            lhs.bytes.count == rhs.bytes.count && lhs.bytes.withUnsafeBytes { left in
+                rhs.bytes.withUnsafeBytes { right in
+                    guard let a = left.baseAddress, let b = right.baseAddress else { return true }
+                    return memcmp(a, b, left.count) == 0
+                }
+            }
+        }
+
+        private mutating func append(_ value: UInt64) {
+            withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+        }
+
+        /// Its length (all ones when absent), then its UTF-8.
+        private mutating func append(_ text: String?) {
+            guard let text else { return append(UInt64.max) }
+            append(UInt64(text.utf8.count))
+            bytes.append(contentsOf: text.utf8)
+        }
+    }
+
     /// What a page is made of.
     struct Page: Sendable {
         /// Each item's key in the render cache, in order: the id's length (one byte), the
@@ -19,12 +84,14 @@ final class PageCache: Sendable {
         private(set) var items: [UInt8] = []
         /// The next page's cursor; `nil` on the last page.
         var nextCursor: String?
-        /// False once an item could not be recorded (an id longer than 255 bytes): such a page is not kept.
+        /// False once an item is missing: one the render cache could not keep (it could
+        /// never be written again from there), or an id longer than 255 bytes. Such a page is not kept.
         private(set) var isComplete = true
 
-        /// Adds the item `id` at `version` and `revision`, the next on the page.
-        mutating func append(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64) {
-            guard id.count <= Int(UInt8.max) else { return isComplete = false }
+        /// Adds the item `id` at `version` and `revision`, the next on the page, which the
+        /// render cache holds when `held`.
+        mutating func append(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64, held: Bool = true) {
+            guard held, id.count <= Int(UInt8.max) else { return isComplete = false }
             items.append(UInt8(id.count))
             items.append(contentsOf: id)
             withUnsafeBytes(of: version.littleEndian) { items.append(contentsOf: $0) }
@@ -57,8 +124,10 @@ final class PageCache: Sendable {
     }
 
     private struct Entries {
-        var byRequest: [ListRequest: Entry] = [:]
+        var byKey: [Key: Entry] = [:]
         var bytes = 0
+        /// The generation of the pages held.
+        var generation: UInt64 = 0
     }
 
     private let entries = Mutex(Entries())
@@ -71,33 +140,38 @@ final class PageCache: Sendable {
         self.maxBytes = maxBytes
     }
 
-    /// The page `request` made in `generation`, if kept.
-    func page(_ request: ListRequest, generation: UInt64) -> Page? {
+    /// The page of the request `key` made in `generation`, if kept.
+    func page(_ key: Key, generation: UInt64) -> Page? {
         entries.withLock { entries in
-            guard let entry = entries.byRequest[request], entry.generation == generation else { return nil }
+            guard let entry = entries.byKey[key], entry.generation == generation else { return nil }
             return entry.page
         }
     }
 
-    /// Keeps `page`, made for `request` from a snapshot begun after the database was in
-    /// `generation`. Pages of an earlier generation stay until replaced or the cache starts over.
-    func store(_ request: ListRequest, _ page: Page, generation: UInt64) {
-        let bytes = Self.bytes(request, page)
+    /// Keeps `page`, made for the request `key` from a snapshot begun after the database
+    /// was in `generation`: unless a later generation's page has been kept since; the
+    /// first page of a later generation drops the others.
+    func store(_ key: Key, _ page: Page, generation: UInt64) {
+        let bytes = Self.bytes(key, page)
         entries.withLock { entries in
-            if entries.byRequest.count >= capacity || entries.bytes + bytes > maxBytes {
-                entries.byRequest.removeAll(keepingCapacity: true)
+            if generation != entries.generation {
+                guard generation > entries.generation else { return }
+                entries.byKey.removeAll(keepingCapacity: true)
+                entries.bytes = 0
+                entries.generation = generation
+            }
+            let old = entries.byKey[key]
+            if old == nil && (entries.byKey.count >= capacity || entries.bytes + bytes > maxBytes) {
+                entries.byKey.removeAll(keepingCapacity: true)
                 entries.bytes = 0
             }
-            if let old = entries.byRequest.updateValue(Entry(generation: generation, page: page), forKey: request) {
-                entries.bytes -= Self.bytes(request, old.page)
-            }
-            entries.bytes += bytes
+            entries.byKey[key] = Entry(generation: generation, page: page)
+            entries.bytes += bytes - (old.map { Self.bytes(key, $0.page) } ?? 0)
         }
     }
 
-    /// What an entry takes, roughly: its request's text, the page's arrays and cursor, and their overheads.
-    private static func bytes(_ request: ListRequest, _ page: Page) -> Int {
-        256 + (request.cursor?.utf8.count ?? 0) + (request.search?.utf8.count ?? 0)
-            + page.items.count + (page.nextCursor?.utf8.count ?? 0)
+    /// What an entry takes, roughly: its key, the page's items and cursor, and their overheads.
+    private static func bytes(_ key: Key, _ page: Page) -> Int {
+        256 + key.bytes.count + page.items.count + (page.nextCursor?.utf8.count ?? 0)
     }
 }

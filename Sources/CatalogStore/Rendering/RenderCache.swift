@@ -101,22 +101,25 @@ final class RenderCache: Sendable {
     /// Remembers the JSON of the resource `id` at `version`, read from a snapshot taken in
     /// `epoch`; nothing when an invalidation came since, or when the JSON alone would take
     /// more than 1/64 of its shard's byte budget.
-    func store(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64, json: ArraySlice<UInt8>, epoch: UInt64) {
-        guard json.count <= maxBytes / 64 else { return }
+    /// - Returns: whether it is kept.
+    @discardableResult
+    func store(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64, json: ArraySlice<UInt8>, epoch: UInt64) -> Bool {
+        guard json.count <= maxBytes / 64 else { return false }
         var bytes = [UInt8]()
         bytes.reserveCapacity(id.count + json.count)
         bytes.append(contentsOf: id)
         bytes.append(contentsOf: json)
         let entry = Entry(version: version, revision: revision, idCount: id.count, bytes: bytes)
         let key = Self.key(id)
-        shard(key).writing { entries in
-            guard Self.epoch.load(ordering: .acquiring) == epoch else { return }
+        return shard(key).writing { entries in
+            guard Self.epoch.load(ordering: .acquiring) == epoch else { return false }
             if entries.byKey.count >= capacity || entries.bytes + json.count > maxBytes {
                 entries.byKey.removeAll(keepingCapacity: true)
                 entries.bytes = 0
             }
             if let old = entries.byKey.updateValue(entry, forKey: key) { entries.bytes -= old.jsonCount }
             entries.bytes += json.count
+            return true
         }
     }
 

@@ -30,7 +30,8 @@ struct ResourceRendering: Sendable {
 
     /// Writes a page of `request` from rows that carry their sort key after the
     /// renderer's columns; returns the next page's cursor, bound to `fingerprint` (made only when there is one).
-    /// When the page is written from the render cache, `kept` (when given) receives its items' keys.
+    /// When the page is written from the render cache, `kept` (when given) receives its
+    /// items' keys (and is marked incomplete when the cache could not keep one of them).
     @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
     func page<Rows: SQLRows>(_ rows: Rows, _ request: ListRequest, fingerprint: () -> String, epoch: UInt64, maxBytes: Int,
                              into writer: inout JSONWriter, kept: inout PageCache.Page?) throws -> String? {
@@ -39,10 +40,10 @@ struct ResourceRendering: Sendable {
         if cached == nil { kept = nil }
         return try rows.writePage(limit: request.limit, maxBytes: maxBytes, into: &writer, item: { [renderer] rows, writer in
             if let cached {
-                try renderer.render(rows, into: &writer, cache: cached, epoch: epoch)
+                let held = try renderer.render(rows, into: &writer, cache: cached, epoch: epoch)
                 if kept != nil {
                     let key = renderer.cacheKey(rows)
-                    kept?.append(id: key.id, version: key.version, revision: key.revision)
+                    kept?.append(id: key.id, version: key.version, revision: key.revision, held: held)
                 }
             } else {
                 try renderer.render(rows, into: &writer, mask: request.fields)

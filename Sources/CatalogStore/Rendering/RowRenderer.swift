@@ -252,12 +252,14 @@ struct RowRenderer: Sendable {
     /// Appends the whole JSON object of the statement's current row (columns from
     /// `offset`), from `cache` when it holds the row's id at the row's version; a miss is
     /// stored, as read in a snapshot of `epoch`.
-    func render(_ rows: some SQLRows, into writer: inout JSONWriter, offset: Int32 = 0, cache: RenderCache, epoch: UInt64) throws {
+    /// - Returns: whether `cache` holds the row now (false when it could not keep it).
+    @discardableResult
+    func render(_ rows: some SQLRows, into writer: inout JSONWriter, offset: Int32 = 0, cache: RenderCache, epoch: UInt64) throws -> Bool {
         let (id, version, revision) = cacheKey(rows, offset: offset)
-        if cache.write(id: id, version: version, revision: revision, into: &writer) { return }
+        if cache.write(id: id, version: version, revision: revision, into: &writer) { return true }
         let start = writer.count
         try render(rows, into: &writer, offset: offset)
-        cache.store(id: id, version: version, revision: revision, json: writer.bytes(from: start), epoch: epoch)
+        return cache.store(id: id, version: version, revision: revision, json: writer.bytes(from: start), epoch: epoch)
     }
 
     /// The current row's key in a ``RenderCache``: its id's bytes, its version and its

@@ -83,8 +83,9 @@ final class SQLiteDatabase: SQLDatabase {
     /// processes' too); when something has, the generation moves on. Every commit is so
     /// seen by each reader that reads after it, before it answers from a cache: an answer
     /// kept for an earlier number is never served after a commit it does not show.
+    /// `nil` when no reader is free at once: a read that would wait is not doubled for a cache.
     func generation() throws -> UInt64? {
-        try readers.with { reader in try reader.observeCommits(generations) }
+        try readers.withFree { reader in try reader.observeCommits(generations) }
     }
 
     func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
