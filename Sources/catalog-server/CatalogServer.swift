@@ -108,6 +108,8 @@ struct CatalogServer: ParsableCommand {
     @OptionGroup var storage: StorageOptions
 
     func run() throws {
+        // Before any thread starts: a SIGTERM that arrives while the server starts is kept for the drain.
+        HTTPServer.holdSignals()
         let (configuration, level, format) = try Settings.resolving { settings throws(SettingError) in
             (try self.configuration(settings),
              try settings.choice(logLevel, "CATALOG_LOG_LEVEL", default: Logger.Level.info, from: Logger.Level.allCases.map { ($0.rawValue, $0) }),

@@ -223,6 +223,43 @@ import Glibc
         #expect(process.terminationStatus == 0)
     }
 
+    /// A SIGTERM sent the moment the port accepts (the server may still be setting up its
+    /// handling of signals) still drains and stops it, with exit code 0.
+    @Test func sigtermAsSoonAsThePortOpensIsNotLost() async throws {
+        let binary = Self.executable
+        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build catalog-server first (swift build)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-exec-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for _ in 0..<3 {
+            let port = try Self.freePort()
+            let process = ChildProcess()
+            process.executableURL = binary
+            process.arguments = ["--port", String(port), "--log-level", "warning",
+                                 "--database", directory.appendingPathComponent("db/catalog.sqlite").path, "--migrations", migrationsDirectory.path]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try launch(process)
+            defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+            var accepted = false
+            for _ in 0..<2_000 where !accepted {
+                if let fd = try? Loopback.connect(port: port) {
+                    close(fd)
+                    accepted = true
+                }
+                if !accepted { usleep(5_000) }
+            }
+            try #require(accepted)
+            kill(process.processIdentifier, SIGTERM)
+            var exited = false
+            for _ in 0..<200 where !exited {
+                exited = !process.isRunning
+                if !exited { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(exited, "stopped within 10 s")
+            if exited { #expect(process.terminationReason == .exit && process.terminationStatus == 0) }
+        }
+    }
+
     @Test func sigtermStopsTheServerWithExitCodeZero() async throws {
         let binary = Self.executable
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build catalog-server first (swift build)")

@@ -274,6 +274,35 @@ import TestSupport
         defer { try? reopened.close() }
         #expect(try queued() == 0 && found("beaver") == ["Offline beaver"] && found("badger").isEmpty)
         #expect(try pages(reopened, ListRequest(search: "beaver")) == [kept.id.rawValue])
+
+        // A bulk load by another program (at least 1,000 queued rows for an index): indexed
+        // at the next open and optimized into one segment. A smaller one is only indexed.
+        func segments() throws -> Int {
+            try outside.read { db in try Int.fetchOne(db, sql: "SELECT count(DISTINCT segid) FROM playable_items_fts_idx") ?? -1 }
+        }
+        func load(_ count: Int, _ word: String) async throws {
+            try await outside.write { db in
+                try db.execute(sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                    INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
+                    SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-8'
+                                 || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
+                           ? || ' ' || i, '', 'https://example.com/' || i || '.m3u8', 1763000000000 + i, 1763000000000 + i, 1
+                    FROM n
+                    """, arguments: [count, word])
+            }
+        }
+        try reopened.close()
+        try await load(SearchIndexQueue.bulk, "Bulk")
+        let bulk = try scratch.open()
+        #expect(try queued() == 0 && segments() == 1)
+        #expect(try pages(bulk, ListRequest(limit: 100, search: "bulk")).count == SearchIndexQueue.bulk)
+        try bulk.close()
+        try await load(10, "Trickle")
+        let trickle = try scratch.open()
+        defer { try? trickle.close() }
+        #expect(try queued() == 0 && segments() == 2)
+        #expect(try pages(trickle, ListRequest(limit: 100, search: "trickle")).count == 10)
     }
 
     private func pages(_ store: CatalogStore, _ request: ListRequest) throws -> [String] {

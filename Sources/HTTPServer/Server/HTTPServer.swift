@@ -235,9 +235,43 @@ public final class HTTPServer: Sendable {
         waitUntilStopped()
     }
 
+    /// Blocks `signals` in the calling thread and so in every thread it starts later: one
+    /// that arrives before ``runUntilSignal(_:)`` waits for it (pending) instead of being
+    /// lost in the moment between ignoring it and a handler taking it. Call it first in
+    /// `main`, before any other thread starts.
+    public static func holdSignals(_ signals: [Int32] = [SIGTERM, SIGINT]) {
+        var set = signalSet(signals)
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+        held.withLock { $0.formUnion(signals) }
+    }
+
+    /// The signals ``holdSignals(_:)`` has held (a thread's mask alone does not say: some
+    /// threads start with every signal blocked).
+    private static let held = Mutex<Set<Int32>>([])
+
+    private static func signalSet(_ signals: [Int32]) -> sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for number in signals { sigaddset(&set, number) }
+        return set
+    }
+
     /// Blocks until one of `signals` arrives, then shuts down gracefully and returns once
-    /// the server has stopped.
+    /// the server has stopped. When the signals are held (``holdSignals(_:)``), a thread
+    /// waits for them with `sigwait`, so one sent while the server started is answered.
     public func runUntilSignal(_ signals: [Int32] = [SIGTERM, SIGINT]) {
+        if Self.held.withLock({ $0.isSuperset(of: signals) }) {
+            let waiter = Thread { [self] in
+                var set = Self.signalSet(signals)
+                var number: Int32 = 0
+                sigwait(&set, &number)
+                beginShutdown()
+            }
+            waiter.name = "signals"
+            waiter.start()
+            waitUntilStopped()
+            return
+        }
         let sources = signals.map { number -> DispatchSourceSignal in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())

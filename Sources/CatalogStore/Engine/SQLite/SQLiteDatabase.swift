@@ -110,7 +110,8 @@ final class SQLiteDatabase: SQLDatabase {
     func migrate(_ migrations: [Migration]) throws -> [String] {
         try pool.writeWithoutTransaction { db in
             // Index what other programs wrote (``SearchIndexQueue``) while the indexes are
-            // still those the queued rows were written for, and again after the migrations.
+            // still those the queued rows were written for, and again after the migrations;
+            // an index that received a bulk load is optimized.
             try applySearchIndexQueue(db)
             let applied = try MigrationRunner.migrate(SQLiteSession(db: db, writing: true), migrations: migrations) { body in
                 try db.inTransaction(.immediate) {
@@ -127,7 +128,7 @@ final class SQLiteDatabase: SQLDatabase {
 
     private func applySearchIndexQueue(_ db: Database) throws {
         try db.inTransaction(.immediate) {
-            try SearchIndexQueue().apply(db)
+            try SearchIndexQueue().applyBulk(db)
             return .commit
         }
     }
