@@ -108,8 +108,10 @@ struct CatalogServer: ParsableCommand {
     @OptionGroup var storage: StorageOptions
 
     func run() throws {
-        // Before any thread starts: a SIGTERM that arrives while the server starts is kept for the drain.
-        HTTPServer.holdSignals()
+        // Before any thread starts: a SIGTERM or SIGINT that arrives while the server starts
+        // (migrations included) is kept for the drain once it listens, and a SIGHUP for the
+        // reload (its dispatch source reads it from a signalfd, which wants it blocked).
+        HTTPServer.holdSignals([SIGTERM, SIGINT, SIGHUP])
         let (configuration, level, format) = try Settings.resolving { settings throws(SettingError) in
             (try self.configuration(settings),
              try settings.choice(logLevel, "CATALOG_LOG_LEVEL", default: Logger.Level.info, from: Logger.Level.allCases.map { ($0.rawValue, $0) }),

@@ -205,7 +205,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     public func renderedList(_ request: ListRequest) throws(StoreError) -> (json: [UInt8], nextCursor: String?) {
         var keeping: (pages: PageCache, key: PageCache.Key, generation: UInt64)?
         // The cache is skipped when the generation cannot be had at once (the read reports any error).
-        if let pages, request.fields == .all, let generation = (try? database.generation()) ?? nil {
+        if let pages, request.fields == .all, let generation = try? database.generation() {
             let key = PageCache.Key(request, viewer: visibleFilter != nil)
             if let page = pages.page(key, generation: generation), let json = rendering.write(page) { return (json, page.nextCursor) }
             keeping = (pages, key, generation)

@@ -9,7 +9,7 @@ import Synchronization
 /// query. A page whose item the render cache no longer holds is read again.
 ///
 /// Holds no JSON of its own (the render cache holds that, within its own bounds), so a
-/// page costs some 45 bytes an item. Only the newest generation's pages are kept (older
+/// page costs some 53 bytes an item (a 36-byte id, its length, version and revision). Only the newest generation's pages are kept (older
 /// ones can never be served again). Bounded in pages and in bytes: when either is full it
 /// starts over. Keyed by the request's exact bytes (``Key``).
 final class PageCache: Sendable {

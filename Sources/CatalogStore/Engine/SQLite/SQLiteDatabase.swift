@@ -110,9 +110,8 @@ final class SQLiteDatabase: SQLDatabase {
     func migrate(_ migrations: [Migration]) throws -> [String] {
         try pool.writeWithoutTransaction { db in
             // Index what other programs wrote (``SearchIndexQueue``) while the indexes are
-            // still those the queued rows were written for, and again after the migrations;
-            // an index that received a bulk load is optimized.
-            try applySearchIndexQueue(db)
+            // still those the queued rows were written for, and again after the migrations.
+            var loaded = try applySearchIndexQueue(db)
             let applied = try MigrationRunner.migrate(SQLiteSession(db: db, writing: true), migrations: migrations) { body in
                 try db.inTransaction(.immediate) {
                     try body()
@@ -121,16 +120,28 @@ final class SQLiteDatabase: SQLDatabase {
             } script: { sql in
                 try db.execute(sql: sql)
             }
-            try applySearchIndexQueue(db)
+            loaded += try applySearchIndexQueue(db)
+            // An index that received a bulk load is optimized, each in a transaction of its
+            // own after the rows are indexed: only an optimization, so a failure (a full
+            // disk while it rewrites the index) leaves the index as it was and the start goes on.
+            for name in Set(loaded).sorted() {
+                try? db.inTransaction(.immediate) {
+                    try SearchIndexQueue.optimize(db, name)
+                    return .commit
+                }
+            }
             return applied
         }
     }
 
-    private func applySearchIndexQueue(_ db: Database) throws {
+    /// Applies the queue; returns the indexes that received a bulk load.
+    private func applySearchIndexQueue(_ db: Database) throws -> [String] {
+        var loaded: [String] = []
         try db.inTransaction(.immediate) {
-            try SearchIndexQueue().applyBulk(db)
+            loaded = try SearchIndexQueue().applyBulk(db)
             return .commit
         }
+        return loaded
     }
 
     /// Finishes queued writes, copies the whole WAL into the database file, truncates it

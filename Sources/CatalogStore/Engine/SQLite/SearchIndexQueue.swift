@@ -14,38 +14,45 @@ final class SearchIndexQueue {
     private var exists = false
 
     /// Applies and empties the queue, in the order the writes were queued.
-    /// - Returns: how many queued rows each index received.
-    @discardableResult
-    func apply(_ db: Database) throws -> [String: Int] {
-        guard try queueExists(db) else { return [:] }
+    func apply(_ db: Database) throws {
+        guard try queueExists(db) else { return }
         // Statements prepared once and kept, as for every write.
         let names = try String.fetchAll(db.cachedStatement(sql: "SELECT DISTINCT index_name FROM search_index_queue"))
-        guard !names.isEmpty else { return [:] }
-        var counts: [String: Int] = [:]
+        guard !names.isEmpty else { return }
         for name in names {
             try db.cachedStatement(sql: statement(db, name)).execute(arguments: [name])
-            counts[name] = db.changesCount
         }
         try db.cachedStatement(sql: "DELETE FROM search_index_queue").execute()
-        return counts
     }
 
-    /// Applies the queue as ``apply(_:)`` does, then optimizes each index that received
-    /// at least ``bulk`` rows: when the database opens after another program wrote many
-    /// rows (a bulk load). FTS5 writes such a load as a few large segments at its lowest
-    /// level, where every later batch's small segment joins them, so merges would rewrite
-    /// them again and again: on a 10,000-item load a create cost 2.4 M instructions, 1.0 M
-    /// after `optimize` (which writes one segment, above the level new ones start at).
-    func applyBulk(_ db: Database) throws {
-        // Counted as applied: a GROUP BY over the queue would sort all of it in memory
-        // (60 MB for a million rows, which the server then keeps for reuse).
-        for (name, count) in try apply(db).sorted(by: { $0.key < $1.key }) where count >= Self.bulk {
-            let quoted = "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-            try db.execute(sql: "INSERT INTO \(quoted) (\(quoted)) VALUES ('optimize')")
+    /// Applies the queue as ``apply(_:)`` does, when the database opens.
+    /// - Returns: the indexes that received a bulk load: at least ``bulk`` new rows
+    ///   (queued inserts less queued deletes: another program's edit of a row queues one
+    ///   of each, and does not count), to ``optimize(_:_:)``.
+    func applyBulk(_ db: Database) throws -> [String] {
+        guard try queueExists(db) else { return [] }
+        // One streaming scan per index: a GROUP BY over the queue would sort all of it in
+        // memory (60 MB for a million rows, which the server then keeps for reuse).
+        let names = try String.fetchAll(db, sql: "SELECT DISTINCT index_name FROM search_index_queue")
+        let loaded = try names.filter { name in
+            try Int.fetchOne(db, sql: "SELECT sum(CASE WHEN command IS NULL THEN 1 ELSE -1 END) FROM search_index_queue WHERE index_name = ?",
+                             arguments: [name]) ?? 0 >= Self.bulk
         }
+        try apply(db)
+        return loaded.sorted()
     }
 
-    /// How many queued rows for one index make a bulk load (a writer batch holds at most 512 writes).
+    /// Optimizes the index `name` (FTS5 `optimize`, one segment): after a bulk load, which
+    /// FTS5 writes as a few large segments at its lowest level, where every later batch's
+    /// small segment joins them, so merges would rewrite them again and again (on a
+    /// 10,000-item load a create cost 2.4 M instructions, 1.0 M after the optimize, whose
+    /// segment sits above the level new ones start at).
+    static func optimize(_ db: Database, _ name: String) throws {
+        let quoted = "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        try db.execute(sql: "INSERT INTO \(quoted) (\(quoted)) VALUES ('optimize')")
+    }
+
+    /// How many new rows queued for one index make a bulk load (a writer batch holds at most 512 writes).
     static var bulk: Int { 1_000 }
 
     private func queueExists(_ db: Database) throws -> Bool {
