@@ -118,15 +118,10 @@ final class PageCache: Sendable {
         }
     }
 
-    private struct Entry {
-        let generation: UInt64
-        let page: Page
-    }
-
     private struct Entries {
-        var byKey: [Key: Entry] = [:]
+        var byKey: [Key: Page] = [:]
         var bytes = 0
-        /// The generation of the pages held.
+        /// The generation of every page held.
         var generation: UInt64 = 0
     }
 
@@ -143,8 +138,7 @@ final class PageCache: Sendable {
     /// The page of the request `key` made in `generation`, if kept.
     func page(_ key: Key, generation: UInt64) -> Page? {
         entries.withLock { entries in
-            guard let entry = entries.byKey[key], entry.generation == generation else { return nil }
-            return entry.page
+            entries.generation == generation ? entries.byKey[key] : nil
         }
     }
 
@@ -165,8 +159,8 @@ final class PageCache: Sendable {
                 entries.byKey.removeAll(keepingCapacity: true)
                 entries.bytes = 0
             }
-            entries.byKey[key] = Entry(generation: generation, page: page)
-            entries.bytes += bytes - (old.map { Self.bytes(key, $0.page) } ?? 0)
+            entries.byKey[key] = page
+            entries.bytes += bytes - (old.map { Self.bytes(key, $0) } ?? 0)
         }
     }
 

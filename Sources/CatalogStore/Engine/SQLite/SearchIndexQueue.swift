@@ -48,8 +48,13 @@ final class SearchIndexQueue {
     /// 10,000-item load a create cost 2.4 M instructions, 1.0 M after the optimize, whose
     /// segment sits above the level new ones start at).
     static func optimize(_ db: Database, _ name: String) throws {
-        let quoted = "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        let quoted = quote(name)
         try db.execute(sql: "INSERT INTO \(quoted) (\(quoted)) VALUES ('optimize')")
+    }
+
+    /// `name` as an SQL identifier, in double quotes.
+    private static func quote(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 
     /// How many new rows queued for one index make a bulk load (a writer batch holds at most 512 writes).
@@ -70,7 +75,7 @@ final class SearchIndexQueue {
         guard columns.count == 2 else {
             throw StoreError.unavailable("The search index \(name) has \(columns.count) columns; its queue holds 2.")
         }
-        let quoted = ([name] + columns).map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+        let quoted = ([name] + columns).map(Self.quote)
         let statement = "INSERT INTO \(quoted[0]) (\(quoted[0]), rowid, \(quoted[1]), \(quoted[2]))"
             + " SELECT command, row, first, second FROM search_index_queue WHERE index_name = ? ORDER BY seq"
         statements[name] = statement
