@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // Search functions for SQLite (libsqlite3-dev) on FTS5's own tokenizer: a match and
         // a rank computed from a row's text, for searches that match most of a large catalog.
-        .target(name: "CSearch", linkerSettings: [.linkedLibrary("sqlite3")]),
+        .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
         // libpq (libpq-dev's header), loaded only when a PostgreSQL database is opened.
         .target(name: "CPostgres"),
         // OpenSSL's libcrypto (libssl-dev), found with pkg-config.
@@ -50,7 +50,7 @@ let package = Package(
             dependencies: [
                 "CLinux",
                 "CPostgres",
-                "CSearch",
+                "CSQLite",
                 "CatalogIdentity",
                 "CatalogModels",
                 "CatalogSchema",

@@ -257,7 +257,7 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
             group.wait()
             // Abandoned work is dropped unrun.
             group.enter()
-            WriteContext.abandoning(when: { true }) {
+            WriteContext.submitting(abandonedWhen: { true }) {
                 database.writes.submit({ _ in order.withLock { $0.append("abandoned") } }, completion: { result in
                     #expect((try? result.get()) == nil)
                     group.leave()
@@ -266,6 +266,92 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
             group.wait()
         }
         #expect(order.withLock { $0 } == ["heavy 1", "light", "heavy 2"], "the light write did not wait for both heavy ones")
+    }
+
+    @Test func completionsRunWhereTheSubmitterAsksAndSynchronousWritesStillReturn() async throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        try await onThread { () throws -> Void in
+            let answers = DispatchQueue(label: "answers")
+            let key = DispatchSpecificKey<Bool>()
+            answers.setSpecific(key: key, value: true)
+            let handedOver = Atomic<Int>(0)
+            let ranOnAnswers = Mutex<[Bool]>([])
+            let group = DispatchGroup()
+            WriteContext.submitting(answeredOn: { block in
+                handedOver.add(1, ordering: .relaxed)
+                answers.async(execute: block)
+            }) {
+                for index in 0..<3 {
+                    group.enter()
+                    // The third fails (no such game): failures are answered there too.
+                    let done: @Sendable (Bool) -> Void = { _ in
+                        ranOnAnswers.withLock { $0.append(DispatchQueue.getSpecific(key: key) == true) }
+                        group.leave()
+                    }
+                    if index < 2 {
+                        store.games.create(GameInput(name: "G\(index)", imageName: "g")) { done((try? $0.get()) != nil) }
+                    } else {
+                        store.games.delete(CatalogID(), preconditions: WritePreconditions()) { done((try? $0.get()) != nil) }
+                    }
+                }
+            }
+            group.wait()
+            #expect(handedOver.load(ordering: .relaxed) == 3)
+            #expect(ranOnAnswers.withLock { $0 } == [true, true, true])
+            // A write waited for on this thread is answered on the writer's thread, even
+            // inside such a context: this thread, waiting, could not run the answer.
+            let database = try #require(Mirror(reflecting: store).descendant("database") as? SQLiteDatabase)
+            let before = handedOver.load(ordering: .relaxed)
+            let count = try WriteContext.submitting(answeredOn: { _ in handedOver.add(1, ordering: .relaxed) }) {
+                try database.write { db in try db.fetchValue("SELECT count(*) FROM games", []).int }
+            }
+            #expect(count == 2)
+            #expect(handedOver.load(ordering: .relaxed) == before)
+        }
+    }
+
+    @Test func aWriteThatRollsTheTransactionBackFailsItsWholeBatchAndNothingRunsOutsideIt() async throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        let database = try #require(Mirror(reflecting: store).descendant("database") as? SQLiteDatabase)
+        let first = try wait { store.games.create(GameInput(name: "First", imageName: "g"), completion: $0) }
+        let second = try wait { store.games.create(GameInput(name: "Second", imageName: "g"), completion: $0) }
+        let outcomes = Mutex<[String: Bool]>([:])
+        try await onThread { () throws -> Void in
+            let group = DispatchGroup()
+            func record(_ name: String) -> @Sendable (Bool) -> Void {
+                { succeeded in
+                    outcomes.withLock { $0[name] = succeeded }
+                    group.leave()
+                }
+            }
+            // A heavy job runs alone; the three light ones queued meanwhile make one batch.
+            group.enter()
+            database.writes.submit(heavy: true, { _ in usleep(100_000) }, completion: { _ in group.leave() })
+            usleep(30_000)
+            group.enter()
+            let before = record("before")
+            store.games.create(GameInput(name: "Before", imageName: "g")) { before((try? $0.get()) != nil) }
+            // OR ROLLBACK: the unique id it breaks rolls back the whole transaction, not just the statement.
+            group.enter()
+            let rollback = record("rollback")
+            database.submit(atomic: false, heavy: false, { db in
+                try db.execute("UPDATE OR ROLLBACK games SET id = ? WHERE id = ?", [first.id.rawValue, second.id.rawValue])
+            }, completion: { rollback((try? $0.get()) != nil) })
+            group.enter()
+            let after = record("after")
+            store.games.create(GameInput(name: "After", imageName: "g")) { after((try? $0.get()) != nil) }
+            group.wait()
+        }
+        // Nothing the batch did is kept, and nothing after the rollback ran (and committed) alone.
+        #expect(outcomes.withLock { $0 } == ["before": false, "rollback": false, "after": false])
+        #expect(try store.games.count() == 2)
+        // The writer goes on with the next batch.
+        _ = try wait { store.games.create(GameInput(name: "Next", imageName: "g"), completion: $0) }
+        #expect(try store.games.count() == 3)
     }
 
     @Test func atomicWritesAreAllOrNothingAndOthersInTheBatchSurvive() throws {

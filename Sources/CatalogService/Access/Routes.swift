@@ -165,9 +165,10 @@ struct Routes {
         if request.method == .GET || request.method == .HEAD {
             response = try run(endpoint, request, caller, delivery, expensive: expensive)
         } else {
-            // A write queued for this request is dropped if its client goes before its turn.
+            // A write queued for this request is dropped if its client goes before its turn,
+            // and its answer is made on the request's event loop, not on the writer's thread.
             let responder = delivery.responder
-            response = try WriteContext.abandoning(when: { responder.isAbandoned }) {
+            response = try WriteContext.submitting(abandonedWhen: { responder.isAbandoned }, answeredOn: { responder.perform($0) }) {
                 try run(endpoint, request, caller, delivery, expensive: expensive)
             }
         }

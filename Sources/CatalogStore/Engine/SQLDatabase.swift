@@ -46,11 +46,14 @@ extension SQLDatabase {
     func write<T: Sendable>(atomic: Bool = false, _ work: @escaping (any SQLConnection) throws -> T) throws -> T {
         let done = NSCondition()
         nonisolated(unsafe) var outcome: Result<T, any Error>?
-        submit(atomic: atomic, heavy: false, work) { result in
-            done.lock()
-            outcome = result
-            done.signal()
-            done.unlock()
+        // Answered on the writer's thread: this thread waits, so it cannot run the answer.
+        WriteContext.submitting {
+            submit(atomic: atomic, heavy: false, work) { result in
+                done.lock()
+                outcome = result
+                done.signal()
+                done.unlock()
+            }
         }
         done.lock()
         defer { done.unlock() }

@@ -91,7 +91,7 @@ enum SQLDialect: Sendable {
     ///   each of its `?`.
     /// - `match` tests one row of `t` as it is read (SQLite): 1 when it matches.
     ///
-    /// SQLite ranks with `catalog_rank` and tests with `catalog_match` (``CSearch``), over
+    /// SQLite ranks with `catalog_rank` and tests with `catalog_match` (``CSQLite``), over
     /// the row's own text, so a rank depends on the row and the query alone, and the test
     /// matches exactly the rows the index does.
     func search(_ schema: ResourceSchema, text: String) -> Search? {

@@ -4,9 +4,13 @@ import Foundation
 /// thread around the submission (a thread-local value: submissions come from event
 /// loops and pool threads, not tasks).
 public enum WriteContext {
-    private final class Check: Sendable {
-        let isAbandoned: @Sendable () -> Bool
-        init(_ isAbandoned: @escaping @Sendable () -> Bool) { self.isAbandoned = isAbandoned }
+    private final class Context: Sendable {
+        let isAbandoned: (@Sendable () -> Bool)?
+        let answer: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
+        init(_ isAbandoned: (@Sendable () -> Bool)?, _ answer: (@Sendable (@escaping @Sendable () -> Void) -> Void)?) {
+            self.isAbandoned = isAbandoned
+            self.answer = answer
+        }
     }
 
     private static let key: pthread_key_t = {
@@ -15,19 +19,34 @@ public enum WriteContext {
         return key
     }()
 
-    /// Whether the write being submitted has lost its client; `nil` outside ``abandoning(when:_:)``.
-    static var isAbandoned: (@Sendable () -> Bool)? {
-        pthread_getspecific(key).map { Unmanaged<Check>.fromOpaque($0).takeUnretainedValue().isAbandoned }
+    private static var current: Context? {
+        pthread_getspecific(key).map { Unmanaged<Context>.fromOpaque($0).takeUnretainedValue() }
     }
 
-    /// Runs `body` with `isAbandoned` telling the writes it submits whether their client has gone.
-    public static func abandoning<T>(when isAbandoned: @escaping @Sendable () -> Bool, _ body: () throws -> T) rethrows -> T {
-        let check = Check(isAbandoned)
+    /// Whether the write being submitted has lost its client; `nil` outside ``submitting(abandonedWhen:answeredOn:_:)``.
+    static var isAbandoned: (@Sendable () -> Bool)? { current?.isAbandoned }
+
+    /// Where the write being submitted wants its completion run; `nil` (on the writer's
+    /// thread, after the commit) outside ``submitting(abandonedWhen:answeredOn:_:)``.
+    static var answer: (@Sendable (@escaping @Sendable () -> Void) -> Void)? { current?.answer }
+
+    /// Runs `body`, the writes it submits being told:
+    /// - `isAbandoned`: whether their client has gone (a write whose client has gone
+    ///   before its turn is dropped unrun);
+    /// - `answer`: where to run their completions. It takes each completion from the
+    ///   writer's thread (which then goes on to the next batch) and runs it soon
+    ///   elsewhere, such as on the request's event loop, in the order it was given them.
+    ///   `nil` runs them on the writer's thread. A caller that waits for a write's
+    ///   completion on the thread `answer` runs it on must not pass `answer`.
+    public static func submitting<T>(abandonedWhen isAbandoned: (@Sendable () -> Bool)? = nil,
+                                     answeredOn answer: (@Sendable (@escaping @Sendable () -> Void) -> Void)? = nil,
+                                     _ body: () throws -> T) rethrows -> T {
+        let context = Context(isAbandoned, answer)
         let previous = pthread_getspecific(key)
-        pthread_setspecific(key, Unmanaged.passUnretained(check).toOpaque())
+        pthread_setspecific(key, Unmanaged.passUnretained(context).toOpaque())
         defer {
             pthread_setspecific(key, previous)
-            withExtendedLifetime(check) {}
+            withExtendedLifetime(context) {}
         }
         return try body()
     }

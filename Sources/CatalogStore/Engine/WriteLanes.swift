@@ -12,14 +12,23 @@ struct WriteJob<Connection> {
     /// Whether nobody waits for the answer any more (``WriteContext`` of the submitting request).
     let isAbandoned: (@Sendable () -> Bool)?
 
-    /// The job of `work`, whose result `completion` receives after the commit (or its failure).
+    /// The job of `work`, whose result `completion` receives after the commit (or its
+    /// failure): where the submitter's ``WriteContext`` says, else on the writer's thread.
     init<T: Sendable>(atomic: Bool, heavy: Bool, _ work: @escaping (Connection) throws -> T,
                       completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        run = { connection in
-            let value = try work(connection)
-            return { completion(.success(value)) }
+        if let answer = WriteContext.answer {
+            run = { connection in
+                let value = try work(connection)
+                return { answer { completion(.success(value)) } }
+            }
+            fail = { error in answer { completion(.failure(error)) } }
+        } else {
+            run = { connection in
+                let value = try work(connection)
+                return { completion(.success(value)) }
+            }
+            fail = { completion(.failure($0)) }
         }
-        fail = { completion(.failure($0)) }
         self.heavy = heavy
         self.atomic = atomic || heavy
         isAbandoned = WriteContext.isAbandoned

@@ -131,7 +131,7 @@ public enum SearchQuery {
         return words.prefix(maxWords).map { $0.count > 1 ? "\"\($0)\"*" : "\"\($0)\"" }.joined(separator: " ")
     }
 
-    /// The words for `catalog_match` and `catalog_rank` (SQLite, ``CSearch``): separated
+    /// The words for `catalog_match` and `catalog_rank` (SQLite, ``CSQLite``): separated
     /// by spaces, each ending in `*` when it matches as a prefix, as in ``fts5(_:)``.
     public static func terms(_ text: String) -> String {
         words(text).prefix(maxWords).map { $0.count > 1 ? "\($0)*" : $0 }.joined(separator: " ")

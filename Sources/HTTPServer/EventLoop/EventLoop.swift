@@ -123,15 +123,32 @@ final class EventLoop: @unchecked Sendable {
         runMailbox(closing: true)
     }
 
+    /// Runs the queued jobs. A wake stays requested while they run, so jobs queued
+    /// meanwhile (by them, or by other threads) cost no eventfd write: they run in the
+    /// next round. After a few rounds the loop wakes itself instead, so that its sockets
+    /// get a turn before the rest.
     private func runMailbox(closing: Bool = false) {
-        wakeRequested.store(false, ordering: .releasing)
-        let jobs = mailbox.withLock { mailbox -> [@Sendable (EventLoop) -> Void] in
+        for _ in 0..<4 {
+            var jobs = takeJobs(closing: closing)
+            if jobs.isEmpty {
+                wakeRequested.store(false, ordering: .sequentiallyConsistent)
+                // A job queued just before that store found a wake requested, so woke nobody.
+                jobs = takeJobs(closing: closing)
+                if jobs.isEmpty { return }
+                wakeRequested.store(true, ordering: .sequentiallyConsistent)
+            }
+            for job in jobs { job(self) }
+        }
+        epoll.wake()
+    }
+
+    private func takeJobs(closing: Bool) -> [@Sendable (EventLoop) -> Void] {
+        mailbox.withLock { mailbox in
             let taken = mailbox.jobs
             mailbox.jobs.removeAll(keepingCapacity: true)
             mailbox.closed = mailbox.closed || closing
             return taken
         }
-        for job in jobs { job(self) }
     }
 
     /// A connection's epoll token: its descriptor in the low 32 bits and the low 32 bits

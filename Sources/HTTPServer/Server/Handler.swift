@@ -110,6 +110,13 @@ public struct Responder: Sendable {
         deliver(.failure(SendableError(error)))
     }
 
+    /// Runs `block` soon on the event loop that serves this request, after the jobs already
+    /// queued there: for work that makes the answer, moved off a busy thread. Once the
+    /// loop has stopped, `block` runs at once on the calling thread instead.
+    public func perform(_ block: @escaping @Sendable () -> Void) {
+        if !loop.execute({ _ in block() }) { block() }
+    }
+
     private func deliver(_ result: Result<HTTPResponse, SendableError>) {
         let fd = fd, id = connectionID, sequence = sequence
         loop.execute { loop in loop.connection(fd: fd, id: id)?.complete(sequence: sequence, with: result) }

@@ -1,5 +1,5 @@
 import CLinux
-import CSearch
+import CSQLite
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -22,8 +22,15 @@ final class SQLiteDatabase: SQLDatabase {
 
     var dialect: SQLDialect { .sqlite }
 
+    /// SQLite's process-wide settings (``csqlite_configure()``: no memory statistics, so
+    /// no global mutex around each allocation), made when the first database opens. It
+    /// takes effect only if SQLite has not been used yet in this process; otherwise SQLite
+    /// keeps its defaults, which are correct, only slower.
+    private static let configured: Void = { _ = csqlite_configure() }()
+
     /// Opens (creating if needed, with its folder) the database at `path`.
     init(path: String, readers: Int) throws {
+        SQLiteDatabase.configured
         try FileManager.default.createDirectory(at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
         let lock = try DatabaseLock(databasePath: path)
         do {
@@ -39,7 +46,7 @@ final class SQLiteDatabase: SQLDatabase {
                 try db.execute(sql: "PRAGMA cache_size = -16384")
                 ReadBudget.install(on: db)
                 // catalog_match and catalog_rank, for searches.
-                let registered = csearch_register(UnsafeMutableRawPointer(db.sqliteConnection))
+                let registered = csqlite_register_search(UnsafeMutableRawPointer(db.sqliteConnection))
                 guard registered == SQLITE_OK else { throw StoreError.unavailable("SQLite's search functions could not be registered (\(registered)).") }
             }
             pool = try DatabasePool(path: path, configuration: configuration)
@@ -104,7 +111,7 @@ final class SQLiteDatabase: SQLDatabase {
 
     func submit<T: Sendable>(atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
                              completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        writes.submit(atomic: atomic, heavy: heavy, { db in try work(SQLiteSession(db: db, writing: true)) }, completion: completion)
+        writes.submit(atomic: atomic, heavy: heavy, { db in try work(SQLiteSession(db: db, direct: true)) }, completion: completion)
     }
 
     func migrate(_ migrations: [Migration]) throws -> [String] {
@@ -112,7 +119,7 @@ final class SQLiteDatabase: SQLDatabase {
             // Index what other programs wrote (``SearchIndexQueue``) while the indexes are
             // still those the queued rows were written for, and again after the migrations.
             var loaded = try applySearchIndexQueue(db)
-            let applied = try MigrationRunner.migrate(SQLiteSession(db: db, writing: true), migrations: migrations) { body in
+            let applied = try MigrationRunner.migrate(SQLiteSession(db: db, direct: false), migrations: migrations) { body in
                 try db.inTransaction(.immediate) {
                     try body()
                     return .commit

@@ -1,5 +1,5 @@
 import CLinux
-import CSearch
+import CSQLite
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -32,7 +32,7 @@ final class SQLiteReader: PooledConnection {
         self.connection = connection
         sqlite3_busy_timeout(connection, 5_000)
         sqlite3_progress_handler(connection, 1000, clinux_budget_exceeded, nil)
-        let registered = csearch_register(UnsafeMutableRawPointer(connection))
+        let registered = csqlite_register_search(UnsafeMutableRawPointer(connection))
         guard registered == SQLITE_OK, sqlite3_exec(connection, "PRAGMA cache_size = -16384", nil, nil, nil) == SQLITE_OK else {
             sqlite3_close_v2(connection)
             throw StoreError.unavailable("A SQLite reader could not be set up (\(registered)).")

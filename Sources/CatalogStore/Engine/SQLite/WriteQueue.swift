@@ -10,10 +10,12 @@ import GRDB
 /// submitted as `atomic`, which runs them in a savepoint of their own. (Savepoints are
 /// not the default: they cost about a third of the write throughput.) Only the batch's
 /// last step, `finish` (the search index writes its jobs queued), fails the batch as a
-/// whole when it throws: the index itself is then broken. Jobs should do only database work: their
-/// completions run on the writer thread after the commit and must be quick. With `synchronous=FULL` that is one
-/// `fsync` for the whole batch, and each completion is called only after its data is
-/// durable.
+/// whole when it throws: the index itself is then broken; so does a failed statement that
+/// rolled the whole transaction back (a full disk, an I/O error). Jobs should do only
+/// database work. Their completions run after the commit, where the submitter's
+/// ``WriteContext`` asks (a request's event loop), else on the writer thread, and must be
+/// quick. With `synchronous=FULL` that is one `fsync` for the whole batch, and each
+/// completion is called only after its data is durable.
 ///
 /// Fair and bounded: a heavy job (a whole playlist order, an import) runs in a
 /// transaction of its own, taking turns with batches of light ones, so a client that
@@ -22,7 +24,6 @@ import GRDB
 /// whose client has gone before its turn (``WriteContext``) is dropped unrun.
 final class WriteQueue: @unchecked Sendable {
     private typealias Job = WriteJob<Database>
-
 
     private let writer: DatabasePool
     private var condition: NSCondition { lanes.condition }
@@ -125,6 +126,9 @@ final class WriteQueue: @unchecked Sendable {
                         }
                         if job.atomic { try release.execute() }
                     }
+                    // A statement that failed with the whole transaction (a full disk, an I/O
+                    // error) leaves nothing to finish or commit: the batch fails as a whole.
+                    guard db.isInsideTransaction else { throw DatabaseError(resultCode: .SQLITE_ABORT, message: "The transaction was rolled back.") }
                     try finish(db)
                     return .commit
                 }

@@ -1,4 +1,4 @@
-#include "csearch.h"
+#include "csqlite.h"
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,7 +272,7 @@ static Tokenizer *tokenizer_new(fts5_api *fts5) {
     return tokenizer;
 }
 
-int csearch_register(void *connection) {
+int csqlite_register_search(void *connection) {
     sqlite3 *db = connection;
     fts5_api *fts5 = fts5_of(db);
     if (fts5 == NULL) return SQLITE_ERROR;

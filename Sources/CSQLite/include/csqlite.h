@@ -1,6 +1,17 @@
-// Search functions for SQLite connections, on FTS5's own tokenizer.
-#ifndef CSEARCH_H
-#define CSEARCH_H
+// C helpers for the system SQLite: the process's SQLite settings, and search functions
+// on FTS5's own tokenizer.
+#ifndef CSQLITE_H
+#define CSQLITE_H
+
+/// Sets this process's SQLite-wide options; call before SQLite is first used (any
+/// connection opened), else it changes nothing and returns SQLITE_MISUSE (21).
+///
+/// It turns memory statistics off (`SQLITE_CONFIG_MEMSTATUS`): with them on, every
+/// allocation SQLite makes takes one global mutex, shared by all connections and threads,
+/// and the system library allocates through it often (it is built without lookaside).
+/// Nothing here reads those statistics or sets a heap limit. Returns an SQLite result
+/// code (0 is SQLITE_OK).
+int csqlite_configure(void);
 
 /// Registers `catalog_match` and `catalog_rank` on the SQLite connection `db` (a
 /// `sqlite3 *`). Returns an SQLite result code (0 is SQLITE_OK).
@@ -17,6 +28,6 @@
 ///   columns, without its inverse document frequency and with a fixed nominal column
 ///   length, so that a row's rank depends on the row and the query alone; NULL for a row
 ///   `catalog_match` would not match.
-int csearch_register(void *db);
+int csqlite_register_search(void *db);
 
 #endif
