@@ -304,10 +304,30 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
             // inside such a context: this thread, waiting, could not run the answer.
             let database = try #require(Mirror(reflecting: store).descendant("database") as? SQLiteDatabase)
             let before = handedOver.load(ordering: .relaxed)
-            let count = try WriteContext.submitting(answeredOn: { _ in handedOver.add(1, ordering: .relaxed) }) {
+            let count = try WriteContext.submitting(answeredOn: { block in
+                handedOver.add(1, ordering: .relaxed)
+                answers.async(execute: block)
+            }) {
                 try database.write { db in try db.fetchValue("SELECT count(*) FROM games", []).int }
             }
             #expect(count == 2)
+            #expect(handedOver.load(ordering: .relaxed) == before)
+            // answeredAtCommit, inside such a context: the answer runs on the writer's thread.
+            let sameThread = Mutex<Bool?>(nil)
+            group.enter()
+            WriteContext.submitting(answeredOn: { block in
+                handedOver.add(1, ordering: .relaxed)
+                answers.async(execute: block)
+            }) {
+                WriteContext.answeredAtCommit {
+                    database.submit(atomic: false, heavy: false, { _ in UInt(pthread_self()) }, completion: { result in
+                        sameThread.withLock { $0 = (try? result.get()) == UInt(pthread_self()) }
+                        group.leave()
+                    })
+                }
+            }
+            group.wait()
+            #expect(sameThread.withLock { $0 } == true)
             #expect(handedOver.load(ordering: .relaxed) == before)
         }
     }
@@ -329,9 +349,13 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
                 }
             }
             // A heavy job runs alone; the three light ones queued meanwhile make one batch.
+            let started = DispatchSemaphore(value: 0), queued = DispatchSemaphore(value: 0)
             group.enter()
-            database.writes.submit(heavy: true, { _ in usleep(100_000) }, completion: { _ in group.leave() })
-            usleep(30_000)
+            database.writes.submit(heavy: true, { _ in
+                started.signal()
+                queued.wait()
+            }, completion: { _ in group.leave() })
+            started.wait()
             group.enter()
             let before = record("before")
             store.games.create(GameInput(name: "Before", imageName: "g")) { before((try? $0.get()) != nil) }
@@ -344,6 +368,7 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
             group.enter()
             let after = record("after")
             store.games.create(GameInput(name: "After", imageName: "g")) { after((try? $0.get()) != nil) }
+            queued.signal()
             group.wait()
         }
         // Nothing the batch did is kept, and nothing after the rollback ran (and committed) alone.

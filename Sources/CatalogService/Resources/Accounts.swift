@@ -73,18 +73,22 @@ struct Accounts: Sendable {
     /// An admin's merge patch of any user, its role included.
     private func patchUser(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
         let id = try ResourceEndpoints<User, UserInput>.id(request)
-        try users.patch(id, request, accepting: ResourceSchema.user.edit) { [authenticator] result in
-            // The role may have changed: credentials are checked again.
-            if case .success = result { authenticator.forget(user: id) }
-            done(result)
+        // The role may have changed: credentials are checked again, from the commit on.
+        try WriteContext.answeredAtCommit {
+            try users.patch(id, request, accepting: ResourceSchema.user.edit) { [authenticator] result in
+                if case .success = result { authenticator.forget(user: id) }
+                done(result)
+            }
         }
     }
 
     private func deleteUser(_ id: CatalogID, _ request: HTTPRequest, _ done: @escaping Completion) throws {
         let preconditions = try ETag.preconditions(request)
-        store.deleteUser(id, preconditions: preconditions) { [authenticator] result in
-            if case .success = result { authenticator.forget(user: id) }
-            done(result.map { HTTPResponse(status: .noContent) })
+        WriteContext.answeredAtCommit {
+            store.deleteUser(id, preconditions: preconditions) { [authenticator] result in
+                if case .success = result { authenticator.forget(user: id) }
+                done(result.map { HTTPResponse(status: .noContent) })
+            }
         }
     }
 
@@ -125,9 +129,12 @@ struct Accounts: Sendable {
         let id = try ResourceEndpoints<APIKey, APIKeyInput>.id(request)
         try checkOwnsKey(id, caller)
         let preconditions = try ETag.preconditions(request)
-        store.keys.delete(id, preconditions: preconditions) { [authenticator] result in
-            if case .success = result { authenticator.forget(key: id) }
-            done(result.map { HTTPResponse(status: .noContent) })
+        // Forgotten at the commit, before any later write runs: not once this loop gets to it.
+        WriteContext.answeredAtCommit {
+            store.keys.delete(id, preconditions: preconditions) { [authenticator] result in
+                if case .success = result { authenticator.forget(key: id) }
+                done(result.map { HTTPResponse(status: .noContent) })
+            }
         }
     }
 

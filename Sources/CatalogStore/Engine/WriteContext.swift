@@ -50,4 +50,12 @@ public enum WriteContext {
         }
         return try body()
     }
+
+    /// Runs `body`, the writes it submits still dropped unrun if their client has gone, but
+    /// answered on the writer's thread right after their commit, before its next batch:
+    /// for answers that must take effect before any later write runs, such as forgetting
+    /// the credentials a revoked key or a changed role no longer grants.
+    public static func answeredAtCommit<T>(_ body: () throws -> T) rethrows -> T {
+        try submitting(abandonedWhen: isAbandoned, body)
+    }
 }

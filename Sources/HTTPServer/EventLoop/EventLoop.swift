@@ -129,17 +129,22 @@ final class EventLoop: @unchecked Sendable {
     /// get a turn before the rest.
     private func runMailbox(closing: Bool = false) {
         for _ in 0..<4 {
-            var jobs = takeJobs(closing: closing)
+            let jobs = takeJobs(closing: closing)
             if jobs.isEmpty {
-                wakeRequested.store(false, ordering: .sequentiallyConsistent)
-                // A job queued just before that store found a wake requested, so woke nobody.
-                jobs = takeJobs(closing: closing)
-                if jobs.isEmpty { return }
+                if clearWakeRequest() { return }
                 wakeRequested.store(true, ordering: .sequentiallyConsistent)
+                continue
             }
             for job in jobs { job(self) }
         }
-        epoll.wake()
+        if !mailbox.withLock({ $0.jobs.isEmpty }) || !clearWakeRequest() { epoll.wake() }
+    }
+
+    /// Stops asking for a wake. False when jobs wait: queued just before, their senders
+    /// found a wake requested and woke nobody.
+    private func clearWakeRequest() -> Bool {
+        wakeRequested.store(false, ordering: .sequentiallyConsistent)
+        return mailbox.withLock { $0.jobs.isEmpty }
     }
 
     private func takeJobs(closing: Bool) -> [@Sendable (EventLoop) -> Void] {

@@ -59,8 +59,13 @@ struct SQLiteReadSession: SQLConnection {
     }
 }
 
-/// Binds `arguments` to the parameters of `statement` (a statement of `sql`).
+/// Binds `arguments` to the parameters of `statement` (a statement of `sql`): as many as
+/// it has, or it throws (a reset keeps the last bindings, so a parameter left out would
+/// reuse the previous request's value).
 private func bind(_ statement: OpaquePointer, _ arguments: SQLArguments, sql: String) throws {
+    guard sqlite3_bind_parameter_count(statement) == Int32(arguments.count) else {
+        throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "\(arguments.count) arguments for \(sqlite3_bind_parameter_count(statement)) parameters", sql: sql)
+    }
     for (index, argument) in arguments.enumerated() {
         let parameter = Int32(index + 1)
         let code: Int32 = switch argument.sqlValue {
@@ -106,13 +111,19 @@ final class SQLiteRows: SQLRows {
         self.sql = sql
     }
 
+    /// Whether the statement has run to its end: stepping it again would run it again.
+    private var done = false
+
     deinit { if cursor == nil { sqlite3_reset(statement) } }
 
     func step() throws -> Bool {
         if let cursor { return try cursor.next() != nil }
+        if done { return false }
         switch sqlite3_step(statement) {
         case SQLITE_ROW: return true
-        case SQLITE_DONE: return false
+        case SQLITE_DONE:
+            done = true
+            return false
         case let code:
             let message = connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) }
             throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)

@@ -146,7 +146,7 @@ final class WriteQueue: @unchecked Sendable {
             }
         }
         commits.fire()
-        // Maintenance only after every answer has gone out.
+        // Maintenance only after every answer has been handed on.
         if needsMaintenance() { writer.writeWithoutTransaction { db in maintain(db) } }
     }
 }
