@@ -16,19 +16,12 @@ struct WriteJob<Connection> {
     /// failure): where the submitter's ``WriteContext`` says, else on the writer's thread.
     init<T: Sendable>(atomic: Bool, heavy: Bool, _ work: @escaping (Connection) throws -> T,
                       completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        if let answer = WriteContext.answer {
-            run = { connection in
-                let value = try work(connection)
-                return { answer { completion(.success(value)) } }
-            }
-            fail = { error in answer { completion(.failure(error)) } }
-        } else {
-            run = { connection in
-                let value = try work(connection)
-                return { completion(.success(value)) }
-            }
-            fail = { completion(.failure($0)) }
+        let answer = WriteContext.answer ?? { $0() }
+        run = { connection in
+            let value = try work(connection)
+            return { answer { completion(.success(value)) } }
         }
+        fail = { error in answer { completion(.failure(error)) } }
         self.heavy = heavy
         self.atomic = atomic || heavy
         isAbandoned = WriteContext.isAbandoned

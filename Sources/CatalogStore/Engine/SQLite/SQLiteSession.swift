@@ -19,9 +19,10 @@ struct SQLiteSession: SQLConnection {
             try statement.setArguments(StatementArguments(arguments.map(\.sqlValue.databaseValue)))
             return SQLiteRows(statement, stepping: try Row.fetchCursor(statement), sql: sql)
         }
-        // What GRDB would check: once a failed statement has rolled the batch's
-        // transaction back (a full disk, an I/O error), nothing more runs, and above all
-        // not outside a transaction, each statement committing alone.
+        // What GRDB checks before each of its own statements (the savepoints, `finish`,
+        // the commit): once a failed statement has rolled the batch's transaction back (a
+        // full disk, an I/O error), nothing more runs, and above all not outside a
+        // transaction, each statement committing alone.
         guard db.isInsideTransaction else { throw DatabaseError(resultCode: .SQLITE_ABORT, message: "The transaction was rolled back.", sql: sql) }
         let raw = statement.sqliteStatement
         sqlite3_reset(raw)
@@ -34,9 +35,7 @@ struct SQLiteSession: SQLConnection {
             try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(arguments.map(\.sqlValue.databaseValue)))
             return db.changesCount
         }
-        let rows = try query(sql, arguments)
-        while try rows.step() {}
-        return Int(sqlite3_changes(db.sqliteConnection))
+        return try query(sql, arguments).run()
     }
 }
 
@@ -53,9 +52,7 @@ struct SQLiteReadSession: SQLConnection {
     }
 
     func execute(_ sql: String, _ arguments: SQLArguments) throws -> Int {
-        let rows = try query(sql, arguments)
-        while try rows.step() {}
-        return Int(sqlite3_changes(reader.connection))
+        try query(sql, arguments).run()
     }
 }
 
@@ -128,6 +125,12 @@ final class SQLiteRows: SQLRows {
             let message = connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) }
             throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
         }
+    }
+
+    /// Steps to the end. - Returns: how many rows the statement changed.
+    func run() throws -> Int {
+        while try step() {}
+        return Int(sqlite3_changes(sqlite3_db_handle(statement)))
     }
 
     var columnCount: Int32 { sqlite3_column_count(statement) }

@@ -126,9 +126,6 @@ final class WriteQueue: @unchecked Sendable {
                         }
                         if job.atomic { try release.execute() }
                     }
-                    // A statement that failed with the whole transaction (a full disk, an I/O
-                    // error) leaves nothing to finish or commit: the batch fails as a whole.
-                    guard db.isInsideTransaction else { throw DatabaseError(resultCode: .SQLITE_ABORT, message: "The transaction was rolled back.") }
                     try finish(db)
                     return .commit
                 }
