@@ -91,7 +91,10 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(
             name: "CatalogStoreTests",
-            dependencies: ["CatalogStore", "CatalogSchema", "CatalogModels", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "CatalogStore", "CatalogSchema", "CatalogModels", "CSQLite", "TestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(
             name: "CatalogServiceTests",

@@ -1,17 +1,27 @@
-// C helpers for the system SQLite: the process's SQLite settings, and search functions
-// on FTS5's own tokenizer.
+// C helpers for the system SQLite: the process's SQLite settings, a VFS that writes each
+// commit's WAL frames with one call, and search functions on FTS5's own tokenizer.
 #ifndef CSQLITE_H
 #define CSQLITE_H
 
 /// Sets this process's SQLite-wide options; call before SQLite is first used (any
-/// connection opened), else it changes nothing and returns SQLITE_MISUSE (21).
+/// connection opened). Returns an SQLite result code (0 is SQLITE_OK).
 ///
-/// It turns memory statistics off (`SQLITE_CONFIG_MEMSTATUS`): with them on, every
-/// allocation SQLite makes takes one global mutex, shared by all connections and threads,
-/// and the system library allocates through it often (it is built without lookaside).
-/// Nothing here reads those statistics or sets a heap limit. Returns an SQLite result
-/// code (0 is SQLITE_OK).
+/// - It turns memory statistics off (`SQLITE_CONFIG_MEMSTATUS`): with them on, every
+///   allocation SQLite makes takes one global mutex, shared by all connections and
+///   threads, and the system library allocates through it often (it is built without
+///   lookaside). Nothing here reads those statistics or sets a heap limit. Once SQLite
+///   is in use this changes nothing, and the result is SQLITE_MISUSE (21).
+/// - It makes `catalog-wal` the default VFS (``csqlite_register_wal_vfs``), for the
+///   connections opened after it.
 int csqlite_configure(void);
+
+/// Registers `catalog-wal` as the default VFS: the system's default VFS, except that each
+/// WAL file gathers a transaction's writes (two per frame: header and page) and writes
+/// them with one call when the commit frame is complete, or sooner when anything looks
+/// at the file or the 256 KiB buffer fills. A commit is in the file, or has failed with
+/// its error, before SQLite publishes it, as before. Idempotent. Returns an SQLite
+/// result code.
+int csqlite_register_wal_vfs(void);
 
 /// Registers `catalog_match` and `catalog_rank` on the SQLite connection `db` (a
 /// `sqlite3 *`). Returns an SQLite result code (0 is SQLITE_OK).

@@ -1,0 +1,100 @@
+import CSQLite
+import Foundation
+import GRDBSQLite
+import Testing
+import TestSupport
+
+/// The `catalog-wal` VFS (``csqlite_register_wal_vfs``) gathers a transaction's WAL
+/// writes: every commit must still be in the file by the time another connection can see
+/// it, whatever the transaction's size, and rolled-back work must not corrupt anything.
+@Suite struct WALWriteTests {
+    /// A raw SQLite connection (the VFS is below GRDB, so the test talks to SQLite directly).
+    final class Connection {
+        let handle: OpaquePointer
+
+        init(path: String, flags: Int32, vfs: String?) throws {
+            var handle: OpaquePointer?
+            let opened = sqlite3_open_v2(path, &handle, flags, vfs)
+            guard opened == SQLITE_OK, let handle else {
+                sqlite3_close(handle)
+                throw Failure("open failed: \(opened)")
+            }
+            self.handle = handle
+        }
+
+        deinit { sqlite3_close(handle) }
+
+        func execute(_ sql: String) throws {
+            let rc = sqlite3_exec(handle, sql, nil, nil, nil)
+            guard rc == SQLITE_OK else { throw Failure("\(sql): \(rc) \(String(cString: sqlite3_errmsg(handle)))") }
+        }
+
+        /// The first row's columns as text.
+        func row(_ sql: String) throws -> [String] {
+            var statement: OpaquePointer?
+            guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK else {
+                throw Failure("\(sql): \(String(cString: sqlite3_errmsg(handle)))")
+            }
+            defer { sqlite3_finalize(statement) }
+            let rc = sqlite3_step(statement)
+            guard rc == SQLITE_ROW else { throw Failure("\(sql): \(rc) \(String(cString: sqlite3_errmsg(handle)))") }
+            return (0..<sqlite3_column_count(statement)).map { column in
+                sqlite3_column_text(statement, column).map { String(cString: $0) } ?? "NULL"
+            }
+        }
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    @Test(arguments: ["OFF", "FULL"])
+    func everyCommitIsInTheFileWhenAnotherConnectionCanSeeIt(synchronous: String) throws {
+        #expect(csqlite_register_wal_vfs() == SQLITE_OK)
+        #expect(sqlite3_vfs_find(nil).map { String(cString: $0.pointee.zName) } == "catalog-wal")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-wal-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("wal.sqlite").path
+
+        // The writer on the default VFS (catalog-wal). With synchronous=OFF nothing syncs
+        // the WAL, so only the commit frame's write puts a commit in the file; a small page
+        // cache makes large transactions spill frames before they commit.
+        let writer = try Connection(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, vfs: nil)
+        try writer.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = \(synchronous); PRAGMA cache_size = 20; PRAGMA wal_autocheckpoint = 0")
+        try writer.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v BLOB NOT NULL); CREATE INDEX t_by_v ON t (v)")
+        // The reader on the system's own VFS, reading the file as another process would.
+        let reader = try Connection(path: path, flags: SQLITE_OPEN_READONLY, vfs: "unix")
+
+        var generator = SeededGenerator(seed: 7)
+        var rows = 0, bytes = 0, next = 1
+        for round in 0..<60 {
+            // Small, medium and larger-than-the-buffer (256 KiB) transactions; some rolled back.
+            let count = [1, 40, 400][round % 3]
+            let size = Int.random(in: 100...3000, using: &generator)
+            let rollBack = round % 7 == 3
+            try writer.execute("BEGIN IMMEDIATE")
+            try writer.execute("""
+                WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(count - 1))
+                INSERT INTO t (k, v) SELECT \(next) + i, randomblob(\(size)) FROM n
+                """)
+            if round % 5 == 1 {
+                try writer.execute("DELETE FROM t WHERE k % 3 = 0 AND k < \(next)")
+            }
+            try writer.execute(rollBack ? "ROLLBACK" : "COMMIT")
+            if !rollBack {
+                next += count
+                let expected = try writer.row("SELECT count(*), total(length(v)) FROM t")
+                rows = Int(expected[0]) ?? -1
+                bytes = Int(Double(expected[1]) ?? -1)
+                #expect(try reader.row("SELECT count(*), total(length(v)) FROM t") == expected, "round \(round)")
+            }
+        }
+        #expect(rows > 0 && bytes > 1_000_000)
+        #expect(try reader.row("PRAGMA integrity_check") == ["ok"])
+        try writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        #expect(try reader.row("PRAGMA integrity_check") == ["ok"])
+        #expect(try reader.row("SELECT count(*) FROM t") == ["\(rows)"])
+    }
+}
