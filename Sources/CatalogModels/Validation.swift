@@ -93,6 +93,8 @@ public enum Rules {
 
     /// Why the scalars of `value` break the character rules of ``text(_:length:multiline:)``.
     private static func scalarViolation(_ value: String, multiline: Bool) -> Violation? {
+        // Printable ASCII breaks none of the rules below: most text is only that.
+        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return nil }
         var marks = 0
         var previous: Unicode.Scalar?
         var joinerPending = false

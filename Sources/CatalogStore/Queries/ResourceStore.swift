@@ -587,12 +587,14 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// Creates a resource from `values`, read by the declaration's ``ResourceSchema/creation``
     /// reader, owned by `owner` when the resource has owners.
     package func create(_ values: FieldValues, owner: CatalogID? = nil, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
-        submit(completion) { [self] db in try insert(db, values, owner: owner, at: Timestamp.milliseconds(Date())) }
+        // The id is drawn here, on the caller's thread: the writer's time goes to the database.
+        let id = CatalogID()
+        submit(completion) { [self] db in try insert(db, values, owner: owner, at: Timestamp.milliseconds(Date()), id: id) }
     }
 
-    /// Inserts a new resource with `values` (and `owner`, when the resource has owners),
-    /// created at `time`, and renders it.
-    func insert(_ db: any SQLConnection, _ values: FieldValues, owner: CatalogID? = nil, at time: Int64) throws -> RenderedResource {
+    /// Inserts a new resource `id` with `values` (and `owner`, when the resource has
+    /// owners), created at `time`, and renders it.
+    func insert(_ db: any SQLConnection, _ values: FieldValues, owner: CatalogID? = nil, at time: Int64, id: CatalogID = CatalogID()) throws -> RenderedResource {
         if let ownership = schema.ownership, let quota = ownership.quota, let owner {
             // The owner's row is locked first, so that concurrent creations count one after another.
             _ = try db.exists("SELECT 1 FROM users WHERE id = ?" + db.dialect.forUpdate, [owner.rawValue])
@@ -601,7 +603,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
             }
         }
         let ownerArgument: SQLArguments = schema.ownership == nil ? [] : [owner?.rawValue]
-        return try renderWritten(db, insertSQL, [CatalogID().rawValue] + arguments(values, creationMembers) + [time, time, 1] + ownerArgument)
+        return try renderWritten(db, insertSQL, [id.rawValue] + arguments(values, creationMembers) + [time, time, 1] + ownerArgument)
     }
 
     /// Who owns the resource `id` (of a resource users own) and whether it is hidden;
