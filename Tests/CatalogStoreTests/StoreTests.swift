@@ -101,6 +101,29 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
 }
 
 @Suite struct StoreBehaviourTests {
+    /// Since 0008 an item's own change row has no subject; `playableItemId=` finds it by
+    /// (type, id), and still finds rows logged before, whose subject is the item's id.
+    @Test func anItemsOwnChangeIsFoundByItsIdWhetherLoggedBeforeOrSince0008() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        let input = PlayableItemInput(title: "Logged", description: "", streamURL: URL(string: "https://example.com/v.m3u8")!)
+        let earlier = try wait { store.items.create(input, completion: $0) }
+        let later = try wait { store.items.create(input, completion: $0) }
+        let queue = try DatabaseQueue(path: scratch.database)
+        try queue.write { db in
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM changes WHERE type = 'playableItem' AND subject IS NOT NULL") == 0)
+            // `earlier` as 0006's trigger logged it.
+            try db.execute(sql: "UPDATE changes SET subject = id WHERE id = ?", arguments: [earlier.id.rawValue])
+        }
+        for item in [earlier, later] {
+            for viewer: Viewer? in [nil, .user(nil)] {
+                let batch = try store.changes.read(after: 0, filter: ChangeFilter(playableItemID: item.id), viewer: viewer, limit: 10, maxBytes: 1 << 20)
+                #expect(batch.records.map(\.id) == [item.id.rawValue])
+            }
+        }
+    }
+
     @Test func connectionsAreConfiguredForDurability() throws {
         let scratch = try Scratch()
         let store = try scratch.open()

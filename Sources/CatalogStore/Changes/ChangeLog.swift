@@ -205,20 +205,28 @@ public struct ChangeLog: Sendable {
     /// - Throws: ``StoreError/syncTokenExpired(_:)`` when deletions after `seq` were purged.
     public func read(after seq: Int64, filter: ChangeFilter, viewer: Viewer?, limit: Int, maxBytes: Int) throws(StoreError) -> ChangeBatch {
         let limit = max(1, min(limit, Self.maxReadLimit))
-        var sql = "SELECT seq, type, id, version, deleted, owner_id, hidden, shown FROM changes WHERE seq > ?"
-        var arguments: SQLArguments = [seq]
+        var conditions = "seq > ?"
+        var conditionArguments: SQLArguments = [seq]
         if let types = filter.types {
-            sql += " AND type IN (" + types.map { _ in "?" }.joined(separator: ", ") + ")"
-            for type in types { arguments.append(type) }
-        }
-        if let item = filter.playableItemID {
-            sql += " AND subject = ?"
-            arguments.append(item.rawValue)
+            conditions += " AND type IN (" + types.map { _ in "?" }.joined(separator: ", ") + ")"
+            for type in types { conditionArguments.append(type) }
         }
         if case let .user(user) = viewer {
             // What the viewer can never see is not read at all.
-            sql += " AND (hidden = 0 OR shown = 1 OR owner_id = ?)"
-            arguments.append(user?.rawValue ?? "")
+            conditions += " AND (hidden = 0 OR shown = 1 OR owner_id = ?)"
+            conditionArguments.append(user?.rawValue ?? "")
+        }
+        let columns = "SELECT seq, type, id, version, deleted, owner_id, hidden, shown FROM changes WHERE "
+        var sql: String, arguments: SQLArguments
+        if let item = filter.playableItemID {
+            // The item's comments (and its own row, if logged before 0008) by subject, in
+            // order of changes_by_subject; its own row by (type, id); merged in order.
+            sql = columns + "subject = ? AND " + conditions
+                + " UNION ALL " + columns + "type = ? AND id = ? AND subject IS NULL AND " + conditions
+            arguments = [item.rawValue] + conditionArguments + [ResourceSchema.playableItem.type, item.rawValue] + conditionArguments
+        } else {
+            sql = columns + conditions
+            arguments = conditionArguments
         }
         sql += " ORDER BY seq LIMIT ?"
         arguments.append(limit + 1)
