@@ -1,23 +1,28 @@
 // A VFS over the system's default one that gathers each transaction's WAL writes. SQLite
 // writes every WAL frame with two `pwrite`s, its 24-byte header and its page, so a commit
 // of 36 frames made 72 system calls, each with the kernel's own entry, inode lock and
-// time update. Here they are copied into a buffer and written with one call per 124 KiB
-// (two for that commit), the last when the commit frame is complete.
+// time update. Here a WAL's appended frames are copied into a buffer and written with one
+// call per 124 KiB (two for that commit), the last when the commit is complete.
 //
-// What SQLite sees does not change:
-// - Writes reach the file in the order they were made; a write that does not continue
-//   the buffer first writes the buffer out.
+// What SQLite and other connections see does not change:
+// - Writes reach the file in the order they were made. Only appends are gathered: a write
+//   over what this handle already wrote (SQLite rewriting frame checksums, or a frame
+//   again after a savepoint rolled back) first writes the buffer out, then itself.
+// - A commit is in the file, or has failed with its own error, before the write that
+//   completes it returns. A commit frame's header carries the database size (bytes 4–7,
+//   nonzero for commit frames only, https://www.sqlite.org/fileformat.html#wal_file_format);
+//   the write of its page, and every write after it until another transaction's first
+//   frame (padding frames, a split write), writes the buffer out. SQLite publishes a
+//   commit only after those writes (and, with synchronous=FULL, the sync) succeed, so no
+//   reader, in this process or another, is told of a frame not in the file.
 // - Everything that looks at the file through this handle (a read, its size, a sync, a
-//   truncation, a file control, a mapping, closing it) first writes the buffer out.
-// - A commit is complete in the file, or failed with its error, before the write of its
-//   last frame returns: the frame whose header carries the database size (bytes 4–7,
-//   nonzero for commit frames only, https://www.sqlite.org/fileformat.html#wal_file_format)
-//   is written out with its page. SQLite publishes a commit to other connections only
-//   after that write (and, with synchronous=FULL, the sync after it) succeeds, so no
-//   reader, in this process or another, is ever told of a frame not yet in the file.
-// - A crash loses at most frames of a transaction that had not committed: the same as
-//   a crash a moment earlier.
-// Files other than WALs are opened by the default VFS unchanged.
+//   truncation, a file control, a mapping) first writes the buffer out.
+// - Frames still buffered when the connection gives up the WAL's write lock belong to a
+//   transaction that rolled back (a commit has written them out), so they are dropped
+//   there, before another writer may append over them; the same at close. To see that
+//   lock, main database files are wrapped too (every method passed through), and each
+//   WAL is linked to its database file (`sqlite3_database_file_object`).
+// Files other than databases and WALs are opened by the default VFS unchanged.
 
 #include "csqlite.h"
 #include <pthread.h>
@@ -29,178 +34,246 @@
 /// creates writes about 36 frames) writes its frames out each time it fills.
 #define WAL_BUFFER_CAPACITY (124 * 1024)
 #define WAL_FRAME_HEADER_SIZE 24
+#define WAL_HEADER_SIZE 32
+/// SQLite's WAL write lock is the first lock of the shared memory (`WAL_WRITE_LOCK` in wal.c).
+#define WAL_WRITE_LOCK 0
 
-typedef struct WalFile {
+/// The fields every wrapped file starts with.
+typedef struct WrappedFile {
     sqlite3_file base;
-    /// The default VFS's file, stored just after this struct.
+    /// The default VFS's file, stored just after the wrapper.
     sqlite3_file *real;
+} WrappedFile;
+
+typedef struct WalFile WalFile;
+
+typedef struct DatabaseFile {
+    WrappedFile wrapped;
+    /// The WAL open on this database by the same connection, if any.
+    WalFile *wal;
+} DatabaseFile;
+
+struct WalFile {
+    WrappedFile wrapped;
+    DatabaseFile *database;
     unsigned char *buffer;
     int used;
     /// Where in the file `buffer[0]` goes.
     sqlite3_int64 start;
-    /// The last write was a commit frame's header: the next one, its page, ends the commit.
-    int commitPageNext;
-} WalFile;
+    /// The end of what this handle has written (or buffered) since the WAL's header.
+    sqlite3_int64 end;
+    /// A commit frame's header has been written: the writes that follow complete it.
+    int inCommit;
+};
+
+/// Room for either wrapper before the default VFS's own file.
+#define WRAPPER_SIZE (((sizeof(WalFile) > sizeof(DatabaseFile) ? sizeof(WalFile) : sizeof(DatabaseFile)) + 7) & ~(size_t)7)
 
 static sqlite3_vfs *defaultVFS;
+
+#define REAL(f) (((WrappedFile *)(f))->real)
+
+// MARK: Methods passed through
+
+static int fwdRead(sqlite3_file *f, void *data, int amount, sqlite3_int64 offset) { return REAL(f)->pMethods->xRead(REAL(f), data, amount, offset); }
+static int fwdWrite(sqlite3_file *f, const void *data, int amount, sqlite3_int64 offset) { return REAL(f)->pMethods->xWrite(REAL(f), data, amount, offset); }
+static int fwdTruncate(sqlite3_file *f, sqlite3_int64 size) { return REAL(f)->pMethods->xTruncate(REAL(f), size); }
+static int fwdSync(sqlite3_file *f, int flags) { return REAL(f)->pMethods->xSync(REAL(f), flags); }
+static int fwdFileSize(sqlite3_file *f, sqlite3_int64 *size) { return REAL(f)->pMethods->xFileSize(REAL(f), size); }
+static int fwdLock(sqlite3_file *f, int lock) { return REAL(f)->pMethods->xLock(REAL(f), lock); }
+static int fwdUnlock(sqlite3_file *f, int lock) { return REAL(f)->pMethods->xUnlock(REAL(f), lock); }
+static int fwdCheckReservedLock(sqlite3_file *f, int *reserved) { return REAL(f)->pMethods->xCheckReservedLock(REAL(f), reserved); }
+static int fwdFileControl(sqlite3_file *f, int op, void *argument) { return REAL(f)->pMethods->xFileControl(REAL(f), op, argument); }
+static int fwdSectorSize(sqlite3_file *f) { return REAL(f)->pMethods->xSectorSize(REAL(f)); }
+static int fwdDeviceCharacteristics(sqlite3_file *f) { return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f)); }
+static int fwdShmMap(sqlite3_file *f, int region, int size, int extend, void volatile **memory) { return REAL(f)->pMethods->xShmMap(REAL(f), region, size, extend, memory); }
+static int fwdShmLock(sqlite3_file *f, int offset, int n, int flags) { return REAL(f)->pMethods->xShmLock(REAL(f), offset, n, flags); }
+static void fwdShmBarrier(sqlite3_file *f) { REAL(f)->pMethods->xShmBarrier(REAL(f)); }
+static int fwdShmUnmap(sqlite3_file *f, int deleteFlag) { return REAL(f)->pMethods->xShmUnmap(REAL(f), deleteFlag); }
+static int fwdFetch(sqlite3_file *f, sqlite3_int64 offset, int amount, void **pointer) { return REAL(f)->pMethods->xFetch(REAL(f), offset, amount, pointer); }
+static int fwdUnfetch(sqlite3_file *f, sqlite3_int64 offset, void *pointer) { return REAL(f)->pMethods->xUnfetch(REAL(f), offset, pointer); }
+
+// MARK: WAL files
 
 static int walFlush(WalFile *file) {
     if (file->used == 0) return SQLITE_OK;
     int used = file->used;
     file->used = 0;
-    return file->real->pMethods->xWrite(file->real, file->buffer, used, file->start);
+    return fwdWrite((sqlite3_file *)file, file->buffer, used, file->start);
+}
+
+/// Forgets buffered frames: those of a transaction that rolled back.
+static void walDrop(WalFile *file) {
+    if (file->used > 0 && file->start < file->end) file->end = file->start;
+    file->used = 0;
+    file->inCommit = 0;
 }
 
 static int walClose(sqlite3_file *f) {
     WalFile *file = (WalFile *)f;
-    int rc = walFlush(file);
-    int closed = file->real->pMethods->xClose(file->real);
+    walDrop(file);
+    if (file->database != NULL) file->database->wal = NULL;
+    int rc = REAL(f)->pMethods->xClose(REAL(f));
     sqlite3_free(file->buffer);
     file->buffer = NULL;
-    return rc != SQLITE_OK ? rc : closed;
+    return rc;
 }
 
 static int walRead(sqlite3_file *f, void *data, int amount, sqlite3_int64 offset) {
-    WalFile *file = (WalFile *)f;
-    int rc = walFlush(file);
-    return rc != SQLITE_OK ? rc : file->real->pMethods->xRead(file->real, data, amount, offset);
+    int rc = walFlush((WalFile *)f);
+    return rc != SQLITE_OK ? rc : fwdRead(f, data, amount, offset);
 }
 
 static int walWrite(sqlite3_file *f, const void *data, int amount, sqlite3_int64 offset) {
     WalFile *file = (WalFile *)f;
     const unsigned char *bytes = data;
-    int commitHeader = amount == WAL_FRAME_HEADER_SIZE && (bytes[4] | bytes[5] | bytes[6] | bytes[7]) != 0;
-    int endsCommit = file->commitPageNext;
-    file->commitPageNext = commitHeader;
     int rc = SQLITE_OK;
+    if (amount == WAL_HEADER_SIZE && offset == 0) {
+        // A new WAL (after a checkpoint rewound it): everything before is history.
+        rc = walFlush(file);
+        if (rc != SQLITE_OK) return rc;
+        file->end = 0;
+        file->inCommit = 0;
+    }
+    if (offset < file->end) {
+        // Over what this handle wrote already: in order, and at once.
+        rc = walFlush(file);
+        return rc != SQLITE_OK ? rc : fwdWrite(f, data, amount, offset);
+    }
+    int completesCommit;
+    if (amount == WAL_FRAME_HEADER_SIZE) {
+        int commitHeader = (bytes[4] | bytes[5] | bytes[6] | bytes[7]) != 0;
+        // Another commit frame (padding) completes the commit too; a frame without the
+        // size starts another transaction.
+        completesCommit = commitHeader && file->inCommit;
+        file->inCommit = commitHeader;
+    } else {
+        completesCommit = file->inCommit;
+    }
     if (file->used > 0 && (offset != file->start + file->used || file->used + amount > WAL_BUFFER_CAPACITY)) {
         rc = walFlush(file);
         if (rc != SQLITE_OK) return rc;
     }
-    if (file->buffer == NULL && amount <= WAL_BUFFER_CAPACITY) {
-        file->buffer = sqlite3_malloc(WAL_BUFFER_CAPACITY);
-    }
+    file->end = offset + amount;
+    if (file->buffer == NULL && amount <= WAL_BUFFER_CAPACITY) file->buffer = sqlite3_malloc(WAL_BUFFER_CAPACITY);
     if (file->buffer == NULL || amount > WAL_BUFFER_CAPACITY) {
         // Out of memory or a write larger than the buffer: written as SQLite asked.
-        return file->real->pMethods->xWrite(file->real, data, amount, offset);
+        return fwdWrite(f, data, amount, offset);
     }
     if (file->used == 0) file->start = offset;
     memcpy(file->buffer + file->used, data, (size_t)amount);
     file->used += amount;
-    return endsCommit ? walFlush(file) : SQLITE_OK;
+    return completesCommit ? walFlush(file) : SQLITE_OK;
 }
 
 static int walTruncate(sqlite3_file *f, sqlite3_int64 size) {
     WalFile *file = (WalFile *)f;
     int rc = walFlush(file);
-    return rc != SQLITE_OK ? rc : file->real->pMethods->xTruncate(file->real, size);
+    if (rc != SQLITE_OK) return rc;
+    if (file->end > size) file->end = size;
+    return fwdTruncate(f, size);
 }
 
 static int walSync(sqlite3_file *f, int flags) {
-    WalFile *file = (WalFile *)f;
-    int rc = walFlush(file);
-    return rc != SQLITE_OK ? rc : file->real->pMethods->xSync(file->real, flags);
+    int rc = walFlush((WalFile *)f);
+    return rc != SQLITE_OK ? rc : fwdSync(f, flags);
 }
 
 static int walFileSize(sqlite3_file *f, sqlite3_int64 *size) {
-    WalFile *file = (WalFile *)f;
-    int rc = walFlush(file);
-    return rc != SQLITE_OK ? rc : file->real->pMethods->xFileSize(file->real, size);
-}
-
-static int walLock(sqlite3_file *f, int lock) {
-    WalFile *file = (WalFile *)f;
-    return file->real->pMethods->xLock(file->real, lock);
-}
-
-static int walUnlock(sqlite3_file *f, int lock) {
-    WalFile *file = (WalFile *)f;
-    return file->real->pMethods->xUnlock(file->real, lock);
-}
-
-static int walCheckReservedLock(sqlite3_file *f, int *reserved) {
-    WalFile *file = (WalFile *)f;
-    return file->real->pMethods->xCheckReservedLock(file->real, reserved);
+    int rc = walFlush((WalFile *)f);
+    return rc != SQLITE_OK ? rc : fwdFileSize(f, size);
 }
 
 static int walFileControl(sqlite3_file *f, int op, void *argument) {
-    WalFile *file = (WalFile *)f;
-    int rc = walFlush(file);
-    return rc != SQLITE_OK ? rc : file->real->pMethods->xFileControl(file->real, op, argument);
-}
-
-static int walSectorSize(sqlite3_file *f) {
-    WalFile *file = (WalFile *)f;
-    return file->real->pMethods->xSectorSize(file->real);
-}
-
-static int walDeviceCharacteristics(sqlite3_file *f) {
-    WalFile *file = (WalFile *)f;
-    return file->real->pMethods->xDeviceCharacteristics(file->real);
-}
-
-static int walShmMap(sqlite3_file *f, int region, int size, int extend, void volatile **memory) {
-    WalFile *file = (WalFile *)f;
-    return file->real->pMethods->xShmMap(file->real, region, size, extend, memory);
-}
-
-static int walShmLock(sqlite3_file *f, int offset, int n, int flags) {
-    WalFile *file = (WalFile *)f;
-    return file->real->pMethods->xShmLock(file->real, offset, n, flags);
-}
-
-static void walShmBarrier(sqlite3_file *f) {
-    WalFile *file = (WalFile *)f;
-    file->real->pMethods->xShmBarrier(file->real);
-}
-
-static int walShmUnmap(sqlite3_file *f, int deleteFlag) {
-    WalFile *file = (WalFile *)f;
-    return file->real->pMethods->xShmUnmap(file->real, deleteFlag);
+    int rc = walFlush((WalFile *)f);
+    return rc != SQLITE_OK ? rc : fwdFileControl(f, op, argument);
 }
 
 static int walFetch(sqlite3_file *f, sqlite3_int64 offset, int amount, void **pointer) {
-    WalFile *file = (WalFile *)f;
-    int rc = walFlush(file);
-    return rc != SQLITE_OK ? rc : file->real->pMethods->xFetch(file->real, offset, amount, pointer);
+    int rc = walFlush((WalFile *)f);
+    return rc != SQLITE_OK ? rc : fwdFetch(f, offset, amount, pointer);
 }
 
-static int walUnfetch(sqlite3_file *f, sqlite3_int64 offset, void *pointer) {
-    WalFile *file = (WalFile *)f;
-    return file->real->pMethods->xUnfetch(file->real, offset, pointer);
-}
-
-/// Version 3 methods, for a default file with version 3 methods; `walMethods2` and
-/// `walMethods1` stop where an older default file's methods do.
+/// Version 3 methods, for a default file with version 3 methods; the `…2` and `…1`
+/// tables stop where an older default file's methods do.
 static const sqlite3_io_methods walMethods3 = {
-    3, walClose, walRead, walWrite, walTruncate, walSync, walFileSize, walLock, walUnlock,
-    walCheckReservedLock, walFileControl, walSectorSize, walDeviceCharacteristics,
-    walShmMap, walShmLock, walShmBarrier, walShmUnmap, walFetch, walUnfetch,
+    3, walClose, walRead, walWrite, walTruncate, walSync, walFileSize, fwdLock, fwdUnlock, fwdCheckReservedLock,
+    walFileControl, fwdSectorSize, fwdDeviceCharacteristics, fwdShmMap, fwdShmLock, fwdShmBarrier, fwdShmUnmap,
+    walFetch, fwdUnfetch,
 };
 static const sqlite3_io_methods walMethods2 = {
-    2, walClose, walRead, walWrite, walTruncate, walSync, walFileSize, walLock, walUnlock,
-    walCheckReservedLock, walFileControl, walSectorSize, walDeviceCharacteristics,
-    walShmMap, walShmLock, walShmBarrier, walShmUnmap, NULL, NULL,
+    2, walClose, walRead, walWrite, walTruncate, walSync, walFileSize, fwdLock, fwdUnlock, fwdCheckReservedLock,
+    walFileControl, fwdSectorSize, fwdDeviceCharacteristics, fwdShmMap, fwdShmLock, fwdShmBarrier, fwdShmUnmap,
+    NULL, NULL,
 };
 static const sqlite3_io_methods walMethods1 = {
-    1, walClose, walRead, walWrite, walTruncate, walSync, walFileSize, walLock, walUnlock,
-    walCheckReservedLock, walFileControl, walSectorSize, walDeviceCharacteristics,
-    NULL, NULL, NULL, NULL, NULL, NULL,
+    1, walClose, walRead, walWrite, walTruncate, walSync, walFileSize, fwdLock, fwdUnlock, fwdCheckReservedLock,
+    walFileControl, fwdSectorSize, fwdDeviceCharacteristics, NULL, NULL, NULL, NULL, NULL, NULL,
 };
+
+// MARK: Database files
+
+static int databaseClose(sqlite3_file *f) {
+    DatabaseFile *file = (DatabaseFile *)f;
+    if (file->wal != NULL) file->wal->database = NULL;
+    file->wal = NULL;
+    return REAL(f)->pMethods->xClose(REAL(f));
+}
+
+static int databaseShmLock(sqlite3_file *f, int offset, int n, int flags) {
+    DatabaseFile *file = (DatabaseFile *)f;
+    const int releasesWrite = SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE;
+    if ((flags & releasesWrite) == releasesWrite && offset <= WAL_WRITE_LOCK && WAL_WRITE_LOCK < offset + n && file->wal != NULL) {
+        walDrop(file->wal);
+    }
+    return fwdShmLock(f, offset, n, flags);
+}
+
+static const sqlite3_io_methods databaseMethods3 = {
+    3, databaseClose, fwdRead, fwdWrite, fwdTruncate, fwdSync, fwdFileSize, fwdLock, fwdUnlock, fwdCheckReservedLock,
+    fwdFileControl, fwdSectorSize, fwdDeviceCharacteristics, fwdShmMap, databaseShmLock, fwdShmBarrier, fwdShmUnmap,
+    fwdFetch, fwdUnfetch,
+};
+static const sqlite3_io_methods databaseMethods2 = {
+    2, databaseClose, fwdRead, fwdWrite, fwdTruncate, fwdSync, fwdFileSize, fwdLock, fwdUnlock, fwdCheckReservedLock,
+    fwdFileControl, fwdSectorSize, fwdDeviceCharacteristics, fwdShmMap, databaseShmLock, fwdShmBarrier, fwdShmUnmap,
+    NULL, NULL,
+};
+static const sqlite3_io_methods databaseMethods1 = {
+    1, databaseClose, fwdRead, fwdWrite, fwdTruncate, fwdSync, fwdFileSize, fwdLock, fwdUnlock, fwdCheckReservedLock,
+    fwdFileControl, fwdSectorSize, fwdDeviceCharacteristics, NULL, NULL, NULL, NULL, NULL, NULL,
+};
+
+static int isDatabaseFile(const sqlite3_file *f) {
+    return f != NULL && (f->pMethods == &databaseMethods3 || f->pMethods == &databaseMethods2 || f->pMethods == &databaseMethods1);
+}
 
 static int vfsOpen(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, int flags, int *outFlags) {
     (void)vfs;
-    if ((flags & SQLITE_OPEN_WAL) == 0) {
+    int wal = (flags & SQLITE_OPEN_WAL) != 0, database = (flags & SQLITE_OPEN_MAIN_DB) != 0;
+    if (!wal && !database) {
         // The struct SQLite allocated is large enough for the default VFS's own file.
         return defaultVFS->xOpen(defaultVFS, name, f, flags, outFlags);
     }
-    WalFile *file = (WalFile *)f;
-    memset(file, 0, sizeof(WalFile));
-    file->real = (sqlite3_file *)((char *)f + ((sizeof(WalFile) + 7) & ~(size_t)7));
-    int rc = defaultVFS->xOpen(defaultVFS, name, file->real, flags, outFlags);
-    const sqlite3_io_methods *real = file->real->pMethods;
-    if (real != NULL) {
-        file->base.pMethods = real->iVersion >= 3 ? &walMethods3 : real->iVersion == 2 ? &walMethods2 : &walMethods1;
+    memset(f, 0, WRAPPER_SIZE);
+    WrappedFile *wrapped = (WrappedFile *)f;
+    wrapped->real = (sqlite3_file *)((char *)f + WRAPPER_SIZE);
+    int rc = defaultVFS->xOpen(defaultVFS, name, wrapped->real, flags, outFlags);
+    const sqlite3_io_methods *real = wrapped->real->pMethods;
+    if (real == NULL) return rc;
+    int version = real->iVersion >= 3 ? 3 : real->iVersion;
+    if (wal) {
+        f->pMethods = version == 3 ? &walMethods3 : version == 2 ? &walMethods2 : &walMethods1;
+        if (rc == SQLITE_OK && name != NULL) {
+            sqlite3_file *owner = sqlite3_database_file_object(name);
+            if (isDatabaseFile(owner)) {
+                WalFile *file = (WalFile *)f;
+                file->database = (DatabaseFile *)owner;
+                file->database->wal = file;
+            }
+        }
+    } else {
+        f->pMethods = version == 3 ? &databaseMethods3 : version == 2 ? &databaseMethods2 : &databaseMethods1;
     }
     return rc;
 }
@@ -277,7 +350,7 @@ static int registered = SQLITE_ERROR;
 static void registerOnce(void) {
     sqlite3_vfs *base = sqlite3_vfs_find(NULL);
     if (base == NULL || base->iVersion < 2 || base->xCurrentTimeInt64 == NULL) return;
-    walVFS.szOsFile = (int)((sizeof(WalFile) + 7) & ~(size_t)7) + base->szOsFile;
+    walVFS.szOsFile = (int)WRAPPER_SIZE + base->szOsFile;
     walVFS.mxPathname = base->mxPathname;
     defaultVFS = base;
     registered = sqlite3_vfs_register(&walVFS, 1);

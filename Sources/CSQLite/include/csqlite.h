@@ -20,11 +20,12 @@
 int csqlite_configure(void);
 
 /// Registers `catalog-wal` as the default VFS: the system's default VFS, except that each
-/// WAL file gathers a transaction's writes (two per frame: header and page) and writes
-/// them with one call when the commit frame is complete, or sooner when anything looks
-/// at the file or the 124 KiB buffer fills. A commit is in the file, or has failed with
-/// its error, before SQLite publishes it, as before. Idempotent and thread-safe. Returns
-/// an SQLite result code.
+/// WAL file gathers the frames a transaction appends (two writes per frame: header and
+/// page) and writes them with one call when the commit is complete, or sooner when
+/// anything looks at the file, a write goes over what it wrote, or the 124 KiB buffer
+/// fills; frames of a transaction that rolled back are dropped when the connection gives
+/// up the WAL's write lock. A commit is in the file, or has failed with its error, before
+/// SQLite publishes it, as before. Idempotent and thread-safe. Returns an SQLite result code.
 int csqlite_register_wal_vfs(void);
 
 /// Registers `catalog_match` and `catalog_rank` on the SQLite connection `db` (a

@@ -451,10 +451,10 @@ END;
         ("0008_item_changes_by_resource.sql", #"""
 -- A playable item's own row in the change log no longer repeats the item's id as its
 -- `subject`: `playableItemId=` finds that row by (type, id), in changes_by_resource,
--- and the item's comments by subject, as before. changes_by_subject then holds comments
--- only, and creating an item writes one index fewer: its end leaves are rewritten on
--- most commits of a batch of creates (about four WAL pages each), since SQLite
--- rebalances an index that grows at its end with its neighbours.
+-- and the item's comments by subject, as before. Items' new rows then stay out of
+-- changes_by_subject, and creating an item writes one index fewer: its end leaves are
+-- rewritten on most commits of a batch of creates (about four WAL pages each), since
+-- SQLite rebalances an index that grows at its end with its neighbours.
 -- Rows logged before this keep their subject; the query finds those by it.
 
 DROP TRIGGER playable_items_changes_insert;
