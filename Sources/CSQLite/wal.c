@@ -11,17 +11,20 @@
 // - A commit is in the file, or has failed with its own error, before the write that
 //   completes it returns. A commit frame's header carries the database size (bytes 4–7,
 //   nonzero for commit frames only, https://www.sqlite.org/fileformat.html#wal_file_format);
-//   the write of its page, and every write after it until another transaction's first
-//   frame (padding frames, a split write), writes the buffer out. SQLite publishes a
-//   commit only after those writes (and, with synchronous=FULL, the sync) succeed, so no
-//   reader, in this process or another, is told of a frame not in the file.
+//   the write of its page, and every write after it in the transaction (padding frames,
+//   a split write, rewritten checksums), writes the buffer out. SQLite publishes a commit
+//   only after those writes (and, with synchronous=FULL, the sync) succeed, so no reader,
+//   in this process or another, is told of a frame not in the file.
 // - Everything that looks at the file through this handle (a read, its size, a sync, a
 //   truncation, a file control, a mapping) first writes the buffer out.
-// - Frames still buffered when the connection gives up the WAL's write lock belong to a
-//   transaction that rolled back (a commit has written them out), so they are dropped
-//   there, before another writer may append over them; the same at close. To see that
-//   lock, main database files are wrapped too (every method passed through), and each
-//   WAL is linked to its database file (`sqlite3_database_file_object`).
+// - Frames still buffered when the connection gives up the WAL's write lock (or makes
+//   any shared-memory lock call without holding it) belong to a transaction that rolled
+//   back (a commit has written its own out), so they are dropped there, before another
+//   writer may append over them; the same at close. To see that lock, main database
+//   files are wrapped too (every method passed through), and each WAL is linked to its
+//   database file (`sqlite3_database_file_object`). In exclusive locking mode there are
+//   no such calls, and no other writer: leftovers are written, in order, before the
+//   next frames.
 // Files other than databases and WALs are opened by the default VFS unchanged.
 
 #include "csqlite.h"
@@ -51,6 +54,8 @@ typedef struct DatabaseFile {
     WrappedFile wrapped;
     /// The WAL open on this database by the same connection, if any.
     WalFile *wal;
+    /// Whether this connection holds the WAL's write lock.
+    int writeLocked;
 } DatabaseFile;
 
 struct WalFile {
@@ -60,9 +65,10 @@ struct WalFile {
     int used;
     /// Where in the file `buffer[0]` goes.
     sqlite3_int64 start;
-    /// The end of what this handle has written (or buffered) since the WAL's header.
+    /// The end of what this handle has written (or buffered) in this transaction.
     sqlite3_int64 end;
-    /// A commit frame's header has been written: the writes that follow complete it.
+    /// A commit frame's header has been written in this transaction: every write after
+    /// it (its page, padding frames, rewritten checksums) completes the commit.
     int inCommit;
 };
 
@@ -102,10 +108,11 @@ static int walFlush(WalFile *file) {
     return fwdWrite((sqlite3_file *)file, file->buffer, used, file->start);
 }
 
-/// Forgets buffered frames: those of a transaction that rolled back.
+/// Ends the transaction: forgets buffered frames (a rolled-back transaction's; a commit
+/// has written its own out) and what was written.
 static void walDrop(WalFile *file) {
-    if (file->used > 0 && file->start < file->end) file->end = file->start;
     file->used = 0;
+    file->end = 0;
     file->inCommit = 0;
 }
 
@@ -135,20 +142,14 @@ static int walWrite(sqlite3_file *f, const void *data, int amount, sqlite3_int64
         file->end = 0;
         file->inCommit = 0;
     }
+    // Every write after a commit frame's header completes the commit. (A piece of a page
+    // that looks like one only writes out sooner.)
+    int completesCommit = file->inCommit;
+    if (amount == WAL_FRAME_HEADER_SIZE && (bytes[4] | bytes[5] | bytes[6] | bytes[7]) != 0) file->inCommit = 1;
     if (offset < file->end) {
         // Over what this handle wrote already: in order, and at once.
         rc = walFlush(file);
         return rc != SQLITE_OK ? rc : fwdWrite(f, data, amount, offset);
-    }
-    int completesCommit;
-    if (amount == WAL_FRAME_HEADER_SIZE) {
-        int commitHeader = (bytes[4] | bytes[5] | bytes[6] | bytes[7]) != 0;
-        // Another commit frame (padding) completes the commit too; a frame without the
-        // size starts another transaction.
-        completesCommit = commitHeader && file->inCommit;
-        file->inCommit = commitHeader;
-    } else {
-        completesCommit = file->inCommit;
     }
     if (file->used > 0 && (offset != file->start + file->used || file->used + amount > WAL_BUFFER_CAPACITY)) {
         rc = walFlush(file);
@@ -220,13 +221,16 @@ static int databaseClose(sqlite3_file *f) {
     return REAL(f)->pMethods->xClose(REAL(f));
 }
 
+/// Outside a write transaction (the write lock not held, or being given up) the WAL's
+/// buffer holds nothing worth keeping: it is dropped before the lock call goes on, so
+/// before another writer may append.
 static int databaseShmLock(sqlite3_file *f, int offset, int n, int flags) {
     DatabaseFile *file = (DatabaseFile *)f;
-    const int releasesWrite = SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE;
-    if ((flags & releasesWrite) == releasesWrite && offset <= WAL_WRITE_LOCK && WAL_WRITE_LOCK < offset + n && file->wal != NULL) {
-        walDrop(file->wal);
-    }
-    return fwdShmLock(f, offset, n, flags);
+    int writeLock = offset <= WAL_WRITE_LOCK && WAL_WRITE_LOCK < offset + n && (flags & SQLITE_SHM_EXCLUSIVE) != 0;
+    if (file->wal != NULL && (!file->writeLocked || (writeLock && (flags & SQLITE_SHM_UNLOCK) != 0))) walDrop(file->wal);
+    int rc = fwdShmLock(f, offset, n, flags);
+    if (writeLock && rc == SQLITE_OK) file->writeLocked = (flags & SQLITE_SHM_LOCK) != 0;
+    return rc;
 }
 
 static const sqlite3_io_methods databaseMethods3 = {
@@ -265,6 +269,8 @@ static int vfsOpen(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, int
     if (wal) {
         f->pMethods = version == 3 ? &walMethods3 : version == 2 ? &walMethods2 : &walMethods1;
         if (rc == SQLITE_OK && name != NULL) {
+            // Valid for the names SQLite's pager passes (a VFS stacked above this one
+            // must pass them on unchanged).
             sqlite3_file *owner = sqlite3_database_file_object(name);
             if (isDatabaseFile(owner)) {
                 WalFile *file = (WalFile *)f;

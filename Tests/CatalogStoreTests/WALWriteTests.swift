@@ -58,8 +58,11 @@ import TestSupport
         try FileManager.default.copyItem(atPath: path + "-wal", toPath: copy + "-wal")
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: copy + suffix) } }
         let connection = try Connection(path: copy, flags: SQLITE_OPEN_READWRITE, vfs: "unix")
-        return try connection.row("SELECT count(*), total(length(v)) FROM t")
+        return try connection.row(state)
     }
+
+    /// What a test checks of the database: rows and bytes of `t`, rows of `u`.
+    static let state = "SELECT (SELECT count(*) FROM t), (SELECT total(length(v)) FROM t), (SELECT count(*) FROM u)"
 
     @Test(arguments: ["OFF", "FULL"])
     func everyCommitIsInTheFileWhenAnotherConnectionCanSeeIt(synchronous: String) throws {
@@ -117,14 +120,28 @@ import TestSupport
             next += count
             // The reader first: whatever the writer reads itself would write its buffer out.
             #expect(try reader.row("SELECT count(*), coalesce(sum(length(v) = 3900), 0) FROM u") == ["\(rolledBack * 40)", "\(rolledBack * 40)"])
-            let seen = try reader.row("SELECT count(*), total(length(v)) FROM t")
+            let seen = try reader.row(Self.state)
             #expect(try Self.recovered(path, into: directory) == seen, "round \(round): the files hold what readers see")
-            #expect(try writer.row("SELECT count(*), total(length(v)) FROM t") == seen, "round \(round)")
+            #expect(try writer.row(Self.state) == seen, "round \(round)")
         }
         #expect(rolledBack == 9)
+
+        // A rolled-back transaction that spilled many frames in a row, then commits of
+        // every size around the buffer's 31 frames: each must be whole in the files.
+        var pages = try Int(reader.row("SELECT count(*) FROM u")[0]) ?? 0
+        try writer.execute("BEGIN IMMEDIATE")
+        try writer.execute("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 44) INSERT INTO u (v) SELECT randomblob(3900) FROM n")
+        try writer.execute("ROLLBACK")
+        for size in 25...40 {
+            try writer.execute("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(size - 1)) INSERT INTO u (v) SELECT randomblob(3900) FROM n")
+            pages += size
+            let seen = try reader.row(Self.state)
+            #expect(seen[2] == "\(pages)", "commit of \(size)")
+            #expect(try Self.recovered(path, into: directory) == seen, "commit of \(size)")
+        }
         #expect(try reader.row("PRAGMA integrity_check") == ["ok"])
         #expect(try writer.row("PRAGMA integrity_check") == ["ok"])
-        #expect(try writer.row("SELECT count(*) FROM u") == ["\(rolledBack * 40)"])
+        #expect(try writer.row("SELECT count(*) FROM u") == ["\(pages)"])
         let final = try reader.row("SELECT count(*), total(length(v)) FROM t")
         try writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         #expect(try reader.row("PRAGMA integrity_check") == ["ok"])
