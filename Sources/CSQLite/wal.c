@@ -195,22 +195,14 @@ static int walFetch(sqlite3_file *f, sqlite3_int64 offset, int amount, void **po
     return rc != SQLITE_OK ? rc : fwdFetch(f, offset, amount, pointer);
 }
 
-/// Version 3 methods, for a default file with version 3 methods; the `…2` and `…1`
-/// tables stop where an older default file's methods do.
-static const sqlite3_io_methods walMethods3 = {
+/// All of a WAL's methods; `walMethods` holds them as versions 1, 2 and 3, for a default
+/// file whose own methods stop at that version (``makeVersions``).
+static const sqlite3_io_methods walMethodsFull = {
     3, walClose, walRead, walWrite, walTruncate, walSync, walFileSize, fwdLock, fwdUnlock, fwdCheckReservedLock,
     walFileControl, fwdSectorSize, fwdDeviceCharacteristics, fwdShmMap, fwdShmLock, fwdShmBarrier, fwdShmUnmap,
     walFetch, fwdUnfetch,
 };
-static const sqlite3_io_methods walMethods2 = {
-    2, walClose, walRead, walWrite, walTruncate, walSync, walFileSize, fwdLock, fwdUnlock, fwdCheckReservedLock,
-    walFileControl, fwdSectorSize, fwdDeviceCharacteristics, fwdShmMap, fwdShmLock, fwdShmBarrier, fwdShmUnmap,
-    NULL, NULL,
-};
-static const sqlite3_io_methods walMethods1 = {
-    1, walClose, walRead, walWrite, walTruncate, walSync, walFileSize, fwdLock, fwdUnlock, fwdCheckReservedLock,
-    walFileControl, fwdSectorSize, fwdDeviceCharacteristics, NULL, NULL, NULL, NULL, NULL, NULL,
-};
+static sqlite3_io_methods walMethods[3];
 
 // MARK: Database files
 
@@ -233,23 +225,38 @@ static int databaseShmLock(sqlite3_file *f, int offset, int n, int flags) {
     return rc;
 }
 
-static const sqlite3_io_methods databaseMethods3 = {
+static const sqlite3_io_methods databaseMethodsFull = {
     3, databaseClose, fwdRead, fwdWrite, fwdTruncate, fwdSync, fwdFileSize, fwdLock, fwdUnlock, fwdCheckReservedLock,
     fwdFileControl, fwdSectorSize, fwdDeviceCharacteristics, fwdShmMap, databaseShmLock, fwdShmBarrier, fwdShmUnmap,
     fwdFetch, fwdUnfetch,
 };
-static const sqlite3_io_methods databaseMethods2 = {
-    2, databaseClose, fwdRead, fwdWrite, fwdTruncate, fwdSync, fwdFileSize, fwdLock, fwdUnlock, fwdCheckReservedLock,
-    fwdFileControl, fwdSectorSize, fwdDeviceCharacteristics, fwdShmMap, databaseShmLock, fwdShmBarrier, fwdShmUnmap,
-    NULL, NULL,
-};
-static const sqlite3_io_methods databaseMethods1 = {
-    1, databaseClose, fwdRead, fwdWrite, fwdTruncate, fwdSync, fwdFileSize, fwdLock, fwdUnlock, fwdCheckReservedLock,
-    fwdFileControl, fwdSectorSize, fwdDeviceCharacteristics, NULL, NULL, NULL, NULL, NULL, NULL,
-};
+static sqlite3_io_methods databaseMethods[3];
+
+/// `full` as versions 1, 2 and 3: version 2 adds shared memory, version 3 mappings.
+static void makeVersions(const sqlite3_io_methods *full, sqlite3_io_methods versions[3]) {
+    for (int version = 1; version <= 3; version++) {
+        sqlite3_io_methods *methods = &versions[version - 1];
+        *methods = *full;
+        methods->iVersion = version;
+        if (version < 3) {
+            methods->xFetch = NULL;
+            methods->xUnfetch = NULL;
+        }
+        if (version < 2) {
+            methods->xShmMap = NULL;
+            methods->xShmLock = NULL;
+            methods->xShmBarrier = NULL;
+            methods->xShmUnmap = NULL;
+        }
+    }
+}
 
 static int isDatabaseFile(const sqlite3_file *f) {
-    return f != NULL && (f->pMethods == &databaseMethods3 || f->pMethods == &databaseMethods2 || f->pMethods == &databaseMethods1);
+    if (f == NULL) return 0;
+    for (int index = 0; index < 3; index++) {
+        if (f->pMethods == &databaseMethods[index]) return 1;
+    }
+    return 0;
 }
 
 static int vfsOpen(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, int flags, int *outFlags) {
@@ -265,9 +272,9 @@ static int vfsOpen(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, int
     int rc = defaultVFS->xOpen(defaultVFS, name, wrapped->real, flags, outFlags);
     const sqlite3_io_methods *real = wrapped->real->pMethods;
     if (real == NULL) return rc;
-    int version = real->iVersion >= 3 ? 3 : real->iVersion;
+    int version = real->iVersion >= 3 ? 3 : real->iVersion < 1 ? 1 : real->iVersion;
     if (wal) {
-        f->pMethods = version == 3 ? &walMethods3 : version == 2 ? &walMethods2 : &walMethods1;
+        f->pMethods = &walMethods[version - 1];
         if (rc == SQLITE_OK && name != NULL) {
             // Valid for the names SQLite's pager passes (a VFS stacked above this one
             // must pass them on unchanged).
@@ -279,7 +286,7 @@ static int vfsOpen(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, int
             }
         }
     } else {
-        f->pMethods = version == 3 ? &databaseMethods3 : version == 2 ? &databaseMethods2 : &databaseMethods1;
+        f->pMethods = &databaseMethods[version - 1];
     }
     return rc;
 }
@@ -356,6 +363,8 @@ static int registered = SQLITE_ERROR;
 static void registerOnce(void) {
     sqlite3_vfs *base = sqlite3_vfs_find(NULL);
     if (base == NULL || base->iVersion < 2 || base->xCurrentTimeInt64 == NULL) return;
+    makeVersions(&walMethodsFull, walMethods);
+    makeVersions(&databaseMethodsFull, databaseMethods);
     walVFS.szOsFile = (int)WRAPPER_SIZE + base->szOsFile;
     walVFS.mxPathname = base->mxPathname;
     defaultVFS = base;
