@@ -1,7 +1,6 @@
 #include "csqlite.h"
 #include <pthread.h>
 #include <sqlite3.h>
-#include <stdint.h>
 
 // SQLite's allocations go to the system's malloc, through SQLite's own wrappers
 // (`SQLITE_CONFIG_GETMALLOC`), with one exception: blocks of exactly `CHUNK_BYTES`, the
