@@ -94,11 +94,12 @@ struct ReplicaTests {
             #expect(try await replicas.client(0).send("POST", "/v1/playlists/\(id)/entries", json: ["playableItemId": item]).status == 201)
         }
         // 120 unconditional inserts, moves and removals at random places, spread over both,
-        // 24 at a time: all 120 at once on this 2-core machine (with the other suites and
-        // PostgreSQL) let a read wait past its one-second statement timeout (a 503).
+        // 12 at a time: all 120 at once on this 2-core machine (with the other suites and
+        // PostgreSQL) let a read wait past its one-second statement timeout (a 503), and
+        // 24 at a time still did, once in three CI runs.
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<120 {
-                if index >= 24 { try await group.next() }
+                if index >= 12 { try await group.next() }
                 group.addTask {
                     var generator = SystemRandomNumberGenerator()
                     let client = replicas.client(index)
