@@ -108,8 +108,8 @@ static int walFlush(WalFile *file) {
     return fwdWrite((sqlite3_file *)file, file->buffer, used, file->start);
 }
 
-/// Ends the transaction: forgets buffered frames (a rolled-back transaction's; a commit
-/// has written its own out) and what was written.
+/// Ends the transaction (or, after a flush, the WAL): forgets buffered frames (a
+/// rolled-back transaction's; a commit has written its own out) and what was written.
 static void walDrop(WalFile *file) {
     file->used = 0;
     file->end = 0;
@@ -139,8 +139,7 @@ static int walWrite(sqlite3_file *f, const void *data, int amount, sqlite3_int64
         // A new WAL (after a checkpoint rewound it): everything before is history.
         rc = walFlush(file);
         if (rc != SQLITE_OK) return rc;
-        file->end = 0;
-        file->inCommit = 0;
+        walDrop(file);
     }
     // Every write after a commit frame's header completes the commit. (A piece of a page
     // that looks like one only writes out sooner.)

@@ -216,16 +216,16 @@ public struct ChangeLog: Sendable {
             conditions += " AND (hidden = 0 OR shown = 1 OR owner_id = ?)"
             conditionArguments.append(user?.rawValue ?? "")
         }
-        let columns = "SELECT seq, type, id, version, deleted, owner_id, hidden, shown FROM changes WHERE "
+        let select = "SELECT seq, type, id, version, deleted, owner_id, hidden, shown FROM changes WHERE "
         var sql: String, arguments: SQLArguments
         if let item = filter.playableItemID {
             // The item's comments (and its own row, if logged before 0008) by subject, in
             // order of changes_by_subject; its own row by (type, id); merged in order.
-            sql = columns + "subject = ? AND " + conditions
-                + " UNION ALL " + columns + "type = ? AND id = ? AND subject IS NULL AND " + conditions
+            sql = select + "subject = ? AND " + conditions
+                + " UNION ALL " + select + "type = ? AND id = ? AND subject IS NULL AND " + conditions
             arguments = [item.rawValue] + conditionArguments + [ResourceSchema.playableItem.type, item.rawValue] + conditionArguments
         } else {
-            sql = columns + conditions
+            sql = select + conditions
             arguments = conditionArguments
         }
         sql += " ORDER BY seq LIMIT ?"
