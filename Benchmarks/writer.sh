@@ -10,7 +10,7 @@
 #      fdatasync calls;
 #   3. the WAL as the server left it (killed, so that no checkpoint runs): frames per
 #      commit, and which b-tree each frame's page belongs to (SQLite's dbstat).
-# Usage: Benchmarks/writer.sh   (env: BENCH_DURATION=10s BENCH_ITEMS=10000;
+# Usage: Benchmarks/writer.sh   (env: BENCH_DURATION=10s BENCH_CONNECTIONS=32 BENCH_ITEMS=10000;
 #        CATALOG_SERVER=path/to/catalog-server measures that build instead)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,6 @@ cd "$(dirname "$0")/.."
 bench_require sqlite3 python3
 server=${CATALOG_SERVER:-.build/release/catalog-server}
 [ -n "${CATALOG_SERVER:-}" ] || swift build -c release --product catalog-server >/dev/null
-duration=${BENCH_DURATION:-10s}
 
 work=$(mktemp -d)
 database="$work/catalog.sqlite"
@@ -34,7 +33,7 @@ pid=$!
 bench_wait_port "$port"
 bench_post_script "$work/post.lua" "$key"
 url="http://127.0.0.1:$port/v1/playable-items"
-wrk -t1 -c32 -d3s -s "$work/post.lua" "$url" >/dev/null
+BENCH_DURATION=3s bench_wrk "(warm-up)" "$url" "$work/post.lua" >/dev/null
 
 # schedstat: nanoseconds on CPU, nanoseconds waiting on a run queue, timeslices.
 snapshot() { for task in /proc/$pid/task/*; do echo "${task##*/} $(cut -d' ' -f1,2 "$task/schedstat")"; done; }
@@ -44,13 +43,14 @@ if command -v perf >/dev/null; then
     perf stat -e syscalls:sys_enter_fdatasync -p "$pid" -x, -o "$work/syncs" 2>/dev/null &
     counting=$!
 fi
+items() { sqlite3 "$database" "SELECT count(*) FROM playable_items"; }
+before=$(items)
 start=$(date +%s%N)
-out=$(wrk -t1 -c32 -d"$duration" --latency -s "$work/post.lua" "$url")
+bench_wrk "durable creates" "$url" "$work/post.lua" "$pid"
 end=$(date +%s%N)
+creates=$(( $(items) - before ))
 [ -n "$counting" ] && { kill -INT "$counting"; wait "$counting" 2>/dev/null || true; }
 snapshot > "$work/after"
-creates=$(awk '/requests in/ {print $1}' <<<"$out")
-echo "durable creates: $(awk '/^Requests\/sec:/ {print $2}' <<<"$out") req/s, p50 $(awk '$1 == "50%" {print $2}' <<<"$out"), p99 $(awk '$1 == "99%" {print $2}' <<<"$out") (wrk -c32, $duration)"
 echo "per thread (busiest first: the writer, then the event loop), µs per create:"
 echo "  thread        on CPU   run queue   off CPU"
 join <(sort "$work/before") <(sort "$work/after") | awk -v n="$creates" -v wall=$((end - start)) '
