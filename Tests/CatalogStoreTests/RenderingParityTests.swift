@@ -97,6 +97,36 @@ import TestSupport
         try expectParity(try store.comments.resources.renderedList(ListRequest(scope: .commentsOn(item: itemIDs[0]))).json, as: Page<CatalogModels.Comment>.self)
     }
 
+    /// A creation renders its row from the values it bound (``BoundRow``), not from a
+    /// read: byte for byte what reading the row back renders.
+    @Test func aCreatedRowRendersAsItReadsBack() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        #expect(store.items.boundInsert != nil && store.games.boundInsert != nil && store.locations.boundInsert != nil)
+        func expectReadBack<Model, Input>(_ store: ResourceStore<Model, Input>, _ created: RenderedResource,
+                                          sourceLocation: SourceLocation = #_sourceLocation) throws {
+            store.cache?.invalidate(id: created.id.rawValue)
+            let read = try #require(try store.rendered(created.id), sourceLocation: sourceLocation)
+            #expect(String(decoding: created.json, as: UTF8.self) == String(decoding: read.json, as: UTF8.self), sourceLocation: sourceLocation)
+            #expect(created.version == read.version && created.version == 1, sourceLocation: sourceLocation)
+        }
+        let texts = ["plain", "quote \" backslash \\ slash /", "é 😀 中文", "x"]
+        for (index, text) in texts.enumerated() {
+            try expectReadBack(store.items, wait {
+                store.items.create(PlayableItemInput(
+                    title: text, description: index == 3 ? "" : text, streamURL: URL(string: "https://example.com/\(index)/a.m3u8?x=1&y=%20")!,
+                    thumbnailURL: index % 2 == 0 ? URL(string: "https://example.com/p.jpg") : nil,
+                    durationSeconds: [nil, 596, 146.5, 1e-7][index]), completion: $0)
+            })
+            try expectReadBack(store.games, wait { store.games.create(GameInput(name: text, description: text, imageName: "g-\(index)"), completion: $0) })
+            try expectReadBack(store.locations, wait {
+                store.locations.create(LocationInput(name: text, countryCode: "FR", latitude: [0, -90, 90, 46.227638][index],
+                                                     longitude: [-180, 180, 2.213749, 1e-7][index]), completion: $0)
+            })
+        }
+    }
+
     /// Strings of every awkward kind, at every length around the 8-byte scan, and numbers.
     @Test func stringsAndNumbersRenderAsTheEncoderWritesThem() throws {
         let alphabet: [String] = ["a", "Z", "0", " ", "/", "\"", "\\", "\u{0}", "\u{1}", "\n", "\t", "\u{1f}", "\u{7f}", "é", "😀", "\u{2028}", "中", "~"]

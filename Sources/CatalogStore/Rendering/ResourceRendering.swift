@@ -72,8 +72,9 @@ struct ResourceRendering: Sendable {
         return writer.bytes
     }
 
-    /// The row an INSERT or UPDATE … RETURNING wrote.
+    /// The row an INSERT or UPDATE … RETURNING wrote, or an INSERT bound (``BoundRow``).
     @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
+    @_specialize(exported: false, kind: full, where Rows == BoundRow)
     func written<Rows: SQLRows>(_ rows: Rows) throws -> RenderedResource {
         guard try rows.step() else { throw StoreError.notFound }
         var writer = JSONWriter()
