@@ -8,8 +8,8 @@
 #      when the writer is the bottleneck: then only its CPU and its syncs move the rate.
 #   2. creates per commit (the group-commit batch), when `perf` can count the server's
 #      fdatasync calls;
-#   3. the WAL as the server left it (killed, so that no checkpoint runs): frames per
-#      commit, and which b-tree each frame's page belongs to (SQLite's dbstat).
+#   3. the WAL as the server left it (killed under load, so that no checkpoint runs):
+#      frames per commit, and which b-tree each frame's page belongs to (SQLite's dbstat).
 # Usage: Benchmarks/writer.sh   (env: BENCH_DURATION=10s BENCH_CONNECTIONS=32 BENCH_ITEMS=10000;
 #        CATALOG_SERVER=path/to/catalog-server measures that build instead)
 set -euo pipefail
@@ -67,8 +67,13 @@ if [ -s "$work/syncs" ]; then
     fi
 fi
 
-# The WAL as the last commits left it: kill the server so that no checkpoint runs.
+# The WAL as the last commits left it: the server killed under load, so that no checkpoint
+# runs after them (and no write of the search index queue at the writer's idle time).
+wrk -t1 -c"${BENCH_CONNECTIONS:-32}" -d3s -s "$work/post.lua" "$url" >/dev/null 2>&1 &
+load=$!
+sleep 2
 kill -9 "$pid"; wait "$pid" 2>/dev/null || true; pid=
+wait "$load" 2>/dev/null || true
 cp "$database-wal" "$work/wal"
 sqlite3 "$database" "SELECT pageno, name FROM dbstat" > "$work/pages"
 python3 - "$work/wal" "$work/pages" <<'PY'
