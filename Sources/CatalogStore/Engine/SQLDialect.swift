@@ -80,7 +80,7 @@ enum SQLDialect: Sendable {
 
     /// How a list finds the rows that match a search, and ranks them (``search(_:text:)``).
     typealias Search = (filter: String, filterQuery: String, from: String?, newestFirst: String, rank: String, rankQuery: String,
-                        match: (expression: String, query: String)?, pending: String?)
+                        match: (expression: String, query: String)?)
 
     /// How a list of `schema` finds the rows that match a search, and ranks them.
     ///
@@ -90,10 +90,6 @@ enum SQLDialect: Sendable {
     /// - `rank` is the relevance of a row of `t`, lower is better; `rankQuery` is bound to
     ///   each of its `?`.
     /// - `match` tests one row of `t` as it is read (SQLite): 1 when it matches.
-    /// - `pending` keeps the rows of `t` whose index writes still wait in the queue
-    ///   (SQLite, ``SearchIndexQueue``), which `filter` leaves out: their matches are those
-    ///   of them that `match`, so that a search finds exactly the rows whose text matches,
-    ///   indexed yet or not.
     ///
     /// SQLite ranks with `catalog_rank` and tests with `catalog_match` (``CSQLite``), over
     /// the row's own text, so a rank depends on the row and the query alone, and the test
@@ -105,13 +101,11 @@ enum SQLDialect: Sendable {
             let terms = SearchQuery.terms(text)
             let columns = schema.searchColumns.map { "t.\($0.column)" }.joined(separator: ", ")
             let rank = "catalog_rank(?, " + schema.searchColumns.map { "\($0.weight), t.\($0.column)" }.joined(separator: ", ") + ")"
-            // The index's name is the schema's, a constant: a literal, not a parameter.
-            let queued = "(SELECT row FROM search_index_queue WHERE index_name = '\(index)')"
-            return ("\(index) MATCH ? AND \(index).rowid NOT IN \(queued)", query, "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid",
-                    "\(index).rowid DESC", rank, terms, ("catalog_match(?, \(columns))", terms), "t.pk IN \(queued)")
+            return ("\(index) MATCH ?", query, "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid", "\(index).rowid DESC",
+                    rank, terms, ("catalog_match(?, \(columns))", terms))
         case .postgresql:
             return ("t.search_vector @@ to_tsquery('simple', ?)", query, nil, "t.pk DESC",
-                    "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)", query, nil, nil)
+                    "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)", query, nil)
         }
     }
 

@@ -520,8 +520,6 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         } else if request.search != nil, schema.searchTable != nil {
             filters.append("FALSE")
         }
-        // The filters and arguments from here on are the list's own, beside its search's.
-        let (searchFilters, searchArguments) = (filters.count, arguments.count)
         if let scope = request.scope {
             guard let filter = relations.filter(scope) else { throw .invalidCursor("This list cannot be scoped that way.") }
             filters.append(filter)
@@ -570,28 +568,19 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         // rows whole. Relevance ranks the newest matches only: a bounded amount of work
         // however many rows match.
         var candidates = "SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key FROM \(from)\(filter)"
-        var candidateArguments = keyArguments + arguments
         switch way {
         case .index, .ordered:
             if request.order == .relevance { candidates += " ORDER BY \(search.newestFirst) LIMIT \(Self.rankedCandidates)" }
-            if let pending = search.pending, let match = search.match {
-                // The rows whose index writes wait in the queue, which the index's matches
-                // leave out, tested as they are read.
-                candidates = "SELECT * FROM (\(candidates)) UNION ALL SELECT t.pk, t.id, \(keyExpression) FROM \(schema.table) t WHERE "
-                    + ([pending, match.expression] + filters[searchFilters...]).joined(separator: " AND ")
-                candidateArguments += keyArguments + Self.repeated(match.query, for: match.expression) + arguments[searchArguments...]
-                if request.order == .relevance { candidates = "SELECT * FROM (\(candidates)) ORDER BY candidate DESC LIMIT \(Self.rankedCandidates)" }
-            }
         case .walk, .rows:
             break
         }
         if case .ordered = way {
-            return ("SELECT candidate FROM (\(candidates)) c \(order) LIMIT \(SearchLists.listLimit + 1)", candidateArguments)
+            return ("SELECT candidate FROM (\(candidates)) c \(order) LIMIT \(SearchLists.listLimit + 1)", keyArguments + arguments)
         }
         let page = "SELECT candidate, sort_key, id FROM (\(candidates)) c\(outerFilter) \(order) LIMIT ?"
         let sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), p.sort_key FROM (\(page)) p"
             + " JOIN \(schema.table) t ON t.pk = p.candidate) t \(order)"
-        return (sql, candidateArguments + outerArguments + [request.limit + 1])
+        return (sql, keyArguments + arguments + outerArguments + [request.limit + 1])
     }
 
     /// The sort key of `request`'s order over a row of `t` (its `?` bound to `arguments`),
