@@ -68,7 +68,7 @@ if [ -s "$work/syncs" ]; then
 fi
 
 # The WAL as the last commits left it: the server killed under load, so that no checkpoint
-# runs after them (and no write of the search index queue at the writer's idle time).
+# (nor any other write after the load) runs after them.
 wrk -t1 -c"${BENCH_CONNECTIONS:-32}" -d3s -s "$work/post.lua" "$url" >/dev/null 2>&1 &
 load=$!
 sleep 2
