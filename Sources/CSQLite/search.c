@@ -3,9 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The most words a query holds (SearchQuery.maxWords, with room for words the
-   tokenizer splits). */
-#define MAX_TERMS 16
+/* The most tokens a query holds (SearchQuery.maxWords words, with room for words the
+   tokenizer splits), and the most words. */
+#define MAX_TERMS 32
+#define MAX_WORDS 16
 /* BM25's constants, and the column length its length normalisation is relative to. */
 #define BM25_K1 1.2
 #define BM25_B 0.75
@@ -22,9 +23,19 @@ typedef struct {
     int prefix;
 } Term;
 
+/* A query: its words' tokens, in order. A word the tokenizer splits into several tokens
+   (at a zero-width non-joiner, say, which Swift keeps inside a letter) is a phrase, as in
+   the FTS5 query (`"w1 w2"*`): its tokens one after another in a column, only the last
+   matching as a prefix. A query with more tokens or words than these functions keep
+   (`overflow`: a word split 32 times) matches nothing, rather than more than FTS5 would. */
 typedef struct {
     int count;
     Term terms[MAX_TERMS];
+    int words;
+    /* Each word's first token, and how many it has. */
+    int first[MAX_WORDS];
+    int length[MAX_WORDS];
+    int overflow;
 } Query;
 
 static void query_free(void *pointer) {
@@ -43,7 +54,11 @@ static int add_term(void *context, int flags, const char *token, int length, int
     (void)flags; (void)start; (void)end;
     QueryBuilder *builder = context;
     Query *query = builder->query;
-    if (query->count == MAX_TERMS || length <= 0) return SQLITE_OK;
+    if (length <= 0) return SQLITE_OK;
+    if (query->count == MAX_TERMS) {
+        query->overflow = 1;
+        return SQLITE_OK;
+    }
     char *text = sqlite3_malloc(length);
     if (text == NULL) return SQLITE_NOMEM;
     memcpy(text, token, (size_t)length);
@@ -60,6 +75,8 @@ static Query *query_of(sqlite3_context *context, sqlite3_value *argument, Tokeni
     query = sqlite3_malloc(sizeof(Query));
     if (query == NULL) return NULL;
     query->count = 0;
+    query->words = 0;
+    query->overflow = 0;
     const char *text = (const char *)sqlite3_value_text(argument);
     int length = sqlite3_value_bytes(argument);
     int start = 0;
@@ -71,10 +88,21 @@ static Query *query_of(sqlite3_context *context, sqlite3_value *argument, Tokeni
         if (prefix) wordEnd--;
         if (wordEnd > start) {
             QueryBuilder builder = {query, prefix};
+            int before = query->count;
             int rc = tokenizer->api.xTokenize(tokenizer->tokenizer, &builder, FTS5_TOKENIZE_QUERY, text + start, wordEnd - start, add_term);
             if (rc != SQLITE_OK) {
                 query_free(query);
                 return NULL;
+            }
+            if (query->count > before) {
+                if (query->words == MAX_WORDS) {
+                    query->overflow = 1;
+                } else {
+                    query->first[query->words] = before;
+                    query->length[query->words++] = query->count - before;
+                    /* Only a phrase's last token matches as a prefix. */
+                    for (int i = before; i + 1 < query->count; i++) query->terms[i].prefix = 0;
+                }
             }
         }
         start = end + 1;
@@ -90,6 +118,26 @@ static void query_keep(sqlite3_context *context, Query *query) {
 static int term_matches(const Term *term, const char *token, int length) {
     if (term->prefix ? length < term->length : length != term->length) return 0;
     return token[0] == term->text[0] && memcmp(term->text, token, (size_t)term->length) == 0;
+}
+
+/* Tracks each word's phrase through a column's tokens (shift-and: bit j of a word's
+   state is set when its tokens 0…j end at the current token). */
+typedef struct {
+    unsigned state[MAX_WORDS];
+} Phrases;
+
+/* Takes the next token of a column; returns the words whose phrase it completes. */
+static unsigned phrases_advance(Phrases *phrases, const Query *query, const char *token, int length) {
+    unsigned completed = 0;
+    for (int word = 0; word < query->words; word++) {
+        unsigned matches = 0;
+        for (int j = 0; j < query->length[word]; j++) {
+            if (term_matches(&query->terms[query->first[word] + j], token, length)) matches |= 1u << j;
+        }
+        phrases->state[word] = ((phrases->state[word] << 1) | 1u) & matches;
+        if (phrases->state[word] & (1u << (query->length[word] - 1))) completed |= 1u << word;
+    }
+    return completed;
 }
 
 typedef int (*TokenCallback)(void *, int, const char *, int, int, int);
@@ -130,9 +178,10 @@ static int tokenize_ascii(void *context, const char *text, int length, TokenCall
     return SQLITE_OK;
 }
 
-/* Matching: which terms have been seen; tokenizing stops once all have. */
+/* Matching: which words have been seen; tokenizing stops once all have. */
 typedef struct {
     const Query *query;
+    Phrases phrases;
     unsigned found;
     unsigned all;
 } Matching;
@@ -140,9 +189,7 @@ typedef struct {
 static int match_token(void *context, int flags, const char *token, int length, int start, int end) {
     (void)flags; (void)start; (void)end;
     Matching *matching = context;
-    for (int i = 0; i < matching->query->count; i++) {
-        if (term_matches(&matching->query->terms[i], token, length)) matching->found |= 1u << i;
-    }
+    matching->found |= phrases_advance(&matching->phrases, matching->query, token, length);
     return matching->found == matching->all ? SQLITE_DONE : SQLITE_OK;
 }
 
@@ -154,16 +201,19 @@ static void catalog_match(sqlite3_context *context, int count, sqlite3_value **a
         return;
     }
     /* A query without words matches nothing, as a search for it finds nothing. */
-    Matching matching = {query, 0, (1u << query->count) - 1};
+    Matching matching = {query, {{0}}, 0, (1u << query->words) - 1};
     int rc = SQLITE_OK;
-    for (int column = 1; column < count && query->count > 0 && matching.found != matching.all; column++) {
+    for (int column = 1; column < count && query->words > 0 && !query->overflow && matching.found != matching.all; column++) {
         const char *text = (const char *)sqlite3_value_text(arguments[column]);
         if (text == NULL) continue;
         int length = sqlite3_value_bytes(arguments[column]);
         unsigned found = matching.found;
+        /* A phrase lies within one column. */
+        matching.phrases = (Phrases){{0}};
         rc = tokenize_ascii(&matching, text, length, match_token);
         if (rc == NOT_ASCII) {
             matching.found = found;
+            matching.phrases = (Phrases){{0}};
             rc = tokenizer->api.xTokenize(tokenizer->tokenizer, &matching, FTS5_TOKENIZE_DOCUMENT, text, length, match_token);
         }
         if (rc == SQLITE_DONE) rc = SQLITE_OK;
@@ -172,15 +222,16 @@ static void catalog_match(sqlite3_context *context, int count, sqlite3_value **a
     if (rc != SQLITE_OK) {
         sqlite3_result_error_code(context, rc);
     } else {
-        sqlite3_result_int(context, query->count > 0 && matching.found == matching.all);
+        sqlite3_result_int(context, query->words > 0 && !query->overflow && matching.found == matching.all);
     }
     query_keep(context, query);
 }
 
-/* Ranking: each term's frequency in one column, and the column's length in tokens. */
+/* Ranking: each word's frequency (its phrase's) in one column, and the column's length in tokens. */
 typedef struct {
     const Query *query;
-    int frequencies[MAX_TERMS];
+    Phrases phrases;
+    int frequencies[MAX_WORDS];
     int tokens;
 } Counting;
 
@@ -188,8 +239,9 @@ static int count_token(void *context, int flags, const char *token, int length, 
     (void)start; (void)end;
     Counting *counting = context;
     if ((flags & FTS5_TOKEN_COLOCATED) == 0) counting->tokens++;
-    for (int i = 0; i < counting->query->count; i++) {
-        if (term_matches(&counting->query->terms[i], token, length)) counting->frequencies[i]++;
+    unsigned completed = phrases_advance(&counting->phrases, counting->query, token, length);
+    for (int word = 0; completed != 0; word++, completed >>= 1) {
+        if (completed & 1u) counting->frequencies[word]++;
     }
     return SQLITE_OK;
 }
@@ -208,10 +260,10 @@ static void catalog_rank(sqlite3_context *context, int count, sqlite3_value **ar
         const char *text = (const char *)sqlite3_value_text(arguments[column + 1]);
         if (text == NULL) continue;
         int length = sqlite3_value_bytes(arguments[column + 1]);
-        Counting counting = {query, {0}, 0};
+        Counting counting = {query, {{0}}, {0}, 0};
         int rc = tokenize_ascii(&counting, text, length, count_token);
         if (rc == NOT_ASCII) {
-            counting = (Counting){query, {0}, 0};
+            counting = (Counting){query, {{0}}, {0}, 0};
             rc = tokenizer->api.xTokenize(tokenizer->tokenizer, &counting, FTS5_TOKENIZE_DOCUMENT, text, length, count_token);
         }
         if (rc != SQLITE_OK) {
@@ -220,14 +272,14 @@ static void catalog_rank(sqlite3_context *context, int count, sqlite3_value **ar
             return;
         }
         double norm = BM25_K1 * (1 - BM25_B + BM25_B * counting.tokens / NOMINAL_LENGTH);
-        for (int i = 0; i < query->count; i++) {
-            double frequency = counting.frequencies[i];
-            if (frequency > 0) found |= 1u << i;
+        for (int word = 0; word < query->words; word++) {
+            double frequency = counting.frequencies[word];
+            if (frequency > 0) found |= 1u << word;
             score += weight * frequency * (BM25_K1 + 1) / (frequency + norm);
         }
     }
     /* A row without every word does not match: no rank. */
-    if (query->count > 0 && found == (1u << query->count) - 1) {
+    if (query->words > 0 && !query->overflow && found == (1u << query->words) - 1) {
         sqlite3_result_double(context, -score);
     } else {
         sqlite3_result_null(context);
