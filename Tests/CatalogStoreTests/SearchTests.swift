@@ -47,9 +47,38 @@ import TestSupport
         }
         group.wait()
         let reader = try DatabaseQueue(path: scratch.database)
-        for text in ["sample", "samp", "sámple", "SAMPLES", "video sample", "vid", "cafe", "café", "naive", "zur", "x", "x1", "42", "trail",
+        let texts = ["sample", "samp", "sámple", "SAMPLES", "video sample", "vid", "cafe", "café", "naive", "zur", "x", "x1", "42", "trail",
                      "trailer", "b", "sample 7", "nothing", "cafe zurich sample", "trending", "zygote", "zyg sample",
-                     "می\u{200C}خواهم", "می\u{200C}خوا sample"] {
+                     "می\u{200C}خواهم", "می\u{200C}خوا sample"]
+        func requests(_ text: String) -> [ListRequest] {
+            [ListRequest(limit: 97, order: .field("title", descending: false), search: text),
+             ListRequest(limit: 97, order: .field("title", descending: true), search: text),
+             ListRequest(limit: 97, order: .relevance, search: text)]
+        }
+        // Rows whose index writes still wait (renamed, deleted and new ones, from another
+        // program, which the store indexes after its next batch): every way finds them as
+        // it will once they are indexed. (The store's own writes first, or its idle time
+        // would apply these too.)
+        try settled(reader)
+        try reader.write { db in
+            try db.execute(sql: "UPDATE playable_items SET title = 'Trail renamed ' || pk WHERE pk % 97 = 0")
+            try db.execute(sql: "DELETE FROM playable_items WHERE pk % 89 = 0")
+            try db.execute(sql: """
+                INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
+                SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-a'
+                             || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
+                       'Sample café trending fresh ' || pk, 'zurich', stream_url, created_at, updated_at, 1
+                FROM playable_items WHERE pk % 83 = 0
+                """)
+        }
+        #expect(try queued(reader) > 100)
+        let pending = try texts.map { text in try requests(text).map { try pages(store, $0) } }
+        _ = try wait { store.games.create(GameInput(name: "Any", imageName: "a"), completion: $0) }
+        try settled(reader)
+        for (text, found) in zip(texts, pending) {
+            #expect(try requests(text).map { try pages(store, $0) } == found, "\(text): found alike before and after indexing")
+        }
+        for text in texts {
             let query = try #require(SearchQuery.fts5(text))
             // Every match, newest first, from the full-text index itself.
             let matches = try reader.read { db in
@@ -117,9 +146,10 @@ import TestSupport
                 FROM n
                 """)
         }
-        // Another program's writes are indexed at the store's next batch.
+        // Another program's writes are indexed after the store's next batch.
         func indexOutsideWrites() throws {
             _ = try wait { store.games.create(GameInput(name: "Any", imageName: "a"), completion: $0) }
+            try settled(outside)
         }
         try indexOutsideWrites()
         #expect(17_000 > SearchLists.listLimit)
@@ -166,10 +196,12 @@ import TestSupport
         try outside.write { db in
             try db.execute(sql: "UPDATE playable_items SET title = 'Rare clip', version = version + 1 WHERE id = ?", arguments: [gone.id.rawValue])
         }
+        // Alike before the index has these writes (and the store's two creates) and after.
+        let pending = (first: try store.items.list(firstPage).items.first?.id, after: try store.items.list(next).items.map(\.id.rawValue))
         try indexOutsideWrites()
-        #expect(try store.items.list(firstPage).items.first?.id == first)
+        #expect(try store.items.list(firstPage).items.first?.id == first && pending.first == first)
         let after = try store.items.list(next).items.map(\.id.rawValue)
-        #expect(try after == expected(after: (last.title, last.id.rawValue), limit: 50))
+        #expect(try after == expected(after: (last.title, last.id.rawValue), limit: 50) && pending.after == after)
         #expect(after.first == second.rawValue && !after.contains(gone.id.rawValue))
 
         // The cursor's own row moves (renamed to sort last): its page is what follows where it stood.
@@ -206,10 +238,11 @@ import TestSupport
         #expect(try pages(7) == whole)
     }
 
-    /// The index follows every write of a batch, applied in order at its end: a create,
-    /// a rename of it and a delete in one batch leave exactly the new terms; a failed
-    /// write leaves none. Another program's writes wait in the queue, and are indexed at
-    /// the server's next batch or start.
+    /// The index follows every write of a batch, applied in order: a create, a rename of
+    /// it and a delete in one batch leave exactly the new terms; a failed write leaves
+    /// none. Writes wait in the queue until the writer is idle (or enough of them wait);
+    /// another program's, until after the server's next batch, or its next start.
+    /// Searches through the store find the queued rows meanwhile.
     @Test func theIndexFollowsEachBatchAndOtherProgramsWrites() async throws {
         let scratch = try Scratch()
         let store = try scratch.open()
@@ -255,7 +288,9 @@ import TestSupport
                     """, arguments: [word])
             }
         }
-        func queued() throws -> Int { try outside.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM search_index_queue") ?? -1 } }
+        func queued() throws -> Int { try self.queued(outside) }
+        #expect(try pages(store, ListRequest(search: "heron")).count == 1 && pages(store, ListRequest(search: "otter")).isEmpty)
+        try settled(outside)
         #expect(try found("heron") == ["Renamed heron"] && found("river") == ["Renamed heron"])
         #expect(try found("otter").isEmpty && found("pelican").isEmpty && found("phantom").isEmpty)
         #expect(try found("walrus") == ["Kept walrus"])
@@ -266,8 +301,10 @@ import TestSupport
         try await outside.write { db in try db.execute(sql: "UPDATE playable_items SET title = 'Outside badger' WHERE id = ?", arguments: [kept.id.rawValue]) }
         #expect(try queued() == 2)
         #expect(try found("badger").isEmpty && found("walrus") == ["Outside badger"])
-        // The server's next batch indexes it with its own writes.
+        #expect(try pages(store, ListRequest(search: "badger")) == [kept.id.rawValue] && pages(store, ListRequest(search: "walrus")).isEmpty)
+        // The server indexes it with its own writes.
         _ = try wait { store.games.create(GameInput(name: "Any", imageName: "a"), completion: $0) }
+        try settled(outside)
         #expect(try queued() == 0 && found("badger") == ["Outside badger"] && found("walrus").isEmpty)
         // Written while the server is stopped: indexed when it opens the database again.
         try store.close()
@@ -312,6 +349,51 @@ import TestSupport
         defer { try? trickle.close() }
         #expect(try queued() == 0 && segments() == 3)
         #expect(try pages(trickle, ListRequest(limit: 100, search: "trickle")).count == 10)
+    }
+
+    /// A search reads at most the queue's first ``SQLDialect/searchedQueue`` writes: rows
+    /// another program queued past them are found as the index has them (here, not yet),
+    /// until the server's next batch applies the queue.
+    @Test func aSearchReadsABoundedPartOfTheQueue() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        let outside = try DatabaseQueue(path: scratch.database)
+        let loaded = SQLDialect.searchedQueue + 500
+        #expect(SQLDialect.searchedQueue < 2_400)
+        try outside.write { db in
+            try db.execute(sql: """
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
+                SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-8'
+                             || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
+                       'Outside ' || i, '', 'https://example.com/' || i || '.m3u8', 1763000000000 + i, 1763000000000 + i, 1
+                FROM n
+                """, arguments: [loaded])
+        }
+        #expect(try queued(outside) == loaded)
+        // Few rows match either search: the index finds them, and the queue's first writes.
+        func found(_ text: String) throws -> Int { try pages(store, ListRequest(limit: 100, search: text)).count }
+        #expect(try found("100") == 11)  // 100 and 1000–1009, all among the first 2,048 queued
+        #expect(try found("2400") == 0)  // queued past them
+        _ = try wait { store.games.create(GameInput(name: "Any", imageName: "a"), completion: $0) }
+        #expect(try queued(outside) == 0)
+        #expect(try found("100") == 11 && found("2400") == 1)
+    }
+
+    /// How many index writes wait in the queue.
+    private func queued(_ reader: DatabaseQueue) throws -> Int {
+        try reader.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM search_index_queue") ?? -1 }
+    }
+
+    /// Waits until the writer has applied the queue: it does when it has had no job for
+    /// ``WriteQueue/settleDelay`` after a batch. At most 10 s.
+    private func settled(_ reader: DatabaseQueue) throws {
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while try queued(reader) > 0 {
+            guard Date() < deadline else { throw StoreError.unavailable("The search index queue was not applied.") }
+            usleep(2_000)
+        }
     }
 
     private func pages(_ store: CatalogStore, _ request: ListRequest) throws -> [String] {

@@ -80,7 +80,7 @@ enum SQLDialect: Sendable {
 
     /// How a list finds the rows that match a search, and ranks them (``search(_:text:)``).
     typealias Search = (filter: String, filterQuery: String, from: String?, newestFirst: String, rank: String, rankQuery: String,
-                        match: (expression: String, query: String)?)
+                        match: (expression: String, query: String)?, pending: String?)
 
     /// How a list of `schema` finds the rows that match a search, and ranks them.
     ///
@@ -90,24 +90,41 @@ enum SQLDialect: Sendable {
     /// - `rank` is the relevance of a row of `t`, lower is better; `rankQuery` is bound to
     ///   each of its `?`.
     /// - `match` tests one row of `t` as it is read (SQLite): 1 when it matches.
+    /// - `pending` keeps the rows of `t` whose index writes still wait in the queue
+    ///   (SQLite with `queued`, ``SearchIndexQueue``), which `filter` leaves out: their
+    ///   matches are those of them that `match`, so that a search finds exactly the rows
+    ///   whose text matches, indexed yet or not. Only the queue's first ``searchedQueue``
+    ///   writes are so read, which bounds what they add to a search: rows queued past them
+    ///   (a bulk load by another program, until the server's next batch) are found as the
+    ///   index has them.
     ///
     /// SQLite ranks with `catalog_rank` and tests with `catalog_match` (``CSQLite``), over
     /// the row's own text, so a rank depends on the row and the query alone, and the test
     /// matches exactly the rows the index does.
-    func search(_ schema: ResourceSchema, text: String) -> Search? {
+    func search(_ schema: ResourceSchema, text: String, queued: Bool) -> Search? {
         guard let index = schema.searchTable, let query = searchQuery(text) else { return nil }
         switch self {
         case .sqlite:
             let terms = SearchQuery.terms(text)
             let columns = schema.searchColumns.map { "t.\($0.column)" }.joined(separator: ", ")
             let rank = "catalog_rank(?, " + schema.searchColumns.map { "\($0.weight), t.\($0.column)" }.joined(separator: ", ") + ")"
-            return ("\(index) MATCH ?", query, "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid", "\(index).rowid DESC",
-                    rank, terms, ("catalog_match(?, \(columns))", terms))
+            let match = ("catalog_match(?, \(columns))", terms)
+            guard queued else {
+                return ("\(index) MATCH ?", query, "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid", "\(index).rowid DESC", rank, terms, match, nil)
+            }
+            // The index's name is the schema's, a constant: a literal, not a parameter.
+            let rows = "(SELECT row FROM search_index_queue WHERE index_name = '\(index)' ORDER BY seq LIMIT \(Self.searchedQueue))"
+            return ("\(index) MATCH ? AND \(index).rowid NOT IN \(rows)", query, "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid",
+                    "\(index).rowid DESC", rank, terms, match, "t.pk IN \(rows)")
         case .postgresql:
             return ("t.search_vector @@ to_tsquery('simple', ?)", query, nil, "t.pk DESC",
-                    "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)", query, nil)
+                    "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)", query, nil, nil)
         }
     }
+
+    /// How many of the search index queue's writes a search reads (``search(_:text:queued:)``):
+    /// more than the writer lets wait (``SearchIndexQueue/due`` and a batch).
+    static var searchedQueue: Int { 2_048 }
 
     /// A count of the matches of a search among the newest `sample` rows of `schema`
     /// (SQLite): how densely it matches, to choose between the full-text index and a walk.

@@ -71,6 +71,9 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     let pages: PageCache?
     let relations: Relations
     private let insertSQL: String
+    /// Whether the resource's index writes wait in a queue that searches read too
+    /// (SQLite's `search_index_queue`, from `Migrations/0007`; ``SQLDialect/search(_:text:queued:)``).
+    private let searchesQueue: Bool
     /// The same INSERT without `RETURNING`, and which of its arguments each column the
     /// renderer reads is (`nil`: NULL), where the renderer reads only columns a creation
     /// writes (SQLite, whose rows have no revision to read back): a created row then
@@ -101,6 +104,9 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         self.schema = schema
         self.database = database
         self.relations = relations
+        searchesQueue = schema.searchTable != nil && database.dialect == .sqlite && ((try? database.read { db in
+            try db.fetchValue("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_index_queue')", []).bool
+        }) ?? false)
         let renderer = RowRenderer(schema.members, revision: schema.cachesRenderings ? database.dialect.rowRevision : nil)
         rendering = ResourceRendering(renderer: renderer, cache: schema.cachesRenderings ? RenderCache() : nil)
         pages = schema.cachesRenderings ? PageCache() : nil
@@ -446,7 +452,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         var start = 0
         if let cursor {
             // The cursor's row, if its sort key is still the cursor's (equal as the order compares).
-            let key = try sortKey(request, search: request.search.flatMap { db.dialect.search(schema, text: $0) })
+            let key = try sortKey(request, search: request.search.flatMap { db.dialect.search(schema, text: $0, queued: searchesQueue) })
             guard let pk = try db.fetchValue("SELECT t.pk FROM \(schema.table) t WHERE \(key.expression) = ? AND t.id = ?",
                                              key.arguments + [cursor.key.sqlValue, cursor.id]).int64,
                   let index = matches.pks.firstIndex(of: pk) else { return try unkept() }
@@ -502,7 +508,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         var outerFilters: [String] = []
         var arguments: SQLArguments = []
         let dialect = database.dialect
-        let search = request.search.flatMap { dialect.search(schema, text: $0) }
+        let search = request.search.flatMap { dialect.search(schema, text: $0, queued: searchesQueue) }
         let (keyExpression, keyArguments, descending) = try sortKey(request, search: search)
 
         if let search {
@@ -520,6 +526,8 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         } else if request.search != nil, schema.searchTable != nil {
             filters.append("FALSE")
         }
+        // The filters and arguments from here on are the list's own, beside its search's.
+        let (searchFilters, searchArguments) = (filters.count, arguments.count)
         if let scope = request.scope {
             guard let filter = relations.filter(scope) else { throw .invalidCursor("This list cannot be scoped that way.") }
             filters.append(filter)
@@ -568,19 +576,28 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         // rows whole. Relevance ranks the newest matches only: a bounded amount of work
         // however many rows match.
         var candidates = "SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key FROM \(from)\(filter)"
+        var candidateArguments = keyArguments + arguments
         switch way {
         case .index, .ordered:
             if request.order == .relevance { candidates += " ORDER BY \(search.newestFirst) LIMIT \(Self.rankedCandidates)" }
+            if let pending = search.pending, let match = search.match {
+                // The rows whose index writes wait in the queue, which the index's matches
+                // leave out, tested as they are read.
+                candidates = "SELECT * FROM (\(candidates)) UNION ALL SELECT t.pk, t.id, \(keyExpression) FROM \(schema.table) t WHERE "
+                    + ([pending, match.expression] + filters[searchFilters...]).joined(separator: " AND ")
+                candidateArguments += keyArguments + Self.repeated(match.query, for: match.expression) + arguments[searchArguments...]
+                if request.order == .relevance { candidates = "SELECT * FROM (\(candidates)) ORDER BY candidate DESC LIMIT \(Self.rankedCandidates)" }
+            }
         case .walk, .rows:
             break
         }
         if case .ordered = way {
-            return ("SELECT candidate FROM (\(candidates)) c \(order) LIMIT \(SearchLists.listLimit + 1)", keyArguments + arguments)
+            return ("SELECT candidate FROM (\(candidates)) c \(order) LIMIT \(SearchLists.listLimit + 1)", candidateArguments)
         }
         let page = "SELECT candidate, sort_key, id FROM (\(candidates)) c\(outerFilter) \(order) LIMIT ?"
         let sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), p.sort_key FROM (\(page)) p"
             + " JOIN \(schema.table) t ON t.pk = p.candidate) t \(order)"
-        return (sql, keyArguments + arguments + outerArguments + [request.limit + 1])
+        return (sql, candidateArguments + outerArguments + [request.limit + 1])
     }
 
     /// The sort key of `request`'s order over a row of `t` (its `?` bound to `arguments`),

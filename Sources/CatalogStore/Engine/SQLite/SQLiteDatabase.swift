@@ -62,7 +62,7 @@ final class SQLiteDatabase: SQLDatabase {
             self.checkpointer = checkpointer
             let searchIndex = SearchIndexQueue()
             writes = WriteQueue(
-                writer: pool, commits: commits, finish: { db in try searchIndex.apply(db) },
+                writer: pool, commits: commits, finish: { db in try searchIndex.applyIfDue(db) }, settle: { db in try searchIndex.apply(db) },
                 needsMaintenance: {
                     checkpointer.backupsRunning.load(ordering: .relaxed) == 0 && checkpointer.needsRestart.exchange(false, ordering: .relaxed)
                 },

@@ -9,10 +9,12 @@ import GRDB
 /// failed statement, triggers included), and writes made of several statements are
 /// submitted as `atomic`, which runs them in a savepoint of their own. (Savepoints are
 /// not the default: they cost about a third of the write throughput.) Only the batch's
-/// last step, `finish` (the search index writes its jobs queued), fails the batch as a
-/// whole when it throws: the index itself is then broken; so does a failed statement that
-/// rolled the whole transaction back (a full disk, an I/O error). Jobs should do only
-/// database work. Their completions run after the commit, where the submitter's
+/// last step, `finish` (the search index writes queued, once enough have), fails the
+/// batch as a whole when it throws: the index itself is then broken; so does a failed
+/// statement that rolled the whole transaction back (a full disk, an I/O error). Work
+/// `finish` leaves waits for the writer's idle time: `settle` runs it, in a transaction
+/// of its own, once no job has come for ``settleDelay`` (and before the writer stops).
+/// Jobs should do only database work. Their completions run after the commit, where the submitter's
 /// ``WriteContext`` asks (a request's event loop), else on the writer thread, and must be
 /// quick. With `synchronous=FULL` that is one `fsync` for the whole batch, and each
 /// completion is called only after its data is durable.
@@ -39,15 +41,25 @@ final class WriteQueue: @unchecked Sendable {
     private let needsMaintenance: () -> Bool
     private let maintain: (Database) -> Void
     /// Runs at the end of each batch, inside its transaction, after its jobs (the search
-    /// index writes they queued); when it throws, the batch fails as a whole.
-    private let finish: (Database) throws -> Void
+    /// index writes they queued, when enough have); when it throws, the batch fails as a
+    /// whole. Returns whether it left work for ``settle``.
+    private let finish: (Database) throws -> Bool
+    /// Does, in a transaction of its own, the work `finish` left, once the writer has had
+    /// no job for ``settleDelay``.
+    private let settle: (Database) throws -> Void
+    /// How long the writer waits for another job before it settles.
+    static let settleDelay = 0.02
+    /// Whether the last batch's `finish` left work (read and written by the writer thread only).
+    private var unsettled = false
     private let commits: CommitSignal
 
-    init(writer: DatabasePool, commits: CommitSignal, finish: @escaping (Database) throws -> Void = { _ in },
+    init(writer: DatabasePool, commits: CommitSignal, finish: @escaping (Database) throws -> Bool = { _ in false },
+         settle: @escaping (Database) throws -> Void = { _ in },
          needsMaintenance: @escaping () -> Bool = { false }, maintain: @escaping (Database) -> Void = { _ in }) {
         self.writer = writer
         self.commits = commits
         self.finish = finish
+        self.settle = settle
         self.needsMaintenance = needsMaintenance
         self.maintain = maintain
         let thread = Thread { [self] in loop() }
@@ -78,7 +90,17 @@ final class WriteQueue: @unchecked Sendable {
     private func loop() {
         while true {
             condition.lock()
-            while lanes.isEmpty && !lanes.stopped { condition.wait() }
+            while lanes.isEmpty && !lanes.stopped {
+                guard unsettled else {
+                    condition.wait()
+                    continue
+                }
+                if !condition.wait(until: Date(timeIntervalSinceNow: Self.settleDelay)), lanes.isEmpty, !lanes.stopped {
+                    condition.unlock()
+                    settleLeftWork()
+                    condition.lock()
+                }
+            }
             if lanes.isEmpty && lanes.stopped {
                 condition.unlock()
                 break
@@ -100,6 +122,7 @@ final class WriteQueue: @unchecked Sendable {
             }
             if !live.isEmpty { commit(live) }
         }
+        if unsettled { settleLeftWork() }
         finished.lock()
         running = false
         finished.broadcast()
@@ -126,7 +149,7 @@ final class WriteQueue: @unchecked Sendable {
                         }
                         if job.atomic { try release.execute() }
                     }
-                    try finish(db)
+                    unsettled = try finish(db)
                     return .commit
                 }
             }
@@ -145,5 +168,17 @@ final class WriteQueue: @unchecked Sendable {
         commits.fire()
         // Maintenance only after every answer has been handed on.
         if needsMaintenance() { writer.writeWithoutTransaction { db in maintain(db) } }
+    }
+
+    /// Runs `settle` in a transaction. A failure leaves the work to the next batch that
+    /// leaves work (not retried meanwhile: what failed would likely fail again).
+    private func settleLeftWork() {
+        unsettled = false
+        try? writer.writeWithoutTransaction { db in
+            try db.inTransaction(.immediate) {
+                try settle(db)
+                return .commit
+            }
+        }
     }
 }
