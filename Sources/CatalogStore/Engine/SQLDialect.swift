@@ -78,7 +78,7 @@ enum SQLDialect: Sendable {
         self == .sqlite ? SearchQuery.fts5(text) : SearchQuery.tsquery(text)
     }
 
-    /// How a list finds the rows that match a search, and ranks them (``search(_:text:)``).
+    /// How a list finds the rows that match a search, and ranks them (``search(_:text:queued:)``).
     typealias Search = (filter: String, filterQuery: String, from: String?, newestFirst: String, rank: String, rankQuery: String,
                         match: (expression: String, query: String)?, pending: String?)
 

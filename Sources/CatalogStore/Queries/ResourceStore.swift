@@ -354,7 +354,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     static var walkLimit: Int { 4_000 }
 
     /// Whether the search of `request` first walks the list's order, testing rows as it
-    /// reads them (SQLite, ``SQLDialect/search(_:text:)``'s `match`), rather than looking
+    /// reads them (SQLite, ``SQLDialect/search(_:text:queued:)``'s `match`), rather than looking
     /// its matches up in the full-text index, which hands over every match to be sorted
     /// (and, for a prefix of a common word, merges their postings first): when at least
     /// a quarter of the newest rows match, for relevance (whose 500 candidates a walk of

@@ -14,10 +14,10 @@ import GRDB
 /// statement that rolled the whole transaction back (a full disk, an I/O error). Work
 /// `finish` leaves waits for the writer's idle time: `settle` runs it, in a transaction
 /// of its own, once no job has come for ``settleDelay`` (and before the writer stops).
-/// Jobs should do only database work. Their completions run after the commit, where the submitter's
-/// ``WriteContext`` asks (a request's event loop), else on the writer thread, and must be
-/// quick. With `synchronous=FULL` that is one `fsync` for the whole batch, and each
-/// completion is called only after its data is durable.
+/// Jobs should do only database work. Their completions run after the commit, where the
+/// submitter's ``WriteContext`` asks (a request's event loop), else on the writer thread,
+/// and must be quick. With `synchronous=FULL` that is one `fsync` for the whole batch, and
+/// each completion is called only after its data is durable.
 ///
 /// Fair and bounded: a heavy job (a whole playlist order, an import) runs in a
 /// transaction of its own, taking turns with batches of light ones, so a client that
