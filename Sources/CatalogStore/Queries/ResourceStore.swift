@@ -78,7 +78,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// renderer reads is (`nil`: NULL), where the renderer reads only columns a creation
     /// writes (SQLite, whose rows have no revision to read back): a created row then
     /// renders from the values bound (``BoundRow``), sparing the writer SQLite's
-    /// `RETURNING`, about 1.5 µs of a create's 24 (`Benchmarks/writer.sh`).
+    /// `RETURNING`: about 0.9 µs of the writer's 24 a create (`Benchmarks/writer.sh`).
     let boundInsert: (sql: String, arguments: [Int?])?
     private let updateSQL: String
     /// ` RETURNING …`: the renderer's columns, for writes that render the row they write.
