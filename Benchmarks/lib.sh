@@ -16,6 +16,13 @@ bench_require() {
     fi
 }
 
+# bench_server: sets `server` to the catalog-server measured: CATALOG_SERVER (a prebuilt
+# one, such as an earlier commit's), else this checkout's release build, built now.
+bench_server() {
+    server=${CATALOG_SERVER:-.build/release/catalog-server}
+    [ -n "${CATALOG_SERVER:-}" ] || swift build -c release --product catalog-server >/dev/null
+}
+
 # Both servers run without access logs (nginx: access_log off; ours: --log-level warning).
 # Worker threads/processes for both servers. wrk itself keeps one of this machine's two
 # cores busy, so one worker each is the fair, uncontended default.

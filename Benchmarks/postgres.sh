@@ -15,8 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/lib.sh
 bench_require sqlite3
-server=${CATALOG_SERVER:-.build/release/catalog-server}
-[ -n "${CATALOG_SERVER:-}" ] || swift build -c release --product catalog-server >/dev/null
+bench_server
 items=${BENCH_ITEMS:-10000}
 
 work=$(mktemp -d)

@@ -16,8 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/lib.sh
 bench_require sqlite3 python3
-server=${CATALOG_SERVER:-.build/release/catalog-server}
-[ -n "${CATALOG_SERVER:-}" ] || swift build -c release --product catalog-server >/dev/null
+bench_server
 
 work=$(mktemp -d)
 database="$work/catalog.sqlite"
