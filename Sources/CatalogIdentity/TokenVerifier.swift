@@ -9,7 +9,8 @@ public struct VerifiedIdentity: Sendable, Hashable {
     public let issuer: String
     /// The subject (`sub`): the user's id at the issuer.
     public let subject: String
-    /// The `email` claim, unless `email_verified` says the provider did not check it.
+    /// The `email` claim, when `email_verified` is the JSON value `true` (not a string,
+    /// a number or absent: only a provider that says it checked the address is believed).
     public let email: String?
     /// `exp`, in seconds since 1970.
     public let expires: Double
@@ -91,9 +92,8 @@ public final class TokenVerifier: Sendable {
             guard now >= start - leeway else { throw Rejection("not valid yet") }
         }
         guard case let .string(subject)? = claims["sub"], !subject.isEmpty, subject.utf8.count <= 255 else { throw Rejection("no sub") }
-        // Some providers send the flag as a string.
         var email: String?
-        if case let .string(text)? = claims["email"], claims["email_verified"] != .bool(false), claims["email_verified"] != .string("false") {
+        if case let .string(text)? = claims["email"], claims["email_verified"] == .bool(true) {
             email = text
         }
         return VerifiedIdentity(issuer: issuer, subject: subject, email: email, expires: expires)

@@ -13,15 +13,19 @@ public struct Problem: Codable, Sendable, Hashable, Error {
     public var instance: String?
     /// A stable machine-readable code, such as `validationFailed` or `notFound`.
     public var code: String?
-    /// One entry per failing field, on 422 responses.
+    /// One entry per failing field, on 422 responses: at most ``maxListedErrors``.
     public var errors: [FieldError]?
+    /// How many failing fields were found beyond those listed in ``errors``, when any were.
+    public var moreErrors: Int?
     /// The request's id (also in the `X-Request-Id` header), to quote when reporting it.
     public var requestId: String?
 
     /// Creates a problem.
     public init(type: String = "about:blank", title: String, status: Int, detail: String? = nil,
-                instance: String? = nil, code: String? = nil, errors: [FieldError]? = nil, requestId: String? = nil) {
+                instance: String? = nil, code: String? = nil, errors: [FieldError]? = nil, moreErrors: Int? = nil,
+                requestId: String? = nil) {
         self.requestId = requestId
+        self.moreErrors = moreErrors
         self.type = type
         self.title = title
         self.status = status
@@ -30,4 +34,7 @@ public struct Problem: Codable, Sendable, Hashable, Error {
         self.code = code
         self.errors = errors
     }
+
+    /// The most failing fields a problem lists; it counts the rest in ``moreErrors``.
+    public static let maxListedErrors = 50
 }

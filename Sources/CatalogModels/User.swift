@@ -26,8 +26,9 @@ public struct User: Codable, Sendable, Hashable, Identifiable {
     public var avatarURL: URL?
     /// The email address; shown only to the user and to admins.
     public var email: String?
-    /// What the user may do.
-    public var role: Role
+    /// What the user may do; shown only to the user and to admins (`nil` to others, so
+    /// that nobody can list the admins).
+    public var role: Role?
     /// When the account was created.
     public var createdAt: Date
     /// When it last changed.
@@ -36,7 +37,7 @@ public struct User: Codable, Sendable, Hashable, Identifiable {
     public var version: Int
 
     /// Creates a user value.
-    public init(id: CatalogID, displayName: String, avatarURL: URL? = nil, email: String? = nil, role: Role, createdAt: Date, updatedAt: Date,
+    public init(id: CatalogID, displayName: String, avatarURL: URL? = nil, email: String? = nil, role: Role?, createdAt: Date, updatedAt: Date,
                 version: Int) {
         self.id = id
         self.displayName = displayName

@@ -212,20 +212,39 @@ public enum Rules {
     /// its brackets; at most 1,016 bytes).
     public static let maxEmailLength = 254
 
+    /// The Unicode scalars an email address may not hold, as closed ranges: `@` itself
+    /// (outside the one separator), C0 and C1 controls, every `White_Space` scalar, the
+    /// zero-width space, joiners, word joiner and byte order mark, bidirectional controls,
+    /// and line and paragraph separators. `openapi.yaml`'s email pattern is written from
+    /// this list (a test compares them), so the contract and the server accept exactly the
+    /// same strings.
+    public static let emailRefusedScalars: [ClosedRange<UInt32>] = [
+        0x00...0x20, 0x40...0x40, 0x7F...0xA0, 0x1680...0x1680, 0x2000...0x200D, 0x2028...0x202F,
+        0x205F...0x2060, 0x2066...0x2069, 0x3000...0x3000, 0xFEFF...0xFEFF,
+    ]
+
     /// An email address: one `@` between a non-empty local part and a non-empty domain,
-    /// no spaces, control characters or invisible formatting (as single-line text refuses
-    /// it, and no joiners at all), at most ``maxEmailLength`` Unicode scalars (what
-    /// JSON Schema's `maxLength` counts).
+    /// neither holding a scalar of ``emailRefusedScalars``, at most ``maxEmailLength``
+    /// Unicode scalars (what JSON Schema's `maxLength` counts). Scalars, not characters,
+    /// are read: a domain may begin with a combining mark (a Bengali vowel sign), which
+    /// would join the `@` in one character.
     public static func email(_ value: String) -> Violation? {
-        if value.utf8.count > maxEmailLength * maxBytesPerCharacter || value.unicodeScalars.count > maxEmailLength {
+        let scalars = value.unicodeScalars
+        if value.utf8.count > maxEmailLength * maxBytesPerCharacter || scalars.count > maxEmailLength {
             return Violation(.tooLong, "Must be at most \(maxEmailLength) characters.")
         }
-        let parts = value.split(separator: "@", omittingEmptySubsequences: false)
-        let clean = !value.unicodeScalars.contains {
-            $0.properties.isWhitespace || $0.properties.generalCategory == .control || invisibleFormatting.contains($0.value)
-                || $0 == "\u{200C}" || $0 == "\u{200D}"
+        var at: String.UnicodeScalarView.Index?
+        var valid = true
+        for index in scalars.indices {
+            let scalar = scalars[index]
+            if scalar == "@", at == nil {
+                at = index
+            } else if emailRefusedScalars.contains(where: { $0.contains(scalar.value) }) {
+                valid = false
+                break
+            }
         }
-        guard clean, parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+        guard valid, let at, at != scalars.startIndex, scalars.index(after: at) != scalars.endIndex else {
             return Violation(.invalidFormat, "Must be an email address, such as ana@example.com.")
         }
         return nil

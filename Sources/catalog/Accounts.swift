@@ -80,7 +80,7 @@ struct Me: AsyncParsableCommand {
         try await Output.run {
             try Output.one(try await connection.client().me(), connection: connection) { user in
                 [("id", user.id.rawValue), ("displayName", user.displayName), ("email", user.email ?? ""), ("avatarURL", user.avatarURL?.absoluteString ?? ""),
-                 ("role", user.role.rawValue), ("version", "\(user.version)")]
+                 ("role", user.role?.rawValue ?? ""), ("version", "\(user.version)")]
             }
         }
     }

@@ -25,7 +25,7 @@ import TestSupport
     }
 
     static func claims(subject: String = "user-1", issuer: String = issuer, audience: Any = audience, expires: Double = 600, notBefore: Double? = nil,
-                       email: String? = nil, emailVerified: Bool? = nil) -> [String: Any] {
+                       email: String? = nil, emailVerified: Any? = nil) -> [String: Any] {
         let now = Date().timeIntervalSince1970
         var claims: [String: Any] = ["iss": issuer, "sub": subject, "aud": audience, "iat": Int(now), "exp": Int(now + expires)]
         if let notBefore { claims["nbf"] = Int(now + notBefore) }
@@ -42,7 +42,7 @@ import TestSupport
         let rsa = try await TokenSigner.make(.rsa, kid: "rsa-1"), ec = try await TokenSigner.make(.ec, kid: "ec-1")
         let (catalog, file) = try Self.catalog(trusting: [rsa, ec])
         defer { try? FileManager.default.removeItem(at: file) }
-        let first = try await Self.me(catalog, token: rsa.token(Self.claims(email: "ana@example.com")))
+        let first = try await Self.me(catalog, token: rsa.token(Self.claims(email: "ana@example.com", emailVerified: true)))
         #expect(first.status == 200, "\(first.text)")
         let user = try first.decode(User.self)
         #expect(user.role == .member)
@@ -54,6 +54,12 @@ import TestSupport
         let other = try await Self.me(catalog, token: ec.token(Self.claims(subject: "user-2", email: "eve@example.com", emailVerified: false)))
         #expect(try other.decode(User.self).id != user.id)
         #expect(try other.decode(User.self).email == nil, "an email the provider says it did not verify is not copied")
+        // Only the JSON value true says it was verified: not a string, a number, or nothing.
+        for (index, flag) in ([nil, "true", "False", 0, 1] as [Any?]).enumerated() {
+            let claims = Self.claims(subject: "unverified-\(index)", email: "u\(index)@example.com", emailVerified: flag)
+            let unverified = try await Self.me(catalog, token: ec.token(claims))
+            #expect(try unverified.decode(User.self).email == nil, "email_verified \(String(describing: flag)) is not a verification")
+        }
         // Within the 60 s leeway: expired 30 s ago, or valid from 30 s on, still accepted.
         #expect(try await Self.me(catalog, token: rsa.token(Self.claims(expires: -30))).status == 200)
         #expect(try await Self.me(catalog, token: rsa.token(Self.claims(notBefore: 30))).status == 200)

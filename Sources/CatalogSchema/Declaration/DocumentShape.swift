@@ -14,9 +14,6 @@ package struct DocumentShape: Sendable {
     /// Members refused as read-only (set by the server); any other unaccepted member is unknown.
     private var readOnly: Set<String>
 
-    /// How many errors about the elements of one array member a document lists at most.
-    package static let maxListedErrors = 100
-
     /// A document carrying every one of `fields`, required as each field says; the members
     /// in `readOnly` are refused as read-only.
     package init(_ fields: [SchemaField], readOnly: Set<String> = []) {
@@ -43,23 +40,54 @@ package struct DocumentShape: Sendable {
         return shape
     }
 
-    /// The unknown and read-only members of `object`, sorted by name.
-    package func unacceptedMembers(_ object: [String: JSONValue]) -> [FieldError] {
+    /// The unknown and read-only members of `object`: the first by name listed, the rest counted.
+    package func unacceptedMembers(_ object: [String: JSONValue]) -> FieldErrors {
         Self.unacceptedMembers(object, accepting: isAccepted, readOnly: readOnly)
     }
 
-    /// The members of `object` that `accepting` refuses, sorted by name: read-only when
-    /// `readOnly` (or the stamps every resource has) hold them, unknown otherwise.
-    package static func unacceptedMembers(_ object: [String: JSONValue], accepting: (String) -> Bool, readOnly: Set<String> = []) -> [FieldError] {
-        var errors: [FieldError] = []
-        for key in object.keys.sorted() where !accepting(key) {
+    /// The members of `object` that `accepting` refuses, the first
+    /// ``Problem/maxListedErrors`` by name listed and the rest counted (without sorting
+    /// them all): read-only when `readOnly` (or the stamps every resource has) hold them,
+    /// unknown otherwise. A name is shown cut to ``maxShownNameScalars``.
+    package static func unacceptedMembers(_ object: [String: JSONValue], accepting: (String) -> Bool, readOnly: Set<String> = []) -> FieldErrors {
+        var first: [String] = []  // the smallest names refused, sorted
+        var refused = 0
+        for key in object.keys where !accepting(key) {
+            refused += 1
+            if first.count == Problem.maxListedErrors {
+                guard let last = first.last, key < last else { continue }
+                first.removeLast()
+            }
+            var low = 0, high = first.count
+            while low < high {
+                let middle = (low + high) / 2
+                if first[middle] < key { low = middle + 1 } else { high = middle }
+            }
+            first.insert(key, at: low)
+        }
+        var errors = FieldErrors()
+        for key in first {
+            let shown = shownName(key)
             if readOnly.contains(key) || SchemaField.stampNames.contains(key) {
-                errors.append(Violation(.readOnly, "'\(key)' is set by the server and cannot be written.").at(SchemaField.pointer(key)))
+                errors.append(Violation(.readOnly, "'\(shown)' is set by the server and cannot be written.").at(SchemaField.pointer(shown)))
             } else {
-                errors.append(Violation(.unknownField, "'\(key)' is not a field of this resource.").at(SchemaField.pointer(key)))
+                errors.append(Violation(.unknownField, "'\(shown)' is not a field of this resource.").at(SchemaField.pointer(shown)))
             }
         }
+        errors.count(refused - first.count)
         return errors
+    }
+
+    /// The longest member name an error shows whole, in Unicode scalars.
+    package static let maxShownNameScalars = 64
+
+    /// `name`, cut to ``maxShownNameScalars`` with `…` when longer: an error about a
+    /// member of a megabyte's name stays small.
+    private static func shownName(_ name: String) -> String {
+        guard name.utf8.count > maxShownNameScalars, name.unicodeScalars.count > maxShownNameScalars else { return name }
+        var cut = String.UnicodeScalarView()
+        cut.append(contentsOf: name.unicodeScalars.prefix(maxShownNameScalars))
+        return String(cut) + "…"
     }
 
     private func isAccepted(_ key: String) -> Bool {
@@ -71,7 +99,7 @@ package struct DocumentShape: Sendable {
     /// its unaccepted members, `null` for a required field, and every value that breaks
     /// its field's rules. A patch without them can still fail once merged (a rule across
     /// fields), but most bad patches are refused before they reach the writer.
-    package func patchErrors(_ patch: [String: JSONValue]) -> [FieldError] {
+    package func patchErrors(_ patch: [String: JSONValue]) -> FieldErrors {
         var errors = unacceptedMembers(patch)
         for index in fields.indices where accepted[index] {
             let field = fields[index]
@@ -79,7 +107,7 @@ package struct DocumentShape: Sendable {
             if raw == .null {
                 if required[index] && field.defaultValue == nil { errors.append(Violation(.required, "'\(field.name)' is required.").at(field.pointer)) }
             } else if case let .failed(failures) = Self.value(raw, of: field) {
-                errors += failures
+                errors.append(contentsOf: failures)
             }
         }
         return errors
@@ -87,7 +115,7 @@ package struct DocumentShape: Sendable {
 
     /// Reads `object`: its values (absent optional members take their default, or null)
     /// and every error, the unaccepted members first, then field by field.
-    package func read(_ object: [String: JSONValue]) -> (values: FieldValues, errors: [FieldError]) {
+    package func read(_ object: [String: JSONValue]) -> (values: FieldValues, errors: FieldErrors) {
         var errors = unacceptedMembers(object)
         var values = [FieldValue?](repeating: nil, count: fields.count)
         for index in fields.indices where accepted[index] {
@@ -102,7 +130,7 @@ package struct DocumentShape: Sendable {
             }
             switch Self.value(raw, of: field) {
             case let .value(value): values[index] = value
-            case let .failed(failures): errors += failures
+            case let .failed(failures): errors.append(contentsOf: failures)
             }
         }
         return (FieldValues(fields: fields, values: values), errors)
@@ -114,7 +142,7 @@ package struct DocumentShape: Sendable {
 
     /// The value of `raw` for `field`, or why it is not one.
     private static func value(_ raw: JSONValue, of field: SchemaField) -> Outcome {
-        func fail(_ violation: Violation) -> Outcome { .failed([violation.at(field.pointer)]) }
+        func fail(_ violation: Violation) -> Outcome { .failed(FieldErrors([violation.at(field.pointer)])) }
         func mistyped(_ expected: String) -> Outcome {
             fail(Violation(.invalidType, "Must be \(expected), not \(raw.typeName)."))
         }
@@ -146,22 +174,20 @@ package struct DocumentShape: Sendable {
         case let (.ids(_, maxCount), .array(elements)):
             guard elements.count <= maxCount else { return fail(Violation(.tooLong, "Must hold at most \(maxCount) ids.")) }
             var ids: [CatalogID] = []
-            var errors: [FieldError] = []
+            var errors = FieldErrors()
             for (offset, element) in elements.enumerated() {
                 if case let .string(text) = element, let id = CatalogID(text) {
                     ids.append(id)
-                } else if errors.count < maxListedErrors {
-                    errors.append(Violation(.invalidFormat, "Must be an id (a UUID).").at(field.pointer + "/\(offset)"))
                 } else {
-                    break
+                    errors.append(Violation(.invalidFormat, "Must be an id (a UUID).").at(field.pointer + "/\(offset)"))
                 }
             }
             return errors.isEmpty ? .value(.ids(ids)) : .failed(errors)
         case let (.documents(shape, maxCount), .array(elements)):
             guard elements.count <= maxCount else { return fail(Violation(.tooLong, "Must hold at most \(maxCount) elements.")) }
             var documents: [FieldValues] = []
-            var errors: [FieldError] = []
-            for (offset, element) in elements.enumerated() where errors.count < maxListedErrors {
+            var errors = FieldErrors()
+            for (offset, element) in elements.enumerated() {
                 let pointer = field.pointer + "/\(offset)"
                 guard case let .object(object) = element else {
                     errors.append(Violation(.invalidType, "Must be an object, not \(element.typeName).").at(pointer))
@@ -169,9 +195,9 @@ package struct DocumentShape: Sendable {
                 }
                 let (values, failures) = shape.read(object)
                 documents.append(values)
-                errors += failures.map { $0.prefixed(pointer) }
+                errors.append(contentsOf: failures, prefixing: pointer)
             }
-            return errors.isEmpty ? .value(.documents(documents)) : .failed(Array(errors.prefix(maxListedErrors)))
+            return errors.isEmpty ? .value(.documents(documents)) : .failed(errors)
         case (.text, _), (.url, _), (.timestamp, _), (.id, _): return mistyped("a string")
         case (.number, _): return mistyped("a number")
         case (.integer, _): return mistyped("an integer")
@@ -184,7 +210,7 @@ package struct DocumentShape: Sendable {
     /// A member's value, or why it is not one.
     private enum Outcome {
         case value(FieldValue)
-        case failed([FieldError])
+        case failed(FieldErrors)
     }
 
     /// The largest integer every JSON reader holds exactly (2^53 − 1).

@@ -14,7 +14,7 @@ extension ResourceSchema {
         ])
 
     /// The members of a user that only the user and admins see.
-    package static let privateUserFields: Set<String> = ["email"]
+    package static let privateUserFields: Set<String> = ["email", "role"]
 
     /// API keys (`/v1/api-keys`): the secret is never a member, only its first characters
     /// (`prefix`); the table keeps its SHA-256 digest.

@@ -1678,7 +1678,7 @@ paths:
       tags: [Users]
       operationId: getUser
       summary: Get one user's profile.
-      description: Anonymous callers may read it (with `--require-auth-for-reads`, any signed-in caller). `email` is left out unless the caller is this user or an admin.
+      description: Anonymous callers may read it (with `--require-auth-for-reads`, any signed-in caller). `email` and `role` are left out unless the caller is this user or an admin.
       security: [{}, {bearerAuth: []}]
       parameters:
         - $ref: '#/components/parameters/ifNoneMatch'
@@ -2253,7 +2253,10 @@ components:
         code: {type: string, example: validationFailed}
         errors:
           type: array
+          maxItems: 50
+          description: 'One entry per failing field, the first 50 found (unknown members by name; a member name over 64 characters is shown cut, ending in `…`).'
           items: {$ref: '#/components/schemas/FieldError'}
+        moreErrors: {type: integer, minimum: 1, description: 'How many failing fields were found beyond the 50 listed; absent when every one is listed.'}
         requestId: {type: string, description: The X-Request-Id of the failed request., example: 1f3a9c0d44e21b07}
     FieldError:
       type: object
@@ -2879,16 +2882,16 @@ components:
     User:
       type: object
       additionalProperties: false
-      description: 'A user''s profile. `email` is shown only to the user themself (`/v1/me`) and to admins. In lists with `fields`, only the named members and `id`.'
+      description: 'A user''s profile. `email` and `role` are shown only to the user themself (`/v1/me`) and to admins. In lists with `fields`, only the named members and `id`.'
       required: [id]
       properties:
         id: {type: string, format: uuid}
         displayName: {type: string, minLength: 1, maxLength: 50, pattern: '^[^\x00-\x1F\x7F-\x9F\u200B\u2028\u2029\u202A-\u202E\u2060\u2066-\u2069\uFEFF]*$', description: 'Always present unless `fields` leaves it out.'}
         avatarURL: {type: string, format: 'uri', maxLength: 2048, pattern: '^[Hh][Tt][Tt][Pp][Ss]://', description: 'An https URL; absent when not set.'}
-        email: {type: string, maxLength: 254, pattern: '^[^@\s\x00-\x1F\x7F-\x9F\u200B-\u200D\u2060\u202A-\u202E\u2066-\u2069\uFEFF]+@[^@\s\x00-\x1F\x7F-\x9F\u200B-\u200D\u2060\u202A-\u202E\u2066-\u2069\uFEFF]+$', description: 'Absent when not set, and for callers other than the user themself and admins.'}
+        email: {type: string, maxLength: 254, pattern: '^[^\x00-\x20\x40\x7F-\xA0\u1680\u2000-\u200D\u2028-\u202F\u205F-\u2060\u2066-\u2069\u3000\uFEFF]+@[^\x00-\x20\x40\x7F-\xA0\u1680\u2000-\u200D\u2028-\u202F\u205F-\u2060\u2066-\u2069\u3000\uFEFF]+$', description: 'Absent when not set, and for callers other than the user themself and admins.'}
         role:
           $ref: '#/components/schemas/Role'
-          description: 'Always present unless `fields` leaves it out.'
+          description: 'Present for the user themself and admins (unless `fields` leaves it out); absent for anyone else, so nobody can list the admins.'
         createdAt: {type: string, format: date-time, description: 'Always present unless `fields` leaves it out.'}
         updatedAt: {type: string, format: date-time, description: 'Always present unless `fields` leaves it out.'}
         version: {type: integer, minimum: 1, description: 'Always present unless `fields` leaves it out.'}
@@ -2908,7 +2911,7 @@ components:
       properties:
         displayName: {type: string, minLength: 1, maxLength: 50, pattern: '^[^\x00-\x1F\x7F-\x9F\u200B\u2028\u2029\u202A-\u202E\u2060\u2066-\u2069\uFEFF]*$'}
         avatarURL: {type: [string, 'null'], format: 'uri', maxLength: 2048, pattern: '^[Hh][Tt][Tt][Pp][Ss]://', description: 'An https URL.'}
-        email: {type: [string, 'null'], maxLength: 254, pattern: '^[^@\s\x00-\x1F\x7F-\x9F\u200B-\u200D\u2060\u202A-\u202E\u2066-\u2069\uFEFF]+@[^@\s\x00-\x1F\x7F-\x9F\u200B-\u200D\u2060\u202A-\u202E\u2066-\u2069\uFEFF]+$', description: 'One `@` between a local part and a domain; no spaces, control characters, joiners or invisible formatting; at most 254 characters.'}
+        email: {type: [string, 'null'], maxLength: 254, pattern: '^[^\x00-\x20\x40\x7F-\xA0\u1680\u2000-\u200D\u2028-\u202F\u205F-\u2060\u2066-\u2069\u3000\uFEFF]+@[^\x00-\x20\x40\x7F-\xA0\u1680\u2000-\u200D\u2028-\u202F\u205F-\u2060\u2066-\u2069\u3000\uFEFF]+$', description: 'One `@` between a local part and a domain; no spaces, control characters, joiners or invisible formatting; at most 254 characters.'}
         role:
           anyOf: [{$ref: '#/components/schemas/Role'}, {type: 'null'}]
           description: 'Absent or `null`: `member`.'
@@ -2923,7 +2926,7 @@ components:
       properties:
         displayName: {type: string, minLength: 1, maxLength: 50, pattern: '^[^\x00-\x1F\x7F-\x9F\u200B\u2028\u2029\u202A-\u202E\u2060\u2066-\u2069\uFEFF]*$'}
         avatarURL: {type: [string, 'null'], format: 'uri', maxLength: 2048, pattern: '^[Hh][Tt][Tt][Pp][Ss]://'}
-        email: {type: [string, 'null'], maxLength: 254, pattern: '^[^@\s\x00-\x1F\x7F-\x9F\u200B-\u200D\u2060\u202A-\u202E\u2066-\u2069\uFEFF]+@[^@\s\x00-\x1F\x7F-\x9F\u200B-\u200D\u2060\u202A-\u202E\u2066-\u2069\uFEFF]+$'}
+        email: {type: [string, 'null'], maxLength: 254, pattern: '^[^\x00-\x20\x40\x7F-\xA0\u1680\u2000-\u200D\u2028-\u202F\u205F-\u2060\u2066-\u2069\u3000\uFEFF]+@[^\x00-\x20\x40\x7F-\xA0\u1680\u2000-\u200D\u2028-\u202F\u205F-\u2060\u2066-\u2069\u3000\uFEFF]+$'}
         role: {$ref: '#/components/schemas/Role'}
       example:
         role: editor
@@ -2934,7 +2937,7 @@ components:
       properties:
         displayName: {type: string, minLength: 1, maxLength: 50, pattern: '^[^\x00-\x1F\x7F-\x9F\u200B\u2028\u2029\u202A-\u202E\u2060\u2066-\u2069\uFEFF]*$'}
         avatarURL: {type: [string, 'null'], format: 'uri', maxLength: 2048, pattern: '^[Hh][Tt][Tt][Pp][Ss]://'}
-        email: {type: [string, 'null'], maxLength: 254, pattern: '^[^@\s\x00-\x1F\x7F-\x9F\u200B-\u200D\u2060\u202A-\u202E\u2066-\u2069\uFEFF]+@[^@\s\x00-\x1F\x7F-\x9F\u200B-\u200D\u2060\u202A-\u202E\u2066-\u2069\uFEFF]+$'}
+        email: {type: [string, 'null'], maxLength: 254, pattern: '^[^\x00-\x20\x40\x7F-\xA0\u1680\u2000-\u200D\u2028-\u202F\u205F-\u2060\u2066-\u2069\u3000\uFEFF]+@[^\x00-\x20\x40\x7F-\xA0\u1680\u2000-\u200D\u2028-\u202F\u205F-\u2060\u2066-\u2069\u3000\uFEFF]+$'}
       example:
         displayName: Ada L.
         avatarURL: null

@@ -25,15 +25,15 @@ struct Imports: Sendable {
         guard elements.count <= ImportRequest.maxRecords else {
             throw APIError.validation([Violation(.tooLong, "At most \(ImportRequest.maxRecords) records per request.").at("/records")])
         }
-        var errors: [FieldError] = []
+        var errors = FieldErrors()
         var records: [ImportRecord] = []
-        for (index, element) in elements.enumerated() where errors.count < DocumentShape.maxListedErrors {
+        for (index, element) in elements.enumerated() {
             switch Self.record(element, at: "/records/\(index)") {
             case let .success(record): records.append(record)
-            case let .failure(failures): errors += failures.errors
+            case let .failure(failures): errors.append(contentsOf: failures.errors)
             }
         }
-        guard errors.isEmpty else { throw APIError.validation(Array(errors.prefix(DocumentShape.maxListedErrors))) }
+        guard errors.isEmpty else { throw APIError.validation(errors) }
         store.importRecords(records) { result in
             done(result.flatMap { summary in
                 Result { HTTPResponse(status: .ok, headers: [("Content-Type", JSONResponse.contentType)], body: Array(try JSONResponse.encoder.encode(summary))) }
@@ -43,22 +43,27 @@ struct Imports: Sendable {
 
     /// Why a record cannot be imported: every failing member, with its pointer.
     private struct Failures: Error {
-        let errors: [FieldError]
+        let errors: FieldErrors
     }
 
     /// `{"type", "data"}` with a known type, its data read as an import record of that resource.
     private static func record(_ element: JSONValue, at pointer: String) -> Result<ImportRecord, Failures> {
-        guard case let .object(record) = element else { return .failure(Failures(errors: [Violation(.invalidType, "Must be an object.").at(pointer)])) }
-        var errors = DocumentShape.unacceptedMembers(record, accepting: { $0 == "type" || $0 == "data" }).map { $0.prefixed(pointer) }
+        guard case let .object(record) = element else {
+            return .failure(Failures(errors: FieldErrors([Violation(.invalidType, "Must be an object.").at(pointer)])))
+        }
+        var errors = FieldErrors()
+        errors.append(contentsOf: DocumentShape.unacceptedMembers(record, accepting: { $0 == "type" || $0 == "data" }), prefixing: pointer)
         guard case let .string(type)? = record["type"], let schema = schemas[type] else {
             let types = ResourceSchema.all.map(\.type).joined(separator: ", ")
-            return .failure(Failures(errors: errors + [Violation(.invalidFormat, "Must be one of \(types).").at(pointer + "/type")]))
+            errors.append(Violation(.invalidFormat, "Must be one of \(types).").at(pointer + "/type"))
+            return .failure(Failures(errors: errors))
         }
         guard case let .object(data)? = record["data"] else {
-            return .failure(Failures(errors: errors + [Violation(.invalidType, "Must be an object.").at(pointer + "/data")]))
+            errors.append(Violation(.invalidType, "Must be an object.").at(pointer + "/data"))
+            return .failure(Failures(errors: errors))
         }
         let (values, failures) = schema.importRecord.read(data)
-        errors += (failures.isEmpty ? schema.recordRules(values) : failures).map { $0.prefixed(pointer + "/data") }
+        errors.append(contentsOf: failures.isEmpty ? FieldErrors(schema.recordRules(values)) : failures, prefixing: pointer + "/data")
         return errors.isEmpty ? .success(ImportRecord(schema: schema, values: values)) : .failure(Failures(errors: errors))
     }
 }

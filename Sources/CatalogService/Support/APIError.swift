@@ -1,4 +1,5 @@
 import CatalogModels
+import CatalogSchema
 import HTTPServer
 
 /// A client mistake found by the catalog's handlers, as a typed value. Rendered, with
@@ -24,10 +25,21 @@ struct APIError: Error, Sendable {
         APIError(status: .badRequest, code: "invalidHeader", detail: "Header '\(name)': \(detail)")
     }
 
+    var moreErrors: Int?
+
+    /// 422 listing `errors` (at most ``Problem/maxListedErrors``, counting the rest).
     static func validation(_ errors: [FieldError]) -> APIError {
-        let fields = errors.map(\.pointer).joined(separator: ", ")
+        validation(FieldErrors(errors))
+    }
+
+    /// 422 listing `errors`: the listed ones by pointer in `detail` too, and how many more.
+    static func validation(_ errors: FieldErrors) -> APIError {
+        let count = errors.listed.count + errors.unlisted
+        let fields = errors.listed.map(\.pointer).joined(separator: ", ")
+        let more = errors.unlisted > 0 ? " and \(errors.unlisted) more" : ""
         return APIError(status: .unprocessableContent, code: "validationFailed",
-                        detail: "The body has \(errors.count) invalid field\(errors.count == 1 ? "" : "s"): \(fields).", errors: errors)
+                        detail: "The body has \(count) invalid field\(count == 1 ? "" : "s"): \(fields)\(more).", errors: errors.listed,
+                        moreErrors: errors.unlisted > 0 ? errors.unlisted : nil)
     }
 
     static let notFound = APIError(status: .notFound, code: "notFound", detail: "No resource exists with this id.")

@@ -10,7 +10,8 @@ enum ErrorMapping {
         if let decorated = error as? ErrorWithHeaders { return render(decorated.error, context: context).adding(decorated.headers) }
         let failure = apiError(for: error)
         let problem = Problem(title: failure.status.reasonPhrase, status: failure.status.code, detail: failure.detail,
-                              instance: context.path, code: failure.code, errors: failure.errors, requestId: context.requestID)
+                              instance: context.path, code: failure.code, errors: failure.errors, moreErrors: failure.moreErrors,
+                              requestId: context.requestID)
         var response = HTTPResponse(status: failure.status, headers: [("Content-Type", ProblemDocument.contentType)] + failure.headers, body: json(problem))
         response.closesConnection = failure.closesConnection
         return response
@@ -47,6 +48,10 @@ enum ErrorMapping {
             json += "]"
         }
         member("instance", problem.instance)
+        if let more = problem.moreErrors {
+            name("moreErrors")
+            json += String(more)
+        }
         member("requestId", problem.requestId)
         name("status")
         json += String(problem.status)

@@ -210,7 +210,7 @@ public final class PlaylistEntryStore: Sendable {
     /// Replaces the whole order with `order`. Entries of items that stay keep their ids
     /// (the first remaining entry of an item goes to the item's first new place, and so
     /// on); the others are removed or added. Fails with `invalid` naming each unknown
-    /// id (its pointer, at most ``DocumentShape/maxListedErrors``). Returns the playlist.
+    /// id (its pointer, at most ``Problem/maxListedErrors``). Returns the playlist.
     public func replace(_ order: PlaylistOrder, of playlistID: CatalogID, preconditions: WritePreconditions,
                         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         switch readValues(order, PlaylistEntrySchema.order) {
@@ -239,7 +239,7 @@ public final class PlaylistEntryStore: Sendable {
                 itemPKs.append(pk.int64 ?? 0)
             }
             guard unknown.isEmpty else {
-                throw StoreError.invalid(unknown.prefix(DocumentShape.maxListedErrors).map { offset in
+                throw StoreError.invalid(unknown.prefix(Problem.maxListedErrors).map { offset in
                     Reference.playableItems.missing.at(items.field.pointer + "/\(offset)")
                 })
             }
@@ -332,7 +332,7 @@ public final class PlaylistEntryStore: Sendable {
                 missing.append(Reference.playableItems.missing.at(member + "/\(position)" + reference.field.pointer))
             }
         }
-        guard missing.isEmpty else { throw StoreError.invalid(Array(missing.prefix(DocumentShape.maxListedErrors))) }
+        guard missing.isEmpty else { throw StoreError.invalid(Array(missing.prefix(Problem.maxListedErrors))) }
         try db.execute("UPDATE playlists SET entry_count = ? WHERE pk = ?", [entries.count, playlistPK])
         return true
     }

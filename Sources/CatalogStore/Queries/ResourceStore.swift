@@ -773,7 +773,7 @@ func readValues(_ input: some Encodable, _ shape: DocumentShape) -> Result<Field
         return .failure(.invalid([Violation(.invalidType, "The input does not encode as a JSON object.").at("")]))
     }
     let (values, errors) = shape.read(object)
-    return errors.isEmpty ? .success(values) : .failure(.invalid(errors))
+    return errors.isEmpty ? .success(values) : .failure(.invalid(errors.listed))
 }
 
 /// `INSERT INTO table (columns) VALUES (?, …)`.

@@ -1,0 +1,74 @@
+import CatalogModels
+import Foundation
+import Testing
+
+/// Error paths are paths: a hostile body gets an answer as small as a success, and what a
+/// caller is shown depends on who asks.
+@Suite(.serialized) struct BoundedAnswerTests {
+    /// A JSON object of `count` unknown members, `m00000`…, in a shuffled order.
+    static func unknownMembers(_ count: Int) -> Data {
+        var names = (0..<count).map { String(format: "m%05d", $0) }
+        var generator = SystemRandomNumberGenerator()
+        names.shuffle(using: &generator)
+        return Data(("{" + names.map { "\"\($0)\":0" }.joined(separator: ",") + "}").utf8)
+    }
+
+    @Test func aDocumentOfThousandsOfUnknownMembersListsFiftyAndCountsTheRest() async throws {
+        let catalog = try TestCatalog()
+        let member = try catalog.user("Mallory")
+        let item = try #require(try await catalog.anonymous.get("/v1/playable-items?limit=1").decode(Page<PlayableItem>.self).items.first)
+        let body = Self.unknownMembers(6000)
+        for (method, path, contentType, more) in [("POST", "/v1/playable-items/\(item.id)/comments", "application/json", 6001 - 50),
+                                                  ("PATCH", "/v1/me", "application/merge-patch+json", 6000 - 50)] {
+            let response = try await catalog.client(key: member.key).send(method, path, headers: ["Content-Type": contentType], body: body)
+            #expect(response.status == 422, "\(method) \(path): \(response.text.prefix(200))")
+            let problem = try #require(response.problem)
+            let errors = try #require(problem.errors)
+            #expect(errors.count == Problem.maxListedErrors)
+            #expect(problem.moreErrors == more)
+            // The first by name, whatever the order they were sent in.
+            let unknown = errors.filter { $0.code == "unknownField" }.map { $0.pointer }
+            #expect(unknown == (0..<unknown.count).map { String(format: "/m%05d", $0 as Int) })
+            #expect(response.body.count < 8 * 1024, "the answer stays small: \(response.body.count) bytes")
+        }
+    }
+
+    @Test func aMemberOfAHugeNameIsShownCut() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let name = String(repeating: "n", count: 20_000)
+        let response = try await catalog.client.send("POST", "/v1/games", json: [name: 1, "name": "G", "imageName": "g"])
+        #expect(response.status == 422)
+        let error = try #require(response.problem?.errors?.first)
+        #expect(error.pointer == "/" + String(repeating: "n", count: 64) + "…")
+        #expect(response.body.count < 2 * 1024)
+    }
+
+    @Test func aSchemaValidEmailIsAccepted() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let member = try catalog.user("Mita")
+        for email in ["মিতা@\u{09BF}উদাহরণ.বাংলা", "δοκιμή@παράδειγμα.δοκιμή", "用户@例子.广告"] {
+            let response = try await catalog.client(key: member.key).send("PATCH", "/v1/me", json: ["email": email], contentType: "application/merge-patch+json")
+            #expect(response.status == 200, "\(email): \(response.text)")
+            #expect(try response.decode(User.self).email == email.precomposedStringWithCanonicalMapping)
+        }
+    }
+
+    @Test func onlyTheUserAndAdminsSeeItsRole() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let member = try catalog.user("Mo")
+        let editor = try catalog.user("Ed", role: .editor)
+        for (client, sees) in [(catalog.anonymous, false), (catalog.client(key: editor.key), false), (catalog.client(key: member.key), false),
+                               (catalog.client, true)] {
+            let admin = try await client.get("/v1/users/\(catalog.adminID)")
+            #expect(admin.status == 200)
+            #expect(try admin.decode(User.self).role == (sees ? .admin : nil), "\(admin.text)")
+            let list = try await client.get("/v1/users?fields=displayName,role")
+            if list.status == 200 {
+                let items = try #require((try JSONSerialization.jsonObject(with: list.body) as? [String: Any])?["items"] as? [[String: Any]])
+                #expect(!items.isEmpty && items.allSatisfy { ($0["role"] != nil) == sees })
+            }
+        }
+        #expect(try await catalog.client(key: editor.key).get("/v1/me").decode(User.self).role == .editor, "a user sees its own role")
+        #expect(try await catalog.client(key: editor.key).get("/v1/users/\(editor.id)").decode(User.self).role == .editor)
+    }
+}
