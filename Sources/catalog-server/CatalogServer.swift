@@ -39,6 +39,15 @@ struct CatalogServer: ParsableCommand {
     @Option(help: "Most bytes of partly received request bodies held at once [CATALOG_MAX_BUFFERED_BODY_BYTES, default 67108864].")
     var maxBufferedBodyBytes: String?
 
+    @Option(help: "Most bytes of partly received request bodies one client address holds at once, its share of --max-buffered-body-bytes [CATALOG_MAX_BUFFERED_BODY_BYTES_PER_ADDRESS, default 4194304; at least --max-body-size].")
+    var maxBufferedBodyBytesPerAddress: String?
+
+    @Option(help: "Networks of the proxies in front of the server whose word on the client's address is believed, such as 10.0.0.0/8,::1 [CATALOG_TRUSTED_PROXIES, comma-separated; default none].")
+    var trustedProxies: [String] = []
+
+    @Option(help: "Where trusted proxies give the client's address: x-forwarded-for, forwarded (RFC 7239) or proxy-protocol (version 2) [CATALOG_PROXY_CLIENT_ADDRESS, default x-forwarded-for].")
+    var proxyClientAddress: String?
+
     @Option(help: "Largest request body in bytes [CATALOG_MAX_BODY_SIZE, default 1048576].")
     var maxBodySize: String?
 
@@ -195,7 +204,18 @@ struct CatalogServer: ParsableCommand {
                                                                              default: 128, in: 1...1_000_000)
         configuration.server.maxBufferedBodyBytes = try settings.integer(maxBufferedBodyBytes, "CATALOG_MAX_BUFFERED_BODY_BYTES",
                                                                          default: 64 << 20, in: 1...(1 << 40))
+        configuration.server.maxBufferedBodyBytesPerAddress = try settings.integer(
+            maxBufferedBodyBytesPerAddress, "CATALOG_MAX_BUFFERED_BODY_BYTES_PER_ADDRESS", default: 4 << 20, in: 1...(1 << 40))
         configuration.server.limits.maxBody = try settings.integer(maxBodySize, "CATALOG_MAX_BODY_SIZE", default: 1024 * 1024, in: 1...(1 << 30))
+        let proxies = try settings.list(trustedProxies, "CATALOG_TRUSTED_PROXIES")
+        let source = try settings.choice(proxyClientAddress, "CATALOG_PROXY_CLIENT_ADDRESS", default: TrustedProxies.Source.xForwardedFor,
+                                         from: TrustedProxies.Source.allCases.map { ($0.rawValue, $0) })
+        if !proxies.isEmpty {
+            switch TrustedProxies.parse(proxies.joined(separator: ",")) {
+            case let .success(trusted): configuration.server.trustedProxies = TrustedProxies(trusted.networks, source: source)
+            case let .failure(error): throw SettingError(description: "--trusted-proxies: \(error.description)")
+            }
+        }
         configuration.server.headTimeout = try settings.seconds(headTimeout, "CATALOG_HEAD_TIMEOUT", default: 10)
         configuration.server.bodyTimeout = try settings.seconds(bodyTimeout, "CATALOG_BODY_TIMEOUT", default: 30)
         configuration.server.requestTimeout = try settings.seconds(requestTimeout, "CATALOG_REQUEST_TIMEOUT", default: 60)

@@ -1,6 +1,7 @@
 import CatalogModels
 import Foundation
 import Testing
+import TestSupport
 
 /// Error paths are paths: a hostile body gets an answer as small as a success, and what a
 /// caller is shown depends on who asks.
@@ -41,6 +42,34 @@ import Testing
         let error = try #require(response.problem?.errors?.first)
         #expect(error.pointer == "/" + String(repeating: "n", count: 64) + "…")
         #expect(response.body.count < 2 * 1024)
+    }
+
+    @Test func aBodyIsReadOnlyForACallerWhoMaySendIt() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let member = try catalog.user("Mallory")
+        let editor = try catalog.user("Ed", role: .editor)
+        // Their keys are read once, then known from the head alone.
+        #expect(try await catalog.client(key: member.key).get("/v1/me").status == 200)
+        #expect(try await catalog.client(key: editor.key).get("/v1/me").status == 200)
+        let unknown = "catalog_" + String(repeating: "A", count: 43)
+        #expect(try await catalog.client(key: unknown).get("/v1/me").status == 401, "a key-shaped token that names no key, once read")
+        let port = try #require(catalog.client.baseURL.port)
+        func head(_ authorization: String?, length: Int) -> [UInt8] {
+            Array(("POST /v1/games HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   + (authorization.map { "Authorization: Bearer \($0)\r\n" } ?? "") + "Content-Length: \(length)\r\n\r\n").utf8)
+        }
+        // The body never comes: each answer is made from the head, and the connection closes.
+        for (authorization, status, code) in [(nil, 401, "unauthenticated"), (unknown, 401, "invalidToken"),
+                                              (member.key, 403, "forbidden"), (editor.key, 413, "contentTooLarge")] as [(String?, Int, String)] {
+            let answer = try await Loopback.exchange(port: port, head(authorization, length: 1_048_575))
+            #expect(answer.hasPrefix("HTTP/1.1 \(status) "), "\(answer)")
+            #expect(answer.contains("\"code\":\"\(code)\""))
+            #expect(answer.contains("Connection: close"))
+        }
+        // A document fits the route's limit; the largest legal one with room to spare.
+        let description = String(repeating: "\u{1F600}", count: 5000)
+        let created = try await catalog.client(key: editor.key).send("POST", "/v1/games", json: ["name": "G", "imageName": "g", "description": description])
+        #expect(created.status == 201, "\(created.text.prefix(300))")
     }
 
     @Test func aSchemaValidEmailIsAccepted() async throws {

@@ -91,6 +91,16 @@ final class TestServer: Sendable {
                 }
             }.start()
         })
+        router.add(.GET, "/client", .inline { request in .text(request.clientAddress) })
+        // Bodies of at most 100 bytes, from a caller that says `Bearer good` in its head.
+        router.add(.POST, "/guarded", Handler.inline { request in
+            Self.guardedBodies.withLock { $0 += 1 }
+            return .text("got \(request.body.count)")
+        }.limitingBody(to: 100).admitting { request in
+            guard request.headers["Authorization"] == "Bearer good" else {
+                throw HTTPError(.unauthorized, code: "unauthenticated", detail: "Say the word.")
+            }
+        })
         router.add(.GET, "/fail", .inline { _ in throw TestFailure("secret internal detail") })
         router.add(.GET, "/teapot", .blocking { _ in
             throw HTTPError(HTTPStatus(code: 418, reasonPhrase: "I'm a teapot"), code: "teapot", detail: "Short and stout.")
@@ -100,6 +110,9 @@ final class TestServer: Sendable {
 
     /// How many bytes the last `/stream/flood` got into its stream before it was refused.
     static let flooded = Mutex<Int?>(nil)
+
+    /// How many bodies `/guarded` received.
+    static let guardedBodies = Mutex(0)
 
     /// The responders of `/wait/{token}` requests, by token.
     static let waiting = Mutex<[String: Responder]>([:])

@@ -83,6 +83,23 @@ final class Authenticator: Sendable {
         }
     }
 
+    /// The caller `request` names when that is known without reading the database or
+    /// checking a signature (for a request whose body has not arrived yet): anonymous
+    /// without `Authorization`, or a credential remembered; `nil` when finding out takes
+    /// more (a key not read yet, any key on a shared database, an identity token not
+    /// checked yet), which the request's handler then does.
+    /// - Throws: 401 `invalidToken` for a malformed field, and for a key-shaped token
+    ///   known to name no key.
+    func knownCaller(_ request: HTTPRequest) throws(APIError) -> Caller? {
+        let fields = request.headers.rawValues(for: "authorization")
+        guard let field = fields.first else { return .anonymous }
+        guard fields.count == 1, let token = Self.bearerToken(field) else { throw .invalidToken }
+        let digest = CredentialMemory.Digest(Crypto.sha256(token))
+        if remembers, let remembered = memory.recall(digest, now: Self.milliseconds()) { return Caller(remembered.credential) }
+        if APIKeySecret.looksLikeKey(token), memory.wasRefused(digest) { throw .invalidToken }
+        return nil
+    }
+
     /// Forgets every credential of `user` (deleted, or its role changed).
     func forget(user: CatalogID) { memory.forget { $0.userID == user } }
 

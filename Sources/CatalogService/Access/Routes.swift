@@ -21,6 +21,16 @@ enum Endpoint: Sendable {
     case read(isExpensive: @Sendable (HTTPRequest) -> Bool, @Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
 }
 
+/// The largest request bodies, by what a route reads. Each fits the largest legal
+/// document with room to spare (every text at its byte limit, even written with `\u`
+/// escapes), so a client cannot make the server hold or parse more than a document can be.
+enum BodyLimits {
+    /// One resource, comment, user, key or entry (the default): 256 KiB.
+    static let document = 256 * 1024
+    /// A whole playlist order or an import: the server's body limit (`--max-body-size`).
+    static let unbounded = Int.max
+}
+
 /// The pool that serves every request that reads the database when reads wait on a
 /// network (PostgreSQL): no event loop ever waits for the database. Its threads each
 /// hold a read connection while they work; a full queue answers 503 at once.
@@ -68,14 +78,50 @@ struct Routes {
     /// its method says (reads for `GET`, writes otherwise; expensive for searches).
     /// `timeout` replaces the server's request deadline for work known to take long.
     /// A route that never touches the database (`usesDatabase: false`) always runs where
-    /// its endpoint says.
+    /// its endpoint says. Its bodies are at most `maxBody` bytes (``BodyLimits``), and its
+    /// caller's credential and role are checked from the head, before a body is read.
     mutating func add(_ method: HTTPMethod, _ pattern: String, _ access: Access, rate: RateClass? = nil, timeout: Duration? = nil,
-                      usesDatabase: Bool = true, _ endpoint: Endpoint) {
+                      usesDatabase: Bool = true, maxBody: Int = BodyLimits.document, _ endpoint: Endpoint) {
         table.append((method, pattern, access))
         var body = handler(access, rate, method == .POST ? idempotency : nil, endpoint)
         if usesDatabase, let pool = databaseWork { body = Self.offLoop(body, on: pool) }
-        let handler = Handler.either(body)
+        var handler = Handler.either(body).limitingBody(to: maxBody)
+        if access != .open {
+            handler = handler.admitting(admission(minimum(access), rate ?? (method == .GET || method == .HEAD ? .read : .write)))
+        }
         router.add(method, pattern, timeout.map(handler.timeout) ?? handler)
+    }
+
+    /// The check a request with a body passes before its body is read: a credential known
+    /// bad is a 401, a caller known to lack the role a 401 or 403, spending from the same
+    /// budget as when the handler refuses it. A caller not known without reading the
+    /// database passes; its handler checks it with the body.
+    private func admission(_ minimum: Role?, _ rate: RateClass) -> @Sendable (HTTPRequest) throws -> Void {
+        { [authenticator, limiter] request in
+            let caller: Caller?
+            do {
+                caller = try authenticator.knownCaller(request)
+            } catch {
+                throw ErrorWithHeaders(error: error, headers: try Self.spend(limiter, rate, .anonymous, request))
+            }
+            guard let caller else { return }
+            do {
+                try Self.authorize(caller, minimum)
+            } catch {
+                throw ErrorWithHeaders(error: error, headers: try Self.spend(limiter, rate, caller, request))
+            }
+        }
+    }
+
+    /// The least role a route of `access` needs; `nil` when anyone may call it.
+    private func minimum(_ access: Access) -> Role? {
+        switch access {
+        case .open: nil
+        case .read: readsNeedCredential ? .member : nil
+        case .member: .member
+        case .editor: .editor
+        case .admin: .admin
+        }
     }
 
     /// `body`, run on `pool` (authentication, which may read a key, included).
@@ -103,13 +149,7 @@ struct Routes {
                 try Self.run(endpoint, request, .anonymous, Delivery(responder: responder, headers: []), expensive: Self.isExpensive(request, endpoint))
             }
         }
-        let minimum: Role? = switch access {
-        case .open: nil
-        case .read: readsNeedCredential ? .member : nil
-        case .member: .member
-        case .editor: .editor
-        case .admin: .admin
-        }
+        let minimum = minimum(access)
         return { [authenticator, limiter] request, responder in
             // Decided once: what it costs sets both the budget it spends and where it runs.
             let expensive = Self.isExpensive(request, endpoint)

@@ -21,7 +21,7 @@ struct PlaylistEntries: Sendable {
         routes.add(.GET, entries, .read, .inline(list))
         routes.add(.POST, entries, writers, write(insert))
         // A whole order (up to 10,000 entries) spends from the expensive budget.
-        routes.add(.PUT, entries, writers, rate: .expensive, write(replace))
+        routes.add(.PUT, entries, writers, rate: .expensive, maxBody: BodyLimits.unbounded, write(replace))
         routes.add(.GET, entry, .read, .inline { [self] request, caller in try show(request, caller) { try store.entry($0, of: $1) } })
         routes.add(.PATCH, entry, writers, write(move))
         routes.add(.DELETE, entry, writers, write(remove))

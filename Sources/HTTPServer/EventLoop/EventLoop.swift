@@ -203,7 +203,7 @@ final class EventLoop: @unchecked Sendable {
 
     private func acceptConnections() {
         for _ in 0..<64 {
-            let accepted: (fd: Int32, peer: String, client: String)?
+            let accepted: (fd: Int32, peer: String, address: IPAddress?)?
             do {
                 accepted = try Socket.accept(listener)
             } catch {
@@ -212,14 +212,18 @@ final class EventLoop: @unchecked Sendable {
                 acceptPausedUntil = now + 100
                 return
             }
-            guard let (fd, peer, client) = accepted else { return }
+            guard let (fd, peer, address) = accepted else { return }
+            // A trusted proxy's connection is counted under each request's client, once
+            // its head (or PROXY header) names it.
+            let proxy = address.map { core.configuration.trustedProxies?.trusts($0) == true } ?? false
+            let client = proxy ? nil : address?.clientKey ?? "unknown"
             if core.openConnections.add(1, ordering: .relaxed).newValue > core.configuration.maxConnections {
                 core.openConnections.subtract(1, ordering: .relaxed)
                 core.refusedConnections.add(1, ordering: .relaxed)
                 refuse(fd, ResponseWriter.overloaded)
                 continue
             }
-            guard core.admit(client) else {
+            if let client, !core.admit(client) {
                 core.openConnections.subtract(1, ordering: .relaxed)
                 core.refusedPerAddress.add(1, ordering: .relaxed)
                 refuse(fd, ResponseWriter.tooManyFromAddress)
@@ -228,8 +232,8 @@ final class EventLoop: @unchecked Sendable {
             let target = peers[acceptCursor % peers.count]
             acceptCursor &+= 1
             if target === self {
-                adopt(fd: fd, peer: peer, client: client)
-            } else if !target.execute({ $0.adopt(fd: fd, peer: peer, client: client) }) {
+                adopt(fd: fd, peer: peer, address: address, client: client)
+            } else if !target.execute({ $0.adopt(fd: fd, peer: peer, address: address, client: client) }) {
                 drop(fd, client: client)  // that loop already finished a shutdown
             }
         }
@@ -244,7 +248,7 @@ final class EventLoop: @unchecked Sendable {
         Glibc.close(fd)
     }
 
-    private func adopt(fd: Int32, peer: String, client: String) {
+    private func adopt(fd: Int32, peer: String, address: IPAddress?, client: String?) {
         guard !stopped, !isDraining else { return drop(fd, client: client) }
         var session: TLSSession?
         if let tls = core.configuration.tls {
@@ -252,7 +256,7 @@ final class EventLoop: @unchecked Sendable {
             session = made
         }
         nextConnectionID &+= 1
-        let connection = Connection(fd: fd, id: nextConnectionID, peer: peer, client: client, loop: self, tls: session)
+        let connection = Connection(fd: fd, id: nextConnectionID, peer: peer, address: address, client: client, loop: self, tls: session)
         let slot = Int(fd)
         if slot >= connections.count {
             connections.append(contentsOf: repeatElement(nil, count: max(slot + 1 - connections.count, connections.count)))
@@ -267,9 +271,9 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Closes an accepted descriptor no connection was made for, and uncounts it.
-    private func drop(_ fd: Int32, client: String) {
+    private func drop(_ fd: Int32, client: String?) {
         Glibc.close(fd)
-        core.release(client)
+        if let client { core.release(client) }
         core.openConnections.subtract(1, ordering: .relaxed)
     }
 
@@ -278,7 +282,7 @@ final class EventLoop: @unchecked Sendable {
         guard slot < connections.count, connections[slot] === connection else { return }
         connections[slot] = nil
         connectionCount -= 1
-        core.release(connection.client)
+        if let client = connection.client { core.release(client) }
         core.openConnections.subtract(1, ordering: .relaxed)
     }
 

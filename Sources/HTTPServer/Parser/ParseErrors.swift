@@ -38,6 +38,8 @@ extension HTTPError {
     static let bodyTimeout = HTTPError(.requestTimeout, code: "requestTimeout", detail: "The request body was not received in time.")
     static let bodyBufferFull = HTTPError(.serviceUnavailable, code: "serverBusy", detail: "The server holds too many request bodies; retry shortly.",
                                           headers: ["Retry-After": "1"])
+    static let tooManyFromAddress = HTTPError(.serviceUnavailable, code: "tooManyConnections", detail: "Too many connections from this address.",
+                                              headers: ["Retry-After": "1"])
     static let requestExpired = HTTPError(.serviceUnavailable, code: "requestTimeout", detail: "The request was not answered in time.",
                                           headers: ["Retry-After": "1"])
 }

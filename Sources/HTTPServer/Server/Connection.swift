@@ -55,8 +55,20 @@ final class Connection {
     let fd: Int32
     let id: UInt64
     let peer: String
-    /// The address this connection is counted under (see ``ServerCore/admit(_:)``).
-    let client: String
+    /// The peer's IP address (`nil` for another family).
+    private let address: IPAddress?
+    /// The client address this connection is counted under (see ``ServerCore/admit(_:)``):
+    /// the peer's, or for a trusted proxy's connection the client its last request (or its
+    /// PROXY header) named; `nil` while it names none.
+    private(set) var client: String?
+    /// Where the peer says whom it forwards for, when it is a trusted proxy.
+    private let proxySource: TrustedProxies.Source?
+    /// The PROXY protocol header read so far, while one is awaited.
+    private var proxyHeader: [UInt8]?
+    /// The client address of the request being read: what its limits and budgets apply to.
+    private var requestClient = ""
+    /// The client address the body budget this connection holds is counted under.
+    private var reservedBodyClient = ""
     private unowned let loop: EventLoop
     private let input = ByteBuffer(capacity: 8 * 1024)
     private let output = ByteBuffer(capacity: 4 * 1024)
@@ -99,11 +111,15 @@ final class Connection {
     private static let readChunk = 16 * 1024
     private static let maxReadPerEvent = 256 * 1024
 
-    init(fd: Int32, id: UInt64, peer: String, client: String, loop: EventLoop, tls: TLSSession?) {
+    init(fd: Int32, id: UInt64, peer: String, address: IPAddress?, client: String?, loop: EventLoop, tls: TLSSession?) {
         self.fd = fd
         self.id = id
         self.peer = peer
+        self.address = address
         self.client = client
+        let proxies = loop.core.configuration.trustedProxies
+        proxySource = address.flatMap { proxies?.trusts($0) == true ? proxies?.source : nil }
+        if proxySource == .proxyProtocol { proxyHeader = [] }
         self.loop = loop
         self.tls = tls
         parser = RequestHeadParser(limits: loop.core.configuration.limits)
@@ -121,6 +137,7 @@ final class Connection {
             flush()
             guard !isClosed else { return }
         }
+        if proxyHeader != nil, !readProxyHeader() { return }
         if let tls, !tls.isEstablished, !advanceHandshake(tls) { return }
         // The event may predate a decision (in `onWritable`) to stop reading.
         guard wantsInput else {
@@ -346,11 +363,15 @@ final class Connection {
                 guard let (head, consumed) = parsed else { return }
                 parser.reset()
                 input.moveReader(by: consumed)
+                guard countRequestClient(head) else { return }
                 if head.framing == .none {
                     dispatch(head, body: [])
                 } else {
+                    guard let limit = admitBody(head) else { continue }
                     if head.expectsContinue, input.isEmpty { output.append(ResponseWriter.continueLine) }
-                    chunkedDecoder = head.framing == .chunked ? ChunkedDecoder(limits: parser.limits) : nil
+                    var limits = parser.limits
+                    limits.maxBody = limit
+                    chunkedDecoder = head.framing == .chunked ? ChunkedDecoder(limits: limits) : nil
                     phase = .body(head)
                     setDeadline(loop.core.bodyTimeout, .fail(.bodyTimeout))
                 }
@@ -360,7 +381,8 @@ final class Connection {
                 var held = input.readableCount + pendingChunkedBody.count
                 if case let .length(length) = head.framing { held = min(held, length) }
                 if held > reservedBodyBytes {
-                    guard loop.core.reserveBody(held - reservedBodyBytes) else {
+                    if reservedBodyBytes == 0 { reservedBodyClient = requestClient }
+                    guard loop.core.reserveBody(held - reservedBodyBytes, for: reservedBodyClient) else {
                         // Not drained: reading the refused body would cost what the limit saves.
                         failConnection(HTTPError.bodyBufferFull, path: head.path)
                         abortAfterFlush = true
@@ -400,25 +422,142 @@ final class Connection {
     /// Gives back the body budget this connection holds.
     private func releaseBody() {
         guard reservedBodyBytes > 0 else { return }
-        loop.core.bufferedBodyBytes.subtract(reservedBodyBytes, ordering: .relaxed)
+        loop.core.releaseBody(reservedBodyBytes, for: reservedBodyClient)
         reservedBodyBytes = 0
     }
 
-    private func dispatch(_ head: RequestHead, body: [UInt8]) {
+    /// Counts the connection under the client `head` comes from: a trusted proxy's says
+    /// whom it forwards for; anyone else's is its peer. False when that client is at its
+    /// connection limit: then it is answered 503 and the connection closes.
+    private func countRequestClient(_ head: RequestHead) -> Bool {
+        guard let proxySource, let address else {
+            requestClient = client ?? "unknown"
+            return true
+        }
+        let forwarded: IPAddress? = switch proxySource {
+        case .proxyProtocol: nil
+        case .xForwardedFor:
+            loop.core.configuration.trustedProxies?.forwardedClient(peer: address, forwarded: [], xForwardedFor: head.headers.values(for: "x-forwarded-for"))
+        case .forwarded:
+            loop.core.configuration.trustedProxies?.forwardedClient(peer: address, forwarded: head.headers.values(for: "forwarded"), xForwardedFor: [])
+        }
+        let key = forwarded?.clientKey ?? (proxySource == .proxyProtocol ? client : nil) ?? address.clientKey
+        guard count(as: key) else {
+            failConnection(HTTPError.tooManyFromAddress, path: head.path)
+            return false
+        }
+        requestClient = key
+        return true
+    }
+
+    /// Moves the connection's count to `key`; false (counted under nothing) when that
+    /// client is at its connection limit.
+    private func count(as key: String) -> Bool {
+        if client == key { return true }
+        if let client { loop.core.release(client) }
+        client = nil
+        guard loop.core.admit(key) else {
+            loop.core.refusedPerAddress.add(1, ordering: .relaxed)
+            return false
+        }
+        client = key
+        return true
+    }
+
+    /// Reads a PROXY protocol version 2 header, byte-exactly (what follows it is the HTTP
+    /// or TLS stream), and counts the connection under the client it names (its peer for
+    /// a `LOCAL` header, a proxy's own health check). True once read; false while more is
+    /// awaited, and when the connection was closed (not such a header, or a client at its
+    /// connection limit, which a plaintext listener first tells so).
+    private func readProxyHeader() -> Bool {
+        guard var header = proxyHeader else { return true }
+        while true {
+            let needed: Int
+            switch header.withUnsafeBytes(ProxyProtocol.parseV2) {
+            case let .header(_, source):
+                proxyHeader = nil
+                guard count(as: source?.clientKey ?? address?.clientKey ?? "unknown") else {
+                    if tls == nil { ResponseWriter.tooManyFromAddress.withUnsafeBytes { _ = send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+                    close()
+                    return false
+                }
+                return true
+            case .invalid:
+                close()
+                return false
+            case .needMore:
+                needed = header.count < 16 ? 16 : 16 + (Int(header[14]) << 8 | Int(header[15]))
+            }
+            var chunk = [UInt8](repeating: 0, count: needed - header.count)
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count > 0 {
+                header += chunk.prefix(count)
+                proxyHeader = header
+            } else if count < 0, errno == EINTR {
+                continue
+            } else if count < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                return false
+            } else {
+                close()
+                return false
+            }
+        }
+    }
+
+    /// The body limit of the route `head` names, when the request may send its body:
+    /// within that limit and past the route's admission check (a credential checked from
+    /// the head alone). Otherwise the refusal is answered, the body skipped when it has
+    /// all arrived and the connection closed when not, and the result is `nil`.
+    private func admitBody(_ head: RequestHead) -> Int? {
+        var limit = parser.limits.maxBody
+        do {
+            guard let method = head.method, case let .handler(handler, _, _) = try loop.core.router.resolve(method: method, path: head.path) else {
+                return limit
+            }
+            if let admission = handler.admission { try admission(request(head, body: [])) }
+            limit = min(limit, handler.maxBody ?? limit)
+            if case let .length(length) = head.framing, length > limit { throw HTTPError.contentTooLarge(limit: limit) }
+            return limit
+        } catch {
+            var context = responseContext(head)
+            if case let .length(length) = head.framing, input.readableCount >= length {
+                input.moveReader(by: length)  // all here: skipped, and the connection stays
+            } else {
+                context.keepAlive = false
+            }
+            write(loop.core.render(error, path: head.path, requestID: context.requestID), context)
+            return nil
+        }
+    }
+
+    /// What writing the answer to `head` needs, for a new request of the connection.
+    private func responseContext(_ head: RequestHead) -> ResponseContext {
         requestSequence &+= 1
         let requestID = Self.requestID(head.headers) ?? loop.makeRequestID()
         var context = ResponseContext(sequence: requestSequence, requestID: requestID, method: head.methodToken, route: nil, started: Self.now(),
                                       path: head.path, omitBody: head.method == .HEAD, keepAlive: head.keepAlive, version: head.version)
         if loop.core.configuration.cors != nil { context.origin = head.headers["origin"] }
+        return context
+    }
+
+    /// The request `head` and `body` make, as handlers see it (`GET` for an unimplemented method).
+    private func request(_ head: RequestHead, body: [UInt8], requestID: String = "") -> HTTPRequest {
+        var request = HTTPRequest(
+            method: head.method ?? .GET, path: head.path, query: head.query, version: head.version,
+            headers: head.headers, body: body, remoteAddress: peer)
+        request.requestID = requestID
+        request.clientAddress = requestClient
+        return request
+    }
+
+    private func dispatch(_ head: RequestHead, body: [UInt8]) {
+        var context = responseContext(head)
+        let requestID = context.requestID
         guard let method = head.method else {
             write(loop.core.render(unimplementedMethodError(path: head.path), path: head.path, requestID: requestID), context)
             return
         }
-        var request = HTTPRequest(
-            method: method, path: head.path, query: head.query, version: head.version,
-            headers: head.headers, body: body, remoteAddress: peer)
-        request.requestID = requestID
-        request.clientAddress = client
+        var request = request(head, body: body, requestID: requestID)
         do {
             switch try loop.core.router.resolve(method: method, path: head.path) {
             case let .options(allow):

@@ -53,6 +53,8 @@ final class ServerCore: Sendable {
     let fixedFields: [UInt8]
     /// Open connections by client address.
     private let connectionsByAddress = Mutex<[String: Int]>([:])
+    /// Bytes of partly received bodies held now, by client address.
+    private let bodyBytesByAddress = Mutex<[String: Int]>([:])
     let headTimeout: Int64
     let bodyTimeout: Int64
     let requestTimeout: Int64
@@ -89,14 +91,34 @@ final class ServerCore: Sendable {
         }
     }
 
-    /// Takes `bytes` from the body buffer budget; false (taking nothing) when they do not fit.
-    func reserveBody(_ bytes: Int) -> Bool {
+    /// Takes `bytes` from the body buffer budget for `client`; false (taking nothing) when
+    /// they do not fit in the whole budget or in that address's share of it.
+    func reserveBody(_ bytes: Int, for client: String) -> Bool {
+        let share = max(configuration.maxBufferedBodyBytesPerAddress, configuration.limits.maxBody)
+        let fits = bodyBytesByAddress.withLock { held in
+            let total = held[client, default: 0] + bytes
+            guard total <= share else { return false }
+            held[client] = total
+            return true
+        }
+        guard fits else {
+            refusedBodies.add(1, ordering: .relaxed)
+            return false
+        }
         if bufferedBodyBytes.add(bytes, ordering: .relaxed).newValue > configuration.maxBufferedBodyBytes {
-            bufferedBodyBytes.subtract(bytes, ordering: .relaxed)
+            releaseBody(bytes, for: client)
             refusedBodies.add(1, ordering: .relaxed)
             return false
         }
         return true
+    }
+
+    /// Gives back `bytes` of the body buffer budget that `client` held.
+    func releaseBody(_ bytes: Int, for client: String) {
+        bufferedBodyBytes.subtract(bytes, ordering: .relaxed)
+        bodyBytesByAddress.withLock { held in
+            if let count = held[client], count > bytes { held[client] = count - bytes } else { held[client] = nil }
+        }
     }
 
     func render(_ error: any Error, path: String?, requestID: String) -> HTTPResponse {

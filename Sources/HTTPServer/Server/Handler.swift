@@ -23,6 +23,11 @@ public struct Handler: Sendable {
     /// How long a request may wait for a deferred answer; `nil`: the server's
     /// ``ServerConfiguration/requestTimeout``.
     private(set) var timeout: Duration?
+    /// The largest body the route reads; `nil`: the server's ``ParserLimits/maxBody``.
+    private(set) var maxBody: Int?
+    /// What a request with a body must pass once its head has arrived, before any body
+    /// byte is buffered (see ``admitting(_:)``).
+    private(set) var admission: (@Sendable (HTTPRequest) throws -> Void)?
 
     init(kind: Kind) {
         self.kind = kind
@@ -33,6 +38,26 @@ public struct Handler: Sendable {
     public func timeout(_ timeout: Duration) -> Handler {
         var handler = self
         handler.timeout = timeout
+        return handler
+    }
+
+    /// This handler reading bodies of at most `bytes` (413 beyond, decided from
+    /// `Content-Length` before the body is read, and counted while decoding chunks); the
+    /// server's ``ParserLimits/maxBody`` still bounds it.
+    public func limitingBody(to bytes: Int) -> Handler {
+        var handler = self
+        handler.maxBody = bytes
+        return handler
+    }
+
+    /// This handler checking each request that has a body with `check` once its head has
+    /// arrived, before any of the body is buffered: `check` sees the head (an empty body)
+    /// and throws to refuse it (a credential that is missing, invalid or too weak), which
+    /// answers at once with the error and closes the connection unless the whole body had
+    /// already arrived. It runs on the event loop: it must be quick and must not block.
+    public func admitting(_ check: @escaping @Sendable (HTTPRequest) throws -> Void) -> Handler {
+        var handler = self
+        handler.admission = check
         return handler
     }
 

@@ -43,6 +43,16 @@ public struct ServerConfiguration: Sendable {
     /// (counted as they arrive); a body that would go over is answered 503 with
     /// `Retry-After` and its connection closed.
     public var maxBufferedBodyBytes = 64 << 20
+    /// The most of ``maxBufferedBodyBytes`` the bodies of one client address (an IPv6
+    /// client's /64) may hold at once: its fair share, so that one address stalling many
+    /// bodies cannot refuse everyone else's (a body that would go over is answered 503 like
+    /// one over the whole budget). At least ``ParserLimits/maxBody`` counts, so one body
+    /// of the largest size always fits.
+    public var maxBufferedBodyBytesPerAddress = 4 << 20
+    /// The proxies in front of the server whose word on the client's address is believed
+    /// (`Forwarded`, `X-Forwarded-For` or the PROXY protocol, as they say); `nil` (the
+    /// default): every client is its connection's peer, and forwarding fields are ignored.
+    public var trustedProxies: TrustedProxies?
     /// Cross-origin access for browser apps; `nil` (the default) sends no CORS fields.
     public var cors: CORSPolicy?
     /// The certificate and key of a listener that speaks TLS only; `nil` (the default)

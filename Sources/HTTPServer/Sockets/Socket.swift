@@ -61,10 +61,9 @@ enum Socket {
     }
 
     /// Accepts one pending connection as a non-blocking socket with `TCP_NODELAY`.
-    /// - Returns: the descriptor, the peer's address and port as text, and the key its
-    /// connections are counted under (the IPv4 address, or an IPv6 address's /64), or
-    /// `nil` when none is pending.
-    static func accept(_ listener: Int32) throws -> (fd: Int32, peer: String, client: String)? {
+    /// - Returns: the descriptor, the peer's address and port as text, and its address
+    /// (`nil` for a family other than IPv4 and IPv6), or `nil` when none is pending.
+    static func accept(_ listener: Int32) throws -> (fd: Int32, peer: String, address: IPAddress?)? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let fd = withUnsafeMutablePointer(to: &storage) {
@@ -80,29 +79,23 @@ enum Socket {
         }
         var one: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        return (fd, describe(&storage), client(&storage))
+        return (fd, describe(&storage), address(&storage))
     }
 
-    /// The address a client's connections are counted under: an IPv4 address (or an
-    /// IPv4-mapped IPv6 one) whole, an IPv6 address by its /64, which one host holds.
-    private static func client(_ storage: inout sockaddr_storage) -> String {
-        withUnsafePointer(to: &storage) { pointer -> String in
+    /// The IP address of `storage` (an IPv4-mapped IPv6 address as IPv4).
+    private static func address(_ storage: inout sockaddr_storage) -> IPAddress? {
+        withUnsafePointer(to: &storage) { pointer -> IPAddress? in
             switch Int32(pointer.pointee.ss_family) {
             case AF_INET:
                 return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
-                    withUnsafeBytes(of: address.pointee.sin_addr) { $0.map(String.init).joined(separator: ".") }
+                    withUnsafeBytes(of: address.pointee.sin_addr) { IPAddress(bytes: $0) }
                 }
             case AF_INET6:
                 return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
-                    withUnsafeBytes(of: address.pointee.sin6_addr) { bytes in
-                        if bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF]) {
-                            return bytes.suffix(4).map(String.init).joined(separator: ".")
-                        }
-                        return bytes.prefix(8).map { String($0, radix: 16) }.joined(separator: ":") + "::/64"
-                    }
+                    withUnsafeBytes(of: address.pointee.sin6_addr) { IPAddress(bytes: $0) }
                 }
             default:
-                return "unknown"
+                return nil
             }
         }
     }
