@@ -36,6 +36,9 @@ public struct CatalogConfiguration: Sendable {
     public var corsAllowedOrigins: Set<String> = []
     /// The rate budgets per caller and class of request; `nil` turns rate limits off.
     public var rateLimits: [RateClass: RatePolicy]? = RatePolicy.defaults
+    /// The `max-age` in seconds of answers that are the same for every caller (the public
+    /// catalog); `nil` (the default): `no-cache`, so clients revalidate with the ETag.
+    public var publicMaxAge: Int?
     /// How long the change feed keeps deletions, and how old a sync token may be before it
     /// gets 410 `syncTokenExpired`.
     public var changeRetention: Duration = .seconds(30 * 86_400)
@@ -100,7 +103,8 @@ public final class CatalogApplication: Sendable {
         if !configuration.corsAllowedOrigins.isEmpty {
             serverConfiguration.cors = CORSPolicy(
                 allowedOrigins: configuration.corsAllowedOrigins,
-                allowedHeaders: ["Authorization", "Content-Type", "If-Match", "If-None-Match", "Idempotency-Key", "X-Request-Id"],
+                allowedHeaders: ["Authorization", "Cache-Control", "Content-Type", "If-Match", "If-None-Match", "Idempotency-Key", "Last-Event-ID",
+                                 "X-Request-Id"],
                 exposedHeaders: ["ETag", "Link", "Location", "RateLimit", "RateLimit-Policy", "Retry-After", "X-Request-Id"])
         }
         let accessLog = configuration.accessLog ? AccessLog.observer(Logger(label: "catalog.http")) : nil
@@ -120,7 +124,8 @@ public final class CatalogApplication: Sendable {
         }
         authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier, remembers: !store.mayBeShared)
         var routes = Routes(authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads, limiter: limiter,
-                            idempotency: Idempotency(store: store.idempotency, claimsInDatabase: store.mayBeShared), databaseWork: store.readsBlock ? DatabaseWork.pool : nil)
+                            idempotency: Idempotency(store: store.idempotency, claimsInDatabase: store.mayBeShared), databaseWork: store.readsBlock ? DatabaseWork.pool : nil,
+                            publicMaxAge: configuration.publicMaxAge)
         changeHub = ChangeHub(log: store.changes, retention: configuration.changeRetention, isShuttingDown: { reference.isShuttingDown })
         metrics.observeChangeFeed { [changeHub] in changeHub.counts }
         let feed = ChangeFeed(log: store.changes, hub: changeHub, retention: configuration.changeRetention, catalog: try store.changes.catalogID())
@@ -155,9 +160,9 @@ public final class CatalogApplication: Sendable {
         routes.add(.GET, "/readyz", .open, .inline { _, _ in
             try Health.readiness(draining: server.isShuttingDown, databaseReady: store.isReady(migrations: migrations))
         })
-        routes.add(.GET, "/openapi.yaml", .open, usesDatabase: false, .inline { _, _ in try contract.response() })
+        routes.add(.GET, "/openapi.yaml", .open, usesDatabase: false, caching: .shared, .inline { _, _ in try contract.response() })
         // Off the event loop: rendering is not free, and a loop must stay free for requests.
-        routes.add(.GET, "/metrics", .admin, .blocking { _, _, _ in metricsResponse(metrics, server) })
+        routes.add(.GET, "/metrics", .admin, caching: .noStore, .blocking { _, _, _ in metricsResponse(metrics, server) })
         // Blocking: a backup copies the whole database.
         // A copy of a large database takes minutes: as long as `catalog-server backup` waits.
         routes.add(.POST, "/admin/backups", .admin, rate: .expensive, timeout: .seconds(600), .blocking { _, _, isAbandoned in try backups.create(isAbandoned: isAbandoned) })
@@ -175,7 +180,7 @@ public final class CatalogApplication: Sendable {
     }
 
     private static func metricsResponse(_ metrics: Metrics, _ server: ServerReference) -> HTTPResponse {
-        HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")], body: Array(metrics.render(server: server).utf8))
+        HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8"), ("Cache-Control", "no-store")], body: Array(metrics.render(server: server).utf8))
     }
 
     /// Reads the identity provider's key set file again (on SIGHUP); the old keys stay

@@ -48,6 +48,9 @@ struct CatalogServer: ParsableCommand {
     @Option(help: "Where trusted proxies give the client's address: x-forwarded-for, forwarded (RFC 7239) or proxy-protocol (version 2) [CATALOG_PROXY_CLIENT_ADDRESS, default x-forwarded-for].")
     var proxyClientAddress: String?
 
+    @Option(help: "Seconds clients may reuse a public catalog read without asking again, sent as max-age [CATALOG_PUBLIC_MAX_AGE, default 0: no-cache, revalidate with the ETag].")
+    var publicMaxAge: String?
+
     @Option(help: "Largest request body in bytes [CATALOG_MAX_BODY_SIZE, default 1048576].")
     var maxBodySize: String?
 
@@ -207,6 +210,8 @@ struct CatalogServer: ParsableCommand {
         configuration.server.maxBufferedBodyBytesPerAddress = try settings.integer(
             maxBufferedBodyBytesPerAddress, "CATALOG_MAX_BUFFERED_BODY_BYTES_PER_ADDRESS", default: 4 << 20, in: 1...(1 << 40))
         configuration.server.limits.maxBody = try settings.integer(maxBodySize, "CATALOG_MAX_BODY_SIZE", default: 1024 * 1024, in: 1...(1 << 30))
+        let maxAge = try settings.integer(publicMaxAge, "CATALOG_PUBLIC_MAX_AGE", default: 0, in: 0...86_400)
+        configuration.publicMaxAge = maxAge > 0 ? maxAge : nil
         let proxies = try settings.list(trustedProxies, "CATALOG_TRUSTED_PROXIES")
         let source = try settings.choice(proxyClientAddress, "CATALOG_PROXY_CLIENT_ADDRESS", default: TrustedProxies.Source.xForwardedFor,
                                          from: TrustedProxies.Source.allCases.map { ($0.rawValue, $0) })

@@ -200,6 +200,7 @@ import Testing
                 }
                 let expected = row.expected[caller.rawValue]
                 #expect(response.status == expected, "\(route) as \(caller): \(response.status) \(response.text.prefix(300))")
+                #expect(response.header("Cache-Control") != nil, "\(route) as \(caller) says how it may be cached")
                 if expected == 401 {
                     #expect(response.header("WWW-Authenticate") == "Bearer realm=\"catalog\"", "\(route) as \(caller)")
                     #expect(response.problem?.code == "unauthenticated")

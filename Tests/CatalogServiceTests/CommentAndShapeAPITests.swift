@@ -167,11 +167,11 @@ import Testing
         let changed = try await catalog.client.get(path, headers: ["If-None-Match": shaped.etag])
         #expect(changed.status == 200)
         #expect(changed.header("ETag") != shaped.etag)
-        #expect(try await api.playlists.get(playlist).etag == "\"\(shaped.value.version)\"", "the playlist itself did not change")
-        // Writes need the plain version tag.
+        #expect(try await api.playlists.get(playlist).etag.hasPrefix("\"\(shaped.value.version)-"), "the playlist itself did not change")
+        // Writes take the version any of its tags starts with.
+        let reordered = try await api.entries(of: playlist).move(embedded.items[49].entryId, to: 0, ifMatch: shaped.etag)
+        #expect(reordered.value.position == 0, "the tag of an included response names its version for If-Match")
         await expectProblem(412) { try await api.entries(of: playlist).replace(with: [], ifMatch: shaped.etag) }
-        let reordered = try await api.entries(of: playlist).move(embedded.items[49].entryId, to: 0, ifMatch: shaped.value.entityTag)
-        #expect(reordered.value.position == 0, "the plain version tag of an included response works for If-Match")
 
         // A playable item with its comments and the playlists holding it.
         for index in 0..<3 { _ = try await api.comments.post(on: ids[0], CommentInput(body: "c\(index)")) }

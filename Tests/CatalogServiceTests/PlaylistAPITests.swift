@@ -157,7 +157,8 @@ import TestSupport
         let failed = try await catalog.client.send("DELETE", "/v1/playlists/\(playlist.value.id)/entries/\(added.value.entryId)",
                                                    headers: ["If-Match": stale])
         #expect(failed.header("ETag") == added.etag, "a 412 names the current version")
-        #expect(try await api.playlists.get(playlist.value.id).etag == added.etag)
+        // A read's tag is the reader's own, made from the same version.
+        #expect(try await api.playlists.get(playlist.value.id).etag.hasPrefix(added.etag.dropLast() + "-"))
         // A playlist's tag from a write works for the next one.
         let moved = try await entries.move(added.value.entryId, to: 0, ifMatch: added.etag)
         _ = try await entries.replace(with: [ids[1]], ifMatch: moved.etag)

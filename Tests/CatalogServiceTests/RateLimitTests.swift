@@ -68,7 +68,7 @@ import TestSupport
         #expect(preflight.status == 204)
         #expect(preflight.header("Access-Control-Allow-Origin") == "https://app.example.com")
         #expect(preflight.header("Access-Control-Allow-Methods")?.contains("POST") == true)
-        #expect(preflight.header("Access-Control-Allow-Headers") == "Authorization, Content-Type, If-Match, If-None-Match, Idempotency-Key, X-Request-Id")
+        #expect(preflight.header("Access-Control-Allow-Headers") == "Authorization, Cache-Control, Content-Type, If-Match, If-None-Match, Idempotency-Key, Last-Event-ID, X-Request-Id")
         #expect(preflight.header("Access-Control-Max-Age") == "600")
         #expect(preflight.header("Vary") == "Origin")
 

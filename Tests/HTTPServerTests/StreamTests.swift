@@ -47,15 +47,17 @@ import Glibc
         #expect(text.hasSuffix("\r\n\r\nabc"))
     }
 
-    @Test func aHeadRequestGetsNoStream() async throws {
+    @Test func aHeadRequestGetsNoStreamButItsGetsFields() async throws {
         let server = try TestServer()
-        let response = try await onThread {
+        let (response, next) = try await onThread {
             let client = try server.client()
-            try client.send("HEAD /stream/finite HTTP/1.1\r\nHost: x\r\n\r\n")
-            return try client.readResponse(head: true)
+            try client.send("HEAD /stream/finite HTTP/1.1\r\nHost: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            return (try client.readResponse(head: true), try client.readResponse())
         }
         #expect(response.status == 200)
-        #expect(response.header("Transfer-Encoding") == nil)
+        #expect(response.header("Transfer-Encoding") == "chunked", "framed as the GET is")
+        #expect(response.header("Content-Length") == nil && response.header("Connection") == nil)
+        #expect(next.text == "hello", "no body, and the connection serves on")
     }
 
     @Test func aClientThatDoesNotReadIsCutOffOnceItsBufferFills() async throws {

@@ -10,9 +10,9 @@ import Synchronization
 /// body, `Location`, `ETag`) without writing again; the same key with another request is
 /// a 422; a duplicate that arrives while the first is still running is a 409. Answers
 /// live in the database (``IdempotencyStore``), so they survive restarts. Only
-/// successful answers are kept: a failure is decided again on a retry; and an answer
-/// marked `Cache-Control: no-store` (a new API key's secret) is never kept, so a retry
-/// of it makes another key. Where servers share the database (PostgreSQL), a running
+/// successful answers are kept: a failure is decided again on a retry; and a route may
+/// keep none (a new API key's secret is never written to disk, so a retry of it makes
+/// another key). Where servers share the database (PostgreSQL), a running
 /// first request is marked there too, so a duplicate sent to another server is a 409 as well.
 final class Idempotency: Sendable {
     /// The longest key accepted, in bytes.
@@ -83,9 +83,7 @@ final class Idempotency: Sendable {
     /// keep), releases the key, then calls `then`, also when keeping failed (only the
     /// replay is lost then).
     func settle(_ claim: Claim, with response: HTTPResponse?, then: @escaping @Sendable () -> Void) {
-        // An answer that must not be stored (it carries a secret: a new API key) is never kept.
-        let secret = response?.headers.contains { $0.name == "Cache-Control" && $0.value.contains("no-store") } ?? false
-        guard let response, !secret, (200..<300).contains(response.status.code), response.body.count <= Self.maxStoredBody else {
+        guard let response, (200..<300).contains(response.status.code), response.body.count <= Self.maxStoredBody else {
             running.withLock { _ = $0.remove(claim.slot) }
             if claimsInDatabase { store.release(caller: claim.owner, key: claim.key) }
             return then()

@@ -66,8 +66,13 @@ struct Routes {
     /// loops (PostgreSQL); `nil` when they may run there (SQLite).
     let databaseWork: WorkPool?
 
-    init(authenticator: Authenticator, readsNeedCredential: Bool, limiter: RateLimiter?, idempotency: Idempotency, databaseWork: WorkPool? = nil) {
+    /// The `max-age` of shared answers (`--public-max-age`); `nil`: `no-cache`.
+    let publicMaxAge: Int?
+
+    init(authenticator: Authenticator, readsNeedCredential: Bool, limiter: RateLimiter?, idempotency: Idempotency, databaseWork: WorkPool? = nil,
+         publicMaxAge: Int? = nil) {
         self.databaseWork = databaseWork
+        self.publicMaxAge = publicMaxAge
         self.authenticator = authenticator
         self.readsNeedCredential = readsNeedCredential
         self.limiter = limiter
@@ -80,10 +85,15 @@ struct Routes {
     /// A route that never touches the database (`usesDatabase: false`) always runs where
     /// its endpoint says. Its bodies are at most `maxBody` bytes (``BodyLimits``), and its
     /// caller's credential and role are checked from the head, before a body is read.
+    /// `caching` says how its answers may be stored, when not as its method and access say
+    /// (``Caching/default(_:_:)``). A `POST` replays its answer to a retry with the same
+    /// `Idempotency-Key` unless `replaysAnswers` is false (an answer with a secret).
     mutating func add(_ method: HTTPMethod, _ pattern: String, _ access: Access, rate: RateClass? = nil, timeout: Duration? = nil,
-                      usesDatabase: Bool = true, maxBody: Int = BodyLimits.document, _ endpoint: Endpoint) {
+                      usesDatabase: Bool = true, maxBody: Int = BodyLimits.document, caching: Caching? = nil, replaysAnswers: Bool = true,
+                      _ endpoint: Endpoint) {
         table.append((method, pattern, access))
-        var body = handler(access, rate, method == .POST ? idempotency : nil, endpoint)
+        let keys = method == .POST ? (idempotency, replays: replaysAnswers) : nil
+        var body = handler(access, rate, keys, caching ?? .default(method, access), endpoint)
         if usesDatabase, let pool = databaseWork { body = Self.offLoop(body, on: pool) }
         var handler = Handler.either(body).limitingBody(to: maxBody)
         if access != .open {
@@ -142,11 +152,14 @@ struct Routes {
 
     typealias HandlerBody = @Sendable (HTTPRequest, Responder) throws -> HTTPResponse?
 
-    private func handler(_ access: Access, _ fixedRate: RateClass?, _ idempotency: Idempotency?, _ endpoint: Endpoint) -> HandlerBody {
+    private func handler(_ access: Access, _ fixedRate: RateClass?, _ idempotency: (Idempotency, replays: Bool)?, _ caching: Caching,
+                         _ endpoint: Endpoint) -> HandlerBody {
+        let maxAge = publicMaxAge
         if access == .open {
             // Health, readiness and the contract: no credential, no budget.
             return { request, responder in
-                try Self.run(endpoint, request, .anonymous, Delivery(responder: responder, headers: []), expensive: Self.isExpensive(request, endpoint))
+                let delivery = Delivery(responder: responder, headers: [], finish: { try caching.finish($0, request, .anonymous, maxAge: maxAge) })
+                return try Self.run(endpoint, request, .anonymous, delivery, expensive: Self.isExpensive(request, endpoint))
             }
         }
         let minimum = minimum(access)
@@ -164,15 +177,16 @@ struct Routes {
             switch outcome {
             case let .now(caller):
                 let headers = try Self.spend(limiter, rate, caller, request)
-                return try Self.serve(endpoint, request, caller, minimum, Delivery(responder: responder, headers: headers), idempotency,
-                                      expensive: expensive)
+                let delivery = Delivery(responder: responder, headers: headers, finish: { try caching.finish($0, request, caller, maxAge: maxAge) })
+                return try Self.serve(endpoint, request, caller, minimum, delivery, idempotency, expensive: expensive)
             case let .later(wait):
                 wait { result in
                     // The caller's user was just created; go on off the writer's thread.
                     let queued = Handler.runBlocking {
                         do {
                             let caller = try result.get()
-                            let delivery = Delivery(responder: responder, headers: try Self.spend(limiter, rate, caller, request))
+                            let delivery = Delivery(responder: responder, headers: try Self.spend(limiter, rate, caller, request),
+                                                    finish: { try caching.finish($0, request, caller, maxAge: maxAge) })
                             if let response = try Self.serve(endpoint, request, caller, minimum, delivery, idempotency, expensive: expensive) {
                                 responder.respond(response)
                             }
@@ -191,14 +205,14 @@ struct Routes {
     /// key that the answer settles) and runs `endpoint`: the response when it has one
     /// now, `nil` when it answers through `delivery`. Errors carry the delivery's fields.
     private static func serve(_ endpoint: Endpoint, _ request: HTTPRequest, _ caller: Caller, _ minimum: Role?, _ delivery: Delivery,
-                              _ idempotency: Idempotency?, expensive: Bool) throws -> HTTPResponse? {
+                              _ idempotency: (Idempotency, replays: Bool)?, expensive: Bool) throws -> HTTPResponse? {
         var delivery = delivery
         try delivery.guarding { try Self.authorize(caller, minimum) }
-        if let idempotency {
+        if let (idempotency, replays) = idempotency {
             switch try delivery.guarding({ try idempotency.start(request, caller) }) {
             case nil: break
-            case let .replay(response)?: return response.adding(delivery.headers)
-            case let .claimed(claim)?: delivery.claim = Delivery.Claim(idempotency: idempotency, claim: claim)
+            case let .replay(response)?: return try delivery.finish(response).adding(delivery.headers)
+            case let .claimed(claim)?: delivery.claim = Delivery.Claim(idempotency: idempotency, claim: claim, keepsAnswer: replays)
             }
         }
         let response: HTTPResponse?
@@ -274,34 +288,41 @@ struct Routes {
 }
 
 /// Where an endpoint's answer goes, with the fields every answer to the request carries
-/// (its rate limit), on success and failure alike, and the claim on its `Idempotency-Key`
-/// that the answer settles, if any.
+/// (its rate limit), on success and failure alike, what finishes a successful answer (its
+/// caching, ``Caching``), and the claim on its `Idempotency-Key` that the answer settles,
+/// if any.
 struct Delivery: Sendable {
     /// A claim on a key, with what settles it.
     struct Claim: Sendable {
         let idempotency: Idempotency
         let claim: Idempotency.Claim
+        /// Whether the answer is kept for a retry to replay.
+        let keepsAnswer: Bool
     }
 
     let responder: Responder
     let headers: [(name: String, value: String)]
+    /// Finishes an endpoint's answer: its caching fields, and a `304` in its place when
+    /// the request's `If-None-Match` lists its tag.
+    let finish: @Sendable (HTTPResponse) throws -> HTTPResponse
     var claim: Claim?
 
-    init(responder: Responder, headers: [(name: String, value: String)]) {
+    init(responder: Responder, headers: [(name: String, value: String)], finish: @escaping @Sendable (HTTPResponse) throws -> HTTPResponse) {
         self.responder = responder
         self.headers = headers
+        self.finish = finish
     }
 
     /// Sends `response`, which carries the fields already: once it is kept, when the
     /// request holds a claim.
     func deliver(_ response: HTTPResponse) {
         guard let claim else { return responder.respond(response) }
-        claim.idempotency.settle(claim.claim, with: response) { responder.respond(response) }
+        claim.idempotency.settle(claim.claim, with: claim.keepsAnswer ? response : nil) { responder.respond(response) }
     }
 
-    /// Sends what a later answer brought: the response with the fields added, or its error.
+    /// Sends what a later answer brought: the response finished with the fields added, or its error.
     func complete(_ result: Result<HTTPResponse, any Error>) {
-        switch result {
+        switch result.flatMap({ response in Result { try finish(response) } }) {
         case let .success(response): deliver(response.adding(headers))
         case let .failure(error): fail(error)
         }
@@ -328,9 +349,9 @@ struct Delivery: Sendable {
         }
     }
 
-    /// The response `body` makes with the fields added, or its error carrying them.
+    /// The response `body` makes, finished, with the fields added, or its error carrying them.
     func answering(_ body: () throws -> HTTPResponse) throws -> HTTPResponse {
-        try guarding(body).adding(headers)
+        try guarding { try finish(body()) }.adding(headers)
     }
 
     /// Runs `work` on `pool` and delivers its answer: 503 at once when the pool's queue is

@@ -48,9 +48,19 @@ struct ChangeFeed: Sendable {
         })
     }
 
+    /// The fields of every answer of the feed: never stored, and chosen by `Accept`.
+    static let fields: [(name: String, value: String)] = [("Cache-Control", "no-store"), ("Vary", "Accept")]
+
     private func serve(_ request: HTTPRequest, _ caller: Caller, _ isAbandoned: @escaping @Sendable () -> Bool, _ done: @escaping Completion) throws {
         let query = try Self.parse(request)
         let viewer = caller.viewer
+        if query.streaming, request.method == .HEAD {
+            // The fields a stream opens with, and no stream: nothing would read it.
+            try start(query.token)
+            var response = HTTPResponse(status: .ok, headers: Self.streamFields)
+            response.stream = ResponseStream(limit: 0)
+            return done(.success(response))
+        }
         let queued = Self.pool.submit {
             ReadBudget.allow(Self.allowance)
             do {
@@ -71,6 +81,7 @@ struct ChangeFeed: Sendable {
 
     /// Where the feed continues for `token`: 0 without one.
     /// - Throws: 410 `syncTokenExpired` when it cannot continue from there.
+    @discardableResult
     private func start(_ token: ChangeToken?) throws -> Int64 {
         guard let token else { return 0 }
         try log.check(token, catalog: catalog, retention: retention, now: Self.wallClock())
@@ -104,7 +115,7 @@ struct ChangeFeed: Sendable {
         }
         body += Array(#"],"hasMore":"#.utf8) + Array((hasMore ? "true" : "false").utf8)
         body += Array(#","nextToken":""#.utf8) + Array(token(next).utf8) + [UInt8(ascii: "\""), UInt8(ascii: "}")]
-        return HTTPResponse(status: .ok, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body: body)
+        return HTTPResponse(status: .ok, headers: [("Content-Type", "application/json")] + Self.fields, body: body)
     }
 
     /// Starts an event stream that the hub feeds from `after` on.
@@ -115,10 +126,13 @@ struct ChangeFeed: Sendable {
         let subscriber = ChangeHub.Subscriber(after: after, filter: query.filter, viewer: viewer, stream: stream, lastSent: now, started: now,
                                               send: { changes in stream.send(self.events(changes)) })
         guard hub.subscribe(subscriber) else { throw WorkPool.busy }
-        var response = HTTPResponse(status: .ok, headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("X-Accel-Buffering", "no")])
+        var response = HTTPResponse(status: .ok, headers: Self.streamFields)
         response.stream = stream
         return response
     }
+
+    /// The fields an event stream opens with.
+    private static let streamFields = [("Content-Type", "text/event-stream")] + fields + [("X-Accel-Buffering", "no")]
 
     /// Changes as events: `id: <token>`, `event: change`, `data: <the change>`.
     private func events(_ changes: [ChangeRecord.Delivery]) -> [UInt8] {
@@ -138,14 +152,29 @@ struct ChangeFeed: Sendable {
 
     private static func wallClock() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
-    /// Whether an `Accept` field value names `text/event-stream` with a quality above 0.
-    static func acceptsEvents(_ field: String) -> Bool {
-        field.split(separator: ",").contains { range in
+    /// Whether the `Accept` fields prefer an event stream to JSON (RFC 9110 §12.5.1): each
+    /// of the two takes the quality of the most specific range that matches it (`*/*`,
+    /// then `text/*` or `application/*`, then the type itself); the stream is chosen when
+    /// it is acceptable and ranked above JSON, or as high while named exactly and JSON only
+    /// by a wildcard. No `Accept` at all is JSON.
+    static func prefersEvents(_ fields: [String]) -> Bool {
+        var stream: (specificity: Int, quality: Double) = (0, 0)
+        var json: (specificity: Int, quality: Double) = (0, 0)
+        for range in fields.joined(separator: ",").split(separator: ",") {
             let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            guard parts.first == "text/event-stream" else { return false }
-            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) } ?? 1
-            return quality > 0
+            guard let type = parts.first, !type.isEmpty else { continue }
+            let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) }.map { min(max($0, 0), 1) } ?? 1
+            func specificity(for target: String) -> Int {
+                if type == target { return 3 }
+                if type == "*/*" { return 1 }
+                return type.hasSuffix("/*") && target.hasPrefix(type.dropLast()) ? 2 : 0
+            }
+            let forStream = specificity(for: "text/event-stream"), forJSON = specificity(for: "application/json")
+            if forStream > stream.specificity || forStream == stream.specificity && forStream > 0 && quality > stream.quality { stream = (forStream, quality) }
+            if forJSON > json.specificity || forJSON == json.specificity && forJSON > 0 && quality > json.quality { json = (forJSON, quality) }
         }
+        guard stream.specificity > 0, stream.quality > 0 else { return false }
+        return stream.quality > json.quality || stream.quality == json.quality && stream.specificity == 3 && json.specificity < 3
     }
 
     /// Reads the request: `since` (or, for a stream, `Last-Event-ID`), `limit`, `types`,
@@ -153,7 +182,7 @@ struct ChangeFeed: Sendable {
     static func parse(_ request: HTTPRequest) throws(APIError) -> Query {
         let values = try QueryParameters.parse(request, accepted: parameters)
         var query = Query()
-        query.streaming = request.headers.values(for: "accept").contains(where: acceptsEvents)
+        query.streaming = prefersEvents(request.headers.values(for: "accept"))
         var tokenText = values["since"]
         if query.streaming, let lastEventID = request.headers["last-event-id"], !lastEventID.isEmpty {
             tokenText = lastEventID

@@ -18,14 +18,24 @@ info:
       `version` that increases on every change. `ETag` is the version in quotes (`"3"`), except on responses
       shaped by `include` or `fields` (below).
     - `GET` honours `If-None-Match` (304); `PUT`, `PATCH` and `DELETE` honour `If-Match` (412 on mismatch,
-      weak tags never match; a write to a resource that does not exist is a 404 whatever its preconditions,
-      as RFC 9110 13.2.1 has it). `HEAD` works wherever `GET` does; `OPTIONS` lists the allowed methods.
+      weak tags never match; the version a strong tag starts with is compared, so `"3"` and `"3-…"` both name
+      version 3; a write to a resource that does not exist is a 404 whatever its preconditions, as RFC 9110
+      13.2.1 has it). `HEAD` works wherever `GET` does; `OPTIONS` lists the allowed methods.
+    - Every answer says how it may be cached (`Cache-Control`). Reads of the public catalog (items, games,
+      locations, comments, the contract): `no-cache`, so clients revalidate with the ETag (an operator may set
+      `max-age` with `--public-max-age`). Answers that depend on the caller (`/v1/me`, users, API keys,
+      playlists and their entries, an item with `include`): `private, no-cache` with `Vary: Authorization`, and
+      a tag of the viewer's own (`"<version>-<16 hex digits>"`), so a cache shared by two users never answers
+      one with the other's copy. Health, readiness, metrics, the change feed, writes and errors: `no-store`.
+      Lists carry a weak tag over the page (`W/"<16 hex digits>"`) and answer `If-None-Match` with 304.
     - Lists use keyset pagination: pass `nextCursor` back as `cursor`; the `Link` header carries the next
       page's URL. A cursor is bound to its sort and filters. A page ends early, with `nextCursor`, once its
       items take 1 MiB, so it may hold fewer than `limit` items while more follow.
     - Unknown or read-only body members are rejected. Every error is an RFC 9457 problem document
       (`application/problem+json`) with a machine-readable `code`; 422 lists every failing field.
-    - Request bodies are limited to 1 MiB, request lines to 8 KiB, headers to 8 KiB each and 32 KiB in all.
+    - Request bodies are limited to 256 KiB (a whole playlist order and an import: the server's limit, 1 MiB by
+      default), request lines to 8 KiB, headers to 8 KiB each and 32 KiB in all. A route that needs a credential
+      checks it from the request head, before the body is read: a 401 or 403 comes at once.
     - Text limits count characters (grapheme clusters) and bytes: a field of at most N characters also holds at
       most 4·N bytes of UTF-8, and no character may stack more than 8 combining marks. Single-line fields (names,
       titles, display names) refuse control characters, bidirectional embeddings, overrides and isolates
@@ -109,7 +119,7 @@ info:
       (`invalidParameter`) listing the valid names. Single-resource `GET`s reject unknown query parameters (400).
     - A response shaped by `include` or `fields` carries the ETag `"<version>-<16 lowercase hex digits>"` (a digest
       of the body), so it changes whenever anything embedded changes; `If-None-Match` with it gives 304. Writes'
-      `If-Match` needs the plain `"<version>"` tag: a digest tag never matches.
+      `If-Match` compares the version a strong tag starts with (`"3"` and `"3-…"` both name version 3).
 
     Change feed (`GET /v1/changes`):
     - Every change to games, playable items, locations, playlists (with their entries) and comments, in commit
@@ -280,6 +290,7 @@ paths:
       description: With `q`, results are ranked by relevance unless `sort` is given. Every word of `q` must match (as a prefix). Relevance ranks the 500 most recently added matches (a rank depends on the resource and the query alone), so a page by relevance costs the same however many resources match; add `sort` to page through every match. If matches are added between two pages by relevance, later pages may repeat or skip a result. Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller).
       security: [{}, {bearerAuth: []}]
       parameters:
+        - $ref: '#/components/parameters/ifNoneMatch'
         - $ref: '#/components/parameters/limit'
         - $ref: '#/components/parameters/cursor'
         - $ref: '#/components/parameters/PlayableItemSort'
@@ -289,10 +300,12 @@ paths:
         "200":
           description: One page.
           headers:
+            ETag: {$ref: '#/components/headers/ListETag'}
             Link: {$ref: '#/components/headers/Link'}
           content:
             application/json:
               schema: {$ref: '#/components/schemas/PlayableItemPage'}
+        "304": {$ref: '#/components/responses/ListNotModified'}
         "400": {$ref: '#/components/responses/BadRequest'}
         "401": {$ref: '#/components/responses/Unauthorized'}
         "429": {$ref: '#/components/responses/TooManyRequests'}
@@ -485,6 +498,7 @@ paths:
       description: Replies are listed by `GET /v1/comments/{id}/replies`. Tombstones (deleted comments that still have replies) are listed, with `deleted` true and no `body`. 404 when the item does not exist. Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller).
       security: [{}, {bearerAuth: []}]
       parameters:
+        - $ref: '#/components/parameters/ifNoneMatch'
         - $ref: '#/components/parameters/limit'
         - $ref: '#/components/parameters/cursor'
         - $ref: '#/components/parameters/CommentSort'
@@ -493,10 +507,12 @@ paths:
         "200":
           description: One page.
           headers:
+            ETag: {$ref: '#/components/headers/ListETag'}
             Link: {$ref: '#/components/headers/Link'}
           content:
             application/json:
               schema: {$ref: '#/components/schemas/CommentPage'}
+        "304": {$ref: '#/components/responses/ListNotModified'}
         "400": {$ref: '#/components/responses/BadRequest'}
         "401": {$ref: '#/components/responses/Unauthorized'}
         "404": {$ref: '#/components/responses/NotFound'}
@@ -542,6 +558,7 @@ paths:
       description: With `q`, results are ranked by relevance unless `sort` is given. Every word of `q` must match (as a prefix). Relevance ranks the 500 most recently added matches (a rank depends on the resource and the query alone), so a page by relevance costs the same however many resources match; add `sort` to page through every match. If matches are added between two pages by relevance, later pages may repeat or skip a result. Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller).
       security: [{}, {bearerAuth: []}]
       parameters:
+        - $ref: '#/components/parameters/ifNoneMatch'
         - $ref: '#/components/parameters/limit'
         - $ref: '#/components/parameters/cursor'
         - $ref: '#/components/parameters/GameSort'
@@ -551,10 +568,12 @@ paths:
         "200":
           description: One page.
           headers:
+            ETag: {$ref: '#/components/headers/ListETag'}
             Link: {$ref: '#/components/headers/Link'}
           content:
             application/json:
               schema: {$ref: '#/components/schemas/GamePage'}
+        "304": {$ref: '#/components/responses/ListNotModified'}
         "400": {$ref: '#/components/responses/BadRequest'}
         "401": {$ref: '#/components/responses/Unauthorized'}
         "429": {$ref: '#/components/responses/TooManyRequests'}
@@ -702,6 +721,7 @@ paths:
       description: With `near` (and optionally `radius`), results are ordered by distance and carry `distanceMeters`; `sort` is then not allowed. With `bbox` as well, results must satisfy both. Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller).
       security: [{}, {bearerAuth: []}]
       parameters:
+        - $ref: '#/components/parameters/ifNoneMatch'
         - $ref: '#/components/parameters/limit'
         - $ref: '#/components/parameters/cursor'
         - $ref: '#/components/parameters/LocationOrderAndArea'
@@ -710,10 +730,12 @@ paths:
         "200":
           description: One page.
           headers:
+            ETag: {$ref: '#/components/headers/ListETag'}
             Link: {$ref: '#/components/headers/Link'}
           content:
             application/json:
               schema: {$ref: '#/components/schemas/LocationPage'}
+        "304": {$ref: '#/components/responses/ListNotModified'}
         "400": {$ref: '#/components/responses/BadRequest'}
         "401": {$ref: '#/components/responses/Unauthorized'}
         "429": {$ref: '#/components/responses/TooManyRequests'}
@@ -861,6 +883,7 @@ paths:
       description: '`q` searches title and description. With `q`, results are ranked by relevance unless `sort` is given. Every word of `q` must match (as a prefix). Relevance ranks the 500 most recently added matches (a rank depends on the resource and the query alone), so a page by relevance costs the same however many resources match; add `sort` to page through every match. If matches are added between two pages by relevance, later pages may repeat or skip a result. With `playableItemId`, only the playlists holding that item are listed (each once). Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller); private playlists are left out for all but their owner, editors and admins.'
       security: [{}, {bearerAuth: []}]
       parameters:
+        - $ref: '#/components/parameters/ifNoneMatch'
         - $ref: '#/components/parameters/limit'
         - $ref: '#/components/parameters/cursor'
         - $ref: '#/components/parameters/PlaylistSort'
@@ -871,10 +894,12 @@ paths:
         "200":
           description: One page.
           headers:
+            ETag: {$ref: '#/components/headers/ListETag'}
             Link: {$ref: '#/components/headers/Link'}
           content:
             application/json:
               schema: {$ref: '#/components/schemas/PlaylistPage'}
+        "304": {$ref: '#/components/responses/ListNotModified'}
         "400": {$ref: '#/components/responses/BadRequest'}
         "401": {$ref: '#/components/responses/Unauthorized'}
         "429": {$ref: '#/components/responses/TooManyRequests'}
@@ -1089,6 +1114,7 @@ paths:
       description: '`fields` projects each entry''s `playableItem` (its `id` is always kept); the entry''s own members are always present. 404 when the playlist does not exist. Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller); the entries of a private playlist are a 404 to all but its owner, editors and admins.'
       security: [{}, {bearerAuth: []}]
       parameters:
+        - $ref: '#/components/parameters/ifNoneMatch'
         - $ref: '#/components/parameters/limit'
         - $ref: '#/components/parameters/cursor'
         - $ref: '#/components/parameters/EntryFields'
@@ -1096,10 +1122,12 @@ paths:
         "200":
           description: One page.
           headers:
+            ETag: {$ref: '#/components/headers/ListETag'}
             Link: {$ref: '#/components/headers/Link'}
           content:
             application/json:
               schema: {$ref: '#/components/schemas/PlaylistEntryPage'}
+        "304": {$ref: '#/components/responses/ListNotModified'}
         "400": {$ref: '#/components/responses/BadRequest'}
         "401": {$ref: '#/components/responses/Unauthorized'}
         "404": {$ref: '#/components/responses/NotFound'}
@@ -1391,6 +1419,7 @@ paths:
       description: 404 when the comment does not exist. A reply has no replies, so its list is empty. Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller).
       security: [{}, {bearerAuth: []}]
       parameters:
+        - $ref: '#/components/parameters/ifNoneMatch'
         - $ref: '#/components/parameters/limit'
         - $ref: '#/components/parameters/cursor'
         - $ref: '#/components/parameters/ReplySort'
@@ -1399,10 +1428,12 @@ paths:
         "200":
           description: One page.
           headers:
+            ETag: {$ref: '#/components/headers/ListETag'}
             Link: {$ref: '#/components/headers/Link'}
           content:
             application/json:
               schema: {$ref: '#/components/schemas/CommentPage'}
+        "304": {$ref: '#/components/responses/ListNotModified'}
         "400": {$ref: '#/components/responses/BadRequest'}
         "401": {$ref: '#/components/responses/Unauthorized'}
         "404": {$ref: '#/components/responses/NotFound'}
@@ -1623,6 +1654,7 @@ paths:
       description: Needs the `admin` role.
       security: [{bearerAuth: []}]
       parameters:
+        - $ref: '#/components/parameters/ifNoneMatch'
         - $ref: '#/components/parameters/limit'
         - $ref: '#/components/parameters/cursor'
         - $ref: '#/components/parameters/UserSort'
@@ -1631,10 +1663,12 @@ paths:
         "200":
           description: One page.
           headers:
+            ETag: {$ref: '#/components/headers/ListETag'}
             Link: {$ref: '#/components/headers/Link'}
           content:
             application/json:
               schema: {$ref: '#/components/schemas/UserPage'}
+        "304": {$ref: '#/components/responses/ListNotModified'}
         "400": {$ref: '#/components/responses/BadRequest'}
         "401": {$ref: '#/components/responses/Unauthorized'}
         "403": {$ref: '#/components/responses/Forbidden'}
@@ -1764,16 +1798,19 @@ paths:
       description: Needs a credential (any role); lists the caller's own keys whose role is no higher than the caller's, and every key for admins.
       security: [{bearerAuth: []}]
       parameters:
+        - $ref: '#/components/parameters/ifNoneMatch'
         - $ref: '#/components/parameters/limit'
         - $ref: '#/components/parameters/cursor'
       responses:
         "200":
           description: One page.
           headers:
+            ETag: {$ref: '#/components/headers/ListETag'}
             Link: {$ref: '#/components/headers/Link'}
           content:
             application/json:
               schema: {$ref: '#/components/schemas/APIKeyPage'}
+        "304": {$ref: '#/components/responses/ListNotModified'}
         "400": {$ref: '#/components/responses/BadRequest'}
         "401": {$ref: '#/components/responses/Unauthorized'}
         "403": {$ref: '#/components/responses/Forbidden'}
@@ -1857,13 +1894,17 @@ paths:
 components:
   headers:
     ETag:
-      description: The resource's version in quotes.
-      schema: {type: string, pattern: '^"[0-9]+"$'}
+      description: 'The resource''s version in quotes (`"3"`); on a read that depends on the caller, the version and a digest for this viewer (`"3-9f2c4a1be07d5c38"`).'
+      schema: {type: string, pattern: '^"[0-9]+(-[0-9a-f]{16})?"$'}
       example: '"3"'
     RepresentationETag:
-      description: 'The resource''s version in quotes (`"3"`); with `include` or `fields`, the version and a digest of the body (`"3-9f2c4a1be07d5c38"`).'
+      description: 'The resource''s version in quotes (`"3"`); with `include` or `fields`, or on a read that depends on the caller, the version and a digest of the body or the viewer (`"3-9f2c4a1be07d5c38"`).'
       schema: {type: string, pattern: '^"[0-9]+(-[0-9a-f]{16})?"$'}
       example: '"3-9f2c4a1be07d5c38"'
+    ListETag:
+      description: 'A weak tag over the page (and, where the list depends on the caller, the viewer): `If-None-Match` with it gives 304 while the page is unchanged.'
+      schema: {type: string, pattern: '^W/"[0-9a-f]{16}"$'}
+      example: 'W/"0c3f9a2e71d4b658"'
     PlaylistETag:
       description: The playlist's version in quotes (after the write, on writes).
       schema: {type: string, pattern: '^"[0-9]+"$'}
@@ -2084,6 +2125,10 @@ components:
       description: The client's copy is current.
       headers:
         ETag: {$ref: '#/components/headers/RepresentationETag'}
+    ListNotModified:
+      description: The client's copy of the page is current.
+      headers:
+        ETag: {$ref: '#/components/headers/ListETag'}
     BadRequest:
       description: 'Malformed request: syntax, id, query parameter, header or JSON.'
       content:

@@ -35,7 +35,7 @@ struct Accounts: Sendable {
         let user = users.path + "/{id}"
         routes.add(.GET, users.path, .admin, users.list())
         routes.add(.POST, users.path, .admin, users.write(createUser))
-        routes.add(.GET, user, .read, users.get)
+        routes.add(.GET, user, .read, caching: .perCaller, users.get)
         routes.add(.PATCH, user, .admin, users.write(patchUser))
         routes.add(.DELETE, user, .admin, users.write { request, _, done in try deleteUser(ResourceEndpoints<User, UserInput>.id(request), request, done) })
 
@@ -54,7 +54,7 @@ struct Accounts: Sendable {
             // Keys above the caller's own role are not a member key's to see or revoke.
             caller.has(.admin) ? nil : .keysOf(user: try caller.user(), upTo: caller.role ?? .member)
         }))
-        routes.add(.POST, keys.path, .member, keys.write(createKey))
+        routes.add(.POST, keys.path, .member, replaysAnswers: false, keys.write(createKey))
         routes.add(.GET, key, .member, .inline { [self] request, caller in
             let id = try ResourceEndpoints<APIKey, APIKeyInput>.id(request)
             try checkOwnsKey(id, caller)

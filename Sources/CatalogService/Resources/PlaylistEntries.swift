@@ -18,14 +18,14 @@ struct PlaylistEntries: Sendable {
         let entries = "/v1/playlists/{id}/entries"
         let entry = entries + "/" + Self.entryParameter
         let writers = endpoints.writers
-        routes.add(.GET, entries, .read, .inline(list))
+        routes.add(.GET, entries, .read, caching: .perCaller, .inline(list))
         routes.add(.POST, entries, writers, write(insert))
         // A whole order (up to 10,000 entries) spends from the expensive budget.
         routes.add(.PUT, entries, writers, rate: .expensive, maxBody: BodyLimits.unbounded, write(replace))
-        routes.add(.GET, entry, .read, .inline { [self] request, caller in try show(request, caller) { try store.entry($0, of: $1) } })
+        routes.add(.GET, entry, .read, caching: .perCaller, .inline { [self] request, caller in try show(request, caller) { try store.entry($0, of: $1) } })
         routes.add(.PATCH, entry, writers, write(move))
         routes.add(.DELETE, entry, writers, write(remove))
-        routes.add(.GET, entry + "/next", .read, .inline { [self] request, caller in
+        routes.add(.GET, entry + "/next", .read, caching: .perCaller, .inline { [self] request, caller in
             try show(request, caller) { entryID, playlistID in
                 switch try store.next(after: entryID, of: playlistID) {
                 case let .entry(next): next
@@ -54,8 +54,7 @@ struct PlaylistEntries: Sendable {
         _ = try QueryParameters.parse(request, accepted: [])
         guard let entry = try read(entryID, playlistID) else { throw APIError.notFound }
         let tag = ETag.header(entry.playlistVersion, body: entry.json)
-        return try ResourceEndpoints<Playlist, PlaylistInput>.conditional(request, tag: tag)
-            ?? HTTPResponse(status: .ok, headers: [("Content-Type", JSONResponse.contentType), ("ETag", tag)], body: entry.json)
+        return HTTPResponse(status: .ok, headers: [("Content-Type", JSONResponse.contentType), ("ETag", tag)], body: entry.json)
     }
 
     // MARK: Writes

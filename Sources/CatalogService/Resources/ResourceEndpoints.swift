@@ -43,13 +43,20 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
     /// and admins, as each write checks); else editors.
     var writers: Access { schema.ownership == nil ? .editor : .member }
 
+    /// How reads of this resource may be cached: per caller when some callers see more
+    /// (hidden resources, or embedded ones that can be hidden: any `include`).
+    var readCaching: Caching {
+        if schema.ownership?.hiddenWhen != nil { return .perCaller }
+        return includes.isEmpty ? .shared : .perCallerWhen(Caching.includes)
+    }
+
     /// Registers the collection (list, create) and the resource (get, replace, patch,
     /// delete); anyone reads.
     func register(in routes: inout Routes) {
         let item = path + "/{id}"
-        routes.add(.GET, path, .read, list())
+        routes.add(.GET, path, .read, caching: schema.ownership?.hiddenWhen != nil ? .perCaller : .shared, list())
         routes.add(.POST, path, writers, write(create))
-        routes.add(.GET, item, .read, get)
+        routes.add(.GET, item, .read, caching: readCaching, get)
         routes.add(.PUT, item, writers, write(replace))
         routes.add(.PATCH, item, writers, write(patch))
         routes.add(.DELETE, item, writers, write(delete))
@@ -98,13 +105,7 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
         metrics.observeRead(seconds: Self.now() - started)
         guard let resource = found else { throw APIError.notFound }
         let tag = shape.isShaped ? ETag.header(resource.version, body: resource.json) : ETag.header(resource.version)
-        return try Self.conditional(request, tag: tag) ?? Self.response(resource, tag: tag)
-    }
-
-    /// 304 when the request's `If-None-Match` lists `tag`.
-    static func conditional(_ request: HTTPRequest, tag: String) throws(APIError) -> HTTPResponse? {
-        guard try ETag.noneMatch(request, tag: tag) else { return nil }
-        return HTTPResponse(status: .notModified, headers: [("ETag", tag)])
+        return Self.response(resource, tag: tag)
     }
 
     // MARK: Writes

@@ -3,8 +3,10 @@ import HTTPServer
 
 /// Entity tags: a resource's `ETag` is its version in quotes, such as `"3"`. A
 /// representation shaped by `include` or `fields` is tagged `"3-<digest of the body>"`,
-/// so its tag changes when anything embedded changes. Tags are compared as text, so
-/// `"03"` or `"+3"` never match version 3; writes (`If-Match`) compare versions only.
+/// so its tag changes when anything embedded changes; an answer that depends on its
+/// caller is tagged per viewer the same way (``Caching``). Tags are compared as text, so
+/// `"03"` or `"+3"` never match version 3; writes (`If-Match`) compare versions only: the
+/// canonical number a strong tag starts with, before a `-` (`"3"`, `"3-…"`).
 enum ETag {
     static func header(_ version: Int) -> String { "\"\(version)\"" }
 
@@ -15,10 +17,10 @@ enum ETag {
         return "\"\(version)-\(String(repeating: "0", count: 16 - digest.count))\(digest)\""
     }
 
-    /// Whether a `GET`'s `If-None-Match` (weak comparison) lists the tag `header`.
+    /// Whether a `GET`'s `If-None-Match` (weak comparison) lists the tag `header` (strong or weak).
     static func noneMatch(_ request: HTTPRequest, tag header: String) throws(APIError) -> Bool {
         guard let listed = try tags(request, "If-None-Match", weakMatches: true) else { return false }
-        return listed.any || listed.opaque.contains(String(header.dropFirst().dropLast()))
+        return listed.any || listed.opaque.contains(String(header.dropFirst(header.hasPrefix("W/") ? 3 : 1).dropLast()))
     }
 
     /// The `If-Match` (strong comparison) and `If-None-Match` (weak comparison)
@@ -28,10 +30,14 @@ enum ETag {
                            ifNoneMatch: try tags(request, "If-None-Match", weakMatches: true).map(versions))
     }
 
-    /// The versions a list of tags names (only a canonical decimal names a version).
+    /// The versions a list of tags names: the canonical decimal each starts with, alone or
+    /// before a `-` (a shaped or per-viewer tag names the version it was made from).
     private static func versions(_ listed: (any: Bool, opaque: Set<String>)) -> WritePreconditions.Tags {
         if listed.any { return .any }
-        return .versions(Set(listed.opaque.compactMap { text in Int(text).flatMap { String($0) == text ? $0 : nil } }))
+        return .versions(Set(listed.opaque.compactMap { text in
+            let number = text.prefix { $0 != "-" }
+            return Int(number).flatMap { String($0) == number ? $0 : nil }
+        }))
     }
 
     /// Parses every `name` field as `*` or a list of entity tags (RFC 9110 §8.8.3; a tag

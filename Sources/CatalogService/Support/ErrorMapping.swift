@@ -12,7 +12,9 @@ enum ErrorMapping {
         let problem = Problem(title: failure.status.reasonPhrase, status: failure.status.code, detail: failure.detail,
                               instance: context.path, code: failure.code, errors: failure.errors, moreErrors: failure.moreErrors,
                               requestId: context.requestID)
-        var response = HTTPResponse(status: failure.status, headers: [("Content-Type", ProblemDocument.contentType)] + failure.headers, body: json(problem))
+        // A refusal is about this request: never stored, never served to another.
+        var response = HTTPResponse(status: failure.status, headers: [("Content-Type", ProblemDocument.contentType), ("Cache-Control", "no-store")] + failure.headers,
+                                    body: json(problem))
         response.closesConnection = failure.closesConnection
         return response
     }

@@ -46,7 +46,7 @@ public enum ProblemDocument {
             appendQuoted(value, to: &json)
         }
         json += "}"
-        var headers: [(name: String, value: String)] = [("Content-Type", contentType)]
+        var headers: [(name: String, value: String)] = [("Content-Type", contentType), ("Cache-Control", "no-store")]
         for (name, value) in error.headers.sorted(by: { $0.key < $1.key }) {
             headers.append((name, value))
         }

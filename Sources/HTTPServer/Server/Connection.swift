@@ -562,7 +562,7 @@ final class Connection {
             switch try loop.core.router.resolve(method: method, path: head.path) {
             case let .options(allow):
                 context.route = "OPTIONS"
-                var response = HTTPResponse(status: .noContent, headers: [("Allow", allow)])
+                var response = HTTPResponse(status: .noContent, headers: [("Allow", allow), ("Cache-Control", "no-store")])
                 if let cors = loop.core.configuration.cors, head.headers["access-control-request-method"] != nil {
                     // A preflight: its CORS fields are its own, not those of an actual request.
                     response.headers += cors.preflightFields(origin: context.origin, methods: allow)
@@ -686,6 +686,8 @@ final class Connection {
         var response = response
         if let cors = loop.core.configuration.cors, !context.preflight { response.headers += cors.fields(origin: context.origin) }
         var stream = response.stream
+        // A HEAD of a stream is framed as its GET is (chunked, no length), without a body.
+        let headOfStream = stream != nil && context.omitBody && !response.status.forbidsBody
         if let ended = stream, context.omitBody || loop.isDraining || response.status.forbidsBody {
             // Nothing will be streamed: a HEAD, a shutdown, a status without a body.
             ended.connectionClosed()
@@ -693,7 +695,7 @@ final class Connection {
         }
         let keepAlive = context.keepAlive && !loop.isDraining && !response.closesConnection && stream == nil
         ResponseWriter.write(response, into: output, omitBody: context.omitBody, keepAlive: keepAlive, version: context.version,
-                             requestID: context.requestID, date: loop.date, fixedFields: loop.core.fixedFields, streaming: stream != nil)
+                             requestID: context.requestID, date: loop.date, fixedFields: loop.core.fixedFields, streaming: stream != nil || headOfStream)
         if let observer = loop.core.configuration.requestObserver {
             observer(CompletedRequest(
                 method: context.method, path: context.path, route: context.route, status: response.status.code, bytes: response.body.count,

@@ -69,7 +69,7 @@ enum ResponseWriter {
 
     private static func refusal(detail: String, code: String) -> [UInt8] {
         let body = #"{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"\#(detail)","code":"\#(code)"}"#
-        return Array("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\nRetry-After: 1\r\n\r\n\(body)".utf8)
+        return Array("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nContent-Length: \(body.utf8.count)\r\nCache-Control: no-store\r\nConnection: close\r\nRetry-After: 1\r\n\r\n\(body)".utf8)
     }
 
     private static let chunkedField: [UInt8] = Array("Transfer-Encoding: chunked\r\n".utf8)
