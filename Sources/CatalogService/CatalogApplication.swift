@@ -39,6 +39,9 @@ public struct CatalogConfiguration: Sendable {
     /// The `max-age` in seconds of answers that are the same for every caller (the public
     /// catalog); `nil` (the default): `no-cache`, so clients revalidate with the ETag.
     public var publicMaxAge: Int?
+    /// The most bytes all event streams hold unsent together; past it, the streams
+    /// furthest behind are cut (their clients resume with `Last-Event-ID`).
+    public var maxUnsentStreamBytes = 64 << 20
     /// How long the change feed keeps deletions, and how old a sync token may be before it
     /// gets 410 `syncTokenExpired`.
     public var changeRetention: Duration = .seconds(30 * 86_400)
@@ -83,6 +86,8 @@ public final class CatalogApplication: Sendable {
     private let tokens: (verifier: TokenVerifier, settings: IdentityTokenSettings)?
     private let authenticator: Authenticator
     private let changeHub: ChangeHub
+    /// The unsent bytes the event streams share.
+    public let streamBudget: StreamBudget
     /// Whether this start loaded the demo catalog.
     public let seeded: Bool
     /// The release of this build.
@@ -127,8 +132,10 @@ public final class CatalogApplication: Sendable {
                             idempotency: Idempotency(store: store.idempotency, claimsInDatabase: store.mayBeShared), databaseWork: store.readsBlock ? DatabaseWork.pool : nil,
                             publicMaxAge: configuration.publicMaxAge)
         changeHub = ChangeHub(log: store.changes, retention: configuration.changeRetention, isShuttingDown: { reference.isShuttingDown })
+        streamBudget = StreamBudget(limit: configuration.maxUnsentStreamBytes)
         metrics.observeChangeFeed { [changeHub] in changeHub.counts }
-        let feed = ChangeFeed(log: store.changes, hub: changeHub, retention: configuration.changeRetention, catalog: try store.changes.catalogID())
+        let feed = ChangeFeed(log: store.changes, hub: changeHub, retention: configuration.changeRetention, catalog: try store.changes.catalogID(),
+                              streamBudget: streamBudget, limiter: limiter)
         Self.register(in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups, feed: feed)
         routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }
         let render: ErrorRenderer = { ErrorMapping.render($0, context: $1) }

@@ -51,6 +51,9 @@ struct CatalogServer: ParsableCommand {
     @Option(help: "Seconds clients may reuse a public catalog read without asking again, sent as max-age [CATALOG_PUBLIC_MAX_AGE, default 0: no-cache, revalidate with the ETag].")
     var publicMaxAge: String?
 
+    @Option(help: "Most bytes all change-feed event streams hold unsent together; past it the streams furthest behind are cut, and resume with Last-Event-ID [CATALOG_MAX_UNSENT_STREAM_BYTES, default 67108864].")
+    var maxUnsentStreamBytes: String?
+
     @Option(help: "Largest request body in bytes [CATALOG_MAX_BODY_SIZE, default 1048576].")
     var maxBodySize: String?
 
@@ -210,6 +213,8 @@ struct CatalogServer: ParsableCommand {
         configuration.server.maxBufferedBodyBytesPerAddress = try settings.integer(
             maxBufferedBodyBytesPerAddress, "CATALOG_MAX_BUFFERED_BODY_BYTES_PER_ADDRESS", default: 4 << 20, in: 1...(1 << 40))
         configuration.server.limits.maxBody = try settings.integer(maxBodySize, "CATALOG_MAX_BODY_SIZE", default: 1024 * 1024, in: 1...(1 << 30))
+        configuration.maxUnsentStreamBytes = try settings.integer(maxUnsentStreamBytes, "CATALOG_MAX_UNSENT_STREAM_BYTES", default: 64 << 20,
+                                                                  in: (1 << 20)...(1 << 40))
         let maxAge = try settings.integer(publicMaxAge, "CATALOG_PUBLIC_MAX_AGE", default: 0, in: 0...86_400)
         configuration.publicMaxAge = maxAge > 0 ? maxAge : nil
         let proxies = try settings.list(trustedProxies, "CATALOG_TRUSTED_PROXIES")

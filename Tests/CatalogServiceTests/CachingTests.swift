@@ -59,6 +59,9 @@ import TestSupport
         let playlists = try await catalog.anonymous.get("/v1/playlists")
         #expect(playlists.header("Cache-Control") == "private, no-cache" && playlists.header("Vary") == "Authorization")
         #expect(playlists.header("ETag") != (try await catalog.client.get("/v1/playlists")).header("ETag"))
+        for tag in [playlists.header("ETag"), try await catalog.client.get("/v1/users").header("ETag")] {
+            #expect(tag?.wholeMatch(of: /W\/"[0-9a-f]{16}"/) != nil, "a list's tag for a viewer is still a digest alone: \(tag ?? "")")
+        }
         // An include of what may be hidden is per caller; the item alone is not.
         let item = try #require(try await catalog.anonymous.get("/v1/playable-items?limit=1").decode(Page<PlayableItem>.self).items.first)
         #expect(try await catalog.anonymous.get("/v1/playable-items/\(item.id)").header("Cache-Control") == "no-cache")

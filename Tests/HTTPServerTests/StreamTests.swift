@@ -89,4 +89,49 @@ import Glibc
         }
         #expect(closed)
     }
+
+    @Test func streamsShareOneBudgetAndTheFurthestBehindAreCutFirst() async throws {
+        let server = try TestServer()
+        let budget = TestServer.streamBudget
+        // One client reads a slow stream; four read nothing from streams that flood.
+        let reader = try await onThread { () -> RawClient in
+            let client = try server.client()
+            try client.send("GET /budgeted/trickle HTTP/1.1\r\nHost: x\r\n\r\n")
+            return client
+        }
+        let idle = try await onThread {
+            try (0..<4).map { _ in
+                let client = try server.client()
+                try client.send("GET /budgeted/flood HTTP/1.1\r\nHost: x\r\n\r\n")
+                return client
+            }
+        }
+        // Every flood is cut, each well before its own 64 MiB limit, and the reader's
+        // stream, never behind, runs to its end.
+        let body = try await onThread { () -> String in
+            reader.setReceiveTimeout(10)
+            var received: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while !String(decoding: received, as: UTF8.self).hasSuffix("0\r\n\r\n") {
+                let count = recv(reader.fd, &chunk, chunk.count, 0)
+                guard count > 0 else { break }
+                received += chunk[0..<count]
+            }
+            return String(decoding: received, as: UTF8.self)
+        }
+        #expect(body.components(separatedBy: "0123456789").count - 1 == 100, "the reader got every chunk")
+        var floods: [Int] = []
+        for _ in 0..<100 where floods.count < 4 {
+            try await Task.sleep(for: .milliseconds(50))
+            floods = TestServer.floods.withLock { $0 }
+        }
+        #expect(floods.count == 4, "every flood was cut")
+        #expect(floods.allSatisfy { $0 < 32 << 20 }, "\(floods)")
+        #expect(budget.cutStreams >= 4)
+        #expect(TestServer.budgetPeak.withLock { $0 } <= budget.limit + 4 * 64 * 1024, "at most a chunk per stream past the budget")
+        #expect(budget.unsentBytes >= 0)
+        _ = idle
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(budget.unsentBytes == 0, "closed streams give their bytes back")
+    }
 }

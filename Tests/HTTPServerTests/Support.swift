@@ -91,6 +91,32 @@ final class TestServer: Sendable {
                 }
             }.start()
         })
+        router.add(.GET, "/budgeted/{mode}", .deferred { request, responder in
+            // Streams sharing ``streamBudget``: `flood` sends 64 KiB chunks until refused (then
+            // records what it sent); `trickle` sends 10 bytes every 20 ms for 2 s, then ends.
+            let stream = ResponseStream(limit: 64 << 20, budget: Self.streamBudget)
+            var response = HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain")])
+            response.stream = stream
+            responder.respond(response)
+            let flood = request.pathParameters["mode"] == "flood"
+            Thread {
+                if flood {
+                    var total = 0
+                    let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
+                    while total < 256 << 20, stream.send(chunk) {
+                        total += chunk.count
+                        Self.budgetPeak.withLock { $0 = max($0, Self.streamBudget.unsentBytes) }
+                    }
+                    Self.floods.withLock { $0.append(total) }
+                } else {
+                    for _ in 0..<100 {
+                        guard stream.send(Array("0123456789".utf8)) else { return }
+                        usleep(20_000)
+                    }
+                    stream.finish()
+                }
+            }.start()
+        })
         router.add(.GET, "/client", .inline { request in .text(request.clientAddress) })
         // Bodies of at most 100 bytes, from a caller that says `Bearer good` in its head.
         router.add(.POST, "/guarded", Handler.inline { request in
@@ -110,6 +136,13 @@ final class TestServer: Sendable {
 
     /// How many bytes the last `/stream/flood` got into its stream before it was refused.
     static let flooded = Mutex<Int?>(nil)
+
+    /// The budget `/budgeted/…` streams share: 1 MiB.
+    static let streamBudget = StreamBudget(limit: 1 << 20)
+    /// The most unsent bytes `/budgeted/flood` streams saw the budget hold.
+    static let budgetPeak = Mutex(0)
+    /// What each ended `/budgeted/flood` stream had sent.
+    static let floods = Mutex<[Int]>([])
 
     /// How many bodies `/guarded` received.
     static let guardedBodies = Mutex(0)

@@ -82,7 +82,8 @@ enum Caching: Sendable {
     private static func viewerTag(_ tag: String, _ caller: Caller) -> String {
         let weak = tag.hasPrefix("W/")
         let opaque = tag.dropFirst(weak ? 3 : 1).dropLast()
-        let version = opaque.prefix { $0.isASCII && $0.isNumber }
+        // A list's weak tag is a digest alone; a resource's strong tag starts with its version.
+        let version = weak ? "" : opaque.prefix { $0.isASCII && $0.isNumber }
         let viewer = (caller.userID?.rawValue ?? "") + "/" + (caller.role?.rawValue ?? "")
         let digest = hex(Digest.of(Array((opaque + "|" + viewer).utf8)))
         let text = version.isEmpty ? digest : version + "-" + digest

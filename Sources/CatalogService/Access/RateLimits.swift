@@ -104,7 +104,41 @@ final class RateLimiter: Sendable {
     var refused: [RateClass: Int] { refusals.withLock { $0 } }
 
     /// Spends one token of `rateClass` from `partition`'s bucket.
+    /// The budget a caller spends from: its user's (every key and token of a user shares
+    /// it: more keys are not more budget), or its address's when anonymous.
+    static func partition(_ caller: Caller, _ request: HTTPRequest) -> String {
+        if let user = caller.userID { "user " + user.rawValue } else { "address " + request.clientAddress }
+    }
+
+    /// Spends one token of `rateClass` from `partition`'s bucket when it has one.
     func take(_ rateClass: RateClass, partition: String) -> Decision {
+        settle(rateClass, partition: partition) { tokens in
+            guard tokens >= 1 else { return false }
+            tokens -= 1
+            return true
+        }
+    }
+
+    /// Whether `partition` has a token of `rateClass`, spending none (for work whose cost
+    /// is known only once done, ``charge(_:partition:)`` then bills it).
+    func check(_ rateClass: RateClass, partition: String) -> Decision {
+        settle(rateClass, partition: partition) { $0 >= 1 }
+    }
+
+    /// Bills one token of `rateClass` for work already done, into debt if need be (down to
+    /// a whole window's quota below zero): later requests that need the budget wait until
+    /// it is paid.
+    func charge(_ rateClass: RateClass, partition: String) {
+        let quota = Double(policies[rateClass]?.quota ?? 0)
+        _ = settle(rateClass, partition: partition) { tokens in
+            tokens = max(-quota, tokens - 1)
+            return true
+        }
+    }
+
+    /// Refills `partition`'s bucket of `rateClass`, lets `decide` spend from it, and returns
+    /// the decision with the rate limit fields (and `Retry-After` when refused).
+    private func settle(_ rateClass: RateClass, partition: String, _ decide: (inout Double) -> Bool) -> Decision {
         guard let policy = policies[rateClass], let name = names[rateClass], let field = policyFields[rateClass] else {
             return Decision(allowed: true, headers: [])
         }
@@ -119,14 +153,13 @@ final class RateLimiter: Sendable {
             var bucket = buckets[key] ?? Bucket(tokens: capacity, updated: now)
             bucket.tokens = min(capacity, bucket.tokens + Double(now - bucket.updated) * rate)
             bucket.updated = now
-            let allowed = bucket.tokens >= 1
-            if allowed { bucket.tokens -= 1 }
+            let allowed = decide(&bucket.tokens)
             if buckets[key] == nil, buckets.count >= Self.shardCapacity { evict(&buckets, now: now) }
             buckets[key] = bucket
             return (allowed, bucket.tokens)
         }
         let reset = Int(((capacity - tokens) / rate / 1000).rounded(.up))
-        var headers: [(name: String, value: String)] = [("RateLimit-Policy", field), ("RateLimit", "\(name);r=\(Int(tokens));t=\(reset)")]
+        var headers: [(name: String, value: String)] = [("RateLimit-Policy", field), ("RateLimit", "\(name);r=\(max(0, Int(tokens)));t=\(reset)")]
         if !allowed {
             refusals.withLock { $0[rateClass, default: 0] += 1 }
             headers.append(("Retry-After", String(max(1, Int(((1 - tokens) / rate / 1000).rounded(.up))))))
@@ -134,8 +167,6 @@ final class RateLimiter: Sendable {
         return Decision(allowed: allowed, headers: headers)
     }
 
-    /// Forgets the buckets that are full again; when that frees less than a quarter, also
-    /// the least recently used half (an attacker's many partitions cannot reset everyone's).
     private func evict(_ buckets: inout [Key: Bucket], now: Int64) {
         buckets = buckets.filter { key, bucket in
             guard let policy = policies[key.rateClass] else { return false }

@@ -245,9 +245,7 @@ struct Routes {
     /// - Throws: 429 with those fields and `Retry-After` when the budget is spent.
     private static func spend(_ limiter: RateLimiter?, _ rate: RateClass, _ caller: Caller, _ request: HTTPRequest) throws -> [(name: String, value: String)] {
         guard let limiter else { return [] }
-        // Every key of one user shares the user's budgets (more keys are not more budget).
-        let partition = if let user = caller.userID { "user " + user.rawValue } else { "address " + request.clientAddress }
-        let decision = limiter.take(rate, partition: partition)
+        let decision = limiter.take(rate, partition: RateLimiter.partition(caller, request))
         guard decision.allowed else { throw ErrorWithHeaders(error: APIError.tooManyRequests(rate), headers: decision.headers) }
         return decision.headers
     }

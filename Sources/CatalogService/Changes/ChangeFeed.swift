@@ -13,9 +13,19 @@ struct ChangeFeed: Sendable {
     let retention: Duration
     /// This catalog's id, which tokens carry.
     let catalog: String
+    /// The unsent bytes every event stream of the server shares (``StreamBudget``).
+    let streamBudget: StreamBudget
+    /// The rate budgets a full page is billed to; `nil` when rate limits are off.
+    let limiter: RateLimiter?
 
     /// Reads of the feed run here, off the event loops: a page renders up to a thousand resources.
     static let pool = WorkPool(name: "changes", threads: 2, queueLimit: 1024)
+    /// Each caller's share of ``pool``: four page reads queued or running (opening an
+    /// event stream reads no page there, and a parked long-poll holds no place).
+    static let share = FairShare(perCaller: 4)
+    /// A page of at least this many changes (or one with more after it) is a full page,
+    /// billed as an expensive read.
+    static let fullPage = 100
     /// The work one read of the feed may do.
     static let allowance: Duration = .seconds(1)
 
@@ -61,7 +71,17 @@ struct ChangeFeed: Sendable {
             response.stream = ResponseStream(limit: 0)
             return done(.success(response))
         }
+        // A caller whose full pages spent its expensive budget waits for it; and it holds at
+        // most its share of the feed's pool.
+        let partition = RateLimiter.partition(caller, request)
+        if let limiter {
+            let check = limiter.check(.expensive, partition: partition)
+            guard check.allowed else { throw ErrorWithHeaders(error: APIError.tooManyRequests(.expensive), headers: check.headers) }
+        }
+        let shared = !query.streaming
+        guard !shared || Self.share.acquire(partition) else { throw WorkPool.busy }
         let queued = Self.pool.submit {
+            defer { if shared { Self.share.release(partition) } }
             ReadBudget.allow(Self.allowance)
             do {
                 let after = try start(query.token)
@@ -70,13 +90,16 @@ struct ChangeFeed: Sendable {
                     guard !isAbandoned() else { return done(.failure(WorkPool.busy)) }
                     done(.success(try stream(after: after, query, viewer)))
                 } else {
-                    try poll(after: after, query, viewer, isAbandoned, done)
+                    try poll(after: after, query, viewer, isAbandoned, partition: partition, done)
                 }
             } catch {
                 done(.failure(error))
             }
         }
-        if !queued { throw WorkPool.busy }
+        if !queued {
+            if shared { Self.share.release(partition) }
+            throw WorkPool.busy
+        }
     }
 
     /// Where the feed continues for `token`: 0 without one.
@@ -90,9 +113,12 @@ struct ChangeFeed: Sendable {
 
     /// Answers with the changes there are, or, with `wait`, parks the request until there
     /// are some or the time passes.
-    private func poll(after: Int64, _ query: Query, _ viewer: Viewer, _ isAbandoned: @escaping @Sendable () -> Bool, _ done: @escaping Completion) throws {
+    private func poll(after: Int64, _ query: Query, _ viewer: Viewer, _ isAbandoned: @escaping @Sendable () -> Bool, partition: String,
+                      _ done: @escaping Completion) throws {
         let batch = try log.read(after: after, filter: query.filter, viewer: viewer, limit: query.limit, maxBytes: Self.pageBytes)
         let page = batch.page(for: viewer, limit: query.limit, maxBytes: Self.pageBytes)
+        // Billed by what it cost: a full page is an expensive read.
+        if page.hasMore || page.changes.count >= Self.fullPage { limiter?.charge(.expensive, partition: partition) }
         let answer: @Sendable ([ChangeRecord.Delivery], Int64, Bool) -> Void = { changes, next, hasMore in
             done(.success(self.response(changes, next: next, hasMore: hasMore)))
         }
@@ -120,7 +146,7 @@ struct ChangeFeed: Sendable {
 
     /// Starts an event stream that the hub feeds from `after` on.
     private func stream(after: Int64, _ query: Query, _ viewer: Viewer) throws -> HTTPResponse {
-        let stream = ResponseStream(limit: Self.streamBuffer)
+        let stream = ResponseStream(limit: Self.streamBuffer, budget: streamBudget)
         stream.send(Self.streamStart)
         let now = MonotonicClock.milliseconds()
         let subscriber = ChangeHub.Subscriber(after: after, filter: query.filter, viewer: viewer, stream: stream, lastSent: now, started: now,

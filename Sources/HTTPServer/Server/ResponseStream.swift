@@ -14,6 +14,8 @@ public final class ResponseStream: Sendable {
     /// The most bytes sent but not yet written to the socket before a send cuts the client
     /// off (a send below it is taken whole, however large).
     public let limit: Int
+    /// The budget of unsent bytes this stream shares with others, if any.
+    private let budget: StreamBudget?
 
     private struct State {
         /// What was sent before the connection took the stream.
@@ -22,6 +24,10 @@ public final class ResponseStream: Sendable {
         var closed = false
         var finished = false
         var onDrain: (@Sendable () -> Void)?
+        /// Bytes sent and not yet written to the socket (nor dropped).
+        var unsent = 0
+        /// Whether the stream was cut off: what it holds is dropped, never written.
+        var dropped = false
     }
 
     struct Target: Sendable {
@@ -31,12 +37,30 @@ public final class ResponseStream: Sendable {
     }
 
     private let state = Mutex(State())
-    private let unsent = Atomic<Int>(0)
     private let drainWanted = Atomic<Bool>(false)
 
-    /// A stream that cuts its client off past `limit` unsent bytes.
-    public init(limit: Int = 1 << 20) {
+    /// A stream that cuts its client off past `limit` unsent bytes, or when `budget`
+    /// (shared with other streams) is spent and it is among those furthest behind.
+    public init(limit: Int = 1 << 20, budget: StreamBudget? = nil) {
         self.limit = limit
+        self.budget = budget
+        budget?.register(self)
+    }
+
+    deinit {
+        budget?.unregister(self)
+        releaseUnsent()
+    }
+
+    /// Drops the bytes still unsent, giving them back to the budget at once: they will
+    /// never be written (what the connection still holds of them goes with it).
+    private func releaseUnsent() {
+        let dropped = state.withLock { state in
+            state.dropped = true
+            defer { state.unsent = 0 }
+            return state.unsent
+        }
+        budget?.release(dropped)
     }
 
     /// Whether the stream has ended: finished, overflowed, or its connection closed.
@@ -46,7 +70,7 @@ public final class ResponseStream: Sendable {
     public var isAttached: Bool { state.withLock { $0.target != nil } }
 
     /// Bytes sent but not yet written to the socket.
-    public var unsentBytes: Int { unsent.load(ordering: .relaxed) }
+    public var unsentBytes: Int { state.withLock { $0.unsent } }
 
     /// Sets what runs (on an event loop thread; it must be quick) when the unsent bytes
     /// fall to a quarter of ``limit`` after ``wantDrain()``.
@@ -57,7 +81,7 @@ public final class ResponseStream: Sendable {
     /// Asks for the ``onDrain(_:)`` handler to run once the unsent bytes are low again.
     public func wantDrain() {
         drainWanted.store(true, ordering: .relaxed)
-        if unsent.load(ordering: .relaxed) <= limit / 4, drainWanted.exchange(false, ordering: .relaxed) {
+        if unsentBytes <= limit / 4, drainWanted.exchange(false, ordering: .relaxed) {
             state.withLock { $0.onDrain }?()
         }
     }
@@ -68,19 +92,28 @@ public final class ResponseStream: Sendable {
     @discardableResult
     public func send(_ bytes: [UInt8]) -> Bool {
         guard !bytes.isEmpty else { return !isClosed }
-        if unsent.add(bytes.count, ordering: .relaxed).oldValue > limit {
-            cancel()
-            return false
-        }
-        let target: Target? = state.withLock { state in
-            guard !state.closed else { return nil }
+        enum Outcome { case closed, overflowing, queued, send(Target) }
+        let outcome: Outcome = state.withLock { state in
+            // Counted while the stream is open only, so what a closed one drops is given back once.
+            guard !state.closed else { return .closed }
+            guard state.unsent <= limit else { return .overflowing }
+            state.unsent += bytes.count
             guard let target = state.target else {
                 state.pending.append(bytes)
-                return nil
+                return .queued
             }
-            return target
+            return .send(target)
         }
-        guard let target else { return !isClosed }
+        switch outcome {
+        case .closed:
+            return false
+        case .overflowing:
+            cancel()
+            return false
+        case .queued, .send:
+            budget?.add(bytes.count)
+        }
+        guard case let .send(target) = outcome else { return !isClosed }
         return target.loop.execute { loop in loop.connection(fd: target.fd, id: target.id)?.streamSend(bytes) }
     }
 
@@ -97,13 +130,16 @@ public final class ResponseStream: Sendable {
     }
 
     /// Ends the stream at once and closes its connection (or, before a connection took
-    /// it, ends it there: the response is then never streamed).
+    /// it, ends it there: the response is then never streamed). What it held unsent is
+    /// given back to its budget now.
     public func cancel() {
-        let target: Target? = state.withLock { state in
-            guard !state.closed else { return nil }
+        let (closing, target): (Bool, Target?) = state.withLock { state in
+            guard !state.closed else { return (false, nil) }
             state.closed = true
-            return state.target
+            return (true, state.target)
         }
+        guard closing else { return }
+        releaseUnsent()
         guard let target else { return }
         target.loop.execute { loop in loop.connection(fd: target.fd, id: target.id)?.close() }
     }
@@ -124,17 +160,24 @@ public final class ResponseStream: Sendable {
     /// `count` bytes left for the socket.
     func written(_ count: Int) {
         guard count > 0 else { return }
-        let left = unsent.subtract(count, ordering: .relaxed).newValue
+        let left: Int? = state.withLock { state in
+            guard !state.dropped else { return nil }
+            state.unsent -= count
+            return state.unsent
+        }
+        guard let left else { return }
+        budget?.release(count)
         if left <= limit / 4, drainWanted.load(ordering: .relaxed), drainWanted.exchange(false, ordering: .relaxed) {
             state.withLock { $0.onDrain }?()
         }
     }
 
-    /// The connection closed.
+    /// The connection closed: what it had not written never will be.
     func connectionClosed() {
         state.withLock { state in
             state.closed = true
             state.pending = []
         }
+        releaseUnsent()
     }
 }
