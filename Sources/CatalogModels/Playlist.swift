@@ -153,8 +153,13 @@ public struct PlaylistOrder: Codable, Sendable, Hashable {
     /// The items, in their new order (repeats allowed), at most ``maxEntries``.
     public var playableItemIds: [CatalogID]
 
-    /// The most entries a playlist holds.
-    public static let maxEntries = 10_000
+    /// The most entries a playlist holds (YouTube's limit). Playlists filled before it was
+    /// lowered from 10,000 keep their entries and take no more.
+    public static let maxEntries = 5_000
+    /// The most entries one user's playlists hold in all.
+    public static let maxEntriesPerUser = 50_000
+    /// The most entries a playlist ever held (before ``maxEntries`` was lowered to 5,000).
+    public static let legacyMaxEntries = 10_000
 
     /// Creates an order.
     public init(playableItemIds: [CatalogID]) {

@@ -129,7 +129,7 @@ public final class CatalogApplication: Sendable {
         }
         authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier, remembers: !store.mayBeShared)
         var routes = Routes(authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads, limiter: limiter,
-                            idempotency: Idempotency(store: store.idempotency, claimsInDatabase: store.mayBeShared), databaseWork: store.readsBlock ? DatabaseWork.pool : nil,
+                            idempotency: Idempotency(store: store.idempotency), databaseWork: store.readsBlock ? DatabaseWork.pool : nil,
                             publicMaxAge: configuration.publicMaxAge)
         changeHub = ChangeHub(log: store.changes, retention: configuration.changeRetention, isShuttingDown: { reference.isShuttingDown })
         streamBudget = StreamBudget(limit: configuration.maxUnsentStreamBytes)

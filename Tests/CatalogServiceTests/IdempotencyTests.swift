@@ -1,7 +1,11 @@
 import CatalogModels
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `Idempotency-Key` on POST: one write per key, replayed answers, kept across restarts.
 @Suite struct IdempotencyTests {
@@ -59,5 +63,52 @@ import TestSupport
             }
         }
         #expect(statuses.sorted() == ["HTTP/1.1 201", "HTTP/1.1 409"])
+    }
+
+    /// The answer is kept in the transaction of the write it answers: a server killed at
+    /// any moment, on either engine, leaves each keyed request applied once, and a retry of
+    /// every one of them after the restart (acknowledged or not) makes nothing twice.
+    @Test func keyedPostsRetriedAfterKill9ExistOnce() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-keyed-kill-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer {
+            if !TestEngine.isSQLite { TestEngine.release(directory) }
+            try? FileManager.default.removeItem(at: directory)
+        }
+        let database = TestEngine.isSQLite ? directory.appendingPathComponent("catalog.sqlite").path : try TestEngine.postgresDatabase(for: directory)
+        let key = try await ExecutableTests.bootstrapKey(database: database)
+        let arguments = ["--database", database, "--migrations", migrationsDirectory.path, "--no-seed", "--rate-limits", "off"]
+        let first = try await ServerProcess(arguments, log: directory.appendingPathComponent("first.log"), key: key)
+        // Every request is noted before it is sent; an acknowledged one with its Location.
+        final class Notes: Sendable {
+            let attempted = Mutex<[String]>([])
+            let acknowledged = Mutex<[String: String]>([:])
+        }
+        let notes = Notes()
+        let workers = (0..<6).map { worker in
+            Task {
+                for index in 0..<400 {
+                    let name = "K\(worker)-\(index)"
+                    notes.attempted.withLock { $0.append(name) }
+                    guard let response = try? await first.client.send("POST", "/v1/games", json: ["name": name, "imageName": "k"],
+                                                                      headers: ["Idempotency-Key": name]), response.status == 201 else { return }
+                    notes.acknowledged.withLock { $0[name] = response.header("Location") }
+                }
+            }
+        }
+        for _ in 0..<200 where notes.acknowledged.withLock({ $0.count }) < 150 { try await Task.sleep(for: .milliseconds(20)) }
+        first.kill9()
+        for worker in workers { await worker.value }
+        let second = try await ServerProcess(arguments, log: directory.appendingPathComponent("second.log"), key: key)
+        for name in notes.attempted.withLock({ $0 }) {
+            let retried = try await second.client.send("POST", "/v1/games", json: ["name": name, "imageName": "k"], headers: ["Idempotency-Key": name])
+            #expect(retried.status == 201, "\(name): \(retried.status) \(retried.text)")
+            if let location = notes.acknowledged.withLock({ $0[name] }) {
+                #expect(retried.header("Location") == location, "an acknowledged request is replayed")
+            }
+        }
+        let names = try await second.client.all("/v1/games?limit=100", as: Game.self).map(\.name)
+        #expect(names.count == Set(names).count, "no game twice: \(names.count - Set(names).count) duplicates")
+        #expect(Set(names) == Set(notes.attempted.withLock { $0 }))
     }
 }

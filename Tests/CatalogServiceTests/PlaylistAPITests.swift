@@ -291,3 +291,34 @@ import TestSupport
         #expect(try await catalog.client.send("PATCH", "/v1/games/\(CatalogID())", json: ["name": "Fine"], contentType: "application/merge-patch+json").status == 404)
     }
 }
+
+/// A playlist holds at most 5,000 entries, and a user's playlists 50,000 in all.
+@Suite struct PlaylistLimitTests {
+    @Test func aUsersPlaylistsHoldAtMostFiftyThousandEntries() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let member = try catalog.user("Collector")
+        let item = try await catalog.api.playableItems.create(PlayableItemInput(title: "Loop", streamURL: URL(string: "https://example.com/l")!)).value.id
+        let client = catalog.client(key: member.key)
+        var playlists: [String] = []
+        for index in 0..<11 {
+            let created = try await client.send("POST", "/v1/playlists", json: ["title": "P\(index)"])
+            playlists.append(try created.decode(Playlist.self).id.rawValue)
+        }
+        let full = Array(repeating: item.rawValue, count: PlaylistOrder.maxEntries)
+        let tooMany = try await client.send("PUT", "/v1/playlists/\(playlists[0])/entries", json: ["playableItemIds": full + [item.rawValue]])
+        #expect(tooMany.status == 422, "5,001 entries")
+        for playlist in playlists.prefix(10) {
+            #expect(try await client.send("PUT", "/v1/playlists/\(playlist)/entries", json: ["playableItemIds": full]).status == 200)
+        }
+        let over = try await client.send("PUT", "/v1/playlists/\(playlists[10])/entries", json: ["playableItemIds": [item.rawValue]])
+        #expect(over.status == 409)
+        #expect(over.problem?.code == "quotaExceeded")
+        let added = try await client.send("POST", "/v1/playlists/\(playlists[10])/entries", json: ["playableItemId": item.rawValue])
+        #expect(added.problem?.code == "quotaExceeded")
+        let atLimit = try await client.send("POST", "/v1/playlists/\(playlists[0])/entries", json: ["playableItemId": item.rawValue])
+        #expect(atLimit.status == 409 && atLimit.problem?.code == "conflict", "a full playlist")
+        // Room made in one playlist is room in another.
+        #expect(try await client.send("PUT", "/v1/playlists/\(playlists[0])/entries", json: ["playableItemIds": []]).status == 200)
+        #expect(try await client.send("POST", "/v1/playlists/\(playlists[10])/entries", json: ["playableItemId": item.rawValue]).status == 201)
+    }
+}

@@ -10,7 +10,7 @@ extension ResourceSchema {
         fields: [
             .text("title", rule: PlaylistInput.titleRule, sortable: true, search: 10),
             .text("description", rule: PlaylistInput.descriptionRule, default: "", search: 1),
-            .server("entryCount", .column("entry_count"), .integer(.integer(in: 0...PlaylistOrder.maxEntries))),
+            .server("entryCount", .column("entry_count"), .integer(.integer(in: 0...PlaylistOrder.legacyMaxEntries))),
             .owner("ownerId", column: "owner_id"),
             .choice("visibility", rule: Visibility.rule, default: Visibility.public.rawValue),
             .server("entries", .none, .documents(PlaylistEntrySchema.record, maxCount: PlaylistOrder.maxEntries), import: .nested),

@@ -9,11 +9,14 @@ import Synchronization
 /// the same key, caller and request within 24 hours replays the first answer (status,
 /// body, `Location`, `ETag`) without writing again; the same key with another request is
 /// a 422; a duplicate that arrives while the first is still running is a 409. Answers
-/// live in the database (``IdempotencyStore``), so they survive restarts. Only
+/// live in the database (``IdempotencyStore``), written in the same transaction as the
+/// change they answer (``keep(_:_:in:)``), so a crash can never keep one without the
+/// other: a retry after a restart replays what committed, or runs what did not. Only
 /// successful answers are kept: a failure is decided again on a retry; and a route may
 /// keep none (a new API key's secret is never written to disk, so a retry of it makes
-/// another key). Where servers share the database (PostgreSQL), a running
-/// first request is marked there too, so a duplicate sent to another server is a 409 as well.
+/// another key). Where servers share the database (PostgreSQL), a duplicate that runs on
+/// another server at the same time fails to keep its answer, so its write rolls back and
+/// it is answered 409.
 final class Idempotency: Sendable {
     /// The longest key accepted, in bytes.
     static let maxKeyLength = 255
@@ -23,12 +26,9 @@ final class Idempotency: Sendable {
     private let store: IdempotencyStore
     /// Keys whose first request is running here, as `caller NUL key`.
     private let running = Mutex<Set<String>>([])
-    /// Whether running first requests are also claimed in the (shared) database.
-    private let claimsInDatabase: Bool
 
-    init(store: IdempotencyStore, claimsInDatabase: Bool = false) {
+    init(store: IdempotencyStore) {
         self.store = store
-        self.claimsInDatabase = claimsInDatabase
     }
 
     /// A request's hold on its key while it runs.
@@ -37,7 +37,14 @@ final class Idempotency: Sendable {
         fileprivate let key: String
         fileprivate let fingerprint: [UInt8]
         fileprivate let now: Int64
+        /// Whether the answer was kept in the write's own transaction.
+        fileprivate let kept = KeptFlag()
         fileprivate var slot: String { owner + "\u{0}" + key }
+    }
+
+    /// Whether a claim's answer was kept (shared by the copies of the claim).
+    final class KeptFlag: Sendable {
+        let value = Atomic<Bool>(false)
     }
 
     /// What to do with a `POST`.
@@ -50,7 +57,7 @@ final class Idempotency: Sendable {
 
     /// Looks up the request's key: `nil` when it has none (or the caller is anonymous,
     /// which no `POST` accepts), else a replay or a claim.
-    /// - Throws: 400 for a malformed key, 409 while the key's first request runs, 422
+    /// - Throws: 400 for a malformed key, 409 while the key's first request runs here, 422
     ///   when the key was used for another request; the store's error when it cannot say.
     func start(_ request: HTTPRequest, _ caller: Caller) throws -> Start? {
         guard let key = try Self.key(request),
@@ -59,15 +66,7 @@ final class Idempotency: Sendable {
         guard running.withLock({ $0.insert(claim.slot).inserted }) else { throw APIError.idempotencyKeyInUse }
         let answer: StoredAnswer?
         do {
-            if claimsInDatabase {
-                switch try store.claim(caller: owner, key: key, fingerprint: claim.fingerprint, now: claim.now) {
-                case .claimed: answer = nil
-                case .running: throw APIError.idempotencyKeyInUse
-                case let .answered(stored): answer = stored
-                }
-            } else {
-                answer = try store.answer(caller: owner, key: key, now: claim.now)
-            }
+            answer = try store.answer(caller: owner, key: key, now: claim.now)
         } catch {
             running.withLock { _ = $0.remove(claim.slot) }
             throw error
@@ -79,24 +78,37 @@ final class Idempotency: Sendable {
                                     headers: answer.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }, body: answer.body))
     }
 
-    /// Keeps `response` for the claim's key when it is a success (`nil`: nothing to
-    /// keep), releases the key, then calls `then`, also when keeping failed (only the
-    /// replay is lost then).
+    /// Keeps `response` for the claim's key inside the transaction of the write it answers
+    /// (nothing for a failure or an answer too large to keep). When another request's
+    /// answer for the key committed first (a duplicate that ran on another server), the
+    /// write rolls back and is answered 409.
+    func keep(_ claim: Claim, _ response: HTTPResponse, in transaction: WriteContext.Capture) {
+        guard let answer = keptAnswer(claim, response) else { return }
+        transaction.keep(answer, caller: claim.owner, key: claim.key, now: claim.now)
+        claim.kept.value.store(true, ordering: .relaxed)
+    }
+
+    /// Settles the claim once its request is answered: keeps `response` when it is a
+    /// success not kept yet (an answer made without a write of its own, such as a backup's;
+    /// `nil`: nothing to keep), releases the key, then calls `then`, also when keeping
+    /// failed (only the replay is lost then).
     func settle(_ claim: Claim, with response: HTTPResponse?, then: @escaping @Sendable () -> Void) {
-        guard let response, (200..<300).contains(response.status.code), response.body.count <= Self.maxStoredBody else {
+        guard !claim.kept.value.load(ordering: .relaxed), let answer = response.flatMap({ keptAnswer(claim, $0) }) else {
             running.withLock { _ = $0.remove(claim.slot) }
-            if claimsInDatabase { store.release(caller: claim.owner, key: claim.key) }
             return then()
         }
-        let kept = ["Content-Type", "Location", "ETag"]
-        let headers = Dictionary(response.headers.filter { kept.contains($0.name) }.map { ($0.name, $0.value) }) { $1 }
-        let answer = StoredAnswer(fingerprint: claim.fingerprint, status: response.status.code, headers: headers, body: response.body)
-        store.store(answer, caller: claim.owner, key: claim.key, now: claim.now) { [self] result in
+        store.store(answer, caller: claim.owner, key: claim.key, now: claim.now) { [self] _ in
             running.withLock { _ = $0.remove(claim.slot) }
-            // Not kept: the claim goes, so a retry runs again rather than wait for it.
-            if case .failure = result, claimsInDatabase { store.release(caller: claim.owner, key: claim.key) }
             then()
         }
+    }
+
+    /// The answer to keep of `response`: a success no larger than ``maxStoredBody``.
+    private func keptAnswer(_ claim: Claim, _ response: HTTPResponse) -> StoredAnswer? {
+        guard (200..<300).contains(response.status.code), response.body.count <= Self.maxStoredBody else { return nil }
+        let kept = ["Content-Type", "Location", "ETag"]
+        let headers = Dictionary(response.headers.filter { kept.contains($0.name) }.map { ($0.name, $0.value) }) { $1 }
+        return StoredAnswer(fingerprint: claim.fingerprint, status: response.status.code, headers: headers, body: response.body)
     }
 
     /// The request's key: `nil` without the field; 400 when it is repeated, empty, over

@@ -221,9 +221,12 @@ struct Routes {
         } else {
             // A write queued for this request is dropped if its client goes before its turn,
             // and its answer is made on the request's event loop, not on the writer's thread.
+            // An answer to keep for an Idempotency-Key is made inside the write's transaction
+            // too, and kept there: both commit, or neither.
             let responder = delivery.responder
             response = try WriteContext.submitting(abandonedWhen: { responder.isAbandoned }, answeredOn: { responder.perform($0) }) {
-                try run(endpoint, request, caller, delivery, expensive: expensive)
+                guard delivery.claim?.keepsAnswer == true else { return try run(endpoint, request, caller, delivery, expensive: expensive) }
+                return try WriteContext.answeringInTransaction { try run(endpoint, request, caller, delivery, expensive: expensive) }
             }
         }
         guard let response else { return nil }
@@ -318,8 +321,16 @@ struct Delivery: Sendable {
         claim.idempotency.settle(claim.claim, with: claim.keepsAnswer ? response : nil) { responder.respond(response) }
     }
 
-    /// Sends what a later answer brought: the response finished with the fields added, or its error.
+    /// Sends what a later answer brought: the response finished with the fields added, or its
+    /// error. Made inside its write's transaction (``WriteContext/capture``), the answer is
+    /// only kept there for its `Idempotency-Key`, and sent once the write is durable.
     func complete(_ result: Result<HTTPResponse, any Error>) {
+        if let transaction = WriteContext.capture {
+            if let claim, claim.keepsAnswer, case let .success(response) = result, let finished = try? finish(response) {
+                claim.idempotency.keep(claim.claim, finished.adding(headers), in: transaction)
+            }
+            return
+        }
         switch result.flatMap({ response in Result { try finish(response) } }) {
         case let .success(response): deliver(response.adding(headers))
         case let .failure(error): fail(error)

@@ -88,7 +88,7 @@ info:
       `RateLimit-Policy`, `Retry-After`, `X-Request-Id`) and `Vary: Origin`.
 
     Playlists:
-    - A playlist is an ordered list of at most 10,000 entries, each naming a playable item (an item may appear
+    - A playlist is an ordered list of at most 5,000 entries (and a user's playlists hold at most 50,000 in all), each naming a playable item (an item may appear
       more than once). Positions are dense, `0` to `entryCount - 1`: adding, moving or removing an entry shifts
       the entries after it, and `PUT /v1/playlists/{id}/entries` replaces the whole order at once.
     - Every entry change increments the playlist's `version` and `updatedAt`. Entry writes answer with the
@@ -1137,7 +1137,7 @@ paths:
       tags: [Playlists]
       operationId: addPlaylistEntry
       summary: Add a playable item to a playlist, at `position` or at the end.
-      description: 'Entries at or after `position` move one place down. A `position` below 0 or above `entryCount` is a 422 (`/position`, `outOfRange`); an unknown item is a 422 (`/playableItemId`, `notFound`); a playlist holding 10,000 entries is a 409. Preconditions apply to the playlist; the `ETag` is its new version. Needs the playlist''s owner, an editor or an admin (else 403, or 404 for another user''s private playlist).'
+      description: 'Entries at or after `position` move one place down. A `position` below 0 or above `entryCount` is a 422 (`/position`, `outOfRange`); an unknown item is a 422 (`/playableItemId`, `notFound`); a playlist holding 5,000 entries is a 409 (`conflict`), and so is an entry past its owner's 50,000 in all (`quotaExceeded`). Preconditions apply to the playlist; the `ETag` is its new version. Needs the playlist''s owner, an editor or an admin (else 403, or 404 for another user''s private playlist).'
       security: [{bearerAuth: []}]
       parameters:
         - $ref: '#/components/parameters/idempotencyKey'
@@ -1172,7 +1172,7 @@ paths:
       tags: [Playlists]
       operationId: replacePlaylistEntries
       summary: Replace the whole order of a playlist's entries.
-      description: 'The entries become the given items, in order (duplicates allowed, 0 to 10,000). Entries of items that stay keep their `entryId`, matched in order of appearance; the others are removed or created. Each unknown id is a 422 error at its index (`/playableItemIds/3`, `notFound`). Answers with the playlist, without `entries`; preconditions apply to the playlist. Needs the playlist''s owner, an editor or an admin (else 403, or 404 for another user''s private playlist).'
+      description: 'The entries become the given items, in order (duplicates allowed, 0 to 5,000; a 409 `quotaExceeded` when the owner's playlists would hold more than 50,000 entries in all). Entries of items that stay keep their `entryId`, matched in order of appearance; the others are removed or created. Each unknown id is a 422 error at its index (`/playableItemIds/3`, `notFound`). Answers with the playlist, without `entries`; preconditions apply to the playlist. Needs the playlist''s owner, an editor or an admin (else 403, or 404 for another user''s private playlist).'
       security: [{bearerAuth: []}]
       parameters:
         - $ref: '#/components/parameters/ifMatch'
@@ -2149,7 +2149,7 @@ components:
         application/problem+json:
           schema: {$ref: '#/components/schemas/Problem'}
     Conflict:
-      description: 'The change conflicts with the resource''s state (code `conflict`): the playlist already holds 10,000 entries, or the comment is a tombstone.'
+      description: 'The change conflicts with the resource''s state (code `conflict`): the playlist already holds 5,000 entries, or the comment is a tombstone.'
       content:
         application/problem+json:
           schema: {$ref: '#/components/schemas/Problem'}
@@ -2157,7 +2157,7 @@ components:
             type: about:blank
             title: Conflict
             status: 409
-            detail: The playlist already holds 10000 entries.
+            detail: The playlist already holds 5000 entries.
             instance: /v1/playlists/019a3c2a-1d4e-7f60-9a1b-2c3d4e5f6a7b/entries
             code: conflict
             requestId: 1f3a9c0d44e21b07
@@ -2484,7 +2484,7 @@ components:
         visibility: {$ref: '#/components/schemas/PlaylistInput/properties/visibility'}
         entries:
           type: array
-          maxItems: 10000
+          maxItems: 5000
           description: In position order.
           items:
             type: object
@@ -2612,7 +2612,7 @@ components:
         id: {type: string, format: uuid}
         title: {type: string, minLength: 1, maxLength: 200, pattern: '^[^\x00-\x1F\x7F-\x9F\u200B\u2028\u2029\u202A-\u202E\u2060\u2066-\u2069\uFEFF]*$', description: 'Always present unless `fields` leaves it out.'}
         description: {type: string, maxLength: 5000, pattern: '^[^\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]*$', description: 'Empty when not set. Always present unless `fields` leaves it out.'}
-        entryCount: {type: integer, minimum: 0, maximum: 10000, description: 'Always present unless `fields` leaves it out.'}
+        entryCount: {type: integer, minimum: 0, maximum: 10000, description: 'Always present unless `fields` leaves it out. At most 5,000 for playlists filled since that limit (10,000 before it: such a playlist keeps its entries and takes no more).'}
         ownerId: {type: string, format: uuid, readOnly: true, description: 'The user who created it (server-set); absent on playlists from before accounts and once the owner''s account is deleted.'}
         visibility:
           $ref: '#/components/schemas/Visibility'
@@ -2676,7 +2676,7 @@ components:
       properties:
         entryId: {type: string, format: uuid}
         playlistId: {type: string, format: uuid}
-        position: {type: integer, minimum: 0, maximum: 9999, description: 'Dense: 0 to `entryCount - 1`.'}
+        position: {type: integer, minimum: 0, maximum: 4999, description: 'Dense: 0 to `entryCount - 1`.'}
         playableItem:
           $ref: '#/components/schemas/PlayableItem'
           description: 'The item as it is now (never with `comments` or `playlists`); on entry lists, `fields` projects it.'
@@ -2702,7 +2702,7 @@ components:
       required: [playableItemId]
       properties:
         playableItemId: {type: string, format: uuid, description: 'An existing playable item; unknown is a 422 (`notFound`).'}
-        position: {type: [integer, 'null'], minimum: 0, maximum: 10000, description: '0 to `entryCount`; absent or `null`: at the end.'}
+        position: {type: [integer, 'null'], minimum: 0, maximum: 5000, description: '0 to `entryCount`; absent or `null`: at the end.'}
       example:
         playableItemId: 019a3c1e-7b2f-7c3d-8e4f-5a6b7c8d9e0f
         position: 0
@@ -2711,7 +2711,7 @@ components:
       additionalProperties: false
       required: [position]
       properties:
-        position: {type: integer, minimum: 0, maximum: 9999, description: '0 to `entryCount - 1`.'}
+        position: {type: integer, minimum: 0, maximum: 4999, description: '0 to `entryCount - 1`.'}
       example:
         position: 0
     PlaylistOrder:
@@ -2721,7 +2721,7 @@ components:
       properties:
         playableItemIds:
           type: array
-          maxItems: 10000
+          maxItems: 5000
           description: The playlist's items in their new order; an item may appear more than once.
           items: {type: string, format: uuid}
       example:
@@ -2875,7 +2875,7 @@ components:
       properties:
         entries:
           type: array
-          maxItems: 10000
+          maxItems: 5000
           description: 'Every entry, in position order (an entry''s position is its index): replaces the entries held before.'
           items: {$ref: '#/components/schemas/ChangeEntry'}
         id: {type: string, format: uuid}

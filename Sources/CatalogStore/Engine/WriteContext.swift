@@ -4,12 +4,32 @@ import Foundation
 /// thread around the submission (a thread-local value: submissions come from event
 /// loops and pool threads, not tasks).
 public enum WriteContext {
-    private final class Context: Sendable {
+    private final class Context: @unchecked Sendable {
         let isAbandoned: (@Sendable () -> Bool)?
         let answer: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
+        /// Whether the answer is also made inside the write's transaction (``Capture``).
+        var answersInTransaction = false
+        /// While an answer is made inside a transaction: where it may write.
+        var capture: Capture?
         init(_ isAbandoned: (@Sendable () -> Bool)?, _ answer: (@Sendable (@escaping @Sendable () -> Void) -> Void)?) {
             self.isAbandoned = isAbandoned
             self.answer = answer
+        }
+    }
+
+    /// A write's transaction while its answer is made inside it: what the answer's code
+    /// may write there (the answer to keep for an `Idempotency-Key`), so that it commits,
+    /// or rolls back, with the write.
+    public final class Capture {
+        let db: any SQLConnection
+        var failure: (any Error)?
+
+        init(_ db: any SQLConnection) { self.db = db }
+
+        /// Runs `body` on the write's connection; an error rolls the write back.
+        func run(_ body: (any SQLConnection) throws -> Void) {
+            guard failure == nil else { return }
+            do { try body(db) } catch { failure = error }
         }
     }
 
@@ -49,6 +69,48 @@ public enum WriteContext {
             withExtendedLifetime(context) {}
         }
         return try body()
+    }
+
+    /// Whether the writes being submitted make their answer inside their transaction too.
+    static var answersInTransaction: Bool { current?.answersInTransaction ?? false }
+
+    /// The transaction an answer is being made in, while the completion of a write that
+    /// ``answeringInTransaction(_:)`` runs inside it; `nil` at any other time.
+    public static var capture: Capture? { current?.capture }
+
+    /// Runs `body`, the writes it submits (within ``submitting(abandonedWhen:answeredOn:_:)``)
+    /// making their answer twice: once inside their transaction, where ``capture`` lets it
+    /// write (and its failure rolls the write back), then as usual once durable. Their
+    /// completions must be free of effects but the answer's (mapping a result to a response).
+    public static func answeringInTransaction<T>(_ body: () throws -> T) rethrows -> T {
+        guard let context = current else { return try body() }
+        let previous = context.answersInTransaction
+        context.answersInTransaction = true
+        defer { context.answersInTransaction = previous }
+        return try body()
+    }
+
+    /// `work`, for a write submitted now: when its answer is made inside its transaction
+    /// (``answeringInTransaction(_:)``), `completion` runs there after `work`, with
+    /// ``capture`` set; a failure of what it writes fails the write.
+    static func wrapping<T>(_ work: @escaping (any SQLConnection) throws -> T,
+                            completion: @escaping @Sendable (Result<T, any Error>) -> Void) -> (any SQLConnection) throws -> T {
+        guard answersInTransaction else { return work }
+        return { db in
+            let result = try work(db)
+            let capture = Capture(db)
+            let context = Context(nil, nil)
+            context.capture = capture
+            let previous = pthread_getspecific(key)
+            pthread_setspecific(key, Unmanaged.passUnretained(context).toOpaque())
+            defer {
+                pthread_setspecific(key, previous)
+                withExtendedLifetime(context) {}
+            }
+            completion(.success(result))
+            if let failure = capture.failure { throw failure }
+            return result
+        }
     }
 
     /// Runs `body`, the writes it submits still dropped unrun if their client has gone, but

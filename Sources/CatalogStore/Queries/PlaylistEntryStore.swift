@@ -148,6 +148,7 @@ public final class PlaylistEntryStore: Sendable {
             guard playlist.count < Self.maxEntries else {
                 throw StoreError.conflict("The playlist is full: it holds the maximum of \(Self.maxEntries) entries.")
             }
+            try Self.checkOwnersTotal(db, playlistPK: playlist.pk, adding: 1)
             let now = Timestamp.milliseconds(Date())
             try db.execute("UPDATE playlist_entries SET position = position + 1 WHERE playlist_pk = ? AND position >= ?", [playlist.pk, position])
             try db.execute("INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at) VALUES (?, ?, ?, ?, ?)",
@@ -288,6 +289,7 @@ public final class PlaylistEntryStore: Sendable {
                         CAST(\(dialect.jsonElement("a.value", 2)) AS BIGINT), CAST(? AS BIGINT) FROM \(dialect.jsonElements("a"))
                     """, [playlist.pk, Timestamp.milliseconds(Date()), Self.jsonArray(additions)])
             }
+            try Self.checkOwnersTotal(db, playlistPK: playlist.pk, adding: itemPKs.count - playlist.count)
             _ = try Self.touch(db, playlist.pk, count: itemPKs.count)
             guard let rendered = try playlists.render(db, playlistID) else { throw StoreError.notFound }
             return rendered
@@ -412,6 +414,18 @@ public final class PlaylistEntryStore: Sendable {
         }
         try preconditions.check(current: playlist.version)
         return (playlist, position)
+    }
+
+    /// 409 `quotaExceeded` when `added` more entries in the playlist `playlistPK` would take
+    /// its owner's playlists past ``PlaylistOrder/maxEntriesPerUser`` in all.
+    private static func checkOwnersTotal(_ db: any SQLConnection, playlistPK: Int64, adding added: Int) throws {
+        guard added > 0 else { return }
+        let total = try db.fetchValue("""
+            SELECT coalesce(sum(o.entry_count), 0) FROM playlists p JOIN playlists o ON o.owner_id = p.owner_id WHERE p.pk = ?
+            """, [playlistPK]).int ?? 0
+        guard total + added <= PlaylistOrder.maxEntriesPerUser else {
+            throw StoreError.quotaExceeded("The owner's playlists would hold more than \(PlaylistOrder.maxEntriesPerUser) entries in all.")
+        }
     }
 
     private static func position(_ db: any SQLConnection, _ entryID: CatalogID, playlistPK: Int64) throws -> Int64? {

@@ -109,7 +109,9 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
 
     func submit<T: Sendable>(atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
                              completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        writes.submit(atomic: atomic, heavy: heavy, work, completion: completion)
+        // A write that keeps its answer too is two statements at least: all or nothing.
+        writes.submit(atomic: atomic || WriteContext.answersInTransaction, heavy: heavy, WriteContext.wrapping(work, completion: completion),
+                      completion: completion)
     }
 
     /// Migrates on a connection of its own, holding a session advisory lock: replicas
