@@ -130,9 +130,9 @@ public struct PlaylistEntryInput: Codable, Sendable, Hashable, Validatable {
     /// Where an entry may be inserted: 0…``PlaylistOrder/maxEntries`` (at most the
     /// number of entries, which the server checks).
     public static let positionRule = FieldRule<Int>.integer(in: 0...PlaylistOrder.maxEntries)
-    /// Where an entry may be moved (`PATCH …/entries/{entryId}`): 0…``PlaylistOrder/maxEntries`` − 1
+    /// Where an entry may be moved (`PATCH …/entries/{entryId}`): 0…``PlaylistOrder/legacyMaxEntries`` − 1
     /// (below the number of entries, which the server checks).
-    public static let newPositionRule = FieldRule<Int>.integer(in: 0...(PlaylistOrder.maxEntries - 1))
+    public static let newPositionRule = FieldRule<Int>.integer(in: 0...(PlaylistOrder.legacyMaxEntries - 1))
 
     /// Creates an input value.
     public init(playableItemId: CatalogID, position: Int? = nil) {

@@ -187,7 +187,9 @@ public final class CatalogApplication: Sendable {
     }
 
     private static func metricsResponse(_ metrics: Metrics, _ server: ServerReference) -> HTTPResponse {
-        HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8"), ("Cache-Control", "no-store")], body: Array(metrics.render(server: server).utf8))
+        var response = HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")], body: Array(metrics.render(server: server).utf8))
+        response.cacheControl = "no-store"
+        return response
     }
 
     /// Reads the identity provider's key set file again (on SIGHUP); the old keys stay

@@ -53,9 +53,8 @@ struct EmailRuleTests {
             for _ in 0..<(1 + next(6)) { text.append(scalars[next(scalars.count)]) }
             samples.append(String(text))
         }
-        for sample in samples {
-            #expect((Rules.email(sample) == nil) == matches(sample), "\(sample.unicodeScalars.map { String($0.value, radix: 16) })")
-        }
+        let disagreements = samples.filter { (Rules.email($0) == nil) != matches($0) }
+        #expect(disagreements.isEmpty, "\(disagreements.prefix(5).map { $0.unicodeScalars.map { String($0.value, radix: 16) } })")
         #expect(Rules.email("উদাহরণ@\u{09BF}উদাহরণ.বাংলা") == nil, "a domain that begins with a vowel sign")
     }
 }

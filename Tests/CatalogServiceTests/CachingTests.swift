@@ -80,6 +80,12 @@ import TestSupport
         #expect(try await catalog.client.get("/v1/me").header("Cache-Control") == "private, no-cache")
     }
 
+    @Test func whereReadsNeedACredentialNoReadIsShared() async throws {
+        let catalog = try TestCatalog { $0.requireAuthForReads = true }
+        let games = try await catalog.client.get("/v1/games")
+        #expect(games.header("Cache-Control") == "private, no-cache" && games.header("Vary") == "Authorization")
+    }
+
     @Test func theFeedNegotiatesByQuality() async throws {
         for (accept, stream) in [("application/json;q=0.9, text/event-stream;q=0.1", false), ("text/event-stream", true), ("*/*", false),
                                  ("text/event-stream, application/json", false), ("application/json;q=0.5, text/event-stream", true),

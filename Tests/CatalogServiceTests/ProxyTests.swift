@@ -23,7 +23,7 @@ struct ProxyTests {
         init(upstream: Int) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-nginx-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            port = try Self.freePort()
+            port = try ExecutableTests.freePort()
             let path = directory.path
             let configuration = """
             worker_processes 1;
@@ -70,20 +70,6 @@ struct ProxyTests {
             process.terminate()
             process.waitUntilExit()
             try? FileManager.default.removeItem(at: directory)
-        }
-
-        private static func freePort() throws -> Int {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-            }
-            guard bound else { throw Loopback.Failure(description: "no free port") }
-            return Int(UInt16(bigEndian: address.sin_port))
         }
     }
 

@@ -24,7 +24,7 @@ import Testing
             let generation = try #require(try store.database.generation())
             return pages.page(PageCache.Key(request, viewer: false), generation: generation) != nil
         }
-        func text(_ page: (json: [UInt8], nextCursor: String?)) -> String { String(decoding: page.json, as: UTF8.self) }
+        func text(_ page: (json: [UInt8], nextCursor: String?, digest: UInt64?)) -> String { String(decoding: page.json, as: UTF8.self) }
         /// The items' ids on a page, in its order.
         func pageIDs(_ json: [UInt8]) -> [CatalogID] {
             guard case let .object(page)? = try? JSONValue.parse(json), case let .array(items)? = page["items"] else { return [] }
@@ -37,6 +37,7 @@ import Testing
         let first = try store.items.renderedList(request)
         #expect(try kept(request))
         let again = try store.items.renderedList(request)
+        #expect(again.digest != nil && again.digest == first.digest, "a kept page keeps its digest: it is not hashed again")
         #expect(again.json == first.json && again.nextCursor == first.nextCursor, "a kept page is the page, byte for byte")
         var next = request
         next.cursor = first.nextCursor

@@ -42,9 +42,17 @@ import Glibc
             try chunked.send("POST /guarded HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\nTransfer-Encoding: chunked\r\n\r\n"
                              + "50\r\n" + String(repeating: "a", count: 80) + "\r\n50\r\n" + String(repeating: "b", count: 80) + "\r\n0\r\n\r\n")
             #expect(try chunked.readResponse().status == 413)
+            // No handler reads a body for OPTIONS or a method the server does not implement.
+            let options = try server.client()
+            try options.send("OPTIONS /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
+            #expect(try options.readResponse().status == 413)
+            let brew = try server.client()
+            try brew.send("BREW /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 50000\r\n\r\n")
+            let unimplemented = try brew.readResponse()
+            #expect(unimplemented.status == 405 && unimplemented.header("Connection") == "close", "answered from the head")
             let fine = try server.client()
             try fine.send("POST /guarded HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\nContent-Length: 100\r\n\r\n" + String(repeating: "c", count: 100))
-            #expect(try fine.readResponse().text == "got 100")
+            #expect(try fine.readResponse().text == "got 100 from good", "what the admission found reaches the handler")
         }
         #expect(TestServer.guardedBodies.withLock { $0 } == before + 1, "only the admitted body reached its handler")
     }
@@ -86,19 +94,31 @@ import Glibc
                 try client.send("GET /client HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: \(forwardedFor)\r\n\r\n")
                 return try client.readResponse()
             }
-            // Two connections of the proxy carry one client: its cap, not the proxy's.
+            // A proxy's connection counts for the client whose request it carries, while it
+            // carries it: one client's two requests held open take its two places.
             let one = try server.client(), two = try server.client(), three = try server.client()
             #expect(try request(one, forwardedFor: "198.51.100.9, 203.0.113.1").text == "203.0.113.1")
-            #expect(try request(two, forwardedFor: "203.0.113.1").text == "203.0.113.1")
+            for (client, token) in [(one, UUID().uuidString), (two, UUID().uuidString)] {
+                try client.send("GET /wait/\(token) HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.1\r\n\r\n")
+            }
+            usleep(100_000)
             let refused = try request(three, forwardedFor: "203.0.113.1")
             #expect(refused.status == 503)
             #expect(refused.problemCode == "tooManyConnections")
-            // Another client behind the same proxy is served; a proxy connection moves with its client.
+            // Another client behind the same proxy is served, and an idle pooled connection
+            // counts for nobody: it carries the next client's request.
             let other = try server.client()
             #expect(try request(other, forwardedFor: "203.0.113.2").text == "203.0.113.2")
-            #expect(try request(two, forwardedFor: "2001:db8:1:2::7").text == "20:1:d:b8:0:1:0:2::/64")
+            #expect(try request(other, forwardedFor: "2001:db8:1:2::7").text == "20:1:d:b8:0:1:0:2::/64")
+            one.hangUp()
+            usleep(100_000)
             let again = try server.client()
-            #expect(try request(again, forwardedFor: "203.0.113.1").text == "203.0.113.1", "the second place was given back")
+            #expect(try request(again, forwardedFor: "203.0.113.1").text == "203.0.113.1", "a place given back")
+            // Fields that name no client share a key of their own, not the proxy's.
+            let unnamed = try server.client()
+            #expect(try request(unnamed, forwardedFor: "unknown").text == "unattributed via 127.0.0.1")
+            try unnamed.send("GET /client HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try unnamed.readResponse().text == "127.0.0.1", "the proxy's own request (a health check)")
             // Anyone else's forwarding fields are not believed.
             let direct = try server.client(from: "127.0.0.9")
             #expect(try request(direct, forwardedFor: "203.0.113.50").text == "127.0.0.9")

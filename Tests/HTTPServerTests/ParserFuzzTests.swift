@@ -136,4 +136,21 @@ import TestSupport
             #expect(response.status == 200)
         }
     }
+
+    /// The response writer's eight-bytes-a-step check for control characters in field values
+    /// agrees with a byte-by-byte one for every byte at every place of short values.
+    @Test func controlCharactersAreFoundWordByWord() {
+        var wrong: [String] = []
+        for length in 1...20 {
+            for place in 0..<length {
+                for byte in 0...255 {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    bytes[place] = UInt8(byte)
+                    let found = bytes.withUnsafeBufferPointer { ResponseWriter.hasControl($0) }
+                    if found != (byte < 0x20 || byte == 0x7F) { wrong.append("byte \(byte) at \(place) of \(length)") }
+                }
+            }
+        }
+        #expect(wrong.isEmpty, "\(wrong.prefix(10))")
+    }
 }

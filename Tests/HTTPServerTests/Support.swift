@@ -92,9 +92,9 @@ final class TestServer: Sendable {
             }.start()
         })
         router.add(.GET, "/budgeted/{mode}", .deferred { request, responder in
-            // Streams sharing ``streamBudget``: `flood` sends 64 KiB chunks until refused (then
-            // records what it sent); `trickle` sends 10 bytes every 20 ms for 2 s, then ends.
-            let stream = ResponseStream(limit: 64 << 20, budget: Self.streamBudget)
+            // Streams sharing ``streamBudget``: `flood` sends 64 KiB every 10 ms until refused
+            // (then records what it sent); `trickle` sends 10 bytes every 20 ms for 2 s, then ends.
+            let stream = ResponseStream(limit: 16 << 20, budget: Self.streamBudget)
             var response = HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain")])
             response.stream = stream
             responder.respond(response)
@@ -106,6 +106,7 @@ final class TestServer: Sendable {
                     while total < 256 << 20, stream.send(chunk) {
                         total += chunk.count
                         Self.budgetPeak.withLock { $0 = max($0, Self.streamBudget.unsentBytes) }
+                        usleep(10_000)
                     }
                     Self.floods.withLock { $0.append(total) }
                 } else {
@@ -121,11 +122,12 @@ final class TestServer: Sendable {
         // Bodies of at most 100 bytes, from a caller that says `Bearer good` in its head.
         router.add(.POST, "/guarded", Handler.inline { request in
             Self.guardedBodies.withLock { $0 += 1 }
-            return .text("got \(request.body.count)")
+            return .text("got \(request.body.count) from \((request.admitted as? Word)?.text ?? "?")")
         }.limitingBody(to: 100).admitting { request in
             guard request.headers["Authorization"] == "Bearer good" else {
                 throw HTTPError(.unauthorized, code: "unauthenticated", detail: "Say the word.")
             }
+            return Word(text: "good")
         })
         router.add(.GET, "/fail", .inline { _ in throw TestFailure("secret internal detail") })
         router.add(.GET, "/teapot", .blocking { _ in
@@ -137,12 +139,18 @@ final class TestServer: Sendable {
     /// How many bytes the last `/stream/flood` got into its stream before it was refused.
     static let flooded = Mutex<Int?>(nil)
 
-    /// The budget `/budgeted/…` streams share: 1 MiB.
-    static let streamBudget = StreamBudget(limit: 1 << 20)
+    /// The budget `/budgeted/…` streams share: 1 MiB, cutting streams 100 ms behind.
+    static let streamBudget = StreamBudget(limit: 1 << 20, minimumLag: .milliseconds(100))
     /// The most unsent bytes `/budgeted/flood` streams saw the budget hold.
     static let budgetPeak = Mutex(0)
     /// What each ended `/budgeted/flood` stream had sent.
     static let floods = Mutex<[Int]>([])
+
+    /// What `/guarded`'s admission check hands its handler.
+    final class Word: Sendable {
+        let text: String
+        init(text: String) { self.text = text }
+    }
 
     /// How many bodies `/guarded` received.
     static let guardedBodies = Mutex(0)

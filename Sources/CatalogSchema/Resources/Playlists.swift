@@ -13,7 +13,7 @@ extension ResourceSchema {
             .server("entryCount", .column("entry_count"), .integer(.integer(in: 0...PlaylistOrder.legacyMaxEntries))),
             .owner("ownerId", column: "owner_id"),
             .choice("visibility", rule: Visibility.rule, default: Visibility.public.rawValue),
-            .server("entries", .none, .documents(PlaylistEntrySchema.record, maxCount: PlaylistOrder.maxEntries), import: .nested),
+            .server("entries", .none, .documents(PlaylistEntrySchema.record, maxCount: PlaylistOrder.legacyMaxEntries), import: .nested),
         ],
         searchTable: "playlists_fts", includes: ["entries"],
         filters: ["playableItemId": { .playlistsContaining(item: $0) }],

@@ -95,7 +95,11 @@ final class Authenticator: Sendable {
         guard let field = fields.first else { return .anonymous }
         guard fields.count == 1, let token = Self.bearerToken(field) else { throw .invalidToken }
         let digest = CredentialMemory.Digest(Crypto.sha256(token))
-        if remembers, let remembered = memory.recall(digest, now: Self.milliseconds()) { return Caller(remembered.credential) }
+        let now = Self.milliseconds()
+        if remembers, let remembered = memory.recall(digest, now: now) {
+            recordUse(remembered.credential, lastRecorded: remembered.lastRecorded, digest: digest, now: now)
+            return Caller(remembered.credential)
+        }
         if APIKeySecret.looksLikeKey(token), memory.wasRefused(digest) { throw .invalidToken }
         return nil
     }

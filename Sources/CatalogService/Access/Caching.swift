@@ -1,4 +1,5 @@
 import CatalogModels
+import CatalogStore
 import HTTPServer
 
 /// How a route's answers may be stored by caches (RFC 9111): stated on every answer, and
@@ -35,63 +36,114 @@ enum Caching: Sendable {
         return found
     }
 
-    /// `response` to `request` from `caller`, stating its caching: fields added (a
-    /// `Cache-Control` already set, such as a secret's `no-store`, is kept), its tag made
-    /// per viewer or given to a list, and turned into a `304` when `If-None-Match` lists
-    /// that tag. `maxAge` is the shared answers' `max-age`, when the operator sets one.
-    /// - Throws: 400 for a malformed `If-None-Match`.
-    func finish(_ response: HTTPResponse, _ request: HTTPRequest, _ caller: Caller, maxAge: Int?) throws(APIError) -> HTTPResponse {
-        var response = response
-        let stated = response.headers.contains { $0.name == "Cache-Control" }
-        guard request.method == .GET || request.method == .HEAD, response.status == .ok, !stated else {
-            if !stated { response.headers.append(("Cache-Control", "no-store")) }
-            return response
-        }
+    /// What finishing the answers to `request` from `caller` needs, decided now.
+    func finishing(_ request: HTTPRequest, _ caller: Caller, maxAge: Int?) -> Finishing {
         let perCaller: Bool
         switch self {
-        case .noStore:
-            response.headers.append(("Cache-Control", "no-store"))
-            return response
+        case .noStore: return Finishing(kind: .noStore, isRead: false, conditions: [], maxAge: nil)
         case .shared: perCaller = false
         case .perCaller: perCaller = true
         case let .perCallerWhen(asks): perCaller = asks(request)
         }
-        let index = response.headers.firstIndex { $0.name == "ETag" }
-        var tag = index.map { response.headers[$0].value } ?? Self.listTag(response.body)
-        if perCaller { tag = Self.viewerTag(tag, caller) }
-        if let index { response.headers[index].value = tag } else { response.headers.append(("ETag", tag)) }
-        var fields: [(name: String, value: String)] = perCaller
-            ? [("Cache-Control", "private, no-cache"), ("Vary", "Authorization")]
-            : [("Cache-Control", maxAge.map { "max-age=\($0)" } ?? "no-cache")]
-        guard try ETag.noneMatch(request, tag: tag) else {
-            response.headers += fields
-            return response
-        }
-        fields.insert(("ETag", tag), at: 0)
-        return HTTPResponse(status: .notModified, headers: fields)
+        let viewer = perCaller ? (caller.userID?.rawValue ?? "") + "/" + (caller.role?.rawValue ?? "") : nil
+        let isRead = request.method == .GET || request.method == .HEAD
+        return Finishing(kind: viewer.map(Finishing.Kind.perCaller) ?? .shared, isRead: isRead,
+                         conditions: isRead ? request.headers.values(for: "if-none-match") : [], maxAge: maxAge)
     }
 
     /// The weak tag of a page: a digest of its bytes.
-    private static func listTag(_ body: [UInt8]) -> String {
-        "W/\"" + hex(Digest.of(body)) + "\""
+    static func listTag(_ body: [UInt8]) -> String {
+        listTag(digest: Digest.of(body))
     }
 
-    /// `tag` made the viewer's own: its version (when it has one) kept in front, so a
-    /// write's `If-Match` still names it, and a digest of the tag and the viewer (its
-    /// user and the role it acts with) after it. A weak tag stays weak.
-    private static func viewerTag(_ tag: String, _ caller: Caller) -> String {
-        let weak = tag.hasPrefix("W/")
-        let opaque = tag.dropFirst(weak ? 3 : 1).dropLast()
+    /// The weak tag of a page whose bytes have `digest`.
+    static func listTag(digest: UInt64) -> String {
+        tag(digest: digest, weak: true)
+    }
+
+    /// `"<16 hex digits>"`, weak (`W/"…"`) or strong, written in one buffer.
+    static func tag(prefix: Substring = "", digest: UInt64, weak: Bool) -> String {
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: 20 + prefix.utf8.count + 1) { buffer in
+            var count = 0
+            func put(_ byte: UInt8) {
+                buffer[count] = byte
+                count += 1
+            }
+            if weak {
+                put(UInt8(ascii: "W"))
+                put(UInt8(ascii: "/"))
+            }
+            put(UInt8(ascii: "\""))
+            if !prefix.isEmpty {
+                for byte in prefix.utf8 { put(byte) }
+                put(UInt8(ascii: "-"))
+            }
+            for shift in stride(from: 60, through: 0, by: -4) { put(digits.utf8Start[Int((digest >> UInt64(shift)) & 0xF)]) }
+            put(UInt8(ascii: "\""))
+            return count
+        }
+    }
+
+    /// `tag` made the viewer's own (`viewer`: its user and the role it acts with): its
+    /// version (when it has one) kept in front, so a write's `If-Match` still names it, and
+    /// a digest of the tag and the viewer after it. A weak tag stays weak.
+    static func viewerTag(_ original: String, _ viewer: String) -> String {
+        let weak = original.hasPrefix("W/")
+        let opaque = original.dropFirst(weak ? 3 : 1).dropLast()
         // A list's weak tag is a digest alone; a resource's strong tag starts with its version.
         let version = weak ? "" : opaque.prefix { $0.isASCII && $0.isNumber }
-        let viewer = (caller.userID?.rawValue ?? "") + "/" + (caller.role?.rawValue ?? "")
-        let digest = hex(Digest.of(Array((opaque + "|" + viewer).utf8)))
-        let text = version.isEmpty ? digest : version + "-" + digest
-        return (weak ? "W/\"" : "\"") + text + "\""
+        return tag(prefix: version, digest: Digest.of(Array((opaque + "|" + viewer).utf8)), weak: weak)
     }
 
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+}
+
+/// How one request's answers are finished (``Caching``), decided when it arrives: the
+/// fields stating their caching, the tag made the viewer's own, and a `304` in place of a
+/// `200` whose tag `If-None-Match` lists.
+struct Finishing: Sendable {
+    enum Kind: Sendable {
+        case shared
+        /// Per caller, for this viewer (user and role).
+        case perCaller(String)
+        case noStore
+    }
+
+    let kind: Kind
+    /// Whether the request is a `GET` or `HEAD`.
+    let isRead: Bool
+    /// The request's `If-None-Match` field values (none, mostly).
+    let conditions: [String]
+    /// The `max-age` of shared answers, when the operator sets one.
+    let maxAge: Int?
+
+    /// `response`, finished: a `Cache-Control` already set (a secret's `no-store`) is kept.
+    /// - Throws: 400 for a malformed `If-None-Match`.
+    func apply(_ response: consuming HTTPResponse) throws(APIError) -> HTTPResponse {
+        var response = response
+        guard response.cacheControl == nil else { return response }
+        guard isRead, response.status == .ok else {
+            response.cacheControl = "no-store"
+            return response
+        }
+        let viewer: String?
+        switch kind {
+        case .noStore:
+            response.cacheControl = "no-store"
+            return response
+        case .shared: viewer = nil
+        case let .perCaller(who): viewer = who
+        }
+        let index = response.headers.firstIndex { $0.name == "ETag" }
+        var tag = index.map { response.headers[$0].value } ?? Caching.listTag(response.body)
+        if let viewer { tag = Caching.viewerTag(tag, viewer) }
+        if let index { response.headers[index].value = tag } else { response.headers.append(("ETag", tag)) }
+        if viewer != nil { response.headers.append(("Vary", "Authorization")) }
+        let control = viewer != nil ? "private, no-cache" : maxAge.map { "max-age=\($0)" } ?? "no-cache"
+        if try ETag.noneMatch(conditions, tag: tag) {
+            response = HTTPResponse(status: .notModified, headers: [("ETag", tag)] + (viewer != nil ? [("Vary", "Authorization")] : []))
+        }
+        response.cacheControl = control
+        return response
     }
 }

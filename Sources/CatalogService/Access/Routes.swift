@@ -21,6 +21,12 @@ enum Endpoint: Sendable {
     case read(isExpensive: @Sendable (HTTPRequest) -> Bool, @Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
 }
 
+/// The caller a request's admission check found from its head, handed to its handler.
+final class Admitted: Sendable {
+    let caller: Caller
+    init(caller: Caller) { self.caller = caller }
+}
+
 /// The largest request bodies, by what a route reads. Each fits the largest legal
 /// document with room to spare (every text at its byte limit, even written with `\u`
 /// escapes), so a client cannot make the server hold or parse more than a document can be.
@@ -93,7 +99,10 @@ struct Routes {
                       _ endpoint: Endpoint) {
         table.append((method, pattern, access))
         let keys = method == .POST ? (idempotency, replays: replaysAnswers) : nil
-        var body = handler(access, rate, keys, caching ?? .default(method, access), endpoint)
+        var caching = caching ?? .default(method, access)
+        // Where reads need a credential, no read is the same for everyone who may see it.
+        if readsNeedCredential, access == .read, method == .GET { caching = .perCaller }
+        var body = handler(access, rate, keys, caching, endpoint)
         if usesDatabase, let pool = databaseWork { body = Self.offLoop(body, on: pool) }
         var handler = Handler.either(body).limitingBody(to: maxBody)
         if access != .open {
@@ -106,7 +115,7 @@ struct Routes {
     /// bad is a 401, a caller known to lack the role a 401 or 403, spending from the same
     /// budget as when the handler refuses it. A caller not known without reading the
     /// database passes; its handler checks it with the body.
-    private func admission(_ minimum: Role?, _ rate: RateClass) -> @Sendable (HTTPRequest) throws -> Void {
+    private func admission(_ minimum: Role?, _ rate: RateClass) -> @Sendable (HTTPRequest) throws -> (any AnyObject & Sendable)? {
         { [authenticator, limiter] request in
             let caller: Caller?
             do {
@@ -114,12 +123,13 @@ struct Routes {
             } catch {
                 throw ErrorWithHeaders(error: error, headers: try Self.spend(limiter, rate, .anonymous, request))
             }
-            guard let caller else { return }
+            guard let caller else { return nil }
             do {
                 try Self.authorize(caller, minimum)
             } catch {
                 throw ErrorWithHeaders(error: error, headers: try Self.spend(limiter, rate, caller, request))
             }
+            return Admitted(caller: caller)  // the handler's caller: not looked up again
         }
     }
 
@@ -158,7 +168,7 @@ struct Routes {
         if access == .open {
             // Health, readiness and the contract: no credential, no budget.
             return { request, responder in
-                let delivery = Delivery(responder: responder, headers: [], finish: { try caching.finish($0, request, .anonymous, maxAge: maxAge) })
+                let delivery = Delivery(responder: responder, headers: [], finishing: caching.finishing(request, .anonymous, maxAge: maxAge))
                 return try Self.run(endpoint, request, .anonymous, delivery, expensive: Self.isExpensive(request, endpoint))
             }
         }
@@ -169,7 +179,8 @@ struct Routes {
             let rate = fixedRate ?? (expensive ? .expensive : request.method == .GET || request.method == .HEAD ? .read : .write)
             let outcome: Authenticator.Outcome
             do {
-                outcome = try authenticator.authenticate(request)
+                // A caller the head's admission check found is not looked up again.
+                outcome = try (request.admitted as? Admitted).map { .now($0.caller) } ?? authenticator.authenticate(request)
             } catch {
                 // A credential that fails spends from its address's budget.
                 throw ErrorWithHeaders(error: error, headers: try Self.spend(limiter, rate, .anonymous, request))
@@ -177,7 +188,7 @@ struct Routes {
             switch outcome {
             case let .now(caller):
                 let headers = try Self.spend(limiter, rate, caller, request)
-                let delivery = Delivery(responder: responder, headers: headers, finish: { try caching.finish($0, request, caller, maxAge: maxAge) })
+                let delivery = Delivery(responder: responder, headers: headers, finishing: caching.finishing(request, caller, maxAge: maxAge))
                 return try Self.serve(endpoint, request, caller, minimum, delivery, idempotency, expensive: expensive)
             case let .later(wait):
                 wait { result in
@@ -186,7 +197,7 @@ struct Routes {
                         do {
                             let caller = try result.get()
                             let delivery = Delivery(responder: responder, headers: try Self.spend(limiter, rate, caller, request),
-                                                    finish: { try caching.finish($0, request, caller, maxAge: maxAge) })
+                                                    finishing: caching.finishing(request, caller, maxAge: maxAge))
                             if let response = try Self.serve(endpoint, request, caller, minimum, delivery, idempotency, expensive: expensive) {
                                 responder.respond(response)
                             }
@@ -305,13 +316,18 @@ struct Delivery: Sendable {
     let headers: [(name: String, value: String)]
     /// Finishes an endpoint's answer: its caching fields, and a `304` in its place when
     /// the request's `If-None-Match` lists its tag.
-    let finish: @Sendable (HTTPResponse) throws -> HTTPResponse
+    let finishing: Finishing
     var claim: Claim?
 
-    init(responder: Responder, headers: [(name: String, value: String)], finish: @escaping @Sendable (HTTPResponse) throws -> HTTPResponse) {
+    init(responder: Responder, headers: [(name: String, value: String)], finishing: Finishing) {
         self.responder = responder
         self.headers = headers
-        self.finish = finish
+        self.finishing = finishing
+    }
+
+    /// `response` finished (``Finishing``).
+    func finish(_ response: consuming HTTPResponse) throws -> HTTPResponse {
+        try finishing.apply(response)
     }
 
     /// Sends `response`, which carries the fields already: once it is kept, when the

@@ -58,8 +58,15 @@ struct ChangeFeed: Sendable {
         })
     }
 
-    /// The fields of every answer of the feed: never stored, and chosen by `Accept`.
-    static let fields: [(name: String, value: String)] = [("Cache-Control", "no-store"), ("Vary", "Accept")]
+    /// The fields of every answer of the feed: chosen by `Accept` (and never stored: ``answer(_:_:)``).
+    static let fields: [(name: String, value: String)] = [("Vary", "Accept")]
+
+    /// A response of the feed: never stored.
+    static func answer(_ headers: [(name: String, value: String)], _ body: [UInt8] = []) -> HTTPResponse {
+        var response = HTTPResponse(status: .ok, headers: headers, body: body)
+        response.cacheControl = "no-store"
+        return response
+    }
 
     private func serve(_ request: HTTPRequest, _ caller: Caller, _ isAbandoned: @escaping @Sendable () -> Bool, _ done: @escaping Completion) throws {
         let query = try Self.parse(request)
@@ -67,7 +74,7 @@ struct ChangeFeed: Sendable {
         if query.streaming, request.method == .HEAD {
             // The fields a stream opens with, and no stream: nothing would read it.
             try start(query.token)
-            var response = HTTPResponse(status: .ok, headers: Self.streamFields)
+            var response = Self.answer(Self.streamFields)
             response.stream = ResponseStream(limit: 0)
             return done(.success(response))
         }
@@ -141,7 +148,7 @@ struct ChangeFeed: Sendable {
         }
         body += Array(#"],"hasMore":"#.utf8) + Array((hasMore ? "true" : "false").utf8)
         body += Array(#","nextToken":""#.utf8) + Array(token(next).utf8) + [UInt8(ascii: "\""), UInt8(ascii: "}")]
-        return HTTPResponse(status: .ok, headers: [("Content-Type", "application/json")] + Self.fields, body: body)
+        return Self.answer([("Content-Type", "application/json")] + Self.fields, body)
     }
 
     /// Starts an event stream that the hub feeds from `after` on.
@@ -152,7 +159,7 @@ struct ChangeFeed: Sendable {
         let subscriber = ChangeHub.Subscriber(after: after, filter: query.filter, viewer: viewer, stream: stream, lastSent: now, started: now,
                                               send: { changes in stream.send(self.events(changes)) })
         guard hub.subscribe(subscriber) else { throw WorkPool.busy }
-        var response = HTTPResponse(status: .ok, headers: Self.streamFields)
+        var response = Self.answer(Self.streamFields)
         response.stream = stream
         return response
     }

@@ -32,7 +32,8 @@ info:
       page's URL. A cursor is bound to its sort and filters. A page ends early, with `nextCursor`, once its
       items take 1 MiB, so it may hold fewer than `limit` items while more follow.
     - Unknown or read-only body members are rejected. Every error is an RFC 9457 problem document
-      (`application/problem+json`) with a machine-readable `code`; 422 lists every failing field.
+      (`application/problem+json`) with a machine-readable `code`; 422 lists the failing fields (at most 50, with
+      `moreErrors` counting the rest).
     - Request bodies are limited to 256 KiB (a whole playlist order and an import: the server's limit, 1 MiB by
       default), request lines to 8 KiB, headers to 8 KiB each and 32 KiB in all. A route that needs a credential
       checks it from the request head, before the body is read: a 401 or 403 comes at once.
@@ -1137,7 +1138,7 @@ paths:
       tags: [Playlists]
       operationId: addPlaylistEntry
       summary: Add a playable item to a playlist, at `position` or at the end.
-      description: 'Entries at or after `position` move one place down. A `position` below 0 or above `entryCount` is a 422 (`/position`, `outOfRange`); an unknown item is a 422 (`/playableItemId`, `notFound`); a playlist holding 5,000 entries is a 409 (`conflict`), and so is an entry past its owner's 50,000 in all (`quotaExceeded`). Preconditions apply to the playlist; the `ETag` is its new version. Needs the playlist''s owner, an editor or an admin (else 403, or 404 for another user''s private playlist).'
+      description: 'Entries at or after `position` move one place down. A `position` below 0 or above `entryCount` is a 422 (`/position`, `outOfRange`); an unknown item is a 422 (`/playableItemId`, `notFound`); a playlist holding 5,000 entries is a 409 (`conflict`), and so is an entry past its owner''s 50,000 in all (`quotaExceeded`). Preconditions apply to the playlist; the `ETag` is its new version. Needs the playlist''s owner, an editor or an admin (else 403, or 404 for another user''s private playlist).'
       security: [{bearerAuth: []}]
       parameters:
         - $ref: '#/components/parameters/idempotencyKey'
@@ -1172,7 +1173,7 @@ paths:
       tags: [Playlists]
       operationId: replacePlaylistEntries
       summary: Replace the whole order of a playlist's entries.
-      description: 'The entries become the given items, in order (duplicates allowed, 0 to 5,000; a 409 `quotaExceeded` when the owner's playlists would hold more than 50,000 entries in all). Entries of items that stay keep their `entryId`, matched in order of appearance; the others are removed or created. Each unknown id is a 422 error at its index (`/playableItemIds/3`, `notFound`). Answers with the playlist, without `entries`; preconditions apply to the playlist. Needs the playlist''s owner, an editor or an admin (else 403, or 404 for another user''s private playlist).'
+      description: 'The entries become the given items, in order (duplicates allowed, 0 to 5,000; a 409 `quotaExceeded` when the owner''s playlists would hold more than 50,000 entries in all). Entries of items that stay keep their `entryId`, matched in order of appearance; the others are removed or created. Each unknown id is a 422 error at its index (`/playableItemIds/3`, `notFound`). Answers with the playlist, without `entries`; preconditions apply to the playlist. Needs the playlist''s owner, an editor or an admin (else 403, or 404 for another user''s private playlist).'
       security: [{bearerAuth: []}]
       parameters:
         - $ref: '#/components/parameters/ifMatch'
@@ -1208,7 +1209,7 @@ paths:
       tags: [Playlists]
       operationId: getPlaylistEntry
       summary: Get one entry of a playlist.
-      description: 404 when the playlist does not exist or the entry is not in it. The `ETag` is the playlist's version with a digest of the entry (`"4-…"`), so it changes when the embedded item changes; use the playlist's plain tag for `If-Match`. Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller); the entries of a private playlist are a 404 to all but its owner, editors and admins.
+      description: 404 when the playlist does not exist or the entry is not in it. The `ETag` is the playlist's version with a digest of the entry (`"4-…"`), so it changes when the embedded item changes; for `If-Match` it names the playlist's version. Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller); the entries of a private playlist are a 404 to all but its owner, editors and admins.
       security: [{}, {bearerAuth: []}]
       parameters:
         - $ref: '#/components/parameters/ifNoneMatch'
@@ -1449,9 +1450,10 @@ paths:
         Without `since`, it starts at the beginning of the log: every current resource (a snapshot) and the deletions still kept, then goes on with no gap. With `since` (a page's `nextToken`), it continues after that token. Ask again with each page's `nextToken` until `hasMore` is false.
         The log keeps only each resource's latest change, so a resource appears at most once per page, as it is now (as `GET` returns it without `include` or `fields`), and states in between are skipped. Changes come in the order of each resource's latest change: a comment may come before a later change of its playable item, so check references once `hasMore` is false.
         An upsert is `{"id", "resource", "type", "version"}`; a playlist's also has `entries`, all of them, in position order. A deletion is `{"deleted": true, "id", "type", "version"}`, its `version` one past the resource's last. Deleting a playable item is reported with the deletion of each of its comments and an upsert of each playlist that held it. A comment kept as a tombstone (`resource.deleted` true) is an upsert.
-        A page holds at most `limit` changes and about 1 MiB of JSON. `Cache-Control: no-store`.
+        A page holds at most `limit` changes and about 1 MiB of JSON. `Cache-Control: no-store` and `Vary: Accept`: `Accept` is read with its qualities (RFC 9110 12.5.1), so `application/json;q=0.9, text/event-stream;q=0.1` gets JSON; a stream needs a higher quality than JSON, or as high while JSON is reached only through a wildcard. `HEAD` answers a stream's fields without opening one.
+        **Cost**: a page is one read against the rate limit; a full page (100 changes or more, or one with more after it) is billed as an expensive read too, and a caller whose expensive budget is spent gets 429 here until it refills. One caller holds at most four page reads queued or running (then 503 `serverBusy`).
         **Long-poll** (`wait`, JSON only): when nothing is new, the answer is held until a change arrives or `wait` seconds pass, then comes with the changes or an empty page and a fresh `nextToken`. A server shutting down answers held requests at once with an empty page.
-        **Server-sent events** (`Accept: text/event-stream`; `wait` is then a 400): the stream opens with `retry: 2000`, then sends each change as `id: <token>`, `event: change`, `data: <the change as JSON>`, and a `: heartbeat` comment after 15 s without one. `Last-Event-ID` resumes after that event (it wins over `since`). A server shutting down ends its streams cleanly: reconnect with `Last-Event-ID`. A stream ends cleanly after 10 minutes, so that its client reconnects and its credential is checked again. The server sends a stream more only while less than 256 KiB of it waits unsent (a single larger change still goes whole); a client that has fallen behind and reads nothing for 30 s is disconnected. A stream holds its connection (it counts against the connection limits) but no keep-alive or head timeout applies to it; its opening request is one read against the rate limit.
+        **Server-sent events** (`Accept: text/event-stream`; `wait` is then a 400): the stream opens with `retry: 2000`, then sends each change as `id: <token>`, `event: change`, `data: <the change as JSON>`, and a `: heartbeat` comment after 15 s without one. `Last-Event-ID` resumes after that event (it wins over `since`). A server shutting down ends its streams cleanly: reconnect with `Last-Event-ID`. A stream ends cleanly after 10 minutes, so that its client reconnects and its credential is checked again. The server sends a stream more only while less than 256 KiB of it waits unsent (a single larger change still goes whole); a client that has fallen behind and reads nothing for 30 s is disconnected. All streams share a budget of unsent bytes (`--max-unsent-stream-bytes`, 64 MiB): past it the streams furthest behind are cut first; reconnect with `Last-Event-ID`. A stream holds its connection (it counts against the connection limits) but no keep-alive or head timeout applies to it; its opening request is one read against the rate limit.
         **Tokens** are opaque: pass them back exactly as received. One is accepted for `--change-retention` (default 30 days) after the answer that carried it, and deletions are kept as long. 410 `syncTokenExpired`: the token is older than that, from another database, ahead of the log, or from before deletions that were purged; drop the local copy and sync again without `since`. A malformed token is a 400 `invalidSyncToken`.
         **Privacy**: a private playlist appears only to its owner, editors and admins. To anyone else, one that was public once and turned private (or was deleted while private) appears as a deletion, and one never public does not appear.
         Anonymous callers may read (with `--require-auth-for-reads`, any signed-in caller). At most 20,000 long-polls and streams are open at once per server (then 503 `serverBusy`). The request timeout here is 75 s, not 60 s, to cover the longest `wait`.
@@ -2484,7 +2486,7 @@ components:
         visibility: {$ref: '#/components/schemas/PlaylistInput/properties/visibility'}
         entries:
           type: array
-          maxItems: 5000
+          maxItems: 10000
           description: In position order.
           items:
             type: object
@@ -2676,7 +2678,7 @@ components:
       properties:
         entryId: {type: string, format: uuid}
         playlistId: {type: string, format: uuid}
-        position: {type: integer, minimum: 0, maximum: 4999, description: 'Dense: 0 to `entryCount - 1`.'}
+        position: {type: integer, minimum: 0, maximum: 9999, description: 'Dense: 0 to `entryCount - 1`.'}
         playableItem:
           $ref: '#/components/schemas/PlayableItem'
           description: 'The item as it is now (never with `comments` or `playlists`); on entry lists, `fields` projects it.'
@@ -2711,7 +2713,7 @@ components:
       additionalProperties: false
       required: [position]
       properties:
-        position: {type: integer, minimum: 0, maximum: 4999, description: '0 to `entryCount - 1`.'}
+        position: {type: integer, minimum: 0, maximum: 9999, description: '0 to `entryCount - 1`.'}
       example:
         position: 0
     PlaylistOrder:
@@ -2875,7 +2877,7 @@ components:
       properties:
         entries:
           type: array
-          maxItems: 5000
+          maxItems: 10000
           description: 'Every entry, in position order (an entry''s position is its index): replaces the entries held before.'
           items: {$ref: '#/components/schemas/ChangeEntry'}
         id: {type: string, format: uuid}

@@ -118,7 +118,7 @@ struct Accounts: Sendable {
                 json += Array(",\"secret\":\"\(secret.text)\"}".utf8)
                 var response = ResourceEndpoints<APIKey, APIKeyInput>.created(RenderedResource(id: key.id, version: key.version, json: json),
                                                                               in: ResourceSchema.apiKey)
-                response.headers.append(("Cache-Control", "no-store"))
+                response.cacheControl = "no-store"
                 return response
             })
         }

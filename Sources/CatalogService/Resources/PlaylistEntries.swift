@@ -43,7 +43,7 @@ struct PlaylistEntries: Sendable {
         let values = try QueryParameters.parse(request, accepted: ["limit", "cursor", "fields"])
         let fields = try values["fields"].map { text throws(APIError) in try itemFields.parse(text) } ?? .all
         let page = try store.page(of: id, limit: ListParameters.limit(values), cursor: ListParameters.cursor(values), fields: fields)
-        return ResourceEndpoints<Playlist, PlaylistInput>.page(page, request: request)
+        return ResourceEndpoints<Playlist, PlaylistInput>.page((page.json, page.nextCursor, nil), request: request)
     }
 
     /// One entry, tagged by the playlist's version and a digest of the entry (its item

@@ -79,9 +79,11 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
         }
     }
 
-    /// A rendered page, with `Link: <…>; rel="next"` when there is a next page.
-    static func page(_ page: (json: [UInt8], nextCursor: String?), request: HTTPRequest) -> HTTPResponse {
+    /// A rendered page, with `Link: <…>; rel="next"` when there is a next page, and its
+    /// weak tag when its digest is known already (else ``Caching`` makes it).
+    static func page(_ page: (json: [UInt8], nextCursor: String?, digest: UInt64?), request: HTTPRequest) -> HTTPResponse {
         var headers: [(name: String, value: String)] = [("Content-Type", JSONResponse.contentType)]
+        if let digest = page.digest { headers.append(("ETag", Caching.listTag(digest: digest))) }
         if let cursor = page.nextCursor {
             headers.append(("Link", "<\(request.path)?\(ListParameters.nextQuery(request, cursor: cursor))>; rel=\"next\""))
         }
@@ -185,7 +187,8 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
         .later { [metrics] request, caller, done in
             let started = Self.now()
             try body(request, caller) { result in
-                metrics.observeWrite(seconds: Self.now() - started)
+                // Not for the answer made inside the write's transaction to keep it: only once durable.
+                if WriteContext.capture == nil { metrics.observeWrite(seconds: Self.now() - started) }
                 done(result)
             }
         }

@@ -18,16 +18,16 @@ enum ETag {
     }
 
     /// Whether a `GET`'s `If-None-Match` (weak comparison) lists the tag `header` (strong or weak).
-    static func noneMatch(_ request: HTTPRequest, tag header: String) throws(APIError) -> Bool {
-        guard let listed = try tags(request, "If-None-Match", weakMatches: true) else { return false }
+    static func noneMatch(_ fields: [String], tag header: String) throws(APIError) -> Bool {
+        guard let listed = try tags(fields, "If-None-Match", weakMatches: true) else { return false }
         return listed.any || listed.opaque.contains(String(header.dropFirst(header.hasPrefix("W/") ? 3 : 1).dropLast()))
     }
 
     /// The `If-Match` (strong comparison) and `If-None-Match` (weak comparison)
     /// conditions of a write.
     static func preconditions(_ request: HTTPRequest) throws(APIError) -> WritePreconditions {
-        WritePreconditions(ifMatch: try tags(request, "If-Match", weakMatches: false).map(versions),
-                           ifNoneMatch: try tags(request, "If-None-Match", weakMatches: true).map(versions))
+        WritePreconditions(ifMatch: try tags(request.headers.values(for: "If-Match"), "If-Match", weakMatches: false).map(versions),
+                           ifNoneMatch: try tags(request.headers.values(for: "If-None-Match"), "If-None-Match", weakMatches: true).map(versions))
     }
 
     /// The versions a list of tags names: the canonical decimal each starts with, alone or
@@ -43,8 +43,7 @@ enum ETag {
     /// Parses every `name` field as `*` or a list of entity tags (RFC 9110 §8.8.3; a tag
     /// may contain commas) into their opaque texts; `nil` when absent. Weak tags (`W/"3"`)
     /// count only when `weakMatches`.
-    private static func tags(_ request: HTTPRequest, _ name: String, weakMatches: Bool) throws(APIError) -> (any: Bool, opaque: Set<String>)? {
-        let fields = request.headers.values(for: name)
+    private static func tags(_ fields: [String], _ name: String, weakMatches: Bool) throws(APIError) -> (any: Bool, opaque: Set<String>)? {
         guard !fields.isEmpty else { return nil }
         let text = Array(fields.joined(separator: ",").utf8)
         let isSpace: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
@@ -81,37 +80,5 @@ enum ETag {
 
     private static func malformed(_ name: String) -> APIError {
         .invalidHeader(name, "expected * or a list of entity tags such as \"3\".")
-    }
-}
-
-/// A fast 64-bit digest for entity tags: not for security, only to tell a
-/// representation's versions apart. Four independent multiply-xorshift lanes over
-/// 32-byte blocks (so the multiplications overlap), then the tail, then a final mix.
-enum Digest {
-    static func of(_ bytes: [UInt8]) -> UInt64 {
-        let prime: UInt64 = 0x9E37_79B9_7F4A_7C15
-        var lanes: (UInt64, UInt64, UInt64, UInt64) = (0x243F_6A88_85A3_08D3, 0x1319_8A2E_0370_7344, 0xA409_3822_299F_31D0, 0x082E_FA98_EC4E_6C89)
-        @inline(__always) func mix(_ lane: UInt64, _ word: UInt64) -> UInt64 {
-            let value = (lane ^ word) &* prime
-            return value ^ (value >> 32)
-        }
-        var tail: UInt64 = 0
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset + 32 <= raw.count {
-                lanes.0 = mix(lanes.0, raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-                lanes.1 = mix(lanes.1, raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
-                lanes.2 = mix(lanes.2, raw.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self))
-                lanes.3 = mix(lanes.3, raw.loadUnaligned(fromByteOffset: offset + 24, as: UInt64.self))
-                offset += 32
-            }
-            while offset < raw.count {
-                tail = mix(tail, UInt64(raw[offset]) &+ UInt64(offset))
-                offset += 1
-            }
-        }
-        var hash = UInt64(bytes.count)
-        for lane in [lanes.0, lanes.1, lanes.2, lanes.3, tail] { hash = mix(hash, lane) }
-        return hash
     }
 }

@@ -13,8 +13,8 @@ enum ErrorMapping {
                               instance: context.path, code: failure.code, errors: failure.errors, moreErrors: failure.moreErrors,
                               requestId: context.requestID)
         // A refusal is about this request: never stored, never served to another.
-        var response = HTTPResponse(status: failure.status, headers: [("Content-Type", ProblemDocument.contentType), ("Cache-Control", "no-store")] + failure.headers,
-                                    body: json(problem))
+        var response = HTTPResponse(status: failure.status, headers: [("Content-Type", ProblemDocument.contentType)] + failure.headers, body: json(problem))
+        response.cacheControl = "no-store"
         response.closesConnection = failure.closesConnection
         return response
     }

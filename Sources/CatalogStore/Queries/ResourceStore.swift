@@ -233,23 +233,25 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     /// A page of all fields of a resource that caches renderings is kept (``PageCache``)
     /// until the next commit, and the same request is answered again from the render
     /// cache without a query (it checks first that nothing has committed since).
-    public func renderedList(_ request: ListRequest) throws(StoreError) -> (json: [UInt8], nextCursor: String?) {
+    /// The page's digest (``Digest``) comes with it when the page is kept: a page served
+    /// again is not hashed again.
+    public func renderedList(_ request: ListRequest) throws(StoreError) -> (json: [UInt8], nextCursor: String?, digest: UInt64?) {
         var keeping: (pages: PageCache, key: PageCache.Key, generation: UInt64)?
         // The cache is skipped when the generation cannot be had at once (the read reports any error).
         if let pages, request.fields == .all, let generation = try? database.generation() {
             let key = PageCache.Key(request, viewer: visibleFilter != nil)
-            if let page = pages.page(key, generation: generation), let json = rendering.write(page) { return (json, page.nextCursor) }
+            if let page = pages.page(key, generation: generation), let json = rendering.write(page) { return (json, page.nextCursor, page.digest) }
             keeping = (pages, key, generation)
         }
         let cursor = try decodeCursor(request)
         var kept = keeping.map { _ in PageCache.Page() }
         // One budget for all the rings: interrupted once their reads together take too long.
         let page = try guarded { try ReadBudget.run { try renderedList(request, after: cursor, kept: &kept) } }
-        if let keeping, var kept, kept.isComplete {
-            kept.nextCursor = page.nextCursor
-            keeping.pages.store(keeping.key, kept, generation: keeping.generation)
-        }
-        return page
+        guard let keeping, var kept, kept.isComplete else { return (page.json, page.nextCursor, nil) }
+        kept.nextCursor = page.nextCursor
+        kept.digest = Digest.of(page.json)
+        keeping.pages.store(keeping.key, kept, generation: keeping.generation)
+        return (page.json, page.nextCursor, kept.digest)
     }
 
     private func renderedList(_ request: ListRequest, after cursor: ListCursor?, kept: inout PageCache.Page?) throws

@@ -84,6 +84,8 @@ final class PageCache: Sendable {
         private(set) var items: [UInt8] = []
         /// The next page's cursor; `nil` on the last page.
         var nextCursor: String?
+        /// The digest of the page's JSON (its weak tag), made once when the page is kept.
+        var digest: UInt64 = 0
         /// False once an item is missing: one the render cache could not keep (it could
         /// never be written again from there), or an id longer than 255 bytes. Such a page is not kept.
         private(set) var isComplete = true

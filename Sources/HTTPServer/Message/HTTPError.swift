@@ -46,11 +46,13 @@ public enum ProblemDocument {
             appendQuoted(value, to: &json)
         }
         json += "}"
-        var headers: [(name: String, value: String)] = [("Content-Type", contentType), ("Cache-Control", "no-store")]
+        var headers: [(name: String, value: String)] = [("Content-Type", contentType)]
         for (name, value) in error.headers.sorted(by: { $0.key < $1.key }) {
             headers.append((name, value))
         }
-        return HTTPResponse(status: error.status, headers: headers, body: Array(json.utf8))
+        var response = HTTPResponse(status: error.status, headers: headers, body: Array(json.utf8))
+        response.cacheControl = "no-store"
+        return response
     }
 
     /// Appends `text` as a JSON string literal.

@@ -19,6 +19,9 @@ public struct HTTPRequest: Sendable {
     /// The client address limits are kept under: the peer's IPv4 address, or its IPv6
     /// address's /64 (empty when unknown).
     public var clientAddress = ""
+    /// What the route's admission check found from the head, for a request with a body
+    /// (``Handler/admitting(_:)``); `nil` otherwise.
+    public internal(set) var admitted: (any AnyObject & Sendable)?
     /// The request's id: the client's well-formed `X-Request-Id`, or one the server made.
     /// Every response carries it back in `X-Request-Id`.
     public internal(set) var requestID = ""

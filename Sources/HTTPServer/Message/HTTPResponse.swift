@@ -13,6 +13,9 @@ public struct HTTPResponse: Sendable {
     /// A body sent while it is produced (see ``ResponseStream``), after the head, in
     /// place of ``body``. Not for `HEAD`: the stream is then ended at once.
     public var stream: ResponseStream?
+    /// The `Cache-Control` field, written after ``headers`` when set (a field of its own,
+    /// so that stating how a response may be cached does not grow its headers).
+    public var cacheControl: String?
 
     /// Creates a response.
     public init(status: HTTPStatus = .ok, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {

@@ -13,8 +13,9 @@ final class Connection {
     private enum Phase {
         /// Waiting for (the rest of) a request head.
         case head
-        /// Reading the body of a request whose head is complete.
-        case body(RequestHead)
+        /// Reading the body of a request whose head is complete, with what its admission
+        /// check found (``Handler/admitting(_:)``).
+        case body(RequestHead, admitted: (any AnyObject & Sendable)?)
         /// A deferred handler is working on the request; reading is paused.
         case awaiting(ResponseContext)
         /// The response's body is a stream being sent (``ResponseStream``); reading is
@@ -367,15 +368,15 @@ final class Connection {
                 if head.framing == .none {
                     dispatch(head, body: [])
                 } else {
-                    guard let limit = admitBody(head) else { continue }
+                    guard let (limit, admitted) = admitBody(head) else { continue }
                     if head.expectsContinue, input.isEmpty { output.append(ResponseWriter.continueLine) }
                     var limits = parser.limits
                     limits.maxBody = limit
                     chunkedDecoder = head.framing == .chunked ? ChunkedDecoder(limits: limits) : nil
-                    phase = .body(head)
+                    phase = .body(head, admitted: admitted)
                     setDeadline(loop.core.bodyTimeout, .fail(.bodyTimeout))
                 }
-            case let .body(head):
+            case let .body(head, admitted):
                 // The bytes of a body still arriving are held against the server-wide budget,
                 // as they arrive: a client must send what it holds.
                 var held = input.readableCount + pendingChunkedBody.count
@@ -414,7 +415,7 @@ final class Connection {
                     }
                 }
                 releaseBody()
-                dispatch(head, body: body)
+                dispatch(head, body: body, admitted: admitted)
             }
         }
     }
@@ -434,14 +435,21 @@ final class Connection {
             requestClient = client ?? "unknown"
             return true
         }
-        let forwarded: IPAddress? = switch proxySource {
-        case .proxyProtocol: nil
-        case .xForwardedFor:
-            loop.core.configuration.trustedProxies?.forwardedClient(peer: address, forwarded: [], xForwardedFor: head.headers.values(for: "x-forwarded-for"))
-        case .forwarded:
-            loop.core.configuration.trustedProxies?.forwardedClient(peer: address, forwarded: head.headers.values(for: "forwarded"), xForwardedFor: [])
+        let key: String
+        switch proxySource {
+        case .proxyProtocol:
+            key = client ?? address.clientKey
+        case .xForwardedFor, .forwarded:
+            let fields = head.headers.values(for: proxySource == .forwarded ? "forwarded" : "x-forwarded-for")
+            let proxies = loop.core.configuration.trustedProxies
+            let forwarded = proxySource == .forwarded
+                ? proxies?.forwardedClient(peer: address, forwarded: fields, xForwardedFor: [])
+                : proxies?.forwardedClient(peer: address, forwarded: [], xForwardedFor: fields)
+            // The proxy's own requests (a health check) count as the proxy's; fields that
+            // name no client (malformed, `unknown`) share a key of their own, so they can
+            // never take the proxy's places.
+            key = forwarded?.clientKey ?? (fields.isEmpty ? address.clientKey : "unattributed via " + address.clientKey)
         }
-        let key = forwarded?.clientKey ?? (proxySource == .proxyProtocol ? client : nil) ?? address.clientKey
         guard count(as: key) else {
             failConnection(HTTPError.tooManyFromAddress, path: head.path)
             return false
@@ -508,16 +516,19 @@ final class Connection {
     /// within that limit and past the route's admission check (a credential checked from
     /// the head alone). Otherwise the refusal is answered, the body skipped when it has
     /// all arrived and the connection closed when not, and the result is `nil`.
-    private func admitBody(_ head: RequestHead) -> Int? {
-        var limit = parser.limits.maxBody
+    private func admitBody(_ head: RequestHead) -> (limit: Int, admitted: (any AnyObject & Sendable)?)? {
         do {
-            guard let method = head.method, case let .handler(handler, _, _) = try loop.core.router.resolve(method: method, path: head.path) else {
-                return limit
+            // A method the server does not implement is answered from its head; no handler reads
+            // a body for OPTIONS.
+            guard let method = head.method else { throw unimplementedMethodError(path: head.path) }
+            var limit = 0
+            var admitted: (any AnyObject & Sendable)?
+            if case let .handler(handler, _, _) = try loop.core.router.resolve(method: method, path: head.path) {
+                if let admission = handler.admission { admitted = try admission(request(head, body: [])) }
+                limit = min(parser.limits.maxBody, handler.maxBody ?? parser.limits.maxBody)
             }
-            if let admission = handler.admission { try admission(request(head, body: [])) }
-            limit = min(limit, handler.maxBody ?? limit)
             if case let .length(length) = head.framing, length > limit { throw HTTPError.contentTooLarge(limit: limit) }
-            return limit
+            return (limit, admitted)
         } catch {
             var context = responseContext(head)
             if case let .length(length) = head.framing, input.readableCount >= length {
@@ -531,6 +542,7 @@ final class Connection {
     }
 
     /// What writing the answer to `head` needs, for a new request of the connection.
+    @inline(__always)
     private func responseContext(_ head: RequestHead) -> ResponseContext {
         requestSequence &+= 1
         let requestID = Self.requestID(head.headers) ?? loop.makeRequestID()
@@ -550,7 +562,7 @@ final class Connection {
         return request
     }
 
-    private func dispatch(_ head: RequestHead, body: [UInt8]) {
+    private func dispatch(_ head: RequestHead, body: [UInt8], admitted: (any AnyObject & Sendable)? = nil) {
         var context = responseContext(head)
         let requestID = context.requestID
         guard let method = head.method else {
@@ -558,11 +570,13 @@ final class Connection {
             return
         }
         var request = request(head, body: body, requestID: requestID)
+        request.admitted = admitted
         do {
             switch try loop.core.router.resolve(method: method, path: head.path) {
             case let .options(allow):
                 context.route = "OPTIONS"
-                var response = HTTPResponse(status: .noContent, headers: [("Allow", allow), ("Cache-Control", "no-store")])
+                var response = HTTPResponse(status: .noContent, headers: [("Allow", allow)])
+                response.cacheControl = "no-store"
                 if let cors = loop.core.configuration.cors, head.headers["access-control-request-method"] != nil {
                     // A preflight: its CORS fields are its own, not those of an actual request.
                     response.headers += cors.preflightFields(origin: context.origin, methods: allow)
@@ -703,6 +717,11 @@ final class Connection {
         }
         if let stream { return startStreaming(stream, version: context.version) }
         if !keepAlive { closeAfterFlush = true }
+        if proxySource == .xForwardedFor || proxySource == .forwarded, let client {
+            // A proxy's pooled connection counts for a client only while it carries its request.
+            loop.core.release(client)
+            self.client = nil
+        }
         phase = .head
         requestStarted = !input.isEmpty
         if requestStarted {
@@ -819,6 +838,7 @@ final class Connection {
         }
         tls?.sendCloseNotify()
         shutdown(fd, Int32(SHUT_WR))
+        releaseBody()  // a refused body's bytes are not kept while its input is discarded
         phase = .lingering
         input.clear()
         input.shrinkIfEmpty()

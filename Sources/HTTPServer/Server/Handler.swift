@@ -27,7 +27,7 @@ public struct Handler: Sendable {
     private(set) var maxBody: Int?
     /// What a request with a body must pass once its head has arrived, before any body
     /// byte is buffered (see ``admitting(_:)``).
-    private(set) var admission: (@Sendable (HTTPRequest) throws -> Void)?
+    private(set) var admission: (@Sendable (HTTPRequest) throws -> (any AnyObject & Sendable)?)?
 
     init(kind: Kind) {
         self.kind = kind
@@ -54,8 +54,10 @@ public struct Handler: Sendable {
     /// arrived, before any of the body is buffered: `check` sees the head (an empty body)
     /// and throws to refuse it (a credential that is missing, invalid or too weak), which
     /// answers at once with the error and closes the connection unless the whole body had
-    /// already arrived. It runs on the event loop: it must be quick and must not block.
-    public func admitting(_ check: @escaping @Sendable (HTTPRequest) throws -> Void) -> Handler {
+    /// already arrived. What it returns reaches the handler as ``HTTPRequest/admitted``
+    /// (the caller it found, so the handler need not look again). It runs on the event
+    /// loop: it must be quick and must not block.
+    public func admitting(_ check: @escaping @Sendable (HTTPRequest) throws -> (any AnyObject & Sendable)?) -> Handler {
         var handler = self
         handler.admission = check
         return handler

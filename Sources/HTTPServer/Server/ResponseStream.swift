@@ -28,6 +28,8 @@ public final class ResponseStream: Sendable {
         var unsent = 0
         /// Whether the stream was cut off: what it holds is dropped, never written.
         var dropped = false
+        /// Since when (monotonic milliseconds) some of it waits unsent; `nil` while none does.
+        var behindSince: Int64?
     }
 
     struct Target: Sendable {
@@ -97,6 +99,7 @@ public final class ResponseStream: Sendable {
             // Counted while the stream is open only, so what a closed one drops is given back once.
             guard !state.closed else { return .closed }
             guard state.unsent <= limit else { return .overflowing }
+            if state.unsent == 0, budget != nil { state.behindSince = StreamBudget.milliseconds() }
             state.unsent += bytes.count
             guard let target = state.target else {
                 state.pending.append(bytes)
@@ -163,6 +166,7 @@ public final class ResponseStream: Sendable {
         let left: Int? = state.withLock { state in
             guard !state.dropped else { return nil }
             state.unsent -= count
+            if state.unsent <= 0 { state.behindSince = nil }
             return state.unsent
         }
         guard let left else { return }
@@ -170,6 +174,11 @@ public final class ResponseStream: Sendable {
         if left <= limit / 4, drainWanted.load(ordering: .relaxed), drainWanted.exchange(false, ordering: .relaxed) {
             state.withLock { $0.onDrain }?()
         }
+    }
+
+    /// What an open stream holds unsent, and since when; `nil` once it has ended.
+    func backlog() -> (unsent: Int, since: Int64?)? {
+        state.withLock { $0.closed ? nil : ($0.unsent, $0.behindSince) }
     }
 
     /// The connection closed: what it had not written never will be.

@@ -25,6 +25,12 @@ enum ResponseWriter {
             appendSanitized(status.reasonPhrase, to: out)
             out.append("\r\n")
         }
+        if let cacheControl = response.cacheControl {
+            out.append(cacheControlPrefix)
+            appendSanitized(cacheControl, to: out)
+            out.append(byte: ASCII.cr)
+            out.append(byte: ASCII.lf)
+        }
         for (name, value) in response.headers {
             appendSanitized(name, to: out)
             out.append(byte: ASCII.colon)
@@ -74,6 +80,7 @@ enum ResponseWriter {
 
     private static let chunkedField: [UInt8] = Array("Transfer-Encoding: chunked\r\n".utf8)
     private static let contentLengthPrefix: [UInt8] = Array("Content-Length: ".utf8)
+    private static let cacheControlPrefix: [UInt8] = Array("Cache-Control: ".utf8)
     private static let requestIDPrefix: [UInt8] = Array("X-Request-Id: ".utf8)
     private static let connectionClose: [UInt8] = Array("Connection: close\r\n".utf8)
     private static let connectionKeepAlive: [UInt8] = Array("Connection: keep-alive\r\n".utf8)
@@ -82,12 +89,35 @@ enum ResponseWriter {
     private static func appendSanitized(_ text: String, to out: ByteBuffer) {
         var text = text
         text.withUTF8 { bytes in
-            if !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            if !hasControl(bytes) {
                 out.append(UnsafeRawBufferPointer(bytes))
             } else {
                 for byte in bytes { out.append(byte: byte < 0x20 || byte == 0x7F ? ASCII.space : byte) }
             }
         }
+    }
+
+    /// Whether `bytes` hold a control character (below 0x20, or 0x7F), eight bytes a step:
+    /// a word has a byte below 0x20 when subtracting 0x20 from each borrows into a byte
+    /// whose top bit was clear, and a 0x7F when XOR with 0x7F leaves a zero byte.
+    @inline(__always)
+    static func hasControl(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        var index = 0
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while index + 8 <= bytes.count {
+                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                let deletes = word ^ (ones &* 0x7F)
+                if ((word &- ones &* 0x20) & ~word | (deletes &- ones) & ~deletes) & highs != 0 { return true }
+                index += 8
+            }
+        }
+        while index < bytes.count {
+            if bytes[index] < 0x20 || bytes[index] == 0x7F { return true }
+            index += 1
+        }
+        return false
     }
 }
 
