@@ -131,8 +131,9 @@ public final class CatalogApplication: Sendable {
         var routes = Routes(authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads, limiter: limiter,
                             idempotency: Idempotency(store: store.idempotency), databaseWork: store.readsBlock ? DatabaseWork.pool : nil,
                             publicMaxAge: configuration.publicMaxAge)
-        changeHub = ChangeHub(log: store.changes, retention: configuration.changeRetention, isShuttingDown: { reference.isShuttingDown })
         streamBudget = StreamBudget(limit: configuration.maxUnsentStreamBytes)
+        changeHub = ChangeHub(log: store.changes, retention: configuration.changeRetention, streamBudget: streamBudget,
+                              isShuttingDown: { reference.isShuttingDown })
         metrics.observeChangeFeed { [changeHub] in changeHub.counts }
         let feed = ChangeFeed(log: store.changes, hub: changeHub, retention: configuration.changeRetention, catalog: try store.changes.catalogID(),
                               streamBudget: streamBudget, limiter: limiter)

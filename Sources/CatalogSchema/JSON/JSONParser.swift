@@ -83,7 +83,8 @@ struct JSONParser {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
-            guard members.updateValue(try value(), forKey: name) == nil else { throw fail("duplicate member '\(name)'") }
+            guard members.updateValue(try value(), forKey: name) == nil else { throw fail("duplicate member '\(name.prefix(64))'") }
+            guard members.count <= JSONValue.maxMembers else { throw fail("an object of more than \(JSONValue.maxMembers) members") }
         } while try next(closing: UInt8(ascii: "}"))
         return .object(members)
     }

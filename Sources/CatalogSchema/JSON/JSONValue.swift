@@ -13,6 +13,9 @@ package enum JSONValue: Equatable, Sendable {
 
     /// The deepest nesting of arrays and objects accepted.
     package static let maxDepth = 64
+    /// The most members one object holds: far more than any document of the API has, so
+    /// that reading a body of tens of thousands of members stops early.
+    package static let maxMembers = 1024
 
     /// Why a document is not JSON, and where.
     package struct ParseError: Error, Equatable {

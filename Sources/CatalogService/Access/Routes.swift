@@ -45,6 +45,14 @@ enum DatabaseWork {
     static let pool = WorkPool(name: "database", threads: threads, queueLimit: 1024)
 }
 
+/// The pool where requests with large bodies are read and run (``BodyLimits``): half the
+/// cores, so the event loops always keep one, and a short queue (a full one answers 503).
+enum LargeBodies {
+    /// The largest body read on an event loop (a third of a millisecond to parse, at most).
+    static let onLoop = 32 * 1024
+    static let pool = WorkPool(name: "bodies", threads: max(1, ProcessInfo.processInfo.activeProcessorCount / 2), queueLimit: 64)
+}
+
 /// The pool for expensive reads: half the cores, so the event loops always keep a core,
 /// and a short queue (a full one answers 503 at once).
 enum ExpensiveReads {
@@ -103,7 +111,12 @@ struct Routes {
         // Where reads need a credential, no read is the same for everyone who may see it.
         if readsNeedCredential, access == .read, method == .GET { caching = .perCaller }
         var body = handler(access, rate, keys, caching, endpoint)
-        if usesDatabase, let pool = databaseWork { body = Self.offLoop(body, on: pool) }
+        if usesDatabase, let pool = databaseWork {
+            body = Self.offLoop(body, on: pool)
+        } else if maxBody > LargeBodies.onLoop {
+            // Reading a large body (parsing it, checking every member) is no event loop's work.
+            body = Self.offLoop(body, on: LargeBodies.pool, when: { $0.body.count > LargeBodies.onLoop })
+        }
         var handler = Handler.either(body).limitingBody(to: maxBody)
         if access != .open {
             handler = handler.admitting(admission(minimum(access), rate ?? (method == .GET || method == .HEAD ? .read : .write)))
@@ -144,9 +157,12 @@ struct Routes {
         }
     }
 
-    /// `body`, run on `pool` (authentication, which may read a key, included).
-    private static func offLoop(_ body: @escaping HandlerBody, on pool: WorkPool) -> HandlerBody {
+    /// `body`, run on `pool` (authentication, which may read a key, included), for the
+    /// requests `when` selects (all by default); the others run where they are.
+    private static func offLoop(_ body: @escaping HandlerBody, on pool: WorkPool,
+                                when selects: (@Sendable (HTTPRequest) -> Bool)? = nil) -> HandlerBody {
         { request, responder in
+            if let selects, !selects(request) { return try body(request, responder) }
             let queued = pool.submit {
                 guard !responder.isAbandoned else { return }
                 do {

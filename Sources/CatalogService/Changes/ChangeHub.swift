@@ -69,8 +69,12 @@ final class ChangeHub: @unchecked Sendable {
     private var stopped = false
     private var nextPurge: Int64 = 0
 
-    init(log: ChangeLog, retention: Duration, isShuttingDown: @escaping @Sendable () -> Bool) {
+    /// The unsent bytes the event streams share; `nil`: none.
+    private let streamBudget: StreamBudget?
+
+    init(log: ChangeLog, retention: Duration, streamBudget: StreamBudget? = nil, isShuttingDown: @escaping @Sendable () -> Bool) {
         self.log = log
+        self.streamBudget = streamBudget
         self.retention = retention
         self.isShuttingDown = isShuttingDown
         log.commits.observe { [weak self] in self?.signal() }
@@ -259,6 +263,11 @@ final class ChangeHub: @unchecked Sendable {
                 switch batch {
                 case let .success(batch):
                     let page = batch.page(for: subscriber.viewer, limit: Self.roundLimit, maxBytes: Self.roundBytes)
+                    // The streams' shared budget: past it, this stream waits for a later round
+                    // (the streams furthest behind are cut to make room), rather than the
+                    // server holding more.
+                    let size = page.changes.reduce(0) { $0 + $1.json.count + 128 }
+                    if !page.changes.isEmpty, let budget = streamBudget, !budget.admits(size), !budget.makeRoom(for: size) { continue }
                     if !page.changes.isEmpty {
                         subscriber.send(page.changes)
                         listening[id]?.lastSent = now

@@ -50,27 +50,40 @@ public final class StreamBudget: Sendable {
         _ = streams.withLock { $0.removeValue(forKey: ObjectIdentifier(stream)) }
     }
 
-    /// Counts `bytes` more, sent to a stream; past the limit, cuts the streams furthest
-    /// behind until the others fit.
-    func add(_ bytes: Int) {
-        guard total.add(bytes, ordering: .relaxed).newValue > limit else { return }
+    /// Whether `bytes` more fit (or nothing waits at all: one change larger than the whole
+    /// budget still goes to a stream that has caught up). A sender that is told no holds
+    /// its bytes back, so the budget bounds memory, and asks ``makeRoom(for:)``.
+    public func admits(_ bytes: Int) -> Bool {
+        let held = total.load(ordering: .relaxed)
+        return held == 0 || held + bytes <= limit
+    }
+
+    /// Cuts the streams at least ``minimumLag`` behind, oldest first, until `bytes` more
+    /// would fit. Returns whether they now do.
+    @discardableResult
+    public func makeRoom(for bytes: Int) -> Bool {
         // The entries are copied under the lock and their streams taken outside it: a stream
         // let go here may end (its deinit unregisters it, which takes the lock).
         let entries = streams.withLock { Array($0.values) }
         let now = Self.milliseconds()
         let lag = minimumLag.milliseconds
-        var open: [(stream: ResponseStream, unsent: Int, behindSince: Int64)] = []
+        var behind: [(stream: ResponseStream, unsent: Int, since: Int64)] = []
         for entry in entries {
-            guard let stream = entry.stream, let (unsent, since) = stream.backlog() else { continue }
-            open.append((stream, unsent, since ?? now))
+            guard let stream = entry.stream, let (unsent, since) = stream.backlog(), let since, now - since >= lag else { continue }
+            behind.append((stream, unsent, since))
         }
-        var left = open.reduce(0) { $0 + $1.unsent }
-        for candidate in open.sorted(by: { $0.behindSince < $1.behindSince }) where left > limit {
-            guard now - candidate.behindSince >= lag else { break }
-            candidate.stream.cancel()
+        for candidate in behind.sorted(by: { $0.since < $1.since }) where !admits(bytes) {
+            candidate.stream.cancel()  // gives its bytes back at once
             cutCount.add(1, ordering: .relaxed)
-            left -= candidate.unsent
         }
+        return admits(bytes)
+    }
+
+    /// Counts `bytes` more, sent to a stream; past the limit, cuts the streams furthest
+    /// behind until the others fit.
+    func add(_ bytes: Int) {
+        guard total.add(bytes, ordering: .relaxed).newValue > limit else { return }
+        makeRoom(for: 0)
     }
 
     /// Gives back `bytes` (written to a socket, or dropped with their stream).
