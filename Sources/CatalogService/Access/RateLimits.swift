@@ -103,7 +103,6 @@ final class RateLimiter: Sendable {
     /// Requests refused by class since start.
     var refused: [RateClass: Int] { refusals.withLock { $0 } }
 
-    /// Spends one token of `rateClass` from `partition`'s bucket.
     /// The budget a caller spends from: its user's (every key and token of a user shares
     /// it: more keys are not more budget), or its address's when anonymous.
     static func partition(_ caller: Caller, _ request: HTTPRequest) -> String {
@@ -167,6 +166,8 @@ final class RateLimiter: Sendable {
         return Decision(allowed: allowed, headers: headers)
     }
 
+    /// Forgets the buckets that are full again; when that frees less than a quarter, also
+    /// the least recently used half (an attacker's many partitions cannot reset everyone's).
     private func evict(_ buckets: inout [Key: Bucket], now: Int64) {
         buckets = buckets.filter { key, bucket in
             guard let policy = policies[key.rateClass] else { return false }
