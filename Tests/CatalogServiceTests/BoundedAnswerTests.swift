@@ -39,6 +39,16 @@ import TestSupport
         #expect(huge.body.count < 1024)
     }
 
+    @Test func anOrderOfUnknownItemsListsFiftyAndCountsTheRest() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let playlist = try await catalog.client.send("POST", "/v1/playlists", json: ["title": "Unknowns"]).decode(Playlist.self)
+        let response = try await catalog.client.send("PUT", "/v1/playlists/\(playlist.id)/entries",
+                                                     json: ["playableItemIds": (0..<120).map { _ in CatalogID().rawValue }])
+        #expect(response.status == 422)
+        #expect(response.problem?.errors?.count == Problem.maxListedErrors)
+        #expect(response.problem?.moreErrors == 70)
+    }
+
     @Test func aMemberOfAHugeNameIsShownCut() async throws {
         let catalog = try TestCatalog(seed: false)
         let name = String(repeating: "n", count: 20_000)

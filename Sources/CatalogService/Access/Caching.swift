@@ -31,6 +31,7 @@ enum Caching: Sendable {
 
     /// A request that asks for anything embedded (`include=…`).
     static let includes: @Sendable (HTTPRequest) -> Bool = { request in
+        guard request.query != nil else { return false }
         var found = false
         request.forEachRawQueryPair { pair in if pair.name.elementsEqual("include".utf8) { found = true } }
         return found

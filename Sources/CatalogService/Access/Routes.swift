@@ -407,8 +407,8 @@ struct Delivery: Sendable {
 }
 
 extension HTTPResponse {
-    /// The response with `extra` fields appended.
-    func adding(_ extra: [(name: String, value: String)]) -> HTTPResponse {
+    /// The response with `extra` fields appended (consumed: no copy of its fields and body).
+    consuming func adding(_ extra: [(name: String, value: String)]) -> HTTPResponse {
         guard !extra.isEmpty else { return self }
         var response = self
         response.headers += extra

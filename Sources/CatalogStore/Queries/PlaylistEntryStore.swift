@@ -211,7 +211,8 @@ public final class PlaylistEntryStore: Sendable {
     /// Replaces the whole order with `order`. Entries of items that stay keep their ids
     /// (the first remaining entry of an item goes to the item's first new place, and so
     /// on); the others are removed or added. Fails with `invalid` naming each unknown
-    /// id (its pointer, at most ``Problem/maxListedErrors``). Returns the playlist.
+    /// id (its pointer; the answer lists ``Problem/maxListedErrors`` and counts the rest).
+    /// Returns the playlist.
     public func replace(_ order: PlaylistOrder, of playlistID: CatalogID, preconditions: WritePreconditions,
                         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         switch readValues(order, PlaylistEntrySchema.order) {
@@ -240,7 +241,8 @@ public final class PlaylistEntryStore: Sendable {
                 itemPKs.append(pk.int64 ?? 0)
             }
             guard unknown.isEmpty else {
-                throw StoreError.invalid(unknown.prefix(Problem.maxListedErrors).map { offset in
+                // Every one, so the answer can count those it does not list (at most 10,000).
+                throw StoreError.invalid(unknown.map { offset in
                     Reference.playableItems.missing.at(items.field.pointer + "/\(offset)")
                 })
             }
@@ -334,7 +336,7 @@ public final class PlaylistEntryStore: Sendable {
                 missing.append(Reference.playableItems.missing.at(member + "/\(position)" + reference.field.pointer))
             }
         }
-        guard missing.isEmpty else { throw StoreError.invalid(Array(missing.prefix(Problem.maxListedErrors))) }
+        guard missing.isEmpty else { throw StoreError.invalid(missing) }
         try db.execute("UPDATE playlists SET entry_count = ? WHERE pk = ?", [entries.count, playlistPK])
         return true
     }

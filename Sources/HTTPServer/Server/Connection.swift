@@ -553,6 +553,7 @@ final class Connection {
     }
 
     /// The request `head` and `body` make, as handlers see it (`GET` for an unimplemented method).
+    @inline(__always)
     private func request(_ head: RequestHead, body: [UInt8], requestID: String = "") -> HTTPRequest {
         var request = HTTPRequest(
             method: head.method ?? .GET, path: head.path, query: head.query, version: head.version,
