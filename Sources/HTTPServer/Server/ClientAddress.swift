@@ -226,13 +226,15 @@ public struct TrustedProxies: Sendable {
     static let maxFieldBytes = 8192, maxHops = 64
 
     /// The client that a trusted `peer` forwards for, from the field values of `Forwarded`
-    /// (if any, RFC 7239's `for=`) or else `X-Forwarded-For`, in the order received.
+    /// (RFC 7239's `for=`) or of `X-Forwarded-For`, whichever the caller passes (the one
+    /// ``source`` names), in the order received.
     ///
     /// The hops are walked from the right (the nearest), skipping trusted proxies; the first
-    /// other hop is the client, or the left-most hop when all are trusted. Nil means "use
-    /// the peer's own address": the peer is not trusted, there are no hops, the fields are
-    /// malformed or longer than 8 KiB, or the client hop is `unknown` or obfuscated. Since a
-    /// client can cause nil at will, the peer's address must not grant it anything.
+    /// other hop is the client, or the left-most hop when all are trusted. Nil means no
+    /// client is named: the peer is not trusted, there are no hops, the fields are malformed
+    /// or longer than 8 KiB, or the client hop is `unknown`, obfuscated or not an address.
+    /// A client can cause nil at will, so the connection counts such requests under a key
+    /// of their own, never under the proxy's address.
     func forwardedClient(peer: IPAddress, forwarded: [String], xForwardedFor: [String]) -> IPAddress? {
         guard trusts(peer) else { return nil }
         let fields = forwarded.isEmpty ? xForwardedFor : forwarded
