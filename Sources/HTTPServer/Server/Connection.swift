@@ -27,7 +27,7 @@ final class Connection {
     }
 
     /// What writing a response needs to know about the request it answers.
-    private struct ResponseContext {
+    struct ResponseContext {
         /// Which request of the connection this is, so a late or repeated deferred
         /// answer can never be taken for the answer to a later request.
         var sequence: UInt64
@@ -57,23 +57,23 @@ final class Connection {
     let id: UInt64
     let peer: String
     /// The peer's IP address (`nil` for another family).
-    private let address: IPAddress?
+    let address: IPAddress?
     /// The client address this connection is counted under (see ``ServerCore/admit(_:)``):
     /// the peer's, or for a trusted proxy's connection the client its last request (or its
     /// PROXY header) named; `nil` while it names none.
-    private(set) var client: String?
+    var client: String?
     /// Where the peer says whom it forwards for, when it is a trusted proxy.
-    private let proxySource: TrustedProxies.Source?
+    let proxySource: TrustedProxies.Source?
     /// The PROXY protocol header read so far, while one is awaited.
-    private var proxyHeader: [UInt8]?
+    var proxyHeader: [UInt8]?
     /// The client address of the request being read: what its limits and budgets apply to.
-    private var requestClient = ""
+    var requestClient = ""
     /// The client address the body budget this connection holds is counted under.
     private var reservedBodyClient = ""
-    private unowned let loop: EventLoop
-    private let input = ByteBuffer(capacity: 8 * 1024)
+    unowned let loop: EventLoop
+    let input = ByteBuffer(capacity: 8 * 1024)
     private let output = ByteBuffer(capacity: 4 * 1024)
-    private var parser: RequestHeadParser
+    var parser: RequestHeadParser
     private var chunkedDecoder: ChunkedDecoder?
     /// The part of a chunked body decoded so far.
     private var pendingChunkedBody: [UInt8] = []
@@ -95,7 +95,7 @@ final class Connection {
     private var reservedBodyBytes = 0
     /// The connection's TLS session on a TLS listener (`nil` for plaintext, and after a
     /// plaintext request arrived instead of a handshake, to answer it in plaintext).
-    private var tls: TLSSession?
+    var tls: TLSSession?
     /// A TLS read (or the handshake) waits for writability, or a TLS write for readability.
     private var tlsReadWantsWritable = false
     private var tlsWriteWantsReadable = false
@@ -427,123 +427,9 @@ final class Connection {
         reservedBodyBytes = 0
     }
 
-    /// Counts the connection under the client `head` comes from: a trusted proxy's says
-    /// whom it forwards for; anyone else's is its peer. False when that client is at its
-    /// connection limit: then it is answered 503 and the connection closes.
-    private func countRequestClient(_ head: RequestHead) -> Bool {
-        guard let proxySource, let address else {
-            requestClient = client ?? "unknown"
-            return true
-        }
-        let key: String
-        switch proxySource {
-        case .proxyProtocol:
-            key = client ?? address.clientKey
-        case .xForwardedFor, .forwarded:
-            let fields = head.headers.values(for: proxySource == .forwarded ? "forwarded" : "x-forwarded-for")
-            let proxies = loop.core.configuration.trustedProxies
-            let forwarded = proxySource == .forwarded
-                ? proxies?.forwardedClient(peer: address, forwarded: fields, xForwardedFor: [])
-                : proxies?.forwardedClient(peer: address, forwarded: [], xForwardedFor: fields)
-            // The proxy's own requests (a health check) count as the proxy's; fields that
-            // name no client (malformed, `unknown`) share a key of their own, so they can
-            // never take the proxy's places.
-            key = forwarded?.clientKey ?? (fields.isEmpty ? address.clientKey : "unattributed via " + address.clientKey)
-        }
-        guard count(as: key) else {
-            failConnection(HTTPError.tooManyFromAddress, path: head.path)
-            return false
-        }
-        requestClient = key
-        return true
-    }
-
-    /// Moves the connection's count to `key`; false (counted under nothing) when that
-    /// client is at its connection limit.
-    private func count(as key: String) -> Bool {
-        if client == key { return true }
-        if let client { loop.core.release(client) }
-        client = nil
-        guard loop.core.admit(key) else {
-            loop.core.refusedPerAddress.add(1, ordering: .relaxed)
-            return false
-        }
-        client = key
-        return true
-    }
-
-    /// Reads a PROXY protocol version 2 header, byte-exactly (what follows it is the HTTP
-    /// or TLS stream), and counts the connection under the client it names (its peer for
-    /// a `LOCAL` header, a proxy's own health check). True once read; false while more is
-    /// awaited, and when the connection was closed (not such a header, or a client at its
-    /// connection limit, which a plaintext listener first tells so).
-    private func readProxyHeader() -> Bool {
-        guard var header = proxyHeader else { return true }
-        while true {
-            let needed: Int
-            switch header.withUnsafeBytes(ProxyProtocol.parseV2) {
-            case let .header(_, source):
-                proxyHeader = nil
-                guard count(as: source?.clientKey ?? address?.clientKey ?? "unknown") else {
-                    if tls == nil { ResponseWriter.tooManyFromAddress.withUnsafeBytes { _ = send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
-                    close()
-                    return false
-                }
-                return true
-            case .invalid:
-                close()
-                return false
-            case .needMore:
-                needed = header.count < 16 ? 16 : 16 + (Int(header[14]) << 8 | Int(header[15]))
-            }
-            var chunk = [UInt8](repeating: 0, count: needed - header.count)
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count > 0 {
-                header += chunk.prefix(count)
-                proxyHeader = header
-            } else if count < 0, errno == EINTR {
-                continue
-            } else if count < 0, errno == EAGAIN || errno == EWOULDBLOCK {
-                return false
-            } else {
-                close()
-                return false
-            }
-        }
-    }
-
-    /// The body limit of the route `head` names, when the request may send its body:
-    /// within that limit and past the route's admission check (a credential checked from
-    /// the head alone). Otherwise the refusal is answered, the body skipped when it has
-    /// all arrived and the connection closed when not, and the result is `nil`.
-    private func admitBody(_ head: RequestHead) -> (limit: Int, admitted: (any AnyObject & Sendable)?)? {
-        do {
-            // A method the server does not implement is answered from its head; no handler reads
-            // a body for OPTIONS.
-            guard let method = head.method else { throw unimplementedMethodError(path: head.path) }
-            var limit = 0
-            var admitted: (any AnyObject & Sendable)?
-            if case let .handler(handler, _, _) = try loop.core.router.resolve(method: method, path: head.path) {
-                if let admission = handler.admission { admitted = try admission(request(head, body: [])) }
-                limit = min(parser.limits.maxBody, handler.maxBody ?? parser.limits.maxBody)
-            }
-            if case let .length(length) = head.framing, length > limit { throw HTTPError.contentTooLarge(limit: limit) }
-            return (limit, admitted)
-        } catch {
-            var context = responseContext(head)
-            if case let .length(length) = head.framing, input.readableCount >= length {
-                input.moveReader(by: length)  // all here: skipped, and the connection stays
-            } else {
-                context.keepAlive = false
-            }
-            write(loop.core.render(error, path: head.path, requestID: context.requestID), context)
-            return nil
-        }
-    }
-
     /// What writing the answer to `head` needs, for a new request of the connection.
     @inline(__always)
-    private func responseContext(_ head: RequestHead) -> ResponseContext {
+    func responseContext(_ head: RequestHead) -> ResponseContext {
         requestSequence &+= 1
         let requestID = Self.requestID(head.headers) ?? loop.makeRequestID()
         var context = ResponseContext(sequence: requestSequence, requestID: requestID, method: head.methodToken, route: nil, started: Self.now(),
@@ -554,7 +440,7 @@ final class Connection {
 
     /// The request `head` and `body` make, as handlers see it (`GET` for an unimplemented method).
     @inline(__always)
-    private func request(_ head: RequestHead, body: [UInt8], requestID: String = "") -> HTTPRequest {
+    func request(_ head: RequestHead, body: [UInt8], requestID: String = "") -> HTTPRequest {
         var request = HTTPRequest(
             method: head.method ?? .GET, path: head.path, query: head.query, version: head.version,
             headers: head.headers, body: body, remoteAddress: peer)
@@ -676,7 +562,7 @@ final class Connection {
 
     /// A method token the server does not implement: 405 with `Allow` on a known path,
     /// 501 elsewhere.
-    private func unimplementedMethodError(path: String) -> HTTPError {
+    func unimplementedMethodError(path: String) -> HTTPError {
         guard case let .options(allow)? = try? loop.core.router.resolve(method: .OPTIONS, path: path) else { return .methodNotImplemented }
         return HTTPError(.methodNotAllowed, code: "methodNotAllowed", detail: "This method is not supported here; allowed: \(allow).",
                          headers: ["Allow": allow])
@@ -697,7 +583,7 @@ final class Connection {
 
     // MARK: Writing
 
-    private func write(_ response: HTTPResponse, _ context: ResponseContext) {
+    func write(_ response: HTTPResponse, _ context: ResponseContext) {
         var response = response
         if let cors = loop.core.configuration.cors, !context.preflight { response.headers += cors.fields(origin: context.origin) }
         var stream = response.stream
@@ -792,7 +678,7 @@ final class Connection {
 
     /// Answers a request that cannot be parsed or framed, then closes: after such an
     /// error the position of the next request in the stream is unknown.
-    private func failConnection(_ error: any Error, path: String?) {
+    func failConnection(_ error: any Error, path: String?) {
         let requestID = loop.makeRequestID()
         let context = ResponseContext(sequence: requestSequence, requestID: requestID, method: "-", route: nil, started: Self.now(),
                                       path: path ?? "-", omitBody: false, keepAlive: false, version: .http1_1)
