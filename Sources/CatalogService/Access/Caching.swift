@@ -59,31 +59,7 @@ enum Caching: Sendable {
 
     /// The weak tag of a page whose bytes have `digest`.
     static func listTag(digest: UInt64) -> String {
-        tag(digest: digest, weak: true)
-    }
-
-    /// `"<16 hex digits>"`, weak (`W/"…"`) or strong, written in one buffer.
-    static func tag(prefix: Substring = "", digest: UInt64, weak: Bool) -> String {
-        let digits: StaticString = "0123456789abcdef"
-        return String(unsafeUninitializedCapacity: 20 + prefix.utf8.count + 1) { buffer in
-            var count = 0
-            func put(_ byte: UInt8) {
-                buffer[count] = byte
-                count += 1
-            }
-            if weak {
-                put(UInt8(ascii: "W"))
-                put(UInt8(ascii: "/"))
-            }
-            put(UInt8(ascii: "\""))
-            if !prefix.isEmpty {
-                for byte in prefix.utf8 { put(byte) }
-                put(UInt8(ascii: "-"))
-            }
-            for shift in stride(from: 60, through: 0, by: -4) { put(digits.utf8Start[Int((digest >> UInt64(shift)) & 0xF)]) }
-            put(UInt8(ascii: "\""))
-            return count
-        }
+        ETag.tag(digest: digest, weak: true)
     }
 
     /// `tag` made the viewer's own (`viewer`: its user and the role it acts with): its
@@ -94,9 +70,8 @@ enum Caching: Sendable {
         let opaque = original.dropFirst(weak ? 3 : 1).dropLast()
         // A list's weak tag is a digest alone; a resource's strong tag starts with its version.
         let version = weak ? "" : opaque.prefix { $0.isASCII && $0.isNumber }
-        return tag(prefix: version, digest: Digest.of(Array((opaque + "|" + viewer).utf8)), weak: weak)
+        return ETag.tag(prefix: version, digest: Digest.of(Array((opaque + "|" + viewer).utf8)), weak: weak)
     }
-
 }
 
 /// How one request's answers are finished (``Caching``), decided when it arrives: the

@@ -13,8 +13,32 @@ enum ETag {
     /// The tag of a representation shaped by `include` or `fields`: the version and a
     /// 64-bit digest of the body.
     static func header(_ version: Int, body: [UInt8]) -> String {
-        let digest = String(Digest.of(body), radix: 16)
-        return "\"\(version)-\(String(repeating: "0", count: 16 - digest.count))\(digest)\""
+        tag(prefix: Substring(String(version)), digest: Digest.of(body), weak: false)
+    }
+
+    /// `"<prefix>-<16 hex digits>"` (`"<16 hex digits>"` without a prefix), weak (`W/"…"`)
+    /// or strong, written in one buffer.
+    static func tag(prefix: Substring = "", digest: UInt64, weak: Bool) -> String {
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: 20 + prefix.utf8.count + 1) { buffer in
+            var count = 0
+            func put(_ byte: UInt8) {
+                buffer[count] = byte
+                count += 1
+            }
+            if weak {
+                put(UInt8(ascii: "W"))
+                put(UInt8(ascii: "/"))
+            }
+            put(UInt8(ascii: "\""))
+            if !prefix.isEmpty {
+                for byte in prefix.utf8 { put(byte) }
+                put(UInt8(ascii: "-"))
+            }
+            for shift in stride(from: 60, through: 0, by: -4) { put(digits.utf8Start[Int((digest >> UInt64(shift)) & 0xF)]) }
+            put(UInt8(ascii: "\""))
+            return count
+        }
     }
 
     /// Whether a `GET`'s `If-None-Match` (weak comparison) lists the tag `header` (strong or weak).
