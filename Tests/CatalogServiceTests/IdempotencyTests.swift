@@ -97,7 +97,7 @@ import Glibc
             }
         }
         for _ in 0..<200 where notes.acknowledged.withLock({ $0.count }) < 150 { try await Task.sleep(for: .milliseconds(20)) }
-        first.kill9()
+        try await onThread { first.kill9() }
         for worker in workers { await worker.value }
         let second = try await ServerProcess(arguments, log: directory.appendingPathComponent("second.log"), key: key)
         for name in notes.attempted.withLock({ $0 }) {

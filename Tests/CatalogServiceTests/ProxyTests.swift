@@ -106,7 +106,8 @@ struct ProxyTests {
             $0.rateLimits = [.read: RatePolicy(quota: 6, window: 600), .write: RatePolicy(quota: 6, window: 600),
                              .expensive: RatePolicy(quota: 6, window: 600)]
         }
-        let balancer = try Balancer(upstream: try #require(catalog.client.baseURL.port))
+        let upstream = try #require(catalog.client.baseURL.port)
+        let balancer = try await onThread { try Balancer(upstream: upstream) }
         let port = balancer.port
         try await onThread {
             // Two long-polls of one client hold its two places; its third request is refused,

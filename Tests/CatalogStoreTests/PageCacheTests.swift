@@ -56,7 +56,7 @@ import Testing
         #expect(try kept(request))
 
         // A write by another program to an item on the page, and one elsewhere.
-        let outside = try DatabaseQueue(path: scratch.database)
+        let outside = try DatabaseQueue(path: scratch.database, configuration: Self.anotherProgram)
         try outside.write { db in
             try db.execute(sql: "UPDATE playable_items SET title = 'From outside', version = version + 1 WHERE id = ?", arguments: [ids[1].rawValue])
         }
@@ -156,5 +156,14 @@ import Testing
             return true
         })
         #expect(recorded.map(\.0).first == "a" && recorded.map(\.1) == [1, 42] && recorded.map(\.2) == [0, -3])
+    }
+}
+
+extension PageCacheTests {
+    /// Another program's connection: it waits for the store's write lock, as a program would.
+    static var anotherProgram: Configuration {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        return configuration
     }
 }

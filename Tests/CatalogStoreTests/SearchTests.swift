@@ -135,7 +135,7 @@ import TestSupport
         defer { try? store.close() }
         // "Common" in the titles of 17,000 of 20,000 items, none of the newest: the sample
         // finds no match, so the index is used, and more match than a list keeps.
-        let outside = try DatabaseQueue(path: scratch.database)
+        let outside = try DatabaseQueue(path: scratch.database, configuration: Self.anotherProgram)
         try outside.write { db in
             try db.execute(sql: """
                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
@@ -280,7 +280,7 @@ import TestSupport
             group.wait()
         }
         #expect(outcomes.withLock { $0 } == ["hold": true, "create": true, "rename": true, "delete": true, "failed": false])
-        let outside = try DatabaseQueue(path: scratch.database)
+        let outside = try DatabaseQueue(path: scratch.database, configuration: Self.anotherProgram)
         func found(_ word: String) throws -> [String] {
             try outside.read { db in
                 try String.fetchAll(db, sql: """
@@ -358,7 +358,7 @@ import TestSupport
         let scratch = try Scratch()
         let store = try scratch.open()
         defer { try? store.close() }
-        let outside = try DatabaseQueue(path: scratch.database)
+        let outside = try DatabaseQueue(path: scratch.database, configuration: Self.anotherProgram)
         let loaded = SQLDialect.searchedQueue + 500
         #expect(SQLDialect.searchedQueue < 2_400)
         try outside.write { db in
@@ -410,5 +410,14 @@ import TestSupport
             request.cursor = page.nextCursor
         } while request.cursor != nil
         return ids
+    }
+}
+
+extension SearchTests {
+    /// Another program's connection: it waits for the store's write lock, as a program would.
+    static var anotherProgram: Configuration {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        return configuration
     }
 }

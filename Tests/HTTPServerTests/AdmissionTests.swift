@@ -98,9 +98,12 @@ import Glibc
             // carries it: one client's two requests held open take its two places.
             let one = try server.client(), two = try server.client(), three = try server.client()
             #expect(try request(one, forwardedFor: "198.51.100.9, 203.0.113.1").text == "203.0.113.1")
-            for (client, token) in [(one, UUID().uuidString), (two, UUID().uuidString)] {
+            let tokens = [UUID().uuidString, UUID().uuidString]
+            for (client, token) in zip([one, two], tokens) {
                 try client.send("GET /wait/\(token) HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.1\r\n\r\n")
             }
+            // Answered at the end, so the server's shutdown waits for nothing.
+            defer { for token in tokens { TestServer.waiting.withLock { $0[token] }?.respond(.text("done")) } }
             usleep(100_000)
             let refused = try request(three, forwardedFor: "203.0.113.1")
             #expect(refused.status == 503)

@@ -78,7 +78,8 @@ public struct Handler: Sendable {
     /// A handler that runs as a task.
     public static func async(_ handle: @escaping @Sendable (HTTPRequest) async throws -> HTTPResponse) -> Handler {
         Handler(kind: .deferred { request, responder in
-            Task {
+            // A client waits for it: it runs before the process's background tasks.
+            Task(priority: .high) {
                 do {
                     responder.respond(try await handle(request))
                 } catch {
