@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+import CLinux
 
 /// Whom a connection's requests come from (the peer, or the client a trusted proxy names)
 /// and what a request must pass before its body is read.
