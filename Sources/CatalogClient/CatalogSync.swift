@@ -34,7 +34,10 @@ public actor CatalogSync {
     public private(set) var playlists: [CatalogID: Playlist] = [:]
     /// The comments and replies, by id.
     public private(set) var comments: [CatalogID: Comment] = [:]
-    private var playlistEntries: [CatalogID: [ChangeEntry]] = [:]
+    /// The playlists' entries, by id, and their ids by playlist (an entry may arrive before
+    /// its playlist: the playlist's own change comes after its entries' when it changed last).
+    private var playlistEntries: [CatalogID: ChangedEntry] = [:]
+    private var entriesByPlaylist: [CatalogID: Set<CatalogID>] = [:]
 
     /// Increases whenever the copy moves to another token, so a page asked for before is
     /// recognised as stale.
@@ -55,17 +58,23 @@ public actor CatalogSync {
         self.store = store ?? InMemoryCatalogSyncStore()
     }
 
-    /// The entries of the playlist `playlistID`, in position order (position = index);
-    /// empty when it is not kept.
+    /// The entries of the playlist `playlistID`, in position order (position = index):
+    /// sorted by their order keys, as the server orders them. Empty when it is not kept.
     public func entries(of playlistID: CatalogID) -> [ChangeEntry] {
-        playlistEntries[playlistID] ?? []
+        orderedEntries(of: playlistID).map(\.entry)
     }
 
-    /// Everything kept and the token, as the store saves it (ordered by id).
+    /// The entries of `playlistID` with their order keys, in position order.
+    private func orderedEntries(of playlistID: CatalogID) -> [ChangedEntry] {
+        (entriesByPlaylist[playlistID] ?? []).compactMap { playlistEntries[$0] }.sorted(by: CatalogSyncSnapshot.inOrder)
+    }
+
+    /// Everything kept and the token, as the store saves it (ordered by id; entries by
+    /// playlist, in order).
     public var snapshot: CatalogSyncSnapshot {
         CatalogSyncSnapshot(
             token: token, types: types, games: Self.sorted(games), playableItems: Self.sorted(playableItems), locations: Self.sorted(locations),
-            playlists: Self.sorted(playlists).map { CatalogSyncSnapshot.SyncedPlaylist(playlist: $0, entries: playlistEntries[$0.id] ?? []) },
+            playlists: Self.sorted(playlists), playlistEntries: entriesByPlaylist.keys.sorted().flatMap(orderedEntries(of:)),
             comments: Self.sorted(comments))
     }
 
@@ -176,18 +185,20 @@ public actor CatalogSync {
             locations[change.id] = location
         case let .playlist(playlist)?:
             playlists[change.id] = playlist
-            playlistEntries[change.id] = change.entries ?? playlistEntries[change.id] ?? []
         case let .comment(comment)?:
             comments[change.id] = comment
+        case let .playlistEntry(entry)?:
+            playlistEntries[change.id] = entry
+            entriesByPlaylist[entry.playlistId, default: []].insert(change.id)
         case nil:
             return false
         }
         return true
     }
 
-    /// Removes a deleted resource and what goes with it: a playlist's entries; a playable
-    /// item's comments and its entries in every playlist (the server reports those too,
-    /// but a `types` filter may hide them).
+    /// Removes a deleted resource and what goes with it: a playlist's entries (which the
+    /// server does not report one by one); a playable item's comments and its entries in
+    /// every playlist (the server reports those too, but a `types` filter may hide them).
     private func remove(_ type: ChangeType, _ id: CatalogID) {
         switch type {
         case .game:
@@ -198,14 +209,16 @@ public actor CatalogSync {
             comments[id] = nil
         case .playlist:
             playlists[id] = nil
-            playlistEntries[id] = nil
+            for entryID in entriesByPlaylist.removeValue(forKey: id) ?? [] { playlistEntries[entryID] = nil }
+        case .playlistEntry:
+            guard let entry = playlistEntries.removeValue(forKey: id) else { return }
+            entriesByPlaylist[entry.playlistId]?.remove(id)
         case .playableItem:
             playableItems[id] = nil
             comments = comments.filter { $0.value.playableItemId != id }
-            for (playlistID, entries) in playlistEntries where entries.contains(where: { $0.playableItemId == id }) {
-                let kept = entries.filter { $0.playableItemId != id }
-                playlistEntries[playlistID] = kept
-                playlists[playlistID]?.entryCount = kept.count
+            for entry in playlistEntries.values where entry.playableItemId == id {
+                remove(.playlistEntry, entry.entryId)
+                playlists[entry.playlistId]?.entryCount = entriesByPlaylist[entry.playlistId]?.count ?? 0
             }
         }
     }
@@ -219,6 +232,7 @@ public actor CatalogSync {
         playlists = [:]
         comments = [:]
         playlistEntries = [:]
+        entriesByPlaylist = [:]
         generation += 1
     }
 
@@ -247,8 +261,9 @@ public actor CatalogSync {
         games = Self.byID(snapshot.games)
         playableItems = Self.byID(snapshot.playableItems)
         locations = Self.byID(snapshot.locations)
-        playlists = Self.byID(snapshot.playlists.map(\.playlist))
-        playlistEntries = Dictionary(snapshot.playlists.map { ($0.playlist.id, $0.entries) }, uniquingKeysWith: { $1 })
+        playlists = Self.byID(snapshot.playlists)
+        playlistEntries = Self.byID(snapshot.playlistEntries)
+        entriesByPlaylist = Dictionary(grouping: snapshot.playlistEntries, by: \.playlistId).mapValues { Set($0.map(\.entryId)) }
         comments = Self.byID(snapshot.comments)
         generation += 1
     }
@@ -285,21 +300,11 @@ public actor CatalogSync {
 
 /// Everything a ``CatalogSync`` keeps, with its token: what a ``CatalogSyncStore`` saves.
 /// Encode it with `CatalogJSON.makeEncoder()` to write it to a file.
+///
+/// A snapshot saved by an earlier version (each playlist beside its entries, without
+/// order keys) still decodes, without its entries: the server, since it keeps entries
+/// as changes of their own, reports every entry to a token from before.
 public struct CatalogSyncSnapshot: Codable, Sendable, Hashable {
-    /// A playlist with its entries.
-    public struct SyncedPlaylist: Codable, Sendable, Hashable {
-        /// The playlist's own fields.
-        public var playlist: Playlist
-        /// Its entries, in position order.
-        public var entries: [ChangeEntry]
-
-        /// Creates a playlist with its entries.
-        public init(playlist: Playlist, entries: [ChangeEntry]) {
-            self.playlist = playlist
-            self.entries = entries
-        }
-    }
-
     /// The `nextToken` of the last page applied; `nil` before the first.
     public var token: String?
     /// The kinds kept; `nil` for all.
@@ -310,21 +315,54 @@ public struct CatalogSyncSnapshot: Codable, Sendable, Hashable {
     public var playableItems: [PlayableItem]
     /// The locations.
     public var locations: [Location]
-    /// The playlists with their entries.
-    public var playlists: [SyncedPlaylist]
+    /// The playlists' own fields.
+    public var playlists: [Playlist]
+    /// The playlists' entries (each names its playlist), in order within each playlist.
+    public var playlistEntries: [ChangedEntry]
     /// The comments and replies.
     public var comments: [Comment]
 
     /// Creates a snapshot.
     public init(token: String? = nil, types: [ChangeType]? = nil, games: [Game] = [], playableItems: [PlayableItem] = [], locations: [Location] = [],
-                playlists: [SyncedPlaylist] = [], comments: [Comment] = []) {
+                playlists: [Playlist] = [], playlistEntries: [ChangedEntry] = [], comments: [Comment] = []) {
         self.token = token
         self.types = types
         self.games = games
         self.playableItems = playableItems
         self.locations = locations
         self.playlists = playlists
+        self.playlistEntries = playlistEntries
         self.comments = comments
+    }
+
+    /// Whether `lhs` comes before `rhs` in their playlist: by order key, then by id.
+    static func inOrder(_ lhs: ChangedEntry, _ rhs: ChangedEntry) -> Bool {
+        (lhs.orderKey, lhs.entryId.rawValue) < (rhs.orderKey, rhs.entryId.rawValue)
+    }
+
+    private enum CodingKeys: String, CodingKey { case token, types, games, playableItems, locations, playlists, playlistEntries, comments }
+
+    /// An earlier version's playlist: the playlist beside its entries (which are dropped).
+    private struct EarlierPlaylist: Decodable {
+        var playlist: Playlist
+    }
+
+    /// Decodes a snapshot, also one an earlier version saved (without its entries).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        token = try container.decodeIfPresent(String.self, forKey: .token)
+        types = try container.decodeIfPresent([ChangeType].self, forKey: .types)
+        games = try container.decode([Game].self, forKey: .games)
+        playableItems = try container.decode([PlayableItem].self, forKey: .playableItems)
+        locations = try container.decode([Location].self, forKey: .locations)
+        if let playlistEntries = try container.decodeIfPresent([ChangedEntry].self, forKey: .playlistEntries) {
+            playlists = try container.decode([Playlist].self, forKey: .playlists)
+            self.playlistEntries = playlistEntries
+        } else {
+            playlists = try container.decode([EarlierPlaylist].self, forKey: .playlists).map(\.playlist)
+            playlistEntries = []
+        }
+        comments = try container.decode([Comment].self, forKey: .comments)
     }
 }
 

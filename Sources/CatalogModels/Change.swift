@@ -9,26 +9,28 @@ public enum ChangeType: String, Codable, Sendable, Hashable, CaseIterable {
     case playableItem
     /// A ``Location``.
     case location
-    /// A ``Playlist`` (an upsert also carries its entries).
+    /// A ``Playlist``'s own fields (its entries are changes of their own).
     case playlist
+    /// An entry of a playlist (``ChangedEntry``): added, moved or removed.
+    case playlistEntry
     /// A ``Comment`` or reply.
     case comment
 }
 
 /// One change in the feed of `GET /v1/changes`: a resource created or changed (an upsert,
-/// which carries the resource as `GET` returns it, and for a playlist all its entries), or
-/// deleted.
+/// which carries the resource as `GET` returns it; a playlist entry as ``ChangedEntry``),
+/// or deleted.
 ///
 /// ```json
 /// {"type":"game","id":"…","version":3,"resource":{…}}
-/// {"type":"playlist","id":"…","version":5,"resource":{…},"entries":[{"entryId":"…","playableItemId":"…","addedAt":"…"}]}
+/// {"type":"playlistEntry","id":"…","version":2,"resource":{"entryId":"…","playlistId":"…","playableItemId":"…","addedAt":"…","orderKey":8589934592}}
 /// {"type":"game","id":"…","deleted":true,"version":4}
 /// ```
 ///
-/// Deleting a playlist deletes its entries; deleting a playable item deletes its comments
-/// (each reported as its own change) and its entries in playlists (the playlists are
-/// reported as upserts). Kinds the server adds later decode too, with ``knownType`` and
-/// ``resource`` `nil`.
+/// Deleting a playlist deletes its entries (only the playlist's deletion is reported);
+/// deleting a playable item deletes its comments and its entries in playlists (each
+/// reported as its own change, and the playlists as upserts). Kinds the server adds
+/// later decode too, with ``knownType`` and ``resource`` `nil`.
 public struct Change: Codable, Sendable, Hashable {
     /// The kind of resource, such as `game`; may be a kind newer than ``ChangeType``.
     public var type: String
@@ -41,26 +43,22 @@ public struct Change: Codable, Sendable, Hashable {
     /// The resource as it now is, for an upsert of a known kind; `nil` for a deletion and
     /// for kinds this version does not know.
     public var resource: ChangedResource?
-    /// A playlist upsert's entries, all of them, in position order (an entry's position is
-    /// its index); `nil` otherwise.
-    public var entries: [ChangeEntry]?
 
     /// ``type`` when it is a kind this version knows.
     public var knownType: ChangeType? { ChangeType(rawValue: type) }
 
     /// Creates a change.
-    public init(type: String, id: CatalogID, version: Int, deleted: Bool = false, resource: ChangedResource? = nil, entries: [ChangeEntry]? = nil) {
+    public init(type: String, id: CatalogID, version: Int, deleted: Bool = false, resource: ChangedResource? = nil) {
         self.type = type
         self.id = id
         self.version = version
         self.deleted = deleted
         self.resource = resource
-        self.entries = entries
     }
 
-    /// The upsert of `resource` (with `entries` for a playlist).
-    public static func upsert(_ resource: ChangedResource, entries: [ChangeEntry]? = nil) -> Change {
-        Change(type: resource.type.rawValue, id: resource.id, version: resource.version, resource: resource, entries: entries)
+    /// The upsert of `resource` at `version` (a resource's own, when it has one).
+    public static func upsert(_ resource: ChangedResource, version: Int? = nil) -> Change {
+        Change(type: resource.type.rawValue, id: resource.id, version: version ?? resource.version ?? 1, resource: resource)
     }
 
     /// The deletion of the resource `id` of kind `type`, at `version`.
@@ -68,7 +66,7 @@ public struct Change: Codable, Sendable, Hashable {
         Change(type: type.rawValue, id: id, version: version, deleted: true)
     }
 
-    private enum CodingKeys: String, CodingKey { case type, id, version, deleted, resource, entries }
+    private enum CodingKeys: String, CodingKey { case type, id, version, deleted, resource }
 
     /// Decodes a change, its `resource` as the kind `type` names; `deleted` is `false`
     /// when absent, and an unknown `type` leaves ``resource`` `nil`.
@@ -79,19 +77,19 @@ public struct Change: Codable, Sendable, Hashable {
         id = try container.decode(CatalogID.self, forKey: .id)
         version = try container.decode(Int.self, forKey: .version)
         deleted = try container.decodeIfPresent(Bool.self, forKey: .deleted) ?? false
-        entries = try container.decodeIfPresent([ChangeEntry].self, forKey: .entries)
         switch ChangeType(rawValue: type) {
         case .game?: resource = try container.decodeIfPresent(Game.self, forKey: .resource).map(ChangedResource.game)
         case .playableItem?: resource = try container.decodeIfPresent(PlayableItem.self, forKey: .resource).map(ChangedResource.playableItem)
         case .location?: resource = try container.decodeIfPresent(Location.self, forKey: .resource).map(ChangedResource.location)
         case .playlist?: resource = try container.decodeIfPresent(Playlist.self, forKey: .resource).map(ChangedResource.playlist)
         case .comment?: resource = try container.decodeIfPresent(Comment.self, forKey: .resource).map(ChangedResource.comment)
+        case .playlistEntry?: resource = try container.decodeIfPresent(ChangedEntry.self, forKey: .resource).map(ChangedResource.playlistEntry)
         case nil: resource = nil
         }
     }
 
     /// Encodes the change as the server sends it: `deleted` only when `true`, `resource`
-    /// and `entries` only when present.
+    /// only when present.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(type, forKey: .type)
@@ -99,7 +97,6 @@ public struct Change: Codable, Sendable, Hashable {
         try container.encode(version, forKey: .version)
         if deleted { try container.encode(true, forKey: .deleted) }
         try container.encodeIfPresent(resource, forKey: .resource)
-        try container.encodeIfPresent(entries, forKey: .entries)
     }
 }
 
@@ -111,10 +108,12 @@ public enum ChangedResource: Sendable, Hashable, Encodable {
     case playableItem(PlayableItem)
     /// A location.
     case location(Location)
-    /// A playlist's own fields; its entries are the change's ``Change/entries``.
+    /// A playlist's own fields.
     case playlist(Playlist)
     /// A comment or reply.
     case comment(Comment)
+    /// An entry of a playlist.
+    case playlistEntry(ChangedEntry)
 
     /// The resource's kind.
     public var type: ChangeType {
@@ -124,6 +123,7 @@ public enum ChangedResource: Sendable, Hashable, Encodable {
         case .location: .location
         case .playlist: .playlist
         case .comment: .comment
+        case .playlistEntry: .playlistEntry
         }
     }
 
@@ -135,17 +135,19 @@ public enum ChangedResource: Sendable, Hashable, Encodable {
         case let .location(location): location.id
         case let .playlist(playlist): playlist.id
         case let .comment(comment): comment.id
+        case let .playlistEntry(entry): entry.entryId
         }
     }
 
-    /// The resource's version.
-    public var version: Int {
+    /// The resource's version; `nil` for an entry (its version is the change's).
+    public var version: Int? {
         switch self {
         case let .game(game): game.version
         case let .playableItem(item): item.version
         case let .location(location): location.version
         case let .playlist(playlist): playlist.version
         case let .comment(comment): comment.version
+        case .playlistEntry: nil
         }
     }
 
@@ -158,13 +160,50 @@ public enum ChangedResource: Sendable, Hashable, Encodable {
         case let .location(location): try container.encode(location)
         case let .playlist(playlist): try container.encode(playlist)
         case let .comment(comment): try container.encode(comment)
+        case let .playlistEntry(entry): try container.encode(entry)
         }
     }
 }
 
-/// One entry of a playlist in a playlist upsert (`entryId`, `playableItemId`, `addedAt`):
-/// the same shape as an exported playlist's entries.
+/// One entry of a playlist (`entryId`, `playableItemId`, `addedAt`), as an exported
+/// playlist lists them and ``CatalogSync`` gives them, in order.
 public typealias ChangeEntry = PlaylistRecord.Entry
+
+/// A playlist entry as the change feed carries it. A playlist's entries, sorted by
+/// ``orderKey`` (then ``entryId``), are in the playlist's order: an entry's position is
+/// its index there. A change of one entry (added, moved, removed) is one change of the
+/// feed, whatever the playlist's length; now and then a move also gives a few
+/// neighbouring entries new keys, each reported as its own change.
+public struct ChangedEntry: Codable, Sendable, Hashable, Identifiable {
+    /// The entry's id.
+    public var entryId: CatalogID
+    /// The playlist it belongs to.
+    public var playlistId: CatalogID
+    /// The item it plays.
+    public var playableItemId: CatalogID
+    /// When it was added.
+    public var addedAt: Date
+    /// Where it sorts among its playlist's entries (opaque: only the order means anything).
+    public var orderKey: Int64
+
+    /// The range of order keys.
+    public static let orderKeys: ClosedRange<Int64> = 0...(1 << 62)
+
+    /// The entry's id.
+    public var id: CatalogID { entryId }
+
+    /// Creates an entry.
+    public init(entryId: CatalogID, playlistId: CatalogID, playableItemId: CatalogID, addedAt: Date, orderKey: Int64) {
+        self.entryId = entryId
+        self.playlistId = playlistId
+        self.playableItemId = playableItemId
+        self.addedAt = addedAt
+        self.orderKey = orderKey
+    }
+
+    /// The entry as a playlist's export lists it.
+    public var entry: ChangeEntry { ChangeEntry(entryId: entryId, playableItemId: playableItemId, addedAt: addedAt) }
+}
 
 /// The answer of `GET /v1/changes`: `{"changes":[…],"nextToken":"…","hasMore":false}`.
 public struct ChangePage: Codable, Sendable, Hashable {

@@ -46,6 +46,10 @@ import Glibc
                 #expect(seen.insert(key).inserted, "\(key) twice in one page")
                 if change["deleted"] as? Bool == true {
                     replica[key] = nil
+                    // A playlist's entries go with it (their deletions are not reported).
+                    if change["type"] as? String == "playlist" {
+                        replica = replica.filter { ($0.value["resource"] as? [String: Any])?["playlistId"] as? String != change["id"] as? String }
+                    }
                 } else {
                     replica[key] = change
                 }
@@ -56,8 +60,17 @@ import Glibc
         }
     }
 
+    /// A playlist's entries in `replica`, in order (by order key), as `{entryId, addedAt, playableItemId}`.
+    static func entries(of playlistID: String, in replica: [String: [String: Any]]) -> [NSDictionary] {
+        replica.values.compactMap { $0["resource"] as? [String: Any] }
+            .filter { $0["playlistId"] as? String == playlistID && $0["orderKey"] != nil }
+            .sorted { ($0["orderKey"] as? Int64 ?? 0, $0["entryId"] as? String ?? "") < ($1["orderKey"] as? Int64 ?? 0, $1["entryId"] as? String ?? "") }
+            .map { ["entryId": $0["entryId"] ?? "", "addedAt": $0["addedAt"] ?? "", "playableItemId": $0["playableItemId"] ?? ""] }
+    }
+
     /// Checks `replica` against the catalog read directly: every id ever made is in the
-    /// replica exactly when it exists, with the same representation (and a playlist's entries).
+    /// replica exactly when it exists, with the same representation, and a playlist's
+    /// entries in the replica, sorted by their order keys, are its entries in order.
     static func expectEqual(_ replica: [String: [String: Any]], catalog client: APIClient, ids: [String: Set<String>]) async throws {
         var checked = 0
         for (type, set) in ids {
@@ -90,13 +103,14 @@ import Glibc
                         }
                         cursor = object["nextCursor"] as? String
                     } while cursor != nil
-                    #expect((change["entries"] as? [NSDictionary]) == entries, "\(key)'s entries")
+                    #expect(Self.entries(of: id, in: replica) == entries, "\(key)'s entries")
+                    checked += entries.count
                 }
                 checked += 1
             }
         }
         // The replica holds nothing else.
-        #expect(replica.count == checked, "the replica holds \(replica.count) resources, the catalog \(checked)")
+        #expect(replica.count == checked, "the replica holds \(replica.count) resources and entries, the catalog \(checked)")
     }
 
     @Test func aReplicaBuiltFromTheFeedEqualsTheCatalog() async throws {
@@ -196,7 +210,7 @@ import Glibc
         for key in replica.keys where key.hasPrefix("playlist/") {
             let id = try #require(CatalogID(String(key.dropFirst("playlist/".count))))
             let entries = await sync.entries(of: id).map(\.entryId.rawValue)
-            #expect(entries == (replica[key]?["entries"] as? [[String: Any]])?.compactMap { $0["entryId"] as? String })
+            #expect(entries == Self.entries(of: id.rawValue, in: replica).compactMap { $0["entryId"] as? String })
         }
     }
 
@@ -274,15 +288,28 @@ import Glibc
         let secret = try await playlist("Secret", "private")
         let turned = try await playlist("Turned", "public")
         let open = try await playlist("Open", "public")
+        let revealed = try await playlist("Revealed", "private")
+        // Each holds two entries, added while it had its first visibility.
+        let item = try await catalog.client.send("POST", "/v1/playable-items", json: ["title": "T", "description": "d", "streamURL": "https://example.com/t.mp4"])
+        let itemID = try #require(try JSONSerialization.jsonObject(with: item.body) as? [String: Any])["id"] as? String ?? ""
+        var entries: [String: Set<String>] = [:]
+        for id in [secret, turned, open, revealed] {
+            for _ in 0..<2 {
+                let added = try await ownerClient.send("POST", "/v1/playlists/\(id)/entries", json: ["playableItemId": itemID])
+                try #require(added.status == 201, "\(added.text)")
+                entries[id, default: []].insert(try #require(try JSONSerialization.jsonObject(with: added.body) as? [String: Any])["entryId"] as? String ?? "")
+            }
+        }
         #expect(try await ownerClient.send("PATCH", "/v1/playlists/\(turned)", json: ["visibility": "private"], contentType: "application/merge-patch+json").status == 200)
+        #expect(try await ownerClient.send("PATCH", "/v1/playlists/\(revealed)", json: ["visibility": "public"], contentType: "application/merge-patch+json").status == 200)
 
         var generator = SeededGenerator(seed: 3)
         let viewers: [(String, APIClient, whole: Set<String>, deleted: Set<String>)] = [
-            ("anonymous", catalog.anonymous, [open], [turned]),
-            ("another member", catalog.client(key: other.key), [open], [turned]),
-            ("the owner", ownerClient, [open, secret, turned], []),
-            ("an editor", catalog.client(key: editor.key), [open, secret, turned], []),
-            ("an admin", catalog.client, [open, secret, turned], []),
+            ("anonymous", catalog.anonymous, [open, revealed], [turned]),
+            ("another member", catalog.client(key: other.key), [open, revealed], [turned]),
+            ("the owner", ownerClient, [open, secret, turned, revealed], []),
+            ("an editor", catalog.client(key: editor.key), [open, secret, turned, revealed], []),
+            ("an admin", catalog.client, [open, secret, turned, revealed], []),
         ]
         for (name, client, whole, deleted) in viewers {
             let response = try await client.get("/v1/changes?limit=1000")
@@ -292,13 +319,16 @@ import Glibc
             #expect(!text.contains("@"), "\(name): \(text)")
             #expect(!text.contains("catalog_"), "\(name)")
             #expect(!text.contains(#""type":"user""#), "\(name)")
-            for id in [secret, turned, open] {
-                let mentioned = text.contains(id)
+            for id in [secret, turned, open, revealed] {
+                let mentioned = text.contains(#""id":"\#(id)""#)
                 #expect(mentioned == (whole.contains(id) || deleted.contains(id)), "\(name) and \(id)")
+                // A playlist's entries are seen exactly when it is.
+                for entry in entries[id] ?? [] { #expect(text.contains(entry) == whole.contains(id), "\(name) and an entry of \(id)") }
             }
             var replica: [String: [String: Any]] = [:]
             try await Self.follow(client, from: nil, into: &replica, generator: &generator)
-            #expect(Set(replica.keys.map { String($0.dropFirst("playlist/".count)) }) == whole, "\(name)")
+            #expect(Set(replica.keys.filter { $0.hasPrefix("playlist/") }.map { String($0.dropFirst("playlist/".count)) }) == whole, "\(name)")
+            for id in whole { #expect(Set(Self.entries(of: id, in: replica).compactMap { $0["entryId"] as? String }) == entries[id], "\(name): \(id)'s entries") }
             for id in deleted { #expect(text.contains(#"{"deleted":true,"id":"\#(id)""#), "\(name) sees \(id) as deleted") }
         }
     }
@@ -468,7 +498,10 @@ final class EventStreamClient: @unchecked Sendable {
 }
 
 extension EventStreamTests {
-    @Test func aChangeLargerThanARoundStillArrivesWhole() async throws {
+    /// A long order reaches a stream as one small change per entry, and a move in it as
+    /// two (the entry and its playlist): what a reader receives per entry change does not
+    /// grow with the playlist.
+    @Test func aLongOrderReachesAStreamAsSmallChangesAndAMoveAsTwo() async throws {
         let catalog = try TestCatalog(seed: false)
         let item = try await catalog.client.send("POST", "/v1/playable-items", json: ["title": "Loop", "description": "d", "streamURL": "https://example.com/l.mp4"])
         let itemID = (try JSONSerialization.jsonObject(with: item.body) as? [String: Any])?["id"] as? String ?? ""
@@ -479,11 +512,20 @@ extension EventStreamTests {
         #expect(order.status == 200, "\(order.text.prefix(300))")
         let port = try #require(catalog.client.baseURL.port)
         let stream = try await onThread { try EventStreamClient(port: port) }
-        let events = try await onThread { try stream.events(2, timeout: 20) }
-        let data = try #require(events.last?["data"])
-        #expect(data.utf8.count > 256 << 10, "the change is larger than what a stream is sent in one round (256 KiB)")
-        let change = try #require(try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any])
-        #expect((change["entries"] as? [Any])?.count == PlaylistOrder.maxEntries)
+        let events = try await onThread { try stream.events(PlaylistOrder.maxEntries + 2, timeout: 30) }
+        let changes = events.compactMap { $0["data"].flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } }
+        #expect(changes.filter { $0["type"] as? String == "playlistEntry" }.count == PlaylistOrder.maxEntries)
+        #expect(events.allSatisfy { ($0["data"]?.utf8.count ?? 0) < 1024 }, "each change is small")
+        // A move of the first entry to the middle: its change and its playlist's, nothing else.
+        let first = try await catalog.client.get("/v1/playlists/\(playlistID)/entries?limit=1")
+        let entryID = try #require(((try JSONSerialization.jsonObject(with: first.body) as? [String: Any])?["items"] as? [[String: Any]])?.first?["entryId"] as? String)
+        let moved = try await catalog.client.send("PATCH", "/v1/playlists/\(playlistID)/entries/\(entryID)", json: ["position": 2500],
+                                                  contentType: "application/merge-patch+json")
+        #expect(moved.status == 200, "\(moved.text)")
+        let after = try await onThread { try stream.events(3, timeout: 3) }
+        let types = after.compactMap { $0["data"].flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }?["type"] as? String }
+        #expect(types.sorted() == ["playlist", "playlistEntry"])
+        #expect(after.reduce(0) { $0 + ($1["data"]?.utf8.count ?? 0) } < 2048)
     }
 }
 

@@ -38,7 +38,7 @@ package enum PlaylistEntrySchema {
     package static let document: [SchemaField] = [
         .server("entryId", .column("id"), .id(references: nil)),
         .server("playlistId", .derived("playlist_id"), .id(references: nil)),
-        .server("position", .column("position"), .integer(PlaylistEntryInput.positionRule)),
+        .server("position", .derived("position"), .integer(PlaylistEntryInput.positionRule)),
         .server("playableItem", .none, .resource(.playableItem)),
         .server("addedAt", .column("created_at"), .timestamp),
     ]

@@ -91,7 +91,9 @@ info:
     Playlists:
     - A playlist is an ordered list of at most 5,000 entries (and a user's playlists hold at most 50,000 in all), each naming a playable item (an item may appear
       more than once). Positions are dense, `0` to `entryCount - 1`: adding, moving or removing an entry shifts
-      the entries after it, and `PUT /v1/playlists/{id}/entries` replaces the whole order at once.
+      the entries after it, and `PUT /v1/playlists/{id}/entries` replaces the whole order at once. Adding, moving or
+      removing one entry costs the same whatever the playlist's length: the server stores order keys, not positions,
+      and counts positions when it reads them.
     - Every entry change increments the playlist's `version` and `updatedAt`. Entry writes answer with the
       playlist's new `ETag`, and their `If-Match` / `If-None-Match` are evaluated against the playlist's version.
     - Deleting a playlist deletes its entries.
@@ -123,7 +125,7 @@ info:
       `If-Match` compares the version a strong tag starts with (`"3"` and `"3-…"` both name version 3).
 
     Change feed (`GET /v1/changes`):
-    - Every change to games, playable items, locations, playlists (with their entries) and comments, in commit
+    - Every change to games, playable items, locations, playlists, playlist entries and comments, in commit
       order, as JSON pages, long-polls (`wait`) or server-sent events (`Accept: text/event-stream`). Without
       `since` it starts with a snapshot of the whole catalog; each page's `nextToken` is the next request's `since`.
     - Tokens are opaque. A malformed one is a 400 `invalidSyncToken`; one older than the change retention
@@ -1446,10 +1448,11 @@ paths:
       operationId: listChanges
       summary: Every change to the catalog since a token, as JSON pages, long-polls or server-sent events.
       description: |-
-        The change feed of games, playable items, locations, playlists (with their entries) and comments, in commit order, for offline copies and live updates. Users, e-mail addresses and API keys never appear in it.
+        The change feed of games, playable items, locations, playlists, playlist entries and comments, in commit order, for offline copies and live updates. Users, e-mail addresses and API keys never appear in it.
         Without `since`, it starts at the beginning of the log: every current resource (a snapshot) and the deletions still kept, then goes on with no gap. With `since` (a page's `nextToken`), it continues after that token. Ask again with each page's `nextToken` until `hasMore` is false.
         The log keeps only each resource's latest change, so a resource appears at most once per page, as it is now (as `GET` returns it without `include` or `fields`), and states in between are skipped. Changes come in the order of each resource's latest change: a comment may come before a later change of its playable item, so check references once `hasMore` is false.
-        An upsert is `{"id", "resource", "type", "version"}`; a playlist's also has `entries`, all of them, in position order. A deletion is `{"deleted": true, "id", "type", "version"}`, its `version` one past the resource's last. Deleting a playable item is reported with the deletion of each of its comments and an upsert of each playlist that held it. A comment kept as a tombstone (`resource.deleted` true) is an upsert.
+        An upsert is `{"id", "resource", "type", "version"}`. A deletion is `{"deleted": true, "id", "type", "version"}`, its `version` one past the resource's last. Deleting a playable item is reported with the deletion of each of its comments and of each of its playlist entries, and an upsert of each playlist that held it. A comment kept as a tombstone (`resource.deleted` true) is an upsert.
+        **Playlist entries** are changes of their own (`type` `playlistEntry`, `id` the `entryId`): adding, moving or removing one entry is one such change (and an upsert of its playlist, for `entryCount`, `updatedAt` and `version`), whatever the playlist's length; now and then a move or an insert also gives a few neighbouring entries new order keys, each reported the same way. A playlist's entries, sorted by `orderKey` (then `entryId`), are its order: an entry's position is its index there. Deleting a playlist is reported as its deletion alone: drop its entries with it. An entry's change may come before its playlist's (the playlist's latest change is the later one). `types=playlist` brings `playlistEntry` along. An entry is seen by whoever sees its playlist: when a playlist turns public, or changes owner while private, its entries are reported again.
         A page holds at most `limit` changes and about 1 MiB of JSON. `Cache-Control: no-store` and `Vary: Accept`: `Accept` is read with its qualities (RFC 9110 12.5.1), so `application/json;q=0.9, text/event-stream;q=0.1` gets JSON; a stream needs a higher quality than JSON, or as high while JSON is reached only through a wildcard. `HEAD` answers a stream's fields without opening one.
         **Cost**: a page is one read against the rate limit; a full page (100 changes or more, or one with more after it) is billed as an expensive read too, and a caller whose expensive budget is spent gets 429 here until it refills. One caller holds at most four page reads queued or running (then 503 `serverBusy`).
         **Long-poll** (`wait`, JSON only): when nothing is new, the answer is held until a change arrives or `wait` seconds pass, then comes with the changes or an empty page and a fresh `nextToken`. A server shutting down answers held requests at once with an empty page.
@@ -1475,7 +1478,7 @@ paths:
               schema: {$ref: '#/components/schemas/ChangePage'}
               examples:
                 page:
-                  summary: An upsert, a playlist upsert with its entries, and a deletion
+                  summary: An upsert, a playlist entry, a playlist upsert, and a deletion
                   value:
                     changes:
                       - id: 0193a0c4-5e2b-7c4e-9a55-0e6bb1c4a6d2
@@ -1489,14 +1492,16 @@ paths:
                           version: 2
                         type: game
                         version: 2
-                      - entries:
-                          - addedAt: '2026-11-21T10:03:40.112Z'
-                            entryId: 019a3c2b-5e6f-7a80-8b9c-0d1e2f3a4b5c
-                            playableItemId: 019a3c1e-7b2f-7c3d-8e4f-5a6b7c8d9e0f
-                          - addedAt: '2026-11-21T10:05:37.019Z'
-                            entryId: 019a3c2b-9a0b-7c1d-8e2f-3a4b5c6d7e8f
-                            playableItemId: 019a3c1f-0a1b-7c2d-9e3f-4a5b6c7d8e9f
-                        id: 019a3c2a-1d4e-7f60-9a1b-2c3d4e5f6a7b
+                      - id: 019a3c2b-9a0b-7c1d-8e2f-3a4b5c6d7e8f
+                        resource:
+                          addedAt: '2026-11-21T10:05:37.019Z'
+                          entryId: 019a3c2b-9a0b-7c1d-8e2f-3a4b5c6d7e8f
+                          orderKey: 8589934592
+                          playableItemId: 019a3c1f-0a1b-7c2d-9e3f-4a5b6c7d8e9f
+                          playlistId: 019a3c2a-1d4e-7f60-9a1b-2c3d4e5f6a7b
+                        type: playlistEntry
+                        version: 1
+                      - id: 019a3c2a-1d4e-7f60-9a1b-2c3d4e5f6a7b
                         resource:
                           id: 019a3c2a-1d4e-7f60-9a1b-2c3d4e5f6a7b
                           title: Blender open movies
@@ -1997,8 +2002,8 @@ components:
     ChangeTypes:
       name: types
       in: query
-      description: 'Only changes to these kinds, comma-separated: `game`, `location`, `playableItem`, `playlist`, `comment` (any order; a repeat is ignored). Absent: every kind. An unknown or empty name is a 400 (`invalidParameter`).'
-      schema: {type: string, pattern: '^(game|location|playableItem|playlist|comment)(,(game|location|playableItem|playlist|comment))*$'}
+      description: 'Only changes to these kinds, comma-separated: `game`, `location`, `playableItem`, `playlist`, `playlistEntry`, `comment` (any order; a repeat is ignored; `playlist` brings `playlistEntry` along). Absent: every kind. An unknown or empty name is a 400 (`invalidParameter`).'
+      schema: {type: string, pattern: '^(game|location|playableItem|playlist|playlistEntry|comment)(,(game|location|playableItem|playlist|playlistEntry|comment))*$'}
       example: playableItem,comment
     ChangePlayableItemId:
       name: playableItemId
@@ -2821,14 +2826,15 @@ components:
     ChangeType:
       type: string
       description: The kind of resource a change is about.
-      enum: [game, location, playableItem, playlist, comment]
+      enum: [game, location, playableItem, playlist, playlistEntry, comment]
     Change:
-      description: 'One change: an upsert (`resource` as `GET` returns it without `include` or `fields`, and for a playlist all its `entries`), or a deletion (`deleted` true, no `resource`). `type` tells which resource schema applies.'
+      description: 'One change: an upsert (`resource` as `GET` returns it without `include` or `fields`; a playlist entry as `ChangedEntry`), or a deletion (`deleted` true, no `resource`). `type` tells which resource schema applies.'
       oneOf:
         - $ref: '#/components/schemas/GameUpsert'
         - $ref: '#/components/schemas/LocationUpsert'
         - $ref: '#/components/schemas/PlayableItemUpsert'
         - $ref: '#/components/schemas/PlaylistUpsert'
+        - $ref: '#/components/schemas/PlaylistEntryUpsert'
         - $ref: '#/components/schemas/CommentUpsert'
         - $ref: '#/components/schemas/Deletion'
     GameUpsert:
@@ -2872,14 +2878,9 @@ components:
     PlaylistUpsert:
       type: object
       additionalProperties: false
-      description: 'A playlist created or changed (entry changes included), as it is now, with all its entries.'
-      required: [entries, id, resource, type, version]
+      description: 'A playlist created or changed (a change of its entries too: its `entryCount`, `updatedAt` and `version`), as it is now; its entries are changes of their own.'
+      required: [id, resource, type, version]
       properties:
-        entries:
-          type: array
-          maxItems: 10000
-          description: 'Every entry, in position order (an entry''s position is its index): replaces the entries held before.'
-          items: {$ref: '#/components/schemas/ChangeEntry'}
         id: {type: string, format: uuid}
         resource:
           $ref: '#/components/schemas/Playlist'
@@ -2909,15 +2910,27 @@ components:
         id: {type: string, format: uuid}
         type: {$ref: '#/components/schemas/ChangeType'}
         version: {type: integer, minimum: 2, description: One past the resource's last version.}
-    ChangeEntry:
+    PlaylistEntryUpsert:
       type: object
       additionalProperties: false
-      description: One entry of a playlist upsert. Every member is always present.
-      required: [addedAt, entryId, playableItemId]
+      description: 'A playlist entry added or moved (given a new order key), as it is now.'
+      required: [id, resource, type, version]
+      properties:
+        id: {type: string, format: uuid, description: The entry's `entryId`.}
+        resource: {$ref: '#/components/schemas/ChangedEntry'}
+        type: {type: string, const: playlistEntry}
+        version: {type: integer, minimum: 1, description: 'The entry''s own version: one more each time it gets a new order key.'}
+    ChangedEntry:
+      type: object
+      additionalProperties: false
+      description: 'A playlist entry as the change feed carries it. Every member is always present.'
+      required: [addedAt, entryId, orderKey, playableItemId, playlistId]
       properties:
         addedAt: {type: string, format: date-time}
         entryId: {type: string, format: uuid}
+        orderKey: {type: integer, format: int64, minimum: 0, maximum: 4611686018427387904, description: 'Where the entry sorts among its playlist''s entries (opaque: only the order means anything; ties, which the server never makes, sort by `entryId`).'}
         playableItemId: {type: string, format: uuid}
+        playlistId: {type: string, format: uuid}
     Role:
       type: string
       description: '`member` < `editor` < `admin`; each has the rights of the roles below it.'

@@ -4,17 +4,23 @@ import Foundation
 
 /// Which changes a reader of the feed wants.
 public struct ChangeFilter: Sendable, Hashable {
-    /// The types the feed carries, in the order an import needs them.
-    public static let allTypes = ResourceSchema.all.map(\.type)
+    /// The types the feed carries, in the order an import needs them (a playlist's
+    /// entries after playlists).
+    public static let allTypes = ResourceSchema.all.flatMap { schema in
+        schema.type == ResourceSchema.playlist.type ? [schema.type, ChangeFeedSchema.entryType] : [schema.type]
+    }
 
-    /// The types wanted (sorted, no repeats); `nil`: every type.
+    /// The types wanted (sorted, no repeats; `playlist` brings `playlistEntry` along);
+    /// `nil`: every type.
     public let types: [String]?
     /// Only the changes of this playable item and of its comments.
     public let playableItemID: CatalogID?
 
     /// A filter; `types` must be names from ``allTypes``.
     public init(types: [String]? = nil, playableItemID: CatalogID? = nil) {
-        self.types = types.map { Array(Set($0)).sorted() }
+        self.types = types.map { types in
+            Array(Set(types).union(types.contains(ResourceSchema.playlist.type) ? [ChangeFeedSchema.entryType] : [])).sorted()
+        }
         self.playableItemID = playableItemID
     }
 }
@@ -23,18 +29,18 @@ public struct ChangeFilter: Sendable, Hashable {
 public struct ChangeRecord: Sendable {
     /// Its place in the log.
     public let seq: Int64
-    /// `game`, `playableItem`, `location`, `playlist` or `comment`.
+    /// `game`, `playableItem`, `location`, `playlist`, `playlistEntry` or `comment`.
     public let type: String
     public let id: String
     public let version: Int
     /// Whether the resource is gone.
     public let deleted: Bool
-    /// For playlists: the owner, whether it is private now, and whether it was ever public.
+    /// For playlists and their entries: the owner, whether it is private now, and whether
+    /// it was ever public (an entry never is: its playlist's change says when others lose it).
     let ownerID: String?
     let hidden: Bool
     let shown: Bool
-    /// The change as its JSON object: an upsert with the resource (a playlist's entries
-    /// too), or the deletion.
+    /// The change as its JSON object: an upsert with the resource, or the deletion.
     public let json: [UInt8]
 
     /// What a reader sees of a change.
@@ -270,13 +276,7 @@ public struct ChangeLog: Sendable {
             guard let render = renderers[type], let catalogID = CatalogID(id), let resource = try render(db, catalogID) else { return nil }
             currentVersion = resource.version
             var writer = JSONWriter(capacity: resource.json.count + 128)
-            if type == ResourceSchema.playlist.type {
-                writer.raw("{\"entries\":")
-                try writeEntries(db, playlistID: id, into: &writer)
-                writer.raw(",\"id\":")
-            } else {
-                writer.raw("{\"id\":")
-            }
+            writer.raw("{\"id\":")
             writer.string(id)
             writer.raw(",\"resource\":")
             writer.raw(resource.json)
@@ -290,41 +290,6 @@ public struct ChangeLog: Sendable {
         return ChangeRecord(seq: seq, type: type, id: id, version: currentVersion, deleted: deleted, ownerID: row[5].string,
                             hidden: row[6].bool, shown: row[7].bool, json: json)
     }
-
-    /// A playlist's entries in position order, each with the members of
-    /// ``ChangeFeedSchema/entry`` (its columns; the item's id for the one stored nowhere).
-    private func writeEntries(_ db: any SQLConnection, playlistID: String, into writer: inout JSONWriter) throws {
-        let rows = try db.query("SELECT " + Self.entryMembers.map(\.column).joined(separator: ", ") + """
-             FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk
-            WHERE e.playlist_pk = (SELECT pk FROM playlists WHERE id = ?) ORDER BY e.position
-            """, [playlistID])
-        writer.raw("[")
-        var first = true
-        while try rows.step() {
-            writer.raw(first ? "{" : ",{")
-            first = false
-            for (index, member) in Self.entryMembers.enumerated() {
-                if index > 0 { writer.raw(",") }
-                writer.string(member.name)
-                writer.raw(":")
-                if member.timestamp {
-                    writer.timestamp(milliseconds: rows.integer(Int32(index)))
-                } else {
-                    writer.string(utf8: rows.text(Int32(index)))
-                }
-            }
-            writer.raw("}")
-        }
-        writer.raw("]")
-    }
-
-    /// The members of an entry in a change, in the encoder's (sorted) order, with the column each is read from.
-    private static let entryMembers: [(name: String, column: String, timestamp: Bool)] = ChangeFeedSchema.entry.fields
-        .sorted { $0.name < $1.name }
-        .map { field in
-            let timestamp = if case .timestamp = field.kind { true } else { false }
-            return if case let .column(column) = field.storage { (field.name, "e." + column, timestamp) } else { (field.name, "i.id", timestamp) }
-        }
 
     /// Deletes the deletions recorded before `cutoff` (milliseconds since 1970), noting
     /// the highest `seq` purged: a token before it has missed them. Returns how many went.

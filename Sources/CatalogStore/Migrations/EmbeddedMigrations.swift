@@ -471,6 +471,61 @@ CREATE TRIGGER playable_items_changes_delete AFTER DELETE ON playable_items BEGI
 END;
 
 """#),
+        ("0009_entry_order_keys.sql", #"""
+-- Playlist entries are ordered by a sparse key instead of a dense position, so that
+-- inserting, moving or removing one entry writes that entry's row alone: a new key
+-- falls between its neighbours' (keys start 2^32 apart), and only when two neighbours
+-- have no room left between them does the store spread a small window of keys around
+-- the place anew (see PlaylistEntryStore). Positions are counted when read.
+--
+-- Each entry has a row of its own in the change log ('playlistEntry', its id, its
+-- playlist's id as `subject`), carrying the entry and its order key, so a change of one
+-- entry costs a feed reader one entry, however long the playlist. The row takes its
+-- playlist's visibility: `hidden` while the playlist is private (seen by its owner and
+-- those who see everything), and `shown` 0, since a playlist's own row says when others
+-- lose sight of it (they then drop its entries). When a playlist's visibility changes,
+-- or its owner while it is private, its entries are logged anew for those who now see
+-- them; when it is deleted, its entries' rows go with it.
+
+ALTER TABLE playlist_entries RENAME COLUMN position TO sort_key;
+UPDATE playlist_entries SET sort_key = (sort_key + 1) * 4294967296;
+ALTER TABLE playlist_entries ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+DROP INDEX playlist_entries_by_position;
+CREATE INDEX playlist_entries_by_key ON playlist_entries (playlist_pk, sort_key);
+
+CREATE TRIGGER playlist_entries_changes_insert AFTER INSERT ON playlist_entries BEGIN
+    REPLACE INTO changes (type, id, version, deleted, subject, owner_id, hidden, shown, changed_at)
+    SELECT 'playlistEntry', new.id, new.version, 0, p.id, p.owner_id, p.visibility = 'private', 0, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+    FROM playlists p WHERE p.pk = new.playlist_pk;
+END;
+CREATE TRIGGER playlist_entries_changes_update AFTER UPDATE OF sort_key ON playlist_entries BEGIN
+    REPLACE INTO changes (type, id, version, deleted, subject, owner_id, hidden, shown, changed_at)
+    SELECT 'playlistEntry', new.id, new.version, 0, p.id, p.owner_id, p.visibility = 'private', 0, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+    FROM playlists p WHERE p.pk = new.playlist_pk;
+END;
+-- An entry deleted with its playlist (by cascade, after the playlist's row is gone) logs nothing.
+CREATE TRIGGER playlist_entries_changes_delete AFTER DELETE ON playlist_entries BEGIN
+    REPLACE INTO changes (type, id, version, deleted, subject, owner_id, hidden, shown, changed_at)
+    SELECT 'playlistEntry', old.id, old.version + 1, 1, p.id, p.owner_id, p.visibility = 'private', 0, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+    FROM playlists p WHERE p.pk = old.playlist_pk;
+END;
+
+CREATE TRIGGER playlists_entries_shown_anew AFTER UPDATE OF visibility, owner_id ON playlists
+WHEN old.visibility IS NOT new.visibility OR (new.visibility = 'private' AND old.owner_id IS NOT new.owner_id) BEGIN
+    REPLACE INTO changes (type, id, version, deleted, subject, owner_id, hidden, shown, changed_at)
+    SELECT 'playlistEntry', e.id, e.version, 0, new.id, new.owner_id, new.visibility = 'private', 0, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+    FROM playlist_entries e WHERE e.playlist_pk = new.pk ORDER BY e.sort_key;
+END;
+CREATE TRIGGER playlists_entries_gone AFTER DELETE ON playlists BEGIN
+    DELETE FROM changes WHERE subject = old.id AND type = 'playlistEntry';
+END;
+
+-- The entries that exist already, after everything logged before.
+INSERT INTO changes (type, id, version, subject, owner_id, hidden, shown, changed_at)
+    SELECT 'playlistEntry', e.id, e.version, p.id, p.owner_id, p.visibility = 'private', 0, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
+    FROM playlist_entries e JOIN playlists p ON p.pk = e.playlist_pk ORDER BY p.pk, e.sort_key;
+
+"""#),
     ]
 
     /// PostgreSQL's (`Migrations/postgresql/`).
@@ -749,6 +804,64 @@ INSERT INTO changes (seq, type, id, version, subject, changed_at)
 -- Tokens name the catalog they came from: a token from another database is refused.
 INSERT INTO catalog_metadata (key, value) VALUES ('catalog_id', replace(gen_random_uuid()::text, '-', ''));
 INSERT INTO catalog_metadata (key, value) VALUES ('changes_purged_through', '0');
+
+"""#),
+        ("0003_entry_order_keys.sql", #"""
+-- Playlist entries are ordered by a sparse key instead of a dense position, and each
+-- entry has a row of its own in the change log (as SQLite's 0009_entry_order_keys.sql,
+-- which says why and how).
+
+ALTER TABLE playlist_entries RENAME COLUMN position TO sort_key;
+ALTER TABLE playlist_entries ALTER COLUMN sort_key TYPE BIGINT USING (sort_key::bigint + 1) * 4294967296;
+ALTER TABLE playlist_entries ADD COLUMN version BIGINT NOT NULL DEFAULT 1;
+DROP INDEX playlist_entries_by_position;
+CREATE INDEX playlist_entries_by_key ON playlist_entries (playlist_pk, sort_key);
+
+-- An entry deleted with its playlist (by cascade, after the playlist's row is gone) logs nothing.
+CREATE FUNCTION catalog_change_entry() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    playlist RECORD;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        SELECT id, owner_id, visibility INTO playlist FROM playlists WHERE pk = OLD.playlist_pk;
+        IF FOUND THEN
+            PERFORM catalog_log_change('playlistEntry', OLD.id, OLD.version + 1, 1, playlist.id, playlist.owner_id,
+                                       (playlist.visibility = 'private')::int, 0);
+        END IF;
+    ELSE
+        SELECT id, owner_id, visibility INTO playlist FROM playlists WHERE pk = NEW.playlist_pk;
+        IF FOUND THEN
+            PERFORM catalog_log_change('playlistEntry', NEW.id, NEW.version, 0, playlist.id, playlist.owner_id,
+                                       (playlist.visibility = 'private')::int, 0);
+        END IF;
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER playlist_entries_changes AFTER INSERT OR DELETE OR UPDATE OF sort_key ON playlist_entries
+    FOR EACH ROW EXECUTE FUNCTION catalog_change_entry();
+
+-- A playlist whose visibility changes (or its owner, while it is private) logs its
+-- entries anew; a deleted one takes its entries' rows with it.
+CREATE FUNCTION catalog_change_playlist_entries() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        DELETE FROM changes WHERE subject = OLD.id AND type = 'playlistEntry';
+    ELSIF OLD.visibility IS DISTINCT FROM NEW.visibility OR (NEW.visibility = 'private' AND OLD.owner_id IS DISTINCT FROM NEW.owner_id) THEN
+        PERFORM catalog_log_change('playlistEntry', e.id, e.version, 0, NEW.id, NEW.owner_id, (NEW.visibility = 'private')::int, 0)
+        FROM (SELECT id, version FROM playlist_entries WHERE playlist_pk = NEW.pk ORDER BY sort_key) e;
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER playlists_entries_changes AFTER UPDATE OF visibility, owner_id OR DELETE ON playlists
+    FOR EACH ROW EXECUTE FUNCTION catalog_change_playlist_entries();
+
+-- The entries that exist already, after everything logged before.
+INSERT INTO changes (seq, type, id, version, subject, owner_id, hidden, shown, changed_at)
+    SELECT nextval('changes_seq'), 'playlistEntry', id, version, playlist_id, owner_id, hidden, 0, (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+    FROM (SELECT e.id, e.version, p.id AS playlist_id, p.owner_id, (p.visibility = 'private')::int AS hidden
+          FROM playlist_entries e JOIN playlists p ON p.pk = e.playlist_pk ORDER BY p.pk, e.sort_key) e;
 
 """#),
     ]

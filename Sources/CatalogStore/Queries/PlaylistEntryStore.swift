@@ -13,9 +13,10 @@ public struct RenderedEntry: Sendable {
     public let json: [UInt8]
 }
 
-/// The ordered entries of playlists. Positions are dense (0…n−1) after every write:
-/// each write locks the playlist's row by writing it (version + 1), shifts the
-/// positions between the old and the new place in one statement, and answers once durable.
+/// The ordered entries of playlists. Entries are kept in the order of their keys
+/// (``EntryOrder``), and positions (0…n−1) are counted when read: inserting, moving or
+/// removing one entry writes its own row and its playlist's (version + 1, which locks
+/// the playlist), whatever the playlist's length, and answers once durable.
 public final class PlaylistEntryStore: Sendable {
     private let database: any SQLDatabase
     private let playlists: ResourceStore<Playlist, PlaylistInput>
@@ -23,11 +24,17 @@ public final class PlaylistEntryStore: Sendable {
     private let renderer: RowRenderer
     /// The items' rendering cache, shared with their own lists.
     private let itemCache: RenderCache?
-    /// The renderer's columns, from the entry, its playlist and its item.
+    /// The renderer's columns, from the entry, its playlist and its item, then the
+    /// entry's key: for one entry (its position counted), and for a page (the position
+    /// of the first counted once; two parameters, the playlist's pk and the key before the page).
     private let selectSQL: String
-    /// Where the entry's id and position are among them.
+    private let pageSQL: String
+    /// Where the entry's id and key are among them.
     private let idColumn: Int32
-    private let positionColumn: Int32
+    private let keyColumn: Int32
+    /// Renders an entry as its changes carry it (``ChangeFeedSchema/entry``), its version after.
+    private let changeRenderer = RowRenderer(ChangeFeedSchema.entry.fields.compactMap(RenderedField.init))
+    private let changeSQL: String
 
     /// The most entries a playlist holds.
     public static let maxEntries = PlaylistOrder.maxEntries
@@ -36,12 +43,43 @@ public final class PlaylistEntryStore: Sendable {
         self.database = database
         self.playlists = playlists
         itemCache = items.cache
-        renderer = RowRenderer(PlaylistEntrySchema.document, revision: items.renderer.revision)
-        let columns = renderer.selectList(own: { $0.column == "playlist_id" ? "p.id" : "e." + $0.column }, nested: { "i." + $0.column })
-        selectSQL = "SELECT \(columns.joined(separator: ", ")) FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk"
-            + " JOIN playlists p ON p.pk = e.playlist_pk"
+        let renderer = RowRenderer(PlaylistEntrySchema.document, revision: items.renderer.revision)
+        self.renderer = renderer
+        func select(position: String) -> String {
+            let columns = renderer.selectList(own: { field in
+                switch field.column {
+                case "playlist_id": "p.id"
+                case "position": position
+                default: "e." + field.column
+                }
+            }, nested: { "i." + $0.column })
+            return "SELECT \(columns.joined(separator: ", ")), e.sort_key FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk"
+                + " JOIN playlists p ON p.pk = e.playlist_pk"
+        }
+        selectSQL = select(position: "(SELECT count(*) FROM playlist_entries x WHERE x.playlist_pk = e.playlist_pk AND x.sort_key < e.sort_key)")
+        pageSQL = select(position: "(SELECT count(*) FROM playlist_entries x WHERE x.playlist_pk = ? AND x.sort_key <= ?)"
+            + " + row_number() OVER (ORDER BY e.sort_key) - 1")
         idColumn = renderer.index(of: "id")
-        positionColumn = renderer.index(of: "position")
+        keyColumn = renderer.columnCount
+        let changeColumns = changeRenderer.selectList(own: { field in
+            switch field.column {
+            case "playlist_id": "p.id"
+            case "item_id": "i.id"
+            default: "e." + field.column
+            }
+        })
+        changeSQL = "SELECT \(changeColumns.joined(separator: ", ")), e.version FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk"
+            + " JOIN playlists p ON p.pk = e.playlist_pk WHERE e.id = ?"
+    }
+
+    /// The entry `entryID` as its change in the feed carries it (``ChangedEntry``), or `nil`
+    /// when it is gone.
+    func changed(_ db: any SQLConnection, _ entryID: CatalogID) throws -> RenderedResource? {
+        let rows = try db.query(changeSQL, [entryID.rawValue])
+        guard try rows.step() else { return nil }
+        var writer = JSONWriter(capacity: 256)
+        try changeRenderer.render(rows, into: &writer)
+        return RenderedResource(id: entryID, version: Int(rows.integer(changeRenderer.columnCount)), json: writer.bytes)
     }
 
     // MARK: Reads
@@ -70,10 +108,10 @@ public final class PlaylistEntryStore: Sendable {
         _ = try renderPage(db, playlistID: playlistID, pk: pk, after: -1, limit: limit, fields: .all, epoch: epoch, into: &writer)
     }
 
-    /// Writes a page of entries; returns the next page's cursor.
+    /// Writes a page of the entries after the key `after`; returns the next page's cursor.
     private func renderPage(_ db: any SQLConnection, playlistID: CatalogID, pk: Int64, after: Int64, limit: Int, fields: FieldMask, epoch: UInt64,
                             into writer: inout JSONWriter) throws -> String? {
-        try renderPage(db.query(selectSQL + " WHERE e.playlist_pk = ? AND e.position > ? ORDER BY e.position LIMIT ?", [pk, after, limit + 1]),
+        try renderPage(db.query(pageSQL + " WHERE e.playlist_pk = ? AND e.sort_key > ? ORDER BY e.sort_key LIMIT ?", [pk, after, pk, after, limit + 1]),
                        playlistID: playlistID, limit: limit, fields: fields, epoch: epoch, into: &writer)
     }
 
@@ -82,8 +120,8 @@ public final class PlaylistEntryStore: Sendable {
                             into writer: inout JSONWriter) throws -> String? {
         try rows.writePage(limit: limit, into: &writer, item: { rows, writer in
             try render(rows, fields: fields, epoch: epoch, into: &writer)
-        }, cursor: { [idColumn, positionColumn] rows in
-            ListCursor(fingerprint: Self.fingerprint(playlistID), key: .integer(rows.integer(positionColumn)),
+        }, cursor: { [idColumn, keyColumn] rows in
+            ListCursor(fingerprint: Self.fingerprint(playlistID), key: .integer(rows.integer(keyColumn)),
                        id: String(decoding: rows.text(idColumn), as: UTF8.self)).encoded()
         })
     }
@@ -93,10 +131,8 @@ public final class PlaylistEntryStore: Sendable {
         let epoch = RenderCache.currentEpoch
         return try guarded {
             try database.snapshot { db in
-                guard let playlist = try Self.playlist(db, playlistID), let position = try Self.position(db, entryID, playlistPK: playlist.pk)
-                else { return nil }
-                return try renderEntry(db, playlistPK: playlist.pk, position: position,
-                                       version: playlist.version, fields: fields, epoch: epoch)
+                guard let playlist = try Self.playlist(db, playlistID), try Self.entry(db, entryID, playlistPK: playlist.pk) != nil else { return nil }
+                return try renderEntry(db, entryID, version: playlist.version, fields: fields, epoch: epoch)
             }
         }
     }
@@ -113,9 +149,11 @@ public final class PlaylistEntryStore: Sendable {
         let epoch = RenderCache.currentEpoch
         return try guarded {
             try database.snapshot { db in
-                guard let playlist = try Self.playlist(db, playlistID), let position = try Self.position(db, entryID, playlistPK: playlist.pk)
+                guard let playlist = try Self.playlist(db, playlistID), let entry = try Self.entry(db, entryID, playlistPK: playlist.pk)
                 else { throw StoreError.notFound }
-                let next = try renderEntry(db, playlistPK: playlist.pk, position: position + 1, version: playlist.version, fields: fields, epoch: epoch)
+                let next = try renderEntry(db.query(selectSQL + " WHERE e.playlist_pk = ? AND e.sort_key > ? ORDER BY e.sort_key LIMIT 1",
+                                                    [playlist.pk, entry.key]),
+                                           version: playlist.version, fields: fields, epoch: epoch)
                 return next.map(UpNext.entry) ?? .endOfPlaylist
             }
         }
@@ -124,7 +162,8 @@ public final class PlaylistEntryStore: Sendable {
     // MARK: Writes (durable when the completion runs)
 
     /// Inserts the item `values` name (read by ``PlaylistEntrySchema/insertion``) at their
-    /// position (appends when absent), shifting the entries from there on. Fails with
+    /// position (appends when absent): the entries from there on move one place down,
+    /// and only the new entry's row is written (rarely a few more: ``EntryOrder``). Fails with
     /// `invalid` naming the item (unknown) or the position (past the end), and
     /// `conflict` when the playlist is full.
     package func insert(_ values: FieldValues, into playlistID: CatalogID, preconditions: WritePreconditions,
@@ -149,12 +188,11 @@ public final class PlaylistEntryStore: Sendable {
                 throw StoreError.conflict("The playlist is full: it holds the maximum of \(Self.maxEntries) entries.")
             }
             try Self.checkOwnersTotal(db, playlistPK: playlist.pk, adding: 1)
-            let now = Timestamp.milliseconds(Date())
-            try db.execute("UPDATE playlist_entries SET position = position + 1 WHERE playlist_pk = ? AND position >= ?", [playlist.pk, position])
-            try db.execute("INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at) VALUES (?, ?, ?, ?, ?)",
-                           [entryID.rawValue, playlist.pk, itemPK, position, now])
+            let key = try Self.key(db, playlistPK: playlist.pk, others: playlist.count, at: position, moving: nil)
+            try db.execute("INSERT INTO playlist_entries (id, playlist_pk, item_pk, sort_key, created_at) VALUES (?, ?, ?, ?, ?)",
+                           [entryID.rawValue, playlist.pk, itemPK, key, Timestamp.milliseconds(Date())])
             let version = try Self.touch(db, playlist.pk, count: playlist.count + 1)
-            return try renderEntry(db, playlistPK: playlist.pk, position: Int64(position), version: version)
+            return try renderEntry(db, entryID, version: version)
         }, completion: Self.found(completion))
     }
 
@@ -174,36 +212,33 @@ public final class PlaylistEntryStore: Sendable {
         move(entryID, of: playlistID, to: Int(position), preconditions: preconditions, completion: completion)
     }
 
-    /// Moves the entry `entryID` to `position` (0…count−1), shifting the entries between.
+    /// Moves the entry `entryID` to `position` (0…count−1): the entries between move one
+    /// place, and only the moved entry's row is written (rarely a few more: ``EntryOrder``).
     public func move(_ entryID: CatalogID, of playlistID: CatalogID, to position: Int, preconditions: WritePreconditions,
                      completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void) {
         database.submit(atomic: true, { [self] db in
-            let (playlist, old) = try Self.lock(db, playlistID, entry: entryID, preconditions)
+            let (playlist, entry) = try Self.lock(db, playlistID, entry: entryID, preconditions)
             guard (0..<playlist.count).contains(position) else {
                 let pointer = PlaylistEntrySchema.move.fields.first { $0.column == "position" }?.pointer ?? ""
                 throw StoreError.invalid([Violation(.outOfRange, "Must be from 0 to \(playlist.count - 1), the last position.").at(pointer)])
             }
-            let new = Int64(position)
-            if new < old {
-                try db.execute("UPDATE playlist_entries SET position = position + 1 WHERE playlist_pk = ? AND position >= ? AND position < ?",
-                               [playlist.pk, new, old])
-            } else if new > old {
-                try db.execute("UPDATE playlist_entries SET position = position - 1 WHERE playlist_pk = ? AND position > ? AND position <= ?",
-                               [playlist.pk, old, new])
+            // Among the other entries, its place is `position`; a key already there stays.
+            let key = try Self.key(db, playlistPK: playlist.pk, others: playlist.count - 1, at: position, moving: entry)
+            if key != entry.key {
+                try db.execute("UPDATE playlist_entries SET sort_key = ?, version = version + 1 WHERE pk = ?", [key, entry.pk])
             }
-            try db.execute("UPDATE playlist_entries SET position = ? WHERE id = ?", [new, entryID.rawValue])
             let version = try Self.touch(db, playlist.pk, count: playlist.count)
-            return try renderEntry(db, playlistPK: playlist.pk, position: new, version: version)
+            return try renderEntry(db, entryID, version: version)
         }, completion: Self.found(completion))
     }
 
-    /// Removes the entry `entryID`, closing the gap. Returns the playlist's new version.
+    /// Removes the entry `entryID` (the entries after it move one place up; no other row
+    /// is written). Returns the playlist's new version.
     public func remove(_ entryID: CatalogID, from playlistID: CatalogID, preconditions: WritePreconditions,
                        completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
         database.submit(atomic: true, { db in
-            let (playlist, old) = try Self.lock(db, playlistID, entry: entryID, preconditions)
-            try db.execute("DELETE FROM playlist_entries WHERE id = ?", [entryID.rawValue])
-            try db.execute("UPDATE playlist_entries SET position = position - 1 WHERE playlist_pk = ? AND position > ?", [playlist.pk, old])
+            let (playlist, entry) = try Self.lock(db, playlistID, entry: entryID, preconditions)
+            try db.execute("DELETE FROM playlist_entries WHERE pk = ?", [entry.pk])
             return try Self.touch(db, playlist.pk, count: playlist.count - 1)
         }, completion: Self.mapped(completion))
     }
@@ -246,47 +281,50 @@ public final class PlaylistEntryStore: Sendable {
                     Reference.playableItems.missing.at(items.field.pointer + "/\(offset)")
                 })
             }
-            // The current entries of each item, in position order.
-            var current: [Int64: [(pk: Int64, position: Int)]] = [:]
-            let entries = try db.query("SELECT pk, item_pk, position FROM playlist_entries WHERE playlist_pk = ? ORDER BY position", [playlist.pk])
+            // The current entries of each item, in order.
+            var current: [Int64: [(pk: Int64, key: Int64)]] = [:]
+            let entries = try db.query("SELECT pk, item_pk, sort_key FROM playlist_entries WHERE playlist_pk = ? ORDER BY sort_key", [playlist.pk])
             while try entries.step() {
-                current[entries.integer(1), default: []].append((entries.integer(0), Int(entries.integer(2))))
+                current[entries.integer(1), default: []].append((entries.integer(0), entries.integer(2)))
             }
             // The k-th entry of an item keeps its id and moves to the item's k-th new place.
             var used: [Int64: Int] = [:]
-            // `order[p]` is the kept entry that goes to position p (0: a new entry goes there).
-            var order: [String] = [], additions: [String] = [], removals: [String] = []
+            // `order[p]`: the kept entry that goes to place p, or nil for a new entry there.
+            var order: [(pk: Int64, key: Int64)?] = []
             order.reserveCapacity(itemPKs.count)
-            var moved = false
-            for (position, itemPK) in itemPKs.enumerated() {
+            for itemPK in itemPKs {
                 let taken = used[itemPK, default: 0]
                 if let kept = current[itemPK], taken < kept.count {
                     used[itemPK] = taken + 1
-                    order.append(String(kept[taken].pk))
-                    moved = moved || kept[taken].position != position
+                    order.append(kept[taken])
                 } else {
-                    order.append("0")
-                    additions.append("[\"\(CatalogID().rawValue)\",\(itemPK),\(position)]")
+                    order.append(nil)
                 }
             }
+            var removals: [String] = []
             for (itemPK, kept) in current {
                 for entry in kept[(used[itemPK] ?? 0)...] { removals.append(String(entry.pk)) }
+            }
+            // Kept entries already in order keep their keys; only the others are written.
+            let keys = EntryOrder.keys(for: order.map { $0?.key })
+            var moves: [(pk: Int64, key: Int64)] = [], additions: [String] = []
+            for (place, kept) in order.enumerated() {
+                if let kept {
+                    if kept.key != keys[place] { moves.append((kept.pk, keys[place])) }
+                } else {
+                    additions.append("[\"\(CatalogID().rawValue)\",\(itemPKs[place]),\(keys[place])]")
+                }
             }
             // Three statements, whatever the size.
             if !removals.isEmpty {
                 try db.execute("DELETE FROM playlist_entries WHERE pk IN (SELECT CAST(r.value AS BIGINT) FROM \(db.dialect.jsonElements("r")))",
                                [Self.jsonArray(removals)])
             }
-            if moved {
-                try db.execute("""
-                    UPDATE playlist_entries SET position = m.key
-                    FROM \(db.dialect.jsonElements("m")) WHERE playlist_entries.pk = CAST(m.value AS BIGINT) AND playlist_entries.position != m.key
-                    """, [Self.jsonArray(order)])
-            }
+            try Self.rekey(db, moves)
             if !additions.isEmpty {
                 let dialect = db.dialect
                 try db.execute("""
-                    INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at)
+                    INSERT INTO playlist_entries (id, playlist_pk, item_pk, sort_key, created_at)
                     SELECT \(dialect.jsonElement("a.value", 0)), CAST(? AS BIGINT), CAST(\(dialect.jsonElement("a.value", 1)) AS BIGINT),
                         CAST(\(dialect.jsonElement("a.value", 2)) AS BIGINT), CAST(? AS BIGINT) FROM \(dialect.jsonElements("a"))
                     """, [playlist.pk, Timestamp.milliseconds(Date()), Self.jsonArray(additions)])
@@ -313,6 +351,16 @@ public final class PlaylistEntryStore: Sendable {
         return text
     }
 
+    /// Gives the entries `keys` names (their pks) their new keys, in one statement.
+    private static func rekey(_ db: any SQLConnection, _ keys: [(pk: Int64, key: Int64)]) throws {
+        guard !keys.isEmpty else { return }
+        let dialect = db.dialect
+        try db.execute("""
+            UPDATE playlist_entries SET sort_key = CAST(\(dialect.jsonElement("m.value", 1)) AS BIGINT), version = version + 1
+            FROM \(dialect.jsonElements("m")) WHERE playlist_entries.pk = CAST(\(dialect.jsonElement("m.value", 0)) AS BIGINT)
+            """, [jsonArray(keys.lazy.map { "[\($0.pk),\($0.key)]" })])
+    }
+
     /// Applies the entries of a playlist's import record (their ids, items and order) to
     /// the playlist `playlistPK` when they differ from its current ones.
     /// - Returns: whether they did (a change of the playlist).
@@ -322,16 +370,16 @@ public final class PlaylistEntryStore: Sendable {
         let member = pointer + record.fields[index].pointer
         func item(_ entry: FieldValues) -> String? { entry.reference(to: .playableItems)?.value?.text }
         let current = try db.fetchRows("""
-            SELECT e.id, i.id FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk WHERE e.playlist_pk = ? ORDER BY e.position
+            SELECT e.id, i.id FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk WHERE e.playlist_pk = ? ORDER BY e.sort_key
             """, [playlistPK]).map { (entry: $0[0].string, item: $0[1].string) }
         guard !current.elementsEqual(entries, by: { $0.entry == $1[column: "id"]?.text && $0.item == item($1) }) else { return false }
         try db.execute("DELETE FROM playlist_entries WHERE playlist_pk = ?", [playlistPK])
         var missing: [FieldError] = []
         for (position, entry) in entries.enumerated() {
             let inserted = try db.execute("""
-                INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at)
+                INSERT INTO playlist_entries (id, playlist_pk, item_pk, sort_key, created_at)
                 SELECT CAST(? AS TEXT), CAST(? AS BIGINT), pk, CAST(? AS BIGINT), CAST(? AS BIGINT) FROM playable_items WHERE id = ?
-                """, [entry[column: "id"]?.sqlValue ?? .null, playlistPK, position, entry[column: "created_at"]?.sqlValue ?? .null, item(entry)])
+                """, [entry[column: "id"]?.sqlValue ?? .null, playlistPK, Int64(position + 1) * EntryOrder.spacing, entry[column: "created_at"]?.sqlValue ?? .null, item(entry)])
             if inserted == 0, let reference = entry.reference(to: .playableItems) {
                 missing.append(Reference.playableItems.missing.at(member + "/\(position)" + reference.field.pointer))
             }
@@ -341,8 +389,8 @@ public final class PlaylistEntryStore: Sendable {
         return true
     }
 
-    /// Removes every entry of the item `itemID` from every playlist, keeping positions
-    /// dense and bumping each playlist's version. Runs inside the item's deletion.
+    /// Removes every entry of the item `itemID` from every playlist, bumping each
+    /// playlist's version. Runs inside the item's deletion.
     static func removeItem(_ db: any SQLConnection, itemID: CatalogID) throws {
         // The item's row is locked by its deletion, so no entry of it can be added meanwhile.
         guard let itemPK = try db.fetchValue("SELECT pk FROM playable_items WHERE id = ?", [itemID.rawValue]).int64 else { return }
@@ -353,11 +401,6 @@ public final class PlaylistEntryStore: Sendable {
         for playlistPK in affected { _ = try db.exists("SELECT 1 FROM playlists WHERE pk = ?" + db.dialect.forUpdate, [playlistPK]) }
         try db.execute("DELETE FROM playlist_entries WHERE item_pk = ?", [itemPK])
         for playlistPK in affected {
-            try db.execute("""
-                UPDATE playlist_entries SET position = ranked.position
-                FROM (SELECT pk, row_number() OVER (ORDER BY position) - 1 AS position FROM playlist_entries WHERE playlist_pk = ?) AS ranked
-                WHERE playlist_entries.pk = ranked.pk AND playlist_entries.position != ranked.position
-                """, [playlistPK])
             let count = try db.fetchValue("SELECT count(*) FROM playlist_entries WHERE playlist_pk = ?", [playlistPK]).int ?? 0
             _ = try touch(db, playlistPK, count: count)
         }
@@ -372,11 +415,10 @@ public final class PlaylistEntryStore: Sendable {
         try renderer.render(rows, into: &writer, nested: (fields, epoch == nil ? nil : itemCache, epoch ?? 0))
     }
 
-    /// The entry at `position`, or `nil` when there is none.
-    private func renderEntry(_ db: any SQLConnection, playlistPK: Int64, position: Int64, version: Int,
+    /// The entry `entryID`, or `nil` when there is none.
+    private func renderEntry(_ db: any SQLConnection, _ entryID: CatalogID, version: Int,
                              fields: FieldMask = .all, epoch: UInt64? = nil) throws -> RenderedEntry? {
-        try renderEntry(db.query(selectSQL + " WHERE e.playlist_pk = ? AND e.position = ?", [playlistPK, position]), version: version, fields: fields,
-                        epoch: epoch)
+        try renderEntry(db.query(selectSQL + " WHERE e.id = ?", [entryID.rawValue]), version: version, fields: fields, epoch: epoch)
     }
 
     @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
@@ -401,7 +443,7 @@ public final class PlaylistEntryStore: Sendable {
     }
 
     /// The playlist's row, locked, after checking `preconditions` against its version. With
-    /// `entry`, that entry's position too: a missing playlist or entry is `notFound`
+    /// `entry`, that entry's row and key too: a missing playlist or entry is `notFound`
     /// before any precondition is looked at (RFC 9110 §13.2.1).
     private static func lock(_ db: any SQLConnection, _ id: CatalogID, _ preconditions: WritePreconditions) throws -> (pk: Int64, version: Int, count: Int) {
         guard let playlist = try playlist(db, id, locking: true) else { throw StoreError.notFound }
@@ -410,12 +452,12 @@ public final class PlaylistEntryStore: Sendable {
     }
 
     private static func lock(_ db: any SQLConnection, _ id: CatalogID, entry entryID: CatalogID, _ preconditions: WritePreconditions) throws
-        -> (playlist: (pk: Int64, version: Int, count: Int), position: Int64) {
-        guard let playlist = try playlist(db, id, locking: true), let position = try position(db, entryID, playlistPK: playlist.pk) else {
+        -> (playlist: (pk: Int64, version: Int, count: Int), entry: (pk: Int64, key: Int64)) {
+        guard let playlist = try playlist(db, id, locking: true), let entry = try entry(db, entryID, playlistPK: playlist.pk) else {
             throw StoreError.notFound
         }
         try preconditions.check(current: playlist.version)
-        return (playlist, position)
+        return (playlist, entry)
     }
 
     /// 409 `quotaExceeded` when `added` more entries in the playlist `playlistPK` would take
@@ -430,8 +472,34 @@ public final class PlaylistEntryStore: Sendable {
         }
     }
 
-    private static func position(_ db: any SQLConnection, _ entryID: CatalogID, playlistPK: Int64) throws -> Int64? {
-        try db.fetchValue("SELECT position FROM playlist_entries WHERE id = ? AND playlist_pk = ?", [entryID.rawValue, playlistPK]).int64
+    /// The row and key of the entry `entryID` of the playlist `playlistPK`.
+    private static func entry(_ db: any SQLConnection, _ entryID: CatalogID, playlistPK: Int64) throws -> (pk: Int64, key: Int64)? {
+        try db.fetchRow("SELECT pk, sort_key FROM playlist_entries WHERE id = ? AND playlist_pk = ?", [entryID.rawValue, playlistPK])
+            .map { ($0[0].int64 ?? 0, $0[1].int64 ?? 0) }
+    }
+
+    /// The key for an entry at `position` among the playlist's `others` entries (all but
+    /// `moving`, the entry a move takes, whose key stays when it already lies there):
+    /// halfway between its neighbours', or, when they have no room, made by giving some
+    /// of them new keys (``EntryOrder/spread(_:at:)``).
+    private static func key(_ db: any SQLConnection, playlistPK: Int64, others: Int, at position: Int,
+                            moving: (pk: Int64, key: Int64)?) throws -> Int64 {
+        let excluded = moving?.pk ?? 0
+        // The neighbours, found from the nearer end (an append reads one key).
+        let descending = position > others / 2
+        let offset = descending ? max(others - 1 - position, 0) : max(position - 1, 0)
+        let limit = (descending ? position == others : position == 0) ? 1 : 2
+        let found = try db.fetchColumn("""
+            SELECT sort_key FROM playlist_entries WHERE playlist_pk = ? AND pk != ? ORDER BY sort_key\(descending ? " DESC" : "") LIMIT ? OFFSET ?
+            """, [playlistPK, excluded, limit, offset]).compactMap(\.int64)
+        func at(_ index: Int) -> Int64? { found.indices.contains(index) ? found[index] : nil }
+        let (before, after) = descending ? (position == others ? (at(0), nil) : (at(1), at(0))) : (position == 0 ? (nil, at(0)) : (at(0), at(1)))
+        if let moving, before.map({ $0 < moving.key }) ?? true, after.map({ moving.key < $0 }) ?? true { return moving.key }
+        if let key = EntryOrder.key(between: before, and: after) { return key }
+        let rows = try db.fetchRows("SELECT pk, sort_key FROM playlist_entries WHERE playlist_pk = ? AND pk != ? ORDER BY sort_key", [playlistPK, excluded])
+        let (changed, key) = EntryOrder.spread(rows.map { $0[1].int64 ?? 0 }, at: min(position, rows.count))
+        try rekey(db, changed.map { (rows[$0.index][0].int64 ?? 0, $0.key) })
+        return key
     }
 
     /// Records a change of the playlist's entries: the new count, version + 1, the time.
@@ -442,14 +510,16 @@ public final class PlaylistEntryStore: Sendable {
             """, [count, Timestamp.milliseconds(Date()), playlistPK]).int ?? 0
     }
 
-    private static func fingerprint(_ playlistID: CatalogID) -> String { "playlist_entries|\(playlistID)" }
+    /// What a cursor of the playlist's entries names (cursors by position, from before
+    /// keys, name another thing, so they are refused rather than misread).
+    private static func fingerprint(_ playlistID: CatalogID) -> String { "playlist_entries by key|\(playlistID)" }
 
     private static func decodeCursor(_ text: String, playlistID: CatalogID) throws(StoreError) -> Int64 {
         let cursor = try ListCursor(decoding: text, fingerprint: fingerprint(playlistID))
-        guard case let .integer(position) = cursor.key, position >= 0, CatalogID(cursor.id) != nil else {
+        guard case let .integer(key) = cursor.key, key >= 0, CatalogID(cursor.id) != nil else {
             throw .invalidCursor("The cursor is malformed.")
         }
-        return position
+        return key
     }
 
     /// Maps database errors to store errors.

@@ -132,9 +132,9 @@ extension CatalogStore {
                 for (position, itemID) in entries.enumerated() {
                     clock += 1
                     try db.execute("""
-                        INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at)
+                        INSERT INTO playlist_entries (id, playlist_pk, item_pk, sort_key, created_at)
                         SELECT CAST(? AS TEXT), (SELECT pk FROM playlists WHERE id = ?), pk, CAST(? AS BIGINT), CAST(? AS BIGINT) FROM playable_items WHERE id = ?
-                        """, [CatalogID().rawValue, id.rawValue, position, clock, itemID.rawValue])
+                        """, [CatalogID().rawValue, id.rawValue, Int64(position + 1) * EntryOrder.spacing, clock, itemID.rawValue])
                 }
                 try db.execute("UPDATE playlists SET entry_count = ? WHERE id = ?", [entries.count, id.rawValue])
             }
