@@ -9,9 +9,11 @@
 -- entry costs a feed reader one entry, however long the playlist. The row takes its
 -- playlist's visibility: `hidden` while the playlist is private (seen by its owner and
 -- those who see everything), and `shown` 0, since a playlist's own row says when others
--- lose sight of it (they then drop its entries). When a playlist's visibility changes,
--- or its owner while it is private, its entries are logged anew for those who now see
--- them; when it is deleted, its entries' rows go with it.
+-- lose sight of it (they then drop its entries). When a playlist stops being private, or
+-- changes owner while private, its entries are logged anew for those who now see them;
+-- when it turns private, its entries' rows are hidden where they are (those who lose
+-- sight of them learn it from the playlist's deletion, and nothing new is sent); when it
+-- is deleted, its entries' rows go with it.
 
 ALTER TABLE playlist_entries RENAME COLUMN position TO sort_key;
 UPDATE playlist_entries SET sort_key = (sort_key + 1) * 4294967296;
@@ -37,10 +39,14 @@ CREATE TRIGGER playlist_entries_changes_delete AFTER DELETE ON playlist_entries 
 END;
 
 CREATE TRIGGER playlists_entries_shown_anew AFTER UPDATE OF visibility, owner_id ON playlists
-WHEN old.visibility IS NOT new.visibility OR (new.visibility = 'private' AND old.owner_id IS NOT new.owner_id) BEGIN
+WHEN (old.visibility = 'private' AND new.visibility <> 'private') OR (new.visibility = 'private' AND old.owner_id IS NOT new.owner_id) BEGIN
     REPLACE INTO changes (type, id, version, deleted, subject, owner_id, hidden, shown, changed_at)
     SELECT 'playlistEntry', e.id, e.version, 0, new.id, new.owner_id, new.visibility = 'private', 0, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
     FROM playlist_entries e WHERE e.playlist_pk = new.pk ORDER BY e.sort_key;
+END;
+CREATE TRIGGER playlists_entries_hidden AFTER UPDATE OF visibility ON playlists
+WHEN old.visibility <> 'private' AND new.visibility = 'private' BEGIN
+    UPDATE changes SET hidden = 1, owner_id = new.owner_id WHERE subject = new.id AND type = 'playlistEntry';
 END;
 CREATE TRIGGER playlists_entries_gone AFTER DELETE ON playlists BEGIN
     DELETE FROM changes WHERE subject = old.id AND type = 'playlistEntry';

@@ -188,7 +188,10 @@ public actor CatalogSync {
         case let .comment(comment)?:
             comments[change.id] = comment
         case let .playlistEntry(entry)?:
-            playlistEntries[change.id] = entry
+            // An import may move an entry to another playlist.
+            if let previous = playlistEntries.updateValue(entry, forKey: change.id), previous.playlistId != entry.playlistId {
+                entriesByPlaylist[previous.playlistId]?.remove(change.id)
+            }
             entriesByPlaylist[entry.playlistId, default: []].insert(change.id)
         case nil:
             return false
@@ -302,8 +305,8 @@ public actor CatalogSync {
 /// Encode it with `CatalogJSON.makeEncoder()` to write it to a file.
 ///
 /// A snapshot saved by an earlier version (each playlist beside its entries, without
-/// order keys) still decodes, without its entries: the server, since it keeps entries
-/// as changes of their own, reports every entry to a token from before.
+/// order keys) still decodes, without its entries and its token: the next sync starts
+/// from scratch, and so gets every entry with its order key.
 public struct CatalogSyncSnapshot: Codable, Sendable, Hashable {
     /// The `nextToken` of the last page applied; `nil` before the first.
     public var token: String?
@@ -361,6 +364,7 @@ public struct CatalogSyncSnapshot: Codable, Sendable, Hashable {
         } else {
             playlists = try container.decode([EarlierPlaylist].self, forKey: .playlists).map(\.playlist)
             playlistEntries = []
+            token = nil
         }
         comments = try container.decode([Comment].self, forKey: .comments)
     }

@@ -300,8 +300,18 @@ import Glibc
                 entries[id, default: []].insert(try #require(try JSONSerialization.jsonObject(with: added.body) as? [String: Any])["entryId"] as? String ?? "")
             }
         }
+        // Turning private sends nothing but the playlist's own change (its entries are hidden where they are).
+        let before = try #require(try JSONSerialization.jsonObject(with: try await ownerClient.get("/v1/changes?limit=1000").body) as? [String: Any])
         #expect(try await ownerClient.send("PATCH", "/v1/playlists/\(turned)", json: ["visibility": "private"], contentType: "application/merge-patch+json").status == 200)
+        let turning = try await ownerClient.get("/v1/changes?since=\(before["nextToken"] as? String ?? "")")
+        let turnedChanges = (try JSONSerialization.jsonObject(with: turning.body) as? [String: Any])?["changes"] as? [[String: Any]] ?? []
+        #expect(turnedChanges.map { $0["type"] as? String ?? "" } == ["playlist"], "\(turning.text)")
         #expect(try await ownerClient.send("PATCH", "/v1/playlists/\(revealed)", json: ["visibility": "public"], contentType: "application/merge-patch+json").status == 200)
+        // Entries are not an item's changes, whatever id is asked for; entries bring their playlists along.
+        let byPlaylist = try await catalog.client.get("/v1/changes?playableItemId=\(open)")
+        #expect(byPlaylist.status == 200 && !byPlaylist.text.contains("playlistEntry"), "\(byPlaylist.text)")
+        let entriesOnly = try await catalog.client.get("/v1/changes?types=playlistEntry&limit=1000")
+        #expect(entriesOnly.text.contains(#""type":"playlist","#) && entriesOnly.text.contains(#""type":"playlistEntry""#))
 
         var generator = SeededGenerator(seed: 3)
         let viewers: [(String, APIClient, whole: Set<String>, deleted: Set<String>)] = [
@@ -331,6 +341,26 @@ import Glibc
             for id in whole { #expect(Set(Self.entries(of: id, in: replica).compactMap { $0["entryId"] as? String }) == entries[id], "\(name): \(id)'s entries") }
             for id in deleted { #expect(text.contains(#"{"deleted":true,"id":"\#(id)""#), "\(name) sees \(id) as deleted") }
         }
+    }
+
+    /// A snapshot an earlier version saved (each playlist beside its entries, no order
+    /// keys) still loads, without its entries and its token: the next sync starts over.
+    @Test func anEarlierSnapshotLoadsWithoutItsEntriesAndStartsOver() throws {
+        let playlistID = CatalogID()
+        let playlist = Playlist(id: playlistID, title: "P", description: "", entryCount: 1, createdAt: Date(timeIntervalSince1970: 0),
+                                updatedAt: Date(timeIntervalSince1970: 0), version: 2)
+        let encoded = try CatalogJSON.makeEncoder().encode(playlist)
+        let json = #"{"token":"c1.abc","games":[],"playableItems":[],"locations":[],"comments":[],"playlists":[{"playlist":"#
+            + String(decoding: encoded, as: UTF8.self)
+            + #","entries":[{"entryId":"\#(CatalogID())","playableItemId":"\#(CatalogID())","addedAt":"1970-01-01T00:00:00.000Z"}]}]}"#
+        let snapshot = try CatalogJSON.makeDecoder().decode(CatalogSyncSnapshot.self, from: Data(json.utf8))
+        #expect(snapshot.token == nil)
+        #expect(snapshot.playlists == [playlist])
+        #expect(snapshot.playlistEntries.isEmpty)
+        // Today's snapshots round-trip.
+        let entry = ChangedEntry(entryId: CatalogID(), playlistId: playlistID, playableItemId: CatalogID(), addedAt: Date(timeIntervalSince1970: 1), orderKey: 42)
+        let current = CatalogSyncSnapshot(token: "c1.x", playlists: [playlist], playlistEntries: [entry])
+        #expect(try CatalogJSON.makeDecoder().decode(CatalogSyncSnapshot.self, from: CatalogJSON.makeEncoder().encode(current)) == current)
     }
 
     @Test func catalogSyncFollowsLiveChangesAndStartsAgainAfterA410() async throws {

@@ -34,14 +34,14 @@ import TestSupport
         after.insert(key, at: 60)
         #expect(zip(after, after.dropFirst()).allSatisfy { $0 < $1 }, "strictly increasing")
         #expect(!changed.isEmpty && changed.count <= 32, "a window of at most 32 entries moved: \(changed.count)")
-        #expect(zip(after[44..<77], after[45..<78]).allSatisfy { $1 - $0 >= EntryOrder.minimumGap } || changed.count == keys.count)
+        #expect(zip(after[44..<77], after[45..<78]).allSatisfy { $1 - $0 >= EntryOrder.minimumGap(17) } || changed.count == keys.count)
         // With no room anywhere, the whole list is spread over the key space.
         let crowded = (0..<300).map { Int64($0) }
         let (all, middle) = EntryOrder.spread(crowded, at: 150)
         var spread = crowded
         for change in all { spread[change.index] = change.key }
         spread.insert(middle, at: 150)
-        #expect(zip(spread, spread.dropFirst()).allSatisfy { $1 - $0 >= EntryOrder.minimumGap })
+        #expect(zip(spread, spread.dropFirst()).allSatisfy { $1 - $0 >= EntryOrder.minimumGap(301) })
         #expect(spread.first ?? -1 >= 0 && spread.last ?? .max <= EntryOrder.maxKey)
     }
 

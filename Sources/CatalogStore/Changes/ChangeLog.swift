@@ -10,16 +10,18 @@ public struct ChangeFilter: Sendable, Hashable {
         schema.type == ResourceSchema.playlist.type ? [schema.type, ChangeFeedSchema.entryType] : [schema.type]
     }
 
-    /// The types wanted (sorted, no repeats; `playlist` brings `playlistEntry` along);
-    /// `nil`: every type.
+    /// The types wanted (sorted, no repeats; `playlist` and `playlistEntry` bring each
+    /// other along: entries without their playlist's deletions would outlive it); `nil`:
+    /// every type.
     public let types: [String]?
     /// Only the changes of this playable item and of its comments.
     public let playableItemID: CatalogID?
 
     /// A filter; `types` must be names from ``allTypes``.
     public init(types: [String]? = nil, playableItemID: CatalogID? = nil) {
+        let playlists: Set = [ResourceSchema.playlist.type, ChangeFeedSchema.entryType]
         self.types = types.map { types in
-            Array(Set(types).union(types.contains(ResourceSchema.playlist.type) ? [ChangeFeedSchema.entryType] : [])).sorted()
+            Array(Set(types).union(playlists.isDisjoint(with: types) ? [] : playlists)).sorted()
         }
         self.playableItemID = playableItemID
     }
@@ -226,10 +228,12 @@ public struct ChangeLog: Sendable {
         var sql: String, arguments: SQLArguments
         if let item = filter.playableItemID {
             // The item's comments (and its own row, if logged before 0008) by subject, in
-            // order of changes_by_subject; its own row by (type, id); merged in order.
-            sql = select + "subject = ? AND " + conditions
+            // order of changes_by_subject (not entries: their subject is a playlist's id);
+            // its own row by (type, id); merged in order.
+            sql = select + "subject = ? AND type <> ? AND " + conditions
                 + " UNION ALL " + select + "type = ? AND id = ? AND subject IS NULL AND " + conditions
-            arguments = [item.rawValue] + conditionArguments + [ResourceSchema.playableItem.type, item.rawValue] + conditionArguments
+            arguments = [item.rawValue, ChangeFeedSchema.entryType] + conditionArguments + [ResourceSchema.playableItem.type, item.rawValue]
+                + conditionArguments
         } else {
             sql = select + conditions
             arguments = conditionArguments

@@ -483,9 +483,11 @@ END;
 -- entry costs a feed reader one entry, however long the playlist. The row takes its
 -- playlist's visibility: `hidden` while the playlist is private (seen by its owner and
 -- those who see everything), and `shown` 0, since a playlist's own row says when others
--- lose sight of it (they then drop its entries). When a playlist's visibility changes,
--- or its owner while it is private, its entries are logged anew for those who now see
--- them; when it is deleted, its entries' rows go with it.
+-- lose sight of it (they then drop its entries). When a playlist stops being private, or
+-- changes owner while private, its entries are logged anew for those who now see them;
+-- when it turns private, its entries' rows are hidden where they are (those who lose
+-- sight of them learn it from the playlist's deletion, and nothing new is sent); when it
+-- is deleted, its entries' rows go with it.
 
 ALTER TABLE playlist_entries RENAME COLUMN position TO sort_key;
 UPDATE playlist_entries SET sort_key = (sort_key + 1) * 4294967296;
@@ -511,10 +513,14 @@ CREATE TRIGGER playlist_entries_changes_delete AFTER DELETE ON playlist_entries 
 END;
 
 CREATE TRIGGER playlists_entries_shown_anew AFTER UPDATE OF visibility, owner_id ON playlists
-WHEN old.visibility IS NOT new.visibility OR (new.visibility = 'private' AND old.owner_id IS NOT new.owner_id) BEGIN
+WHEN (old.visibility = 'private' AND new.visibility <> 'private') OR (new.visibility = 'private' AND old.owner_id IS NOT new.owner_id) BEGIN
     REPLACE INTO changes (type, id, version, deleted, subject, owner_id, hidden, shown, changed_at)
     SELECT 'playlistEntry', e.id, e.version, 0, new.id, new.owner_id, new.visibility = 'private', 0, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)
     FROM playlist_entries e WHERE e.playlist_pk = new.pk ORDER BY e.sort_key;
+END;
+CREATE TRIGGER playlists_entries_hidden AFTER UPDATE OF visibility ON playlists
+WHEN old.visibility <> 'private' AND new.visibility = 'private' BEGIN
+    UPDATE changes SET hidden = 1, owner_id = new.owner_id WHERE subject = new.id AND type = 'playlistEntry';
 END;
 CREATE TRIGGER playlists_entries_gone AFTER DELETE ON playlists BEGIN
     DELETE FROM changes WHERE subject = old.id AND type = 'playlistEntry';
@@ -809,47 +815,77 @@ INSERT INTO catalog_metadata (key, value) VALUES ('changes_purged_through', '0')
         ("0003_entry_order_keys.sql", #"""
 -- Playlist entries are ordered by a sparse key instead of a dense position, and each
 -- entry has a row of its own in the change log (as SQLite's 0009_entry_order_keys.sql,
--- which says why and how).
+-- which says why and how). Every replica must run this version: one from before reads
+-- `position`, which is gone.
 
+-- The log's lock first: entries logged below get their `seq` while no other writer can.
+SELECT pg_advisory_xact_lock(7031950146);
+
+DROP INDEX playlist_entries_by_position;
 ALTER TABLE playlist_entries RENAME COLUMN position TO sort_key;
 ALTER TABLE playlist_entries ALTER COLUMN sort_key TYPE BIGINT USING (sort_key::bigint + 1) * 4294967296;
 ALTER TABLE playlist_entries ADD COLUMN version BIGINT NOT NULL DEFAULT 1;
-DROP INDEX playlist_entries_by_position;
 CREATE INDEX playlist_entries_by_key ON playlist_entries (playlist_pk, sort_key);
 
--- An entry deleted with its playlist (by cascade, after the playlist's row is gone) logs nothing.
-CREATE FUNCTION catalog_change_entry() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    playlist RECORD;
+-- The entries a statement added, moved (gave another key) or removed, logged in one
+-- statement (from its transition table), so that a whole new order costs one insert into
+-- the log rather than a call per entry. An entry deleted with its playlist (by cascade,
+-- after the playlist's row is gone) logs nothing: its playlist's deletion says it.
+CREATE FUNCTION catalog_log_entries(entry_ids TEXT[], entry_versions BIGINT[], playlist_pks BIGINT[], is_deleted INTEGER)
+    RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'DELETE' THEN
-        SELECT id, owner_id, visibility INTO playlist FROM playlists WHERE pk = OLD.playlist_pk;
-        IF FOUND THEN
-            PERFORM catalog_log_change('playlistEntry', OLD.id, OLD.version + 1, 1, playlist.id, playlist.owner_id,
-                                       (playlist.visibility = 'private')::int, 0);
-        END IF;
+    IF coalesce(cardinality(entry_ids), 0) = 0 THEN
+        RETURN;
+    END IF;
+    PERFORM pg_advisory_xact_lock(7031950146);
+    INSERT INTO changes (seq, type, id, version, deleted, subject, owner_id, hidden, shown, changed_at)
+    SELECT nextval('changes_seq'), 'playlistEntry', e.id, e.version + is_deleted, is_deleted, p.id, p.owner_id,
+           (p.visibility = 'private')::int, 0, (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+    FROM unnest(entry_ids, entry_versions, playlist_pks) WITH ORDINALITY AS e(id, version, playlist_pk, n)
+    JOIN playlists p ON p.pk = e.playlist_pk ORDER BY e.n
+    ON CONFLICT (type, id) DO UPDATE SET seq = excluded.seq, version = excluded.version, deleted = excluded.deleted,
+        subject = excluded.subject, owner_id = excluded.owner_id, hidden = excluded.hidden, shown = excluded.shown,
+        changed_at = excluded.changed_at;
+    PERFORM pg_notify('catalog_changes', '');
+END $$;
+
+CREATE FUNCTION catalog_change_entries() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        PERFORM catalog_log_entries(array_agg(id ORDER BY sort_key), array_agg(version ORDER BY sort_key), array_agg(playlist_pk ORDER BY sort_key), 0)
+        FROM added_entries;
+    ELSIF TG_OP = 'UPDATE' THEN
+        PERFORM catalog_log_entries(array_agg(n.id ORDER BY n.sort_key), array_agg(n.version ORDER BY n.sort_key),
+                                    array_agg(n.playlist_pk ORDER BY n.sort_key), 0)
+        FROM moved_entries n JOIN previous_entries o ON o.pk = n.pk WHERE n.sort_key IS DISTINCT FROM o.sort_key;
     ELSE
-        SELECT id, owner_id, visibility INTO playlist FROM playlists WHERE pk = NEW.playlist_pk;
-        IF FOUND THEN
-            PERFORM catalog_log_change('playlistEntry', NEW.id, NEW.version, 0, playlist.id, playlist.owner_id,
-                                       (playlist.visibility = 'private')::int, 0);
-        END IF;
+        PERFORM catalog_log_entries(array_agg(id), array_agg(version), array_agg(playlist_pk), 1) FROM removed_entries;
     END IF;
     RETURN NULL;
 END $$;
 
-CREATE TRIGGER playlist_entries_changes AFTER INSERT OR DELETE OR UPDATE OF sort_key ON playlist_entries
-    FOR EACH ROW EXECUTE FUNCTION catalog_change_entry();
+CREATE TRIGGER playlist_entries_added AFTER INSERT ON playlist_entries REFERENCING NEW TABLE AS added_entries
+    FOR EACH STATEMENT EXECUTE FUNCTION catalog_change_entries();
+CREATE TRIGGER playlist_entries_moved AFTER UPDATE ON playlist_entries REFERENCING OLD TABLE AS previous_entries NEW TABLE AS moved_entries
+    FOR EACH STATEMENT EXECUTE FUNCTION catalog_change_entries();
+CREATE TRIGGER playlist_entries_removed AFTER DELETE ON playlist_entries REFERENCING OLD TABLE AS removed_entries
+    FOR EACH STATEMENT EXECUTE FUNCTION catalog_change_entries();
 
--- A playlist whose visibility changes (or its owner, while it is private) logs its
--- entries anew; a deleted one takes its entries' rows with it.
+-- A playlist that stops being private (or changes owner while private) logs its entries
+-- anew; one that turns private hides its entries' rows where they are; a deleted one
+-- takes its entries' rows with it.
 CREATE FUNCTION catalog_change_playlist_entries() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
         DELETE FROM changes WHERE subject = OLD.id AND type = 'playlistEntry';
-    ELSIF OLD.visibility IS DISTINCT FROM NEW.visibility OR (NEW.visibility = 'private' AND OLD.owner_id IS DISTINCT FROM NEW.owner_id) THEN
-        PERFORM catalog_log_change('playlistEntry', e.id, e.version, 0, NEW.id, NEW.owner_id, (NEW.visibility = 'private')::int, 0)
-        FROM (SELECT id, version FROM playlist_entries WHERE playlist_pk = NEW.pk ORDER BY sort_key) e;
+        RETURN NULL;
+    END IF;
+    IF OLD.visibility <> 'private' AND NEW.visibility = 'private' THEN
+        UPDATE changes SET hidden = 1, owner_id = NEW.owner_id WHERE subject = NEW.id AND type = 'playlistEntry';
+    END IF;
+    IF (OLD.visibility = 'private' AND NEW.visibility <> 'private') OR (NEW.visibility = 'private' AND OLD.owner_id IS DISTINCT FROM NEW.owner_id) THEN
+        PERFORM catalog_log_entries(array_agg(id ORDER BY sort_key), array_agg(version ORDER BY sort_key), array_agg(playlist_pk ORDER BY sort_key), 0)
+        FROM playlist_entries WHERE playlist_pk = NEW.pk;
     END IF;
     RETURN NULL;
 END $$;
