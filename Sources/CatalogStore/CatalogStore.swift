@@ -107,7 +107,8 @@ public final class CatalogStore: Sendable {
             ResourceSchema.playableItem.type: { [items] db, id in try items.render(db, id) },
             ResourceSchema.playlist.type: { [playlists] db, id in try playlists.render(db, id) },
             ResourceSchema.comment.type: { [comments] db, id in try comments.resources.render(db, id) },
-            ChangeFeedSchema.entryType: { [entries] db, id in try entries.changed(db, id) },
+        ], batchRenderers: [
+            ChangeFeedSchema.entryType: { [entries] db, ids in try entries.changed(db, ids) },
         ])
     }
 

@@ -473,3 +473,18 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
                 == #"invalid percent-encoded token: "***""#)
     }
 }
+
+@Suite struct ChangeTokenTests {
+    /// The bytes an event stream writes are the token's text, which reads back.
+    @Test func tokensWrittenIntoBytesSpellWhatTheyRead() throws {
+        for (seq, issued) in [(Int64(0), Int64(0)), (1, 1_795_262_400_000), (Int64.max, Int64.max), (1045, 7)] {
+            let catalog = "5f0c2b7e9a1d4c3b8e6f1a2b3c4d5e6f"
+            var bytes: [UInt8] = Array("x".utf8)
+            ChangeToken.append(catalog: Array(catalog.utf8), seq: seq, issued: issued, to: &bytes)
+            let text = String(decoding: bytes.dropFirst(), as: UTF8.self)
+            #expect(text == "c1." + Base64URL.encode(Array("\(catalog):\(seq):\(issued)".utf8)))
+            #expect(ChangeToken(text) == ChangeToken(catalog: catalog, seq: seq, issued: issued))
+            #expect(ChangeToken(catalog: catalog, seq: seq, issued: issued).encoded == text)
+        }
+    }
+}

@@ -143,7 +143,44 @@ public struct ChangeToken: Sendable, Equatable {
 
     /// The token's text.
     public var encoded: String {
-        "c1." + Base64URL.encode(Array("\(catalog):\(seq):\(issued)".utf8))
+        var bytes: [UInt8] = []
+        Self.append(catalog: Array(catalog.utf8), seq: seq, issued: issued, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the text of the token of `catalog` (its UTF-8), `seq` and `issued` to
+    /// `bytes`, as ``encoded`` spells it, without making a `String` (an event stream
+    /// writes one per change).
+    public static func append(catalog: [UInt8], seq: Int64, issued: Int64, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: "c1.".utf8)
+        // `catalog:seq:issued`: at most 64 + 2 + 2 × 19 bytes.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: catalog.count + 42) { plain in
+            var count = 0
+            func put(_ byte: UInt8) {
+                plain[count] = byte
+                count += 1
+            }
+            func put(_ number: Int64) {
+                let start = count
+                var rest = UInt64(max(number, 0))
+                repeat {
+                    put(UInt8(ascii: "0") + UInt8(rest % 10))
+                    rest /= 10
+                } while rest > 0
+                var low = start, high = count - 1
+                while low < high {
+                    plain.swapAt(low, high)
+                    low += 1
+                    high -= 1
+                }
+            }
+            for byte in catalog { put(byte) }
+            put(UInt8(ascii: ":"))
+            put(seq)
+            put(UInt8(ascii: ":"))
+            put(issued)
+            Base64URL.append(UnsafeBufferPointer(rebasing: plain[..<count]), to: &bytes)
+        }
     }
 
     /// Reads a token; `nil` when `text` is not one this server made (at most 200 bytes).
@@ -162,8 +199,10 @@ public struct ChangeToken: Sendable, Equatable {
 /// reads of it for the feed, checks of tokens, and the purge of old deletions.
 public struct ChangeLog: Sendable {
     let database: any SQLDatabase
-    /// How each type's resource is rendered, by type.
+    /// How each type's resource is rendered, by type: one at a time, or (types with many
+    /// changes per write, such as playlist entries) all of a read's at once, by id.
     let renderers: [String: @Sendable (any SQLConnection, CatalogID) throws -> RenderedResource?]
+    let batchRenderers: [String: @Sendable (any SQLConnection, [CatalogID]) throws -> [CatalogID: RenderedResource]]
 
     /// Fired after commits (which may have logged changes).
     public var commits: CommitSignal { database.commits }
@@ -253,12 +292,17 @@ public struct ChangeLog: Sendable {
                 records.reserveCapacity(min(rows.count, limit))
                 var bytes = 0
                 var complete = rows.count <= limit
+                var rendered: [CatalogID: RenderedResource] = [:]
+                for (type, render) in batchRenderers {
+                    let ids = rows.prefix(limit).compactMap { row in row[1].string == type && !row[4].bool ? row[2].string.flatMap(CatalogID.init) : nil }
+                    if !ids.isEmpty { rendered.merge(try render(db, ids)) { $1 } }
+                }
                 for row in rows.prefix(limit) {
                     if bytes >= maxBytes && !records.isEmpty {
                         complete = false
                         break
                     }
-                    guard let record = try record(db, row) else { continue }
+                    guard let record = try record(db, row, rendered: rendered) else { continue }
                     bytes += record.json.count
                     records.append(record)
                 }
@@ -268,8 +312,9 @@ public struct ChangeLog: Sendable {
         }
     }
 
-    /// The record of a row of `changes`, its resource rendered as `db` sees it now.
-    private func record(_ db: any SQLConnection, _ row: SQLRow) throws -> ChangeRecord? {
+    /// The record of a row of `changes`, its resource rendered as `db` sees it now (in
+    /// `rendered` for the types rendered in batches).
+    private func record(_ db: any SQLConnection, _ row: SQLRow, rendered: [CatalogID: RenderedResource]) throws -> ChangeRecord? {
         guard let seq = row[0].int64, let type = row[1].string, let id = row[2].string, let version = row[3].int else { return nil }
         let deleted = row[4].bool
         var json: [UInt8] = []
@@ -277,7 +322,8 @@ public struct ChangeLog: Sendable {
         if deleted {
             json = ChangeRecord.deletion(type: type, id: id, version: version)
         } else {
-            guard let render = renderers[type], let catalogID = CatalogID(id), let resource = try render(db, catalogID) else { return nil }
+            guard let catalogID = CatalogID(id),
+                  let resource = try batchRenderers[type] == nil ? renderers[type]?(db, catalogID) : rendered[catalogID] else { return nil }
             currentVersion = resource.version
             var writer = JSONWriter(capacity: resource.json.count + 128)
             writer.raw("{\"id\":")

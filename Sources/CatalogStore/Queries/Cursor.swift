@@ -158,6 +158,25 @@ enum Base64URL {
         }
     }
 
+    /// Appends the encoding of `bytes` to `output` (no padding), as ``encode(_:)`` spells it.
+    static func append(_ bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        let count = bytes.count
+        output.reserveCapacity(output.count + (count * 4 + 2) / 3)
+        alphabet.withUnsafeBufferPointer { alphabet in
+            var index = 0
+            while index < count {
+                let b0 = bytes[index]
+                let b1 = index + 1 < count ? bytes[index + 1] : 0
+                let b2 = index + 2 < count ? bytes[index + 2] : 0
+                output.append(alphabet[Int(b0 >> 2)])
+                output.append(alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)])
+                if index + 1 < count { output.append(alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)]) }
+                if index + 2 < count { output.append(alphabet[Int(b2 & 0x3F)]) }
+                index += 3
+            }
+        }
+    }
+
     static func decode(_ text: String) -> [UInt8]? {
         var text = text
         return text.withUTF8 { input in

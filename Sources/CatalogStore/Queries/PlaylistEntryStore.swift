@@ -68,18 +68,23 @@ public final class PlaylistEntryStore: Sendable {
             default: "e." + field.column
             }
         })
-        changeSQL = "SELECT \(changeColumns.joined(separator: ", ")), e.version FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk"
-            + " JOIN playlists p ON p.pk = e.playlist_pk WHERE e.id = ?"
+        changeSQL = "SELECT \(changeColumns.joined(separator: ", ")), e.version, e.id FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk"
+            + " JOIN playlists p ON p.pk = e.playlist_pk WHERE e.id IN (SELECT j.value FROM "
     }
 
-    /// The entry `entryID` as its change in the feed carries it (``ChangedEntry``), or `nil`
-    /// when it is gone.
-    func changed(_ db: any SQLConnection, _ entryID: CatalogID) throws -> RenderedResource? {
-        let rows = try db.query(changeSQL, [entryID.rawValue])
-        guard try rows.step() else { return nil }
-        var writer = JSONWriter(capacity: 256)
-        try changeRenderer.render(rows, into: &writer)
-        return RenderedResource(id: entryID, version: Int(rows.integer(changeRenderer.columnCount)), json: writer.bytes)
+    /// The entries `entryIDs` as their changes in the feed carry them (``ChangedEntry``),
+    /// by id, in one query; those gone are missing.
+    func changed(_ db: any SQLConnection, _ entryIDs: [CatalogID]) throws -> [CatalogID: RenderedResource] {
+        let rows = try db.query(changeSQL + db.dialect.jsonElements("j") + ")", [Self.jsonArray(entryIDs.lazy.map(\.rawValue), quoted: true)])
+        var rendered: [CatalogID: RenderedResource] = [:]
+        rendered.reserveCapacity(entryIDs.count)
+        while try rows.step() {
+            guard let id = CatalogID(String(decoding: rows.text(changeRenderer.columnCount + 1), as: UTF8.self)) else { continue }
+            var writer = JSONWriter(capacity: 256)
+            try changeRenderer.render(rows, into: &writer)
+            rendered[id] = RenderedResource(id: id, version: Int(rows.integer(changeRenderer.columnCount)), json: writer.bytes)
+        }
+        return rendered
     }
 
     // MARK: Reads
