@@ -96,7 +96,6 @@ struct Finishing: Sendable {
     /// `response`, finished: a `Cache-Control` already set (a secret's `no-store`) is kept.
     /// - Throws: 400 for a malformed `If-None-Match`.
     func apply(_ response: consuming HTTPResponse) throws(APIError) -> HTTPResponse {
-        var response = response
         guard response.cacheControl == nil else { return response }
         guard isRead, response.status == .ok else {
             response.cacheControl = "no-store"

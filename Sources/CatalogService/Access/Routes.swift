@@ -113,7 +113,7 @@ struct Routes {
         var body = handler(access, rate, keys, caching, endpoint)
         if usesDatabase, let pool = databaseWork {
             body = Self.offLoop(body, on: pool)
-        } else if maxBody > LargeBodies.onLoop {
+        } else if maxBody > LargeBodies.onLoop, [.POST, .PUT, .PATCH].contains(method) {
             // Reading a large body (parsing it, checking every member) is no event loop's work.
             body = Self.offLoop(body, on: LargeBodies.pool, when: { $0.body.count > LargeBodies.onLoop })
         }
@@ -231,9 +231,8 @@ struct Routes {
     /// Authorizes `caller`, settles its `Idempotency-Key` (a replay, or a claim on the
     /// key that the answer settles) and runs `endpoint`: the response when it has one
     /// now, `nil` when it answers through `delivery`. Errors carry the delivery's fields.
-    private static func serve(_ endpoint: Endpoint, _ request: HTTPRequest, _ caller: Caller, _ minimum: Role?, _ delivery: Delivery,
+    private static func serve(_ endpoint: Endpoint, _ request: HTTPRequest, _ caller: Caller, _ minimum: Role?, _ delivery: consuming Delivery,
                               _ idempotency: (Idempotency, replays: Bool)?, expensive: Bool) throws -> HTTPResponse? {
-        var delivery = delivery
         try delivery.guarding { try Self.authorize(caller, minimum) }
         if let (idempotency, replays) = idempotency {
             switch try delivery.guarding({ try idempotency.start(request, caller) }) {
@@ -343,7 +342,7 @@ struct Delivery: Sendable {
 
     /// `response` finished (``Finishing``).
     func finish(_ response: consuming HTTPResponse) throws -> HTTPResponse {
-        try finishing.apply(response)
+        try finishing.apply(consume response)
     }
 
     /// Sends `response`, which carries the fields already: once it is kept, when the

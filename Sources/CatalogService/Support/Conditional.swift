@@ -35,7 +35,11 @@ enum ETag {
                 for byte in prefix.utf8 { put(byte) }
                 put(UInt8(ascii: "-"))
             }
-            for shift in stride(from: 60, through: 0, by: -4) { put(digits.utf8Start[Int((digest >> UInt64(shift)) & 0xF)]) }
+            var shift: UInt64 = 64
+            while shift > 0 {
+                shift -= 4
+                put(digits.utf8Start[Int((digest >> shift) & 0xF)])
+            }
             put(UInt8(ascii: "\""))
             return count
         }

@@ -4,10 +4,17 @@
 /// `HEAD` is served by the `GET` route of the same path; `OPTIONS` on a known path
 /// answers 204 with `Allow`.
 public struct Router: Sendable {
-    struct Route: Sendable {
+    /// A class, so that looking one up per request retains it once rather than each field.
+    final class Route: Sendable {
         let method: HTTPMethod
         let pattern: RoutePattern
         let handler: Handler
+
+        init(method: HTTPMethod, pattern: RoutePattern, handler: Handler) {
+            self.method = method
+            self.pattern = pattern
+            self.handler = handler
+        }
     }
 
     private(set) var routes: [Route] = []
@@ -67,7 +74,8 @@ public struct Router: Sendable {
 
     /// The outcome of routing one request.
     enum Resolution {
-        case handler(Handler, PathParameters, pattern: RoutePattern)
+        /// The route matched (its handler and pattern), with the path's parameters.
+        case handler(Route, PathParameters)
         case options(allow: String)
     }
 
@@ -79,15 +87,15 @@ public struct Router: Sendable {
         }
         let segments = try Self.decodedSegments(path)
         var allowed: [HTTPMethod] = []
-        var headFallback: (Handler, PathParameters, RoutePattern)?
+        var headFallback: (Route, PathParameters)?
         for index in candidates(segments) {
             let route = routes[index]
             guard let parameters = route.pattern.match(segments) else { continue }
-            if route.method == method { return .handler(route.handler, parameters, pattern: route.pattern) }
-            if method == .HEAD, route.method == .GET, headFallback == nil { headFallback = (route.handler, parameters, route.pattern) }
+            if route.method == method { return .handler(route, parameters) }
+            if method == .HEAD, route.method == .GET, headFallback == nil { headFallback = (route, parameters) }
             if !allowed.contains(route.method) { allowed.append(route.method) }
         }
-        if let (handler, parameters, pattern) = headFallback { return .handler(handler, parameters, pattern: pattern) }
+        if let (route, parameters) = headFallback { return .handler(route, parameters) }
         guard !allowed.isEmpty else {
             throw HTTPError(.notFound, code: "notFound", detail: "No resource exists at this path.")
         }

@@ -104,7 +104,8 @@ extension Connection {
             guard let method = head.method else { throw unimplementedMethodError(path: head.path) }
             var limit = 0
             var admitted: (any AnyObject & Sendable)?
-            if case let .handler(handler, _, _) = try loop.core.router.resolve(method: method, path: head.path) {
+            if case let .handler(route, _) = try loop.core.router.resolve(method: method, path: head.path) {
+                let handler = route.handler
                 if let admission = handler.admission { admitted = try admission(request(head, body: [])) }
                 limit = min(parser.limits.maxBody, handler.maxBody ?? parser.limits.maxBody)
             }

@@ -427,58 +427,62 @@ final class Connection {
         reservedBodyBytes = 0
     }
 
-    /// What writing the answer to `head` needs, for a new request of the connection.
+    /// What writing the answer to `head` needs, for a new request of the connection
+    /// (matching `route`, when known).
     @inline(__always)
-    func responseContext(_ head: RequestHead) -> ResponseContext {
+    func responseContext(_ head: RequestHead, route: String? = nil) -> ResponseContext {
         requestSequence &+= 1
         let requestID = Self.requestID(head.headers) ?? loop.makeRequestID()
-        var context = ResponseContext(sequence: requestSequence, requestID: requestID, method: head.methodToken, route: nil, started: Self.now(),
-                                      path: head.path, omitBody: head.method == .HEAD, keepAlive: head.keepAlive, version: head.version)
-        if loop.core.configuration.cors != nil { context.origin = head.headers["origin"] }
-        return context
+        return ResponseContext(sequence: requestSequence, requestID: requestID, method: head.methodToken, route: route, started: Self.now(),
+                               path: head.path, omitBody: head.method == .HEAD, keepAlive: head.keepAlive, version: head.version,
+                               origin: loop.core.configuration.cors != nil ? head.headers["origin"] : nil)
     }
 
     /// The request `head` and `body` make, as handlers see it (`GET` for an unimplemented method).
     @inline(__always)
-    func request(_ head: RequestHead, body: [UInt8], requestID: String = "") -> HTTPRequest {
+    func request(_ head: RequestHead, body: [UInt8], requestID: String = "", parameters: PathParameters = PathParameters(),
+                 admitted: (any AnyObject & Sendable)? = nil) -> HTTPRequest {
         var request = HTTPRequest(
             method: head.method ?? .GET, path: head.path, query: head.query, version: head.version,
             headers: head.headers, body: body, remoteAddress: peer)
         request.requestID = requestID
         request.clientAddress = requestClient
+        request.pathParameters = parameters
+        request.admitted = admitted
         return request
     }
 
     private func dispatch(_ head: RequestHead, body: [UInt8], admitted: (any AnyObject & Sendable)? = nil) {
-        var context = responseContext(head)
-        let requestID = context.requestID
-        guard let method = head.method else {
-            write(loop.core.render(unimplementedMethodError(path: head.path), path: head.path, requestID: requestID), context)
+        let resolution: Router.Resolution
+        do {
+            guard let method = head.method else { throw unimplementedMethodError(path: head.path) }
+            resolution = try loop.core.router.resolve(method: method, path: head.path)
+        } catch {
+            let context = responseContext(head)
+            write(loop.core.render(error, path: head.path, requestID: context.requestID), context)
             return
         }
-        var request = request(head, body: body, requestID: requestID)
-        request.admitted = admitted
-        do {
-            switch try loop.core.router.resolve(method: method, path: head.path) {
-            case let .options(allow):
-                context.route = "OPTIONS"
-                var response = HTTPResponse(status: .noContent, headers: [("Allow", allow)])
-                response.cacheControl = "no-store"
-                if let cors = loop.core.configuration.cors, head.headers["access-control-request-method"] != nil {
-                    // A preflight: its CORS fields are its own, not those of an actual request.
-                    response.headers += cors.preflightFields(origin: context.origin, methods: allow)
-                    context.preflight = true
-                }
-                write(response, context)
-            case let .handler(handler, parameters, pattern):
-                request.pathParameters = parameters
-                context.route = pattern.description
-                switch handler.kind {
+        switch resolution {
+        case let .options(allow):
+            var context = responseContext(head, route: "OPTIONS")
+            var response = HTTPResponse(status: .noContent, headers: [("Allow", allow)])
+            response.cacheControl = "no-store"
+            if let cors = loop.core.configuration.cors, head.headers["access-control-request-method"] != nil {
+                // A preflight: its CORS fields are its own, not those of an actual request.
+                response.headers += cors.preflightFields(origin: context.origin, methods: allow)
+                context.preflight = true
+            }
+            write(response, context)
+        case let .handler(route, parameters):
+            let context = responseContext(head, route: route.pattern.description)
+            let request = request(head, body: body, requestID: context.requestID, parameters: parameters, admitted: admitted)
+            do {
+                switch route.handler.kind {
                 case let .inline(handle):
                     write(try handle(request), context)
                 case let .deferred(handle):
                     loop.core.inFlight.add(1, ordering: .relaxed)
-                    awaitAnswer(context, timeout: handler.timeout)
+                    awaitAnswer(context, timeout: route.handler.timeout)
                     handle(request, responder())
                 case let .either(handle):
                     // Counted in flight before it runs, as work it hands to another thread
@@ -497,12 +501,12 @@ final class Connection {
                         loop.core.inFlight.subtract(1, ordering: .relaxed)
                         write(response, context)
                     } else {
-                        awaitAnswer(context, timeout: handler.timeout)
+                        awaitAnswer(context, timeout: route.handler.timeout)
                     }
                 }
+            } catch {
+                write(loop.core.render(error, path: head.path, requestID: context.requestID), context)
             }
-        } catch {
-            write(loop.core.render(error, path: head.path, requestID: requestID), context)
         }
     }
 
@@ -583,8 +587,7 @@ final class Connection {
 
     // MARK: Writing
 
-    func write(_ response: HTTPResponse, _ context: ResponseContext) {
-        var response = response
+    func write(_ response: consuming HTTPResponse, _ context: ResponseContext) {
         if let cors = loop.core.configuration.cors, !context.preflight { response.headers += cors.fields(origin: context.origin) }
         var stream = response.stream
         // A HEAD of a stream is framed as its GET is (chunked, no length), without a body.
