@@ -90,6 +90,37 @@ import Glibc
         #expect(closed)
     }
 
+    /// What a stream holds for a client that reads nothing is its own limit and a small,
+    /// fixed kernel send buffer, not the megabytes TCP grows a socket's buffer to for such
+    /// a client: hundreds of idle streams cannot take the machine's kernel memory, and a
+    /// loop copies little into each per write (unbounded, those copies stalled the loops
+    /// for tens of milliseconds in `noisy-neighbour.sh idle-streams`).
+    @Test func aStreamsSocketKeepsASmallFixedSendBuffer() async throws {
+        let server = try TestServer()
+        let client = try await onThread {
+            let client = try server.client()
+            try client.send("GET /budgeted/trickle HTTP/1.1\r\nHost: x\r\n\r\n")
+            _ = try client.readResponse(head: true)
+            return client
+        }
+        // The server's end of this connection (the server runs in this process).
+        var address = sockaddr_in(), length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(client.fd, $0, &length) } }
+        let clientPort = UInt16(bigEndian: address.sin_port)
+        var sizes: [Int32] = []
+        for fd in Int32(3)..<4096 where fd != client.fd {
+            var peer = sockaddr_in(), peerLength = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let found = withUnsafeMutablePointer(to: &peer) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &peerLength) } }
+            guard found == 0, peer.sin_family == sa_family_t(AF_INET), UInt16(bigEndian: peer.sin_port) == clientPort else { continue }
+            var size: Int32 = 0, sizeLength = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &sizeLength)
+            sizes.append(size)
+        }
+        // Linux doubles what is set, and a set size is not grown.
+        #expect(sizes == [2 * Connection.streamSendBuffer], "the server's send buffers for this client: \(sizes)")
+        withExtendedLifetime(client) {}
+    }
+
     @Test func streamsShareOneBudgetAndTheFurthestBehindAreCutFirst() async throws {
         let server = try TestServer()
         let budget = TestServer.streamBudget

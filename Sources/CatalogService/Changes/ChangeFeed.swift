@@ -157,7 +157,7 @@ struct ChangeFeed: Sendable {
         stream.send(Self.streamStart)
         let now = MonotonicClock.milliseconds()
         let subscriber = ChangeHub.Subscriber(after: after, filter: query.filter, viewer: viewer, stream: stream, lastSent: now, started: now,
-                                              send: { changes in stream.send(self.events(changes)) })
+                                              events: { changes in self.events(changes) })
         guard hub.subscribe(subscriber) else { throw WorkPool.busy }
         var response = Self.answer(Self.streamFields)
         response.stream = stream

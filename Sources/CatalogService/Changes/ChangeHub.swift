@@ -3,6 +3,7 @@ import CatalogStore
 import Foundation
 import HTTPServer
 import Logging
+import CLinux
 
 /// Where long-polls wait and event streams listen for new changes, without a thread or a
 /// database poll each: one thread sleeps until a commit fires (``CommitSignal``), reads
@@ -34,8 +35,19 @@ final class ChangeHub: @unchecked Sendable {
         let started: Int64
         /// Since when its client has read nothing while it was behind, if it is.
         var stalled: (since: Int64, unsent: Int)? = nil
-        /// Sends changes as events.
-        let send: @Sendable ([ChangeRecord.Delivery]) -> Void
+        /// Changes as the stream's events.
+        let events: @Sendable ([ChangeRecord.Delivery]) -> [UInt8]
+    }
+
+    /// A page of changes by the very values it holds (the buffers of their JSON, which
+    /// readers who see a change whole share): streams given the same page in a round share
+    /// one formatting of it, so a change fanned out to thousands of streams is formatted once.
+    private struct PageIdentity: Hashable {
+        let buffers: [Int]
+
+        init(_ changes: [ChangeRecord.Delivery]) {
+            buffers = changes.flatMap { change in [Int(change.seq), change.json.withUnsafeBufferPointer { Int(bitPattern: $0.baseAddress) }] }
+        }
     }
 
     /// The most long-polls and streams at once; past it a new one gets 503.
@@ -56,6 +68,8 @@ final class ChangeHub: @unchecked Sendable {
     static let attachLimit: Int64 = 10_000
     /// The most reads of the log one round makes; readers past them wait for the next round.
     static let readsPerRound = 64
+    /// The hub thread's niceness (0 is the server's): below the event loops'.
+    static let niceness: Int32 = 10
 
     private let log: ChangeLog
     private let retention: Duration
@@ -134,6 +148,9 @@ final class ChangeHub: @unchecked Sendable {
     // MARK: The hub's thread
 
     private func run() {
+        // Fanning changes out to thousands of streams is bulk work: when the cores are
+        // busy, the event loops answering requests go first.
+        _ = clinux_lower_thread_priority(Self.niceness)
         ReadBudget.allow(ChangeFeed.allowance)
         var highWater: Int64 = 0
         while true {
@@ -175,6 +192,7 @@ final class ChangeHub: @unchecked Sendable {
     /// same place with the same filter.
     private func deliver(to parked: inout [UInt64: Waiter], _ listening: inout [UInt64: Subscriber], highWater: Int64, now: Int64, shuttingDown: Bool) {
         var batches: [BatchKey: Result<ChangeBatch, StoreError>] = [:]
+        var formatted: [PageIdentity: [UInt8]] = [:]
         var again = false
         /// The changes after `after` matching `filter`, read once per round; `nil` past the round's reads.
         func batch(after: Int64, filter: ChangeFilter) -> Result<ChangeBatch, StoreError>? {
@@ -269,7 +287,10 @@ final class ChangeHub: @unchecked Sendable {
                     let size = page.changes.reduce(0) { $0 + $1.json.count + 128 }
                     if !page.changes.isEmpty, let budget = streamBudget, !budget.admits(size), !budget.makeRoom(for: size) { continue }
                     if !page.changes.isEmpty {
-                        subscriber.send(page.changes)
+                        let identity = PageIdentity(page.changes)
+                        let events = formatted[identity] ?? subscriber.events(page.changes)
+                        formatted[identity] = events
+                        stream.send(events)
                         listening[id]?.lastSent = now
                     }
                     listening[id]?.after = page.next

@@ -125,20 +125,27 @@ final class EventLoop: @unchecked Sendable {
 
     /// Runs the queued jobs. A wake stays requested while they run, so jobs queued
     /// meanwhile (by them, or by other threads) cost no eventfd write: they run in the
-    /// next round. After a few rounds the loop wakes itself instead, so that its sockets
-    /// get a turn before the rest.
+    /// next round. After a few rounds, or ``jobsPerTurn`` jobs (thousands of event-stream
+    /// writes can arrive at once), the loop wakes itself instead, so that its sockets get a
+    /// turn before the rest.
     private func runMailbox(closing: Bool = false) {
-        for _ in 0..<4 {
-            let jobs = takeJobs(closing: closing)
+        var budget = closing ? Int.max : Self.jobsPerTurn
+        for _ in 0..<(closing ? Int.max : 4) {
+            let jobs = takeJobs(closing: closing, limit: budget)
             if jobs.isEmpty {
                 if clearWakeRequest() { return }
                 wakeRequested.store(true, ordering: .sequentiallyConsistent)
                 continue
             }
             for job in jobs { job(self) }
+            budget -= jobs.count
+            if budget <= 0 { break }
         }
         if !mailbox.withLock({ $0.jobs.isEmpty }) || !clearWakeRequest() { epoll.wake() }
     }
+
+    /// The most queued jobs one turn of the loop runs before it looks at its sockets again.
+    static let jobsPerTurn = 64
 
     /// Stops asking for a wake. False when jobs wait: queued just before, their senders
     /// found a wake requested and woke nobody.
@@ -147,11 +154,17 @@ final class EventLoop: @unchecked Sendable {
         return mailbox.withLock { $0.jobs.isEmpty }
     }
 
-    private func takeJobs(closing: Bool) -> [@Sendable (EventLoop) -> Void] {
+    /// The oldest `limit` queued jobs (all of them, mostly), taken off the queue.
+    private func takeJobs(closing: Bool, limit: Int) -> [@Sendable (EventLoop) -> Void] {
         mailbox.withLock { mailbox in
-            let taken = mailbox.jobs
-            mailbox.jobs.removeAll(keepingCapacity: true)
             mailbox.closed = mailbox.closed || closing
+            guard mailbox.jobs.count > limit else {
+                let taken = mailbox.jobs
+                mailbox.jobs.removeAll(keepingCapacity: true)
+                return taken
+            }
+            let taken = Array(mailbox.jobs.prefix(limit))
+            mailbox.jobs.removeFirst(limit)
             return taken
         }
     }

@@ -110,6 +110,8 @@ final class Connection {
     /// client reads (pipelining without reading cannot grow memory without bound).
     private static let outputHighWater = 256 * 1024
     private static let readChunk = 16 * 1024
+    /// The kernel's send buffer for an event stream (SO_SNDBUF; Linux doubles it).
+    static let streamSendBuffer: Int32 = 64 * 1024
     private static let maxReadPerEvent = 256 * 1024
 
     init(fd: Int32, id: UInt64, peer: String, address: IPAddress?, client: String?, loop: EventLoop, tls: TLSSession?) {
@@ -625,6 +627,10 @@ final class Connection {
 
     /// Sends `stream` as the body, from what was sent before it got here.
     private func startStreaming(_ stream: ResponseStream, version: HTTPVersion) {
+        // A stream is slow, long-lived and may never be read: the kernel holds at most a
+        // small send buffer of it (not the megabytes TCP would grow to for a client that
+        // reads nothing), and a loop copies at most that much into it per write.
+        try? Socket.setOption(fd, SOL_SOCKET, SO_SNDBUF, Self.streamSendBuffer)
         phase = .streaming(stream)
         streamChunked = version != .http1_0
         deadline = 0
