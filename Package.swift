@@ -61,7 +61,7 @@ let package = Package(
         // Wiring: routes, handlers and error mapping for the catalog service.
         .target(
             name: "CatalogService",
-            dependencies: ["CatalogIdentity", "CatalogModels", "CatalogSchema", "CatalogStore", "CLinux", "HTTPServer", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CatalogIdentity", "CatalogModels", "CatalogSchema", "CatalogStore", "HTTPServer", .product(name: "Logging", package: "swift-log")]
         ),
         // Thin executable: parse configuration, start, wait for a signal.
         .executableTarget(

@@ -1,15 +1,8 @@
 #define _GNU_SOURCE
 #include <spawn.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 #include "CLinux.h"
-
-int clinux_lower_thread_priority(int niceness) {
-    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), niceness);
-}
 
 int clinux_accept4(int fd, struct sockaddr *address, socklen_t *length, int flags) {
     return accept4(fd, address, length, flags);

@@ -102,12 +102,11 @@ public final class CatalogStore: Sendable {
         accounts = AccountStore(database: database)
         idempotency = IdempotencyStore(database: database)
         changes = ChangeLog(database: database, renderers: [
-            ResourceSchema.game.type: { [games] db, id in try games.render(db, id) },
-            ResourceSchema.location.type: { [locations] db, id in try locations.render(db, id) },
-            ResourceSchema.playableItem.type: { [items] db, id in try items.render(db, id) },
-            ResourceSchema.playlist.type: { [playlists] db, id in try playlists.render(db, id) },
-            ResourceSchema.comment.type: { [comments] db, id in try comments.resources.render(db, id) },
-        ], batchRenderers: [
+            ResourceSchema.game.type: { [games] db, ids in try games.render(db, ids: ids) },
+            ResourceSchema.location.type: { [locations] db, ids in try locations.render(db, ids: ids) },
+            ResourceSchema.playableItem.type: { [items] db, ids in try items.render(db, ids: ids) },
+            ResourceSchema.playlist.type: { [playlists] db, ids in try playlists.render(db, ids: ids) },
+            ResourceSchema.comment.type: { [comments] db, ids in try comments.resources.render(db, ids: ids) },
             ChangeFeedSchema.entryType: { [entries] db, ids in try entries.changed(db, ids) },
         ])
     }

@@ -20,10 +20,6 @@ static inline void clinux_keep_freed_memory(int bytes) {
     mallopt(M_MMAP_THRESHOLD, 2 << 20);
 }
 
-/// Lowers the calling thread's scheduling priority to `niceness` (setpriority(2) on its
-/// thread id, which affects that thread alone on Linux). Returns 0 or -1 (errno set).
-int clinux_lower_thread_priority(int niceness);
-
 /// posix_spawn(3) of `path` with `argv` and `envp` (NULL-terminated), its standard input,
 /// output and error from `input`, `output` and `error` (-1: the caller's own), and no other
 /// descriptor of the caller (posix_spawn_file_actions_addclosefrom_np, which Glibc's Swift

@@ -3,7 +3,6 @@ import CatalogStore
 import Foundation
 import HTTPServer
 import Logging
-import CLinux
 
 /// Where long-polls wait and event streams listen for new changes, without a thread or a
 /// database poll each: one thread sleeps until a commit fires (``CommitSignal``), reads
@@ -68,8 +67,6 @@ final class ChangeHub: @unchecked Sendable {
     static let attachLimit: Int64 = 10_000
     /// The most reads of the log one round makes; readers past them wait for the next round.
     static let readsPerRound = 64
-    /// The hub thread's niceness (0 is the server's): below the event loops'.
-    static let niceness: Int32 = 10
 
     private let log: ChangeLog
     private let retention: Duration
@@ -148,9 +145,6 @@ final class ChangeHub: @unchecked Sendable {
     // MARK: The hub's thread
 
     private func run() {
-        // Fanning changes out to thousands of streams is bulk work: when the cores are
-        // busy, the event loops answering requests go first.
-        _ = clinux_lower_thread_priority(Self.niceness)
         ReadBudget.allow(ChangeFeed.allowance)
         var highWater: Int64 = 0
         while true {

@@ -199,10 +199,9 @@ public struct ChangeToken: Sendable, Equatable {
 /// reads of it for the feed, checks of tokens, and the purge of old deletions.
 public struct ChangeLog: Sendable {
     let database: any SQLDatabase
-    /// How each type's resource is rendered, by type: one at a time, or (types with many
-    /// changes per write, such as playlist entries) all of a read's at once, by id.
-    let renderers: [String: @Sendable (any SQLConnection, CatalogID) throws -> RenderedResource?]
-    let batchRenderers: [String: @Sendable (any SQLConnection, [CatalogID]) throws -> [CatalogID: RenderedResource]]
+    /// How each type's resources are rendered: all of a read's at once, by id (a query
+    /// per type, not per change: a page of a thousand changes is a few round trips).
+    let renderers: [String: @Sendable (any SQLConnection, [CatalogID]) throws -> [CatalogID: RenderedResource]]
 
     /// Fired after commits (which may have logged changes).
     public var commits: CommitSignal { database.commits }
@@ -292,17 +291,22 @@ public struct ChangeLog: Sendable {
                 records.reserveCapacity(min(rows.count, limit))
                 var bytes = 0
                 var complete = rows.count <= limit
-                var rendered: [CatalogID: RenderedResource] = [:]
-                for (type, render) in batchRenderers {
-                    let ids = rows.prefix(limit).compactMap { row in row[1].string == type && !row[4].bool ? row[2].string.flatMap(CatalogID.init) : nil }
-                    if !ids.isEmpty { rendered.merge(try render(db, ids)) { $1 } }
+                var wanted: [String: [CatalogID]] = [:]
+                for row in rows.prefix(limit) where !row[4].bool {
+                    if let type = row[1].string, let id = row[2].string.flatMap(CatalogID.init) { wanted[type, default: []].append(id) }
+                }
+                // By type, then id: an import may give resources of two types one id.
+                var rendered: [String: [CatalogID: RenderedResource]] = [:]
+                for (type, ids) in wanted {
+                    guard let render = renderers[type] else { continue }
+                    rendered[type] = try render(db, ids)
                 }
                 for row in rows.prefix(limit) {
                     if bytes >= maxBytes && !records.isEmpty {
                         complete = false
                         break
                     }
-                    guard let record = try record(db, row, rendered: rendered) else { continue }
+                    guard let record = record(row, rendered: rendered) else { continue }
                     bytes += record.json.count
                     records.append(record)
                 }
@@ -312,9 +316,9 @@ public struct ChangeLog: Sendable {
         }
     }
 
-    /// The record of a row of `changes`, its resource rendered as `db` sees it now (in
-    /// `rendered` for the types rendered in batches).
-    private func record(_ db: any SQLConnection, _ row: SQLRow, rendered: [CatalogID: RenderedResource]) throws -> ChangeRecord? {
+    /// The record of a row of `changes`, its resource as the read's snapshot held it
+    /// (`rendered`, by type and id); `nil` when it is gone.
+    private func record(_ row: SQLRow, rendered: [String: [CatalogID: RenderedResource]]) -> ChangeRecord? {
         guard let seq = row[0].int64, let type = row[1].string, let id = row[2].string, let version = row[3].int else { return nil }
         let deleted = row[4].bool
         var json: [UInt8] = []
@@ -322,8 +326,7 @@ public struct ChangeLog: Sendable {
         if deleted {
             json = ChangeRecord.deletion(type: type, id: id, version: version)
         } else {
-            guard let catalogID = CatalogID(id),
-                  let resource = try batchRenderers[type] == nil ? renderers[type]?(db, catalogID) : rendered[catalogID] else { return nil }
+            guard let catalogID = CatalogID(id), let resource = rendered[type]?[catalogID] else { return nil }
             currentVersion = resource.version
             var writer = JSONWriter(capacity: resource.json.count + 128)
             writer.raw("{\"id\":")

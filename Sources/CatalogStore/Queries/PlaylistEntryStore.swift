@@ -75,7 +75,7 @@ public final class PlaylistEntryStore: Sendable {
     /// The entries `entryIDs` as their changes in the feed carry them (``ChangedEntry``),
     /// by id, in one query; those gone are missing.
     func changed(_ db: any SQLConnection, _ entryIDs: [CatalogID]) throws -> [CatalogID: RenderedResource] {
-        let rows = try db.query(changeSQL + db.dialect.jsonElements("j") + ")", [Self.jsonArray(entryIDs.lazy.map(\.rawValue), quoted: true)])
+        let rows = try db.query(changeSQL + db.dialect.jsonElements("j") + ")", [JSONArrayParameter.text(entryIDs.lazy.map(\.rawValue), quoted: true)])
         var rendered: [CatalogID: RenderedResource] = [:]
         rendered.reserveCapacity(entryIDs.count)
         while try rows.step() {
@@ -275,7 +275,7 @@ public final class PlaylistEntryStore: Sendable {
             itemPKs.reserveCapacity(ids.count)
             var unknown: [Int] = []
             let resolved = try db.fetchColumn("SELECT i.pk FROM \(db.dialect.jsonElements("j")) LEFT JOIN playable_items i ON i.id = j.value ORDER BY j.key",
-                                              [Self.jsonArray(ids.lazy.map(\.rawValue), quoted: true)])
+                                              [JSONArrayParameter.text(ids.lazy.map(\.rawValue), quoted: true)])
             for pk in resolved {
                 if pk == .null { unknown.append(itemPKs.count) }
                 itemPKs.append(pk.int64 ?? 0)
@@ -323,7 +323,7 @@ public final class PlaylistEntryStore: Sendable {
             // Three statements, whatever the size.
             if !removals.isEmpty {
                 try db.execute("DELETE FROM playlist_entries WHERE pk IN (SELECT CAST(r.value AS BIGINT) FROM \(db.dialect.jsonElements("r")))",
-                               [Self.jsonArray(removals)])
+                               [JSONArrayParameter.text(removals)])
             }
             try Self.rekey(db, moves)
             if !additions.isEmpty {
@@ -332,28 +332,13 @@ public final class PlaylistEntryStore: Sendable {
                     INSERT INTO playlist_entries (id, playlist_pk, item_pk, sort_key, created_at)
                     SELECT \(dialect.jsonElement("a.value", 0)), CAST(? AS BIGINT), CAST(\(dialect.jsonElement("a.value", 1)) AS BIGINT),
                         CAST(\(dialect.jsonElement("a.value", 2)) AS BIGINT), CAST(? AS BIGINT) FROM \(dialect.jsonElements("a"))
-                    """, [playlist.pk, Timestamp.milliseconds(Date()), Self.jsonArray(additions)])
+                    """, [playlist.pk, Timestamp.milliseconds(Date()), JSONArrayParameter.text(additions)])
             }
             try Self.checkOwnersTotal(db, playlistPK: playlist.pk, adding: itemPKs.count - playlist.count)
             _ = try Self.touch(db, playlist.pk, count: itemPKs.count)
             guard let rendered = try playlists.render(db, playlistID) else { throw StoreError.notFound }
             return rendered
         }, completion: Self.mapped(completion))
-    }
-
-    /// A JSON array of already-encoded elements, or of strings needing no escapes when
-    /// `quoted` (a bound parameter for `json_each`), built in one buffer.
-    private static func jsonArray(_ elements: some Sequence<String>, quoted: Bool = false) -> String {
-        var text = "["
-        text.reserveCapacity(elements.underestimatedCount * (quoted ? 40 : 8) + 2)
-        for (index, element) in elements.enumerated() {
-            if index > 0 { text.append(",") }
-            if quoted { text.append("\"") }
-            text.append(element)
-            if quoted { text.append("\"") }
-        }
-        text.append("]")
-        return text
     }
 
     /// Gives the entries `keys` names (their pks) their new keys, in one statement.
@@ -363,7 +348,7 @@ public final class PlaylistEntryStore: Sendable {
         try db.execute("""
             UPDATE playlist_entries SET sort_key = CAST(\(dialect.jsonElement("m.value", 1)) AS BIGINT), version = version + 1
             FROM \(dialect.jsonElements("m")) WHERE playlist_entries.pk = CAST(\(dialect.jsonElement("m.value", 0)) AS BIGINT)
-            """, [jsonArray(keys.lazy.map { "[\($0.pk),\($0.key)]" })])
+            """, [JSONArrayParameter.text(keys.lazy.map { "[\($0.pk),\($0.key)]" })])
     }
 
     /// Applies the entries of a playlist's import record (their ids, items and order) to

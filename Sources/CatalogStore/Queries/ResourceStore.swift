@@ -87,6 +87,8 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
     private let creationMembers: [Int]
     private let editMembers: [Int]
     private let renderedSelectSQL: String
+    /// The same for many ids, ending where the dialect's JSON elements of the ids go.
+    private let renderedManySQL: String
     /// The same, for a viewer who sees only what is not hidden and what they own.
     private let visibleSelectSQL: String?
     /// The filter of hidden rows a restricted viewer does not own (over `t`; the hidden value, then the viewer's id).
@@ -122,6 +124,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         let assignments = edit.map { "\($0.column) = ?" } + ["updated_at = \(database.dialect.greatest)(?, created_at)", "version = version + 1"]
         updateSQL = "UPDATE \(schema.table) SET \(assignments.joined(separator: ", ")) WHERE id = ?" + returning
         renderedSelectSQL = "SELECT \(Self.selectList(renderer, distance: nil)) FROM \(schema.table) t WHERE id = ?"
+        renderedManySQL = "SELECT \(Self.selectList(renderer, distance: nil)) FROM \(schema.table) t WHERE id IN (SELECT j.value FROM "
         if let ownership = schema.ownership, let hidden = ownership.hiddenWhen {
             let filter = "(t.\(hidden.column) != ? OR t.\(ownership.owner) = ?)"
             visibleFilter = filter
@@ -209,6 +212,14 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
             try db.query(renderedSelectSQL, [id.rawValue])
         }
         return try rendering.one(rows, id: id, fields: fields, embedded: embedded)
+    }
+
+    /// The resources `ids` (whole, as everyone who sees them sees them), by id, in one
+    /// query; those gone are missing.
+    func render(_ db: any SQLConnection, ids: [CatalogID]) throws -> [CatalogID: RenderedResource] {
+        guard !ids.isEmpty else { return [:] }
+        let rows = try db.query(renderedManySQL + db.dialect.jsonElements("j") + ")", [JSONArrayParameter.text(ids.lazy.map(\.rawValue), quoted: true)])
+        return try rendering.all(rows)
     }
 
     /// One page of the list described by `request`, as models.

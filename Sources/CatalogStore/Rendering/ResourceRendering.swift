@@ -72,6 +72,19 @@ struct ResourceRendering: Sendable {
         return writer.bytes
     }
 
+    /// Every row, by the id it holds (those whose id is malformed are left out).
+    @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
+    func all<Rows: SQLRows>(_ rows: Rows) throws -> [CatalogID: RenderedResource] {
+        var rendered: [CatalogID: RenderedResource] = [:]
+        while try rows.step() {
+            guard let id = CatalogID(String(decoding: rows.text(idIndex), as: UTF8.self)) else { continue }
+            var writer = JSONWriter(capacity: 512)
+            try renderer.render(rows, into: &writer)
+            rendered[id] = RenderedResource(id: id, version: Int(rows.integer(versionIndex)), json: writer.bytes)
+        }
+        return rendered
+    }
+
     /// The row an INSERT or UPDATE … RETURNING wrote, or an INSERT bound (``BoundRow``).
     @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
     @_specialize(exported: false, kind: full, where Rows == BoundRow)
