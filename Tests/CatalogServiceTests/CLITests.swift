@@ -104,11 +104,12 @@ import TestSupport
         let catalog = try TestCatalog(seed: false)
         let server = catalog.client.baseURL
         let created = try await Self.run(["games", "create", "--name", "Pac-Man", "--image-name", "pac-man"], server: server)
-        #expect(created.status == 0, "\(created.errors)")
+        try #require(created.status == 0, "\(created.errors)")
         let game = try CatalogJSON.makeDecoder().decode(Game.self, from: Data(created.output.utf8))
         #expect(game.name == "Pac-Man")
 
         let fetched = try await Self.run(["games", "get", game.id.rawValue], server: server)
+        try #require(fetched.status == 0, "\(fetched.errors)")
         #expect(try CatalogJSON.makeDecoder().decode(Game.self, from: Data(fetched.output.utf8)) == game)
 
         let table = try await Self.run(["games", "list", "--table"], server: server)
