@@ -131,34 +131,12 @@ enum Base64URL {
     }()
 
     static func encode(_ bytes: [UInt8]) -> String {
-        let count = bytes.count
-        return String(unsafeUninitializedCapacity: (count * 4 + 2) / 3) { output in
-            alphabet.withUnsafeBufferPointer { alphabet in
-                var written = 0
-                var index = 0
-                while index < count {
-                    let b0 = bytes[index]
-                    let b1 = index + 1 < count ? bytes[index + 1] : 0
-                    let b2 = index + 2 < count ? bytes[index + 2] : 0
-                    output[written] = alphabet[Int(b0 >> 2)]
-                    output[written + 1] = alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)]
-                    written += 2
-                    if index + 1 < count {
-                        output[written] = alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)]
-                        written += 1
-                    }
-                    if index + 2 < count {
-                        output[written] = alphabet[Int(b2 & 0x3F)]
-                        written += 1
-                    }
-                    index += 3
-                }
-                return written
-            }
-        }
+        var output: [UInt8] = []
+        bytes.withUnsafeBufferPointer { append($0, to: &output) }
+        return String(decoding: output, as: UTF8.self)
     }
 
-    /// Appends the encoding of `bytes` to `output` (no padding), as ``encode(_:)`` spells it.
+    /// Appends the encoding of `bytes` to `output` (no padding).
     static func append(_ bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
         let count = bytes.count
         output.reserveCapacity(output.count + (count * 4 + 2) / 3)

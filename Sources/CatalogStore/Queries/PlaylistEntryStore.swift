@@ -341,64 +341,6 @@ public final class PlaylistEntryStore: Sendable {
         }, completion: Self.mapped(completion))
     }
 
-    /// Gives the entries `keys` names (their pks) their new keys, in one statement.
-    private static func rekey(_ db: any SQLConnection, _ keys: [(pk: Int64, key: Int64)]) throws {
-        guard !keys.isEmpty else { return }
-        let dialect = db.dialect
-        try db.execute("""
-            UPDATE playlist_entries SET sort_key = CAST(\(dialect.jsonElement("m.value", 1)) AS BIGINT), version = version + 1
-            FROM \(dialect.jsonElements("m")) WHERE playlist_entries.pk = CAST(\(dialect.jsonElement("m.value", 0)) AS BIGINT)
-            """, [JSONArrayParameter.text(keys.lazy.map { "[\($0.pk),\($0.key)]" })])
-    }
-
-    /// Applies the entries of a playlist's import record (their ids, items and order) to
-    /// the playlist `playlistPK` when they differ from its current ones.
-    /// - Returns: whether they did (a change of the playlist).
-    static func importEntries(_ db: any SQLConnection, _ record: FieldValues, playlistPK: Int64, pointer: String) throws -> Bool {
-        guard let index = record.fields.firstIndex(where: { if case .documents = $0.kind { true } else { false } }),
-              case let .documents(entries)? = record.values[index] else { return false }
-        let member = pointer + record.fields[index].pointer
-        func item(_ entry: FieldValues) -> String? { entry.reference(to: .playableItems)?.value?.text }
-        let current = try db.fetchRows("""
-            SELECT e.id, i.id, e.version FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk WHERE e.playlist_pk = ? ORDER BY e.sort_key
-            """, [playlistPK]).map { (entry: $0[0].string, item: $0[1].string, version: $0[2].int64 ?? 1) }
-        guard !current.elementsEqual(entries, by: { $0.entry == $1[column: "id"]?.text && $0.item == item($1) }) else { return false }
-        // Entries written anew keep counting their versions, so the feed never shows one going back.
-        let versions = Dictionary(current.compactMap { row in row.entry.map { ($0, row.version) } }, uniquingKeysWith: max)
-        try db.execute("DELETE FROM playlist_entries WHERE playlist_pk = ?", [playlistPK])
-        var missing: [FieldError] = []
-        for (position, entry) in entries.enumerated() {
-            let inserted = try db.execute("""
-                INSERT INTO playlist_entries (id, playlist_pk, item_pk, sort_key, created_at, version)
-                SELECT CAST(? AS TEXT), CAST(? AS BIGINT), pk, CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT) FROM playable_items WHERE id = ?
-                """, [entry[column: "id"]?.sqlValue ?? .null, playlistPK, Int64(position + 1) * EntryOrder.spacing, entry[column: "created_at"]?.sqlValue ?? .null,
-                      (entry[column: "id"]?.text.flatMap { versions[$0] } ?? 0) + 1, item(entry)])
-            if inserted == 0, let reference = entry.reference(to: .playableItems) {
-                missing.append(Reference.playableItems.missing.at(member + "/\(position)" + reference.field.pointer))
-            }
-        }
-        guard missing.isEmpty else { throw StoreError.invalid(missing) }
-        try db.execute("UPDATE playlists SET entry_count = ? WHERE pk = ?", [entries.count, playlistPK])
-        return true
-    }
-
-    /// Removes every entry of the item `itemID` from every playlist, bumping each
-    /// playlist's version. Runs inside the item's deletion.
-    static func removeItem(_ db: any SQLConnection, itemID: CatalogID) throws {
-        // The item's row is locked by its deletion, so no entry of it can be added meanwhile.
-        guard let itemPK = try db.fetchValue("SELECT pk FROM playable_items WHERE id = ?", [itemID.rawValue]).int64 else { return }
-        let affected = try db.fetchColumn("SELECT DISTINCT playlist_pk FROM playlist_entries WHERE item_pk = ? ORDER BY playlist_pk", [itemPK])
-            .compactMap(\.int64)
-        guard !affected.isEmpty else { return }
-        // Every playlist that changes is locked before any of them changes, in one order.
-        for playlistPK in affected { _ = try db.exists("SELECT 1 FROM playlists WHERE pk = ?" + db.dialect.forUpdate, [playlistPK]) }
-        try db.execute("DELETE FROM playlist_entries WHERE item_pk = ?", [itemPK])
-        for playlistPK in affected {
-            let count = try db.fetchValue("SELECT count(*) FROM playlist_entries WHERE playlist_pk = ?", [playlistPK]).int ?? 0
-            _ = try touch(db, playlistPK, count: count)
-        }
-    }
-
     // MARK: Helpers
 
     /// Appends an entry from the current row, its item showing `fields`.
@@ -471,33 +413,9 @@ public final class PlaylistEntryStore: Sendable {
             .map { ($0[0].int64 ?? 0, $0[1].int64 ?? 0) }
     }
 
-    /// The key for an entry at `position` among the playlist's `others` entries (all but
-    /// `moving`, the entry a move takes, whose key stays when it already lies there):
-    /// halfway between its neighbours', or, when they have no room, made by giving some
-    /// of them new keys (``EntryOrder/spread(_:at:)``).
-    private static func key(_ db: any SQLConnection, playlistPK: Int64, others: Int, at position: Int,
-                            moving: (pk: Int64, key: Int64)?) throws -> Int64 {
-        let excluded = moving?.pk ?? 0
-        // The neighbours, found from the nearer end (an append reads one key).
-        let descending = position > others / 2
-        let offset = descending ? max(others - 1 - position, 0) : max(position - 1, 0)
-        let limit = (descending ? position == others : position == 0) ? 1 : 2
-        let found = try db.fetchColumn("""
-            SELECT sort_key FROM playlist_entries WHERE playlist_pk = ? AND pk != ? ORDER BY sort_key\(descending ? " DESC" : "") LIMIT ? OFFSET ?
-            """, [playlistPK, excluded, limit, offset]).compactMap(\.int64)
-        func at(_ index: Int) -> Int64? { found.indices.contains(index) ? found[index] : nil }
-        let (before, after) = descending ? (position == others ? (at(0), nil) : (at(1), at(0))) : (position == 0 ? (nil, at(0)) : (at(0), at(1)))
-        if let moving, before.map({ $0 < moving.key }) ?? true, after.map({ moving.key < $0 }) ?? true { return moving.key }
-        if let key = EntryOrder.key(between: before, and: after) { return key }
-        let rows = try db.fetchRows("SELECT pk, sort_key FROM playlist_entries WHERE playlist_pk = ? AND pk != ? ORDER BY sort_key", [playlistPK, excluded])
-        let (changed, key) = EntryOrder.spread(rows.map { $0[1].int64 ?? 0 }, at: min(position, rows.count))
-        try rekey(db, changed.map { (rows[$0.index][0].int64 ?? 0, $0.key) })
-        return key
-    }
-
     /// Records a change of the playlist's entries: the new count, version + 1, the time.
     /// - Returns: the new version.
-    private static func touch(_ db: any SQLConnection, _ playlistPK: Int64, count: Int) throws -> Int {
+    static func touch(_ db: any SQLConnection, _ playlistPK: Int64, count: Int) throws -> Int {
         try db.fetchValue("""
             UPDATE playlists SET entry_count = ?, version = version + 1, updated_at = \(db.dialect.greatest)(?, created_at) WHERE pk = ? RETURNING version
             """, [count, Timestamp.milliseconds(Date()), playlistPK]).int ?? 0
