@@ -1,5 +1,6 @@
 import CatalogModels
 import Foundation
+import HTTPServer
 import Testing
 @testable import CatalogService
 
@@ -43,13 +44,16 @@ import Testing
         }
     }
 
-    @Test func aCallerHoldsAtMostItsShareOfThePool() {
-        let share = FairShare(perCaller: 2)
-        #expect(share.acquire("address 192.0.2.1") && share.acquire("address 192.0.2.1"))
-        #expect(!share.acquire("address 192.0.2.1"), "its share is taken")
-        #expect(share.acquire("address 192.0.2.2"), "another caller has its own")
-        share.release("address 192.0.2.1")
-        #expect(share.acquire("address 192.0.2.1"))
-        #expect(ChangeFeed.share.perCaller == 4)
+    @Test func largePagesQueueApartAndEachCallerHoldsFourReadsOfAPool() throws {
+        #expect(ChangeFeed.pool.perCaller == 4 && ChangeFeed.largePages.perCaller == 4)
+        func pool(_ query: String?, accept: String = "application/json") throws -> FairWorkPool {
+            let headers = HTTPHeaders([("Accept", accept)])
+            return ChangeFeed.pool(for: try ChangeFeed.parse(HTTPRequest(method: .GET, path: "/v1/changes", query: query, headers: headers)))
+        }
+        #expect(try pool(nil) === ChangeFeed.pool, "the default page is a small read")
+        #expect(try pool("limit=100") === ChangeFeed.pool)
+        #expect(try pool("limit=101") === ChangeFeed.largePages)
+        #expect(try pool("limit=1000&wait=5") === ChangeFeed.largePages)
+        #expect(try pool("limit=1000", accept: "text/event-stream") === ChangeFeed.pool, "a stream's opening reads no page")
     }
 }

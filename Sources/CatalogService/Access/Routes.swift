@@ -10,7 +10,9 @@ enum Endpoint: Sendable {
     /// Starts work that answers later through the completion (a durable write).
     case later(@Sendable (HTTPRequest, Caller, @escaping Completion) throws -> Void)
     /// As ``later``, for work that may wait long for its answer (a long-poll): it is told
-    /// whether the client has gone, so it can stop waiting.
+    /// whether the client has gone, so it can stop waiting. It reads nothing on the
+    /// calling thread (its reads run on a pool of its own), so once its caller is known it
+    /// starts where the request arrived.
     case waiting(@Sendable (HTTPRequest, Caller, _ isAbandoned: @escaping @Sendable () -> Bool, @escaping Completion) throws -> Void)
     /// Runs on the pool reserved for blocking work (a backup); the last argument says
     /// whether the client has gone (long work stops early then).
@@ -110,10 +112,15 @@ struct Routes {
         var caching = caching ?? .default(method, access)
         // Where reads need a credential, no read is the same for everyone who may see it.
         if readsNeedCredential, access == .read, method == .GET { caching = .perCaller }
-        var body = handler(access, rate, keys, caching, endpoint)
-        if usesDatabase, let pool = databaseWork {
-            body = Self.offLoop(body, on: pool)
-        } else if maxBody > LargeBodies.onLoop, [.POST, .PUT, .PATCH].contains(method) {
+        let pool = usesDatabase ? databaseWork : nil
+        var body: HandlerBody
+        if access == .open {
+            body = Self.openHandler(caching, maxAge: publicMaxAge, endpoint)
+            if let pool { body = Self.offLoop(body, on: pool) }
+        } else {
+            body = handler(access, rate, keys, caching, pool: pool, endpoint)
+        }
+        if pool == nil, maxBody > LargeBodies.onLoop, [.POST, .PUT, .PATCH].contains(method) {
             // Reading a large body (parsing it, checking every member) is no event loop's work.
             body = Self.offLoop(body, on: LargeBodies.pool, when: { $0.body.count > LargeBodies.onLoop })
         }
@@ -157,64 +164,118 @@ struct Routes {
         }
     }
 
-    /// `body`, run on `pool` (authentication, which may read a key, included), for the
-    /// requests `when` selects (all by default); the others run where they are.
+    /// `body`, run on `pool`, for the requests `when` selects (all by default); the others
+    /// run where they are.
     private static func offLoop(_ body: @escaping HandlerBody, on pool: WorkPool,
                                 when selects: (@Sendable (HTTPRequest) -> Bool)? = nil) -> HandlerBody {
         { request, responder in
             if let selects, !selects(request) { return try body(request, responder) }
-            let queued = pool.submit {
-                guard !responder.isAbandoned else { return }
-                do {
-                    if let response = try body(request, responder) { responder.respond(response) }
-                } catch {
-                    responder.fail(error)
-                }
-            }
-            guard queued else { throw WorkPool.busy }
+            guard submit(on: pool, for: responder, { try body(request, responder) }) else { throw WorkPool.busy }
             return nil
+        }
+    }
+
+    /// Queues `work` on `pool`: what it returns answers `responder`'s request (`nil`: it
+    /// answers later), and so does its error; it is dropped unrun when the client has gone
+    /// before its turn.
+    /// - Returns: false when the pool's queue is full.
+    private static func submit(on pool: WorkPool, for responder: Responder, _ work: @escaping @Sendable () throws -> HTTPResponse?) -> Bool {
+        pool.submit {
+            guard !responder.isAbandoned else { return }
+            do {
+                if let response = try work() { responder.respond(response) }
+            } catch {
+                responder.fail(error)
+            }
+        }
+    }
+
+    /// The handler of a route anyone may call without a budget (health, readiness, the contract).
+    private static func openHandler(_ caching: Caching, maxAge: Int?, _ endpoint: Endpoint) -> HandlerBody {
+        { request, responder in
+            let delivery = Delivery(responder: responder, headers: [], finishing: caching.finishing(request, .anonymous, maxAge: maxAge))
+            return try run(endpoint, request, .anonymous, delivery, expensive: isExpensive(request, endpoint))
         }
     }
 
     typealias HandlerBody = @Sendable (HTTPRequest, Responder) throws -> HTTPResponse?
 
+    /// The handler of a route that needs a caller: it authenticates the caller, spends from
+    /// its rate budget and serves the request. With a `pool` (a shared database), a caller
+    /// known without reading the database (anonymous, a remembered credential, admitted
+    /// from the head) spends its budget where the request arrived, so a refusal never waits
+    /// for the pool, and only the rest runs there; finding out who an unknown credential
+    /// belongs to runs there too.
     private func handler(_ access: Access, _ fixedRate: RateClass?, _ idempotency: (Idempotency, replays: Bool)?, _ caching: Caching,
-                         _ endpoint: Endpoint) -> HandlerBody {
-        let maxAge = publicMaxAge
-        if access == .open {
-            // Health, readiness and the contract: no credential, no budget.
-            return { request, responder in
-                let delivery = Delivery(responder: responder, headers: [], finishing: caching.finishing(request, .anonymous, maxAge: maxAge))
-                return try Self.run(endpoint, request, .anonymous, delivery, expensive: Self.isExpensive(request, endpoint))
-            }
-        }
-        let minimum = minimum(access)
-        return { [authenticator, limiter] request, responder in
+                         pool: WorkPool?, _ endpoint: Endpoint) -> HandlerBody {
+        let serving = Serving(endpoint: endpoint, minimum: minimum(access), idempotency: idempotency, caching: caching, maxAge: publicMaxAge,
+                              limiter: limiter, authenticator: authenticator)
+        // A waiting endpoint queues its own reads: it needs the pool for authentication only.
+        let endpointPool: WorkPool? = if case .waiting = endpoint { nil } else { pool }
+        return { request, responder in
             // Decided once: what it costs sets both the budget it spends and where it runs.
             let expensive = Self.isExpensive(request, endpoint)
             let rate = fixedRate ?? (expensive ? .expensive : request.method == .GET || request.method == .HEAD ? .read : .write)
+            // A caller the head's admission check found is not looked up again.
+            if let admitted = request.admitted as? Admitted {
+                return try serving.proceed(request, responder, admitted.caller, rate, expensive, on: endpointPool)
+            }
+            guard let pool else { return try serving.authenticating(request, responder, rate, expensive) }
+            let known: Caller?
+            do {
+                known = try serving.authenticator.knownCaller(request)
+            } catch {
+                throw ErrorWithHeaders(error: error, headers: try Self.spend(serving.limiter, rate, .anonymous, request))
+            }
+            if let known { return try serving.proceed(request, responder, known, rate, expensive, on: endpointPool) }
+            guard Self.submit(on: pool, for: responder, { try serving.authenticating(request, responder, rate, expensive) }) else {
+                throw WorkPool.busy
+            }
+            return nil
+        }
+    }
+
+    /// How a route serves a request that needs a caller, made once per route: finding out
+    /// the caller, spending its budget (`rate`) and running the endpoint (an `expensive`
+    /// read on the expensive reads' pool).
+    private final class Serving: Sendable {
+        let endpoint: Endpoint
+        let minimum: Role?
+        let idempotency: (Idempotency, replays: Bool)?
+        let caching: Caching
+        let maxAge: Int?
+        let limiter: RateLimiter?
+        let authenticator: Authenticator
+
+        init(endpoint: Endpoint, minimum: Role?, idempotency: (Idempotency, replays: Bool)?, caching: Caching, maxAge: Int?,
+             limiter: RateLimiter?, authenticator: Authenticator) {
+            self.endpoint = endpoint
+            self.minimum = minimum
+            self.idempotency = idempotency
+            self.caching = caching
+            self.maxAge = maxAge
+            self.limiter = limiter
+            self.authenticator = authenticator
+        }
+
+        /// Finds out who the caller is (reading the database if need be) and proceeds.
+        func authenticating(_ request: HTTPRequest, _ responder: Responder, _ rate: RateClass, _ expensive: Bool) throws -> HTTPResponse? {
             let outcome: Authenticator.Outcome
             do {
-                // A caller the head's admission check found is not looked up again.
-                outcome = try (request.admitted as? Admitted).map { .now($0.caller) } ?? authenticator.authenticate(request)
+                outcome = try authenticator.authenticate(request)
             } catch {
                 // A credential that fails spends from its address's budget.
-                throw ErrorWithHeaders(error: error, headers: try Self.spend(limiter, rate, .anonymous, request))
+                throw ErrorWithHeaders(error: error, headers: try Routes.spend(limiter, rate, .anonymous, request))
             }
             switch outcome {
             case let .now(caller):
-                let headers = try Self.spend(limiter, rate, caller, request)
-                let delivery = Delivery(responder: responder, headers: headers, finishing: caching.finishing(request, caller, maxAge: maxAge))
-                return try Self.serve(endpoint, request, caller, minimum, delivery, idempotency, expensive: expensive)
+                return try proceed(request, responder, caller, rate, expensive, on: nil)
             case let .later(wait):
                 wait { result in
                     // The caller's user was just created; go on off the writer's thread.
                     let queued = Handler.runBlocking {
                         do {
-                            let caller = try result.get()
-                            let delivery = Delivery(responder: responder, headers: try Self.spend(limiter, rate, caller, request),
-                                                    finishing: caching.finishing(request, caller, maxAge: maxAge))
-                            if let response = try Self.serve(endpoint, request, caller, minimum, delivery, idempotency, expensive: expensive) {
+                            if let response = try self.proceed(request, responder, try result.get(), rate, expensive, on: nil) {
                                 responder.respond(response)
                             }
                         } catch {
@@ -225,6 +286,21 @@ struct Routes {
                 }
                 return nil
             }
+        }
+
+        /// Spends `caller`'s budget and serves the request; on `pool`, when given.
+        func proceed(_ request: HTTPRequest, _ responder: Responder, _ caller: Caller, _ rate: RateClass, _ expensive: Bool,
+                     on pool: WorkPool?) throws -> HTTPResponse? {
+            let delivery = Delivery(responder: responder, headers: try Routes.spend(limiter, rate, caller, request),
+                                    finishing: caching.finishing(request, caller, maxAge: maxAge))
+            guard let pool else { return try Routes.serve(endpoint, request, caller, minimum, delivery, idempotency, expensive: expensive) }
+            try delivery.guarding {
+                let queued = Routes.submit(on: pool, for: responder) {
+                    try Routes.serve(self.endpoint, request, caller, self.minimum, delivery, self.idempotency, expensive: expensive)
+                }
+                guard queued else { throw WorkPool.busy }
+            }
+            return nil
         }
     }
 

@@ -18,11 +18,16 @@ struct ChangeFeed: Sendable {
     /// The rate budgets a full page is billed to; `nil` when rate limits are off.
     let limiter: RateLimiter?
 
-    /// Reads of the feed run here, off the event loops: a page renders up to a thousand resources.
-    static let pool = WorkPool(name: "changes", threads: 2, queueLimit: 1024)
-    /// Each caller's share of ``pool``: four page reads queued or running (opening an
-    /// event stream reads no page there, and a parked long-poll holds no place).
-    static let share = FairShare(perCaller: 4)
+    /// Reads of the feed run off the event loops, on two pools by the most changes a read
+    /// may render: pages of up to ``fullPage`` changes (a client keeping up, a stream
+    /// opening, a long-poll) here, larger ones on ``largePages``, so a small read never
+    /// waits behind a thousand-change page. Callers take turns, and each holds at most
+    /// four reads of a pool queued or running (a parked long-poll holds no place), so one
+    /// caller's pages delay another's read by at most one page per thread.
+    static let pool = FairWorkPool(name: "changes", threads: 2, queueLimit: 1024, perCaller: 4)
+    /// Reads of pages of more than ``fullPage`` changes: one thread, so the event loops and
+    /// the small reads always keep the rest of the machine.
+    static let largePages = FairWorkPool(name: "changes-large", threads: 1, queueLimit: 256, perCaller: 4)
     /// A page of at least this many changes (or one with more after it) is a full page,
     /// billed as an expensive read.
     static let fullPage = 100
@@ -53,6 +58,7 @@ struct ChangeFeed: Sendable {
     }
 
     func register(in routes: inout Routes) {
+        // Every read of the log runs on the feed's own pool: the route itself reads nothing.
         routes.add(.GET, "/v1/changes", .read, timeout: .seconds(Int64(Self.waitRange.upperBound) + 15), .waiting { request, caller, isAbandoned, done in
             try serve(request, caller, isAbandoned, done)
         })
@@ -71,13 +77,6 @@ struct ChangeFeed: Sendable {
     private func serve(_ request: HTTPRequest, _ caller: Caller, _ isAbandoned: @escaping @Sendable () -> Bool, _ done: @escaping Completion) throws {
         let query = try Self.parse(request)
         let viewer = caller.viewer
-        if query.streaming, request.method == .HEAD {
-            // The fields a stream opens with, and no stream: nothing would read it.
-            try start(query.token)
-            var response = Self.answer(Self.streamFields)
-            response.stream = ResponseStream(limit: 0)
-            return done(.success(response))
-        }
         // A caller whose full pages spent its expensive budget waits for it; and it holds at
         // most its share of the feed's pool.
         let partition = RateLimiter.partition(caller, request)
@@ -85,14 +84,19 @@ struct ChangeFeed: Sendable {
             let check = limiter.check(.expensive, partition: partition)
             guard check.allowed else { throw ErrorWithHeaders(error: APIError.tooManyRequests(.expensive), headers: check.headers) }
         }
-        let shared = !query.streaming
-        guard !shared || Self.share.acquire(partition) else { throw WorkPool.busy }
-        let queued = Self.pool.submit {
-            defer { if shared { Self.share.release(partition) } }
+        // Opening a stream reads no page: its opens take turns in a line of their own, and
+        // streams are bounded by the hub's capacity and the stream budget instead.
+        let line = query.streaming ? "stream " + partition : partition
+        let queued = Self.pool(for: query).submit(for: line, shared: !query.streaming) {
             ReadBudget.allow(Self.allowance)
             do {
                 let after = try start(query.token)
-                if query.streaming {
+                if query.streaming, request.method == .HEAD {
+                    // The fields a stream opens with, and no stream: nothing would read it.
+                    var response = Self.answer(Self.streamFields)
+                    response.stream = ResponseStream(limit: 0)
+                    done(.success(response))
+                } else if query.streaming {
                     // A client gone already would hold a stream no connection takes.
                     guard !isAbandoned() else { return done(.failure(WorkPool.busy)) }
                     done(.success(try stream(after: after, query, viewer)))
@@ -103,10 +107,12 @@ struct ChangeFeed: Sendable {
                 done(.failure(error))
             }
         }
-        if !queued {
-            if shared { Self.share.release(partition) }
-            throw WorkPool.busy
-        }
+        guard queued else { throw WorkPool.busy }
+    }
+
+    /// The pool a read of `query` runs on: by the most changes it may render.
+    static func pool(for query: Query) -> FairWorkPool {
+        !query.streaming && query.limit > fullPage ? largePages : pool
     }
 
     /// Where the feed continues for `token`: 0 without one.
