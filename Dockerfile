@@ -19,6 +19,10 @@ COPY Package.swift ./
 RUN swift package resolve
 COPY Sources ./Sources
 COPY Tests ./Tests
+# Built into the binary by the EmbedFiles plugin.
+COPY Plugins ./Plugins
+COPY Migrations ./Migrations
+COPY openapi.yaml ./
 RUN swift build -c release --static-swift-stdlib --product catalog-server \
     && mkdir -p /staging \
     && cp "$(swift build -c release --static-swift-stdlib --show-bin-path)/catalog-server" /staging/
@@ -35,7 +39,7 @@ RUN apt-get update \
     && mkdir -p /data \
     && chown 10001:10001 /data
 WORKDIR /app
-# The binary carries its migrations and openapi.yaml (generated into Sources by .ci/embed-files.py).
+# The binary carries its migrations and openapi.yaml (built in by the EmbedFiles plugin).
 COPY --from=build /staging/catalog-server /app/catalog-server
 ENV CATALOG_HOST=0.0.0.0 \
     CATALOG_PORT=8080 \

@@ -3,7 +3,9 @@ import PackageDescription
 
 let package = Package(
     name: "Catalog",
-    platforms: [.macOS(.v15)],
+    // What apps need to use CatalogModels and CatalogClient (`Duration` and `Task.sleep(for:)`
+    // set the floor); the server's targets build on Linux only and ignore these.
+    platforms: [.iOS(.v16), .macOS(.v13), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .library(name: "CatalogModels", targets: ["CatalogModels"]),
         .library(name: "CatalogClient", targets: ["CatalogClient"]),
@@ -45,6 +47,7 @@ let package = Package(
         // accounts, imports and the demo catalog, written once over a small SQL-engine seam
         // (Engine/): SQLite through GRDB (the embedded default, a group-committing writer)
         // and PostgreSQL through libpq (for several servers on one database).
+        // Its migrations (Migrations/) are built in by the EmbedFiles plugin.
         .target(
             name: "CatalogStore",
             dependencies: [
@@ -56,13 +59,20 @@ let package = Package(
                 "CatalogSchema",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
-            ]
+            ],
+            plugins: ["EmbedFiles"]
         ),
-        // Wiring: routes, handlers and error mapping for the catalog service.
+        // Wiring: routes, handlers and error mapping for the catalog service; its contract
+        // (openapi.yaml) is built in by the EmbedFiles plugin.
         .target(
             name: "CatalogService",
-            dependencies: ["CatalogIdentity", "CatalogModels", "CatalogSchema", "CatalogStore", "HTTPServer", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CatalogIdentity", "CatalogModels", "CatalogSchema", "CatalogStore", "HTTPServer", .product(name: "Logging", package: "swift-log")],
+            plugins: ["EmbedFiles"]
         ),
+        // Carries Migrations/ and openapi.yaml into the binary at build time (nothing
+        // generated is kept in git), with the tool that writes them as Swift sources.
+        .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
+        .executableTarget(name: "embed-files"),
         // Thin executable: parse configuration, start, wait for a signal.
         .executableTarget(
             name: "catalog-server",

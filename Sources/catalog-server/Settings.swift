@@ -110,3 +110,9 @@ struct Settings {
         }
     }
 }
+
+/// Writes one line to standard output at once (unbuffered, so pipes and `docker logs`
+/// see it immediately).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}

@@ -11,6 +11,19 @@ import TestSupport
         let status: Int32
         let output: String
         let errors: String
+
+        /// What the CLI printed, decoded; a failure quotes all it printed and its status.
+        func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            do {
+                return try CatalogJSON.makeDecoder().decode(type, from: Data(output.utf8))
+            } catch {
+                throw CLIOutputError(description: "status \(status), standard output \(output.debugDescription), standard error \(errors.debugDescription): \(error)")
+            }
+        }
+    }
+
+    struct CLIOutputError: Error, CustomStringConvertible {
+        let description: String
     }
 
     /// Runs `catalog` to its end, on a thread of its own; with `trusting`, in a private
@@ -88,9 +101,9 @@ import TestSupport
         #expect(server.scheme == "https")
         let created = try await Self.run(["games", "create", "--name", "Galaga", "--image-name", "galaga"], server: server, trusting: certificates.caFile)
         #expect(created.status == 0, "\(created.errors)")
-        let game = try CatalogJSON.makeDecoder().decode(Game.self, from: Data(created.output.utf8))
+        let game = try created.decode(Game.self)
         let fetched = try await Self.run(["games", "get", game.id.rawValue], server: server, trusting: certificates.caFile)
-        #expect(try CatalogJSON.makeDecoder().decode(Game.self, from: Data(fetched.output.utf8)) == game)
+        #expect(try fetched.decode(Game.self) == game)
         let listed = try await Self.run(["games", "list", "--table"], server: server, trusting: certificates.caFile)
         #expect(listed.output.contains("Galaga"))
         // Without the test CA the certificate is refused, and nothing is sent.
@@ -105,12 +118,12 @@ import TestSupport
         let server = catalog.client.baseURL
         let created = try await Self.run(["games", "create", "--name", "Pac-Man", "--image-name", "pac-man"], server: server)
         try #require(created.status == 0, "\(created.errors)")
-        let game = try CatalogJSON.makeDecoder().decode(Game.self, from: Data(created.output.utf8))
+        let game = try created.decode(Game.self)
         #expect(game.name == "Pac-Man")
 
         let fetched = try await Self.run(["games", "get", game.id.rawValue], server: server)
         try #require(fetched.status == 0, "\(fetched.errors)")
-        #expect(try CatalogJSON.makeDecoder().decode(Game.self, from: Data(fetched.output.utf8)) == game)
+        #expect(try fetched.decode(Game.self) == game)
 
         let table = try await Self.run(["games", "list", "--table"], server: server)
         #expect(table.output.split(separator: "\n").first?.hasPrefix("id") == true)

@@ -1,0 +1,267 @@
+import CatalogModels
+import CatalogSchema
+import Foundation
+
+/// Lists: pages in a sort order, filtered, searched or by distance, keyset cursors, and
+/// the pages kept until the next commit (``PageCache``).
+extension ResourceStore {
+    /// One page of the list described by `request`, as models.
+    public func list(_ request: ListRequest) throws(StoreError) -> ListPage<Model> {
+        let page = try renderedList(request)
+        do {
+            let decoded = try CatalogJSON.makeDecoder().decode(Page<Model>.self, from: Data(page.json))
+            return ListPage(items: decoded.items, nextCursor: decoded.nextCursor)
+        } catch {
+            throw .unavailable("The database holds a \(schema.noun) its model cannot read.")
+        }
+    }
+
+    /// One page as the JSON document of a `Page` (`{"items":[…],"nextCursor":"…"}`),
+    /// rendered straight from the statement: the fast path for list endpoints.
+    ///
+    /// A list by distance looks in growing rings first (10 km, then eight times wider,
+    /// up to its radius): a ring that fills the page holds exactly the nearest results,
+    /// so a `near` without a radius costs what the locations around the point cost, not
+    /// a distance to every location.
+    ///
+    /// A page of all fields of a resource that caches renderings is kept (``PageCache``)
+    /// until the next commit, and the same request is answered again from the render
+    /// cache without a query (it checks first that nothing has committed since).
+    /// The page's digest (``Digest``) comes with it when the page is kept: a page served
+    /// again is not hashed again.
+    public func renderedList(_ request: ListRequest) throws(StoreError) -> (json: [UInt8], nextCursor: String?, digest: UInt64?) {
+        var keeping: (pages: PageCache, key: PageCache.Key, generation: UInt64)?
+        // The cache is skipped when the generation cannot be had at once (the read reports any error).
+        if let pages, request.fields == .all, let generation = try? database.generation() {
+            let key = PageCache.Key(request, viewer: visibleFilter != nil)
+            if let page = pages.page(key, generation: generation), let json = rendering.write(page) { return (json, page.nextCursor, page.digest) }
+            keeping = (pages, key, generation)
+        }
+        let cursor = try decodeCursor(request)
+        var kept = keeping.map { _ in PageCache.Page() }
+        // One budget for all the rings: interrupted once their reads together take too long.
+        let page = try guarded { try ReadBudget.run { try renderedList(request, after: cursor, kept: &kept) } }
+        guard let keeping, var kept, kept.isComplete else { return (page.json, page.nextCursor, nil) }
+        kept.nextCursor = page.nextCursor
+        kept.digest = Digest.of(page.json)
+        keeping.pages.store(keeping.key, kept, generation: keeping.generation)
+        return (page.json, page.nextCursor, kept.digest)
+    }
+
+    private func renderedList(_ request: ListRequest, after cursor: ListCursor?, kept: inout PageCache.Page?) throws
+        -> (json: [UInt8], nextCursor: String?) {
+        let walks = try walksSearch(request)
+        if keepsMatches(request, walks: walks) {
+            return try renderedList(request, kept: &kept) { db in try keptQuery(db, request, after: cursor, walks: walks) }
+        }
+        if walks {
+            return try renderedList(request, kept: &kept) { db in try walkedQuery(db, request, after: cursor) }
+        }
+        if request.order == .distance, let near = request.near {
+            let after = if case let .real(distance)? = cursor?.key { distance } else { 0.0 }
+            var ring = max(Self.firstRing, after * 2)
+            while ring < near.radiusMeters {
+                var narrowed = request
+                narrowed.areas = request.areas.map { area in
+                    if case .near = area { .near(latitude: near.latitude, longitude: near.longitude, radiusMeters: ring) } else { area }
+                }
+                let query = try listQuery(narrowed, after: cursor)
+                let page = try renderedList(request, kept: &kept) { _ in query }
+                if page.nextCursor != nil { return page }
+                ring *= 8
+            }
+        }
+        let query = try listQuery(request, after: cursor)
+        return try renderedList(request, kept: &kept) { _ in query }
+    }
+
+    /// The radius of the first ring a list by distance looks in, in meters.
+    static var firstRing: Double { 10_000 }
+
+    /// One page of `request` from what `query` makes of the database (it may narrow the
+    /// request, or read to choose its rows first: then from the same snapshot); `kept`
+    /// (when given) receives what makes the page (``PageCache``), or `nil` when it cannot be kept.
+    private func renderedList(_ request: ListRequest, kept: inout PageCache.Page?, _ query: (any SQLConnection) throws -> (String, SQLArguments))
+        throws(StoreError) -> (json: [UInt8], nextCursor: String?) {
+        let epoch = RenderCache.currentEpoch
+        return try guarded {
+            if let parent = request.scope?.parent {
+                // The parent and the page from one snapshot.
+                return try database.snapshot { db in
+                    guard try db.exists("SELECT 1 FROM \(parent.table) WHERE id = ?", [parent.id.rawValue]) else { throw StoreError.notFound }
+                    return try renderList(db, request, query(db), epoch: epoch, kept: &kept)
+                }
+            }
+            if request.search != nil {
+                return try database.snapshot { db in try renderList(db, request, query(db), epoch: epoch, kept: &kept) }
+            }
+            return try database.read { db in try renderList(db, request, query(db), epoch: epoch, kept: &kept) }
+        }
+    }
+
+    private func renderList(_ db: any SQLConnection, _ request: ListRequest, _ query: (String, SQLArguments), epoch: UInt64,
+                            kept: inout PageCache.Page?) throws -> (json: [UInt8], nextCursor: String?) {
+        var writer = JSONWriter(capacity: 256 + request.limit * 512)
+        if kept != nil { kept = PageCache.Page() }
+        let next = try renderList(db, request, query, epoch: epoch, into: &writer, kept: &kept)
+        return (writer.bytes, next)
+    }
+
+    /// Writes the first page of `request` as `db` sees it (for embedding in another resource).
+    func renderList(_ db: any SQLConnection, _ request: ListRequest, epoch: UInt64, into writer: inout JSONWriter) throws {
+        var kept: PageCache.Page?
+        _ = try renderList(db, request, listQuery(request, after: nil), epoch: epoch, maxBytes: .max, into: &writer, kept: &kept)
+    }
+
+    /// Writes a page; returns the next page's cursor.
+    private func renderList(_ db: any SQLConnection, _ request: ListRequest, _ query: (String, SQLArguments), epoch: UInt64,
+                            maxBytes: Int = ListRequest.maxPageBytes, into writer: inout JSONWriter, kept: inout PageCache.Page?) throws -> String? {
+        try rendering.page(db.query(query.0, query.1), request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: maxBytes,
+                           into: &writer, kept: &kept)
+    }
+
+    /// Decodes the request's cursor and checks that it was made by this list: same
+    /// table, order and filters, an id, and a key of the kind the order sorts by.
+    private func decodeCursor(_ request: ListRequest) throws(StoreError) -> ListCursor? {
+        guard let text = request.cursor else { return nil }
+        let cursor = try ListCursor(decoding: text, fingerprint: fingerprint(request))
+        let keyFits: Bool = switch (request.order, cursor.key) {
+        case let (.field(name, _), .integer): integerSorts.contains(name)
+        case let (.field(name, _), .text): !integerSorts.contains(name)
+        case let (.relevance, .real(value)), let (.distance, .real(value)): value.isFinite
+        default: false
+        }
+        guard keyFits, CatalogID(cursor.id) != nil else { throw .invalidCursor("The cursor is malformed.") }
+        return cursor
+    }
+
+    /// What a cursor of `request` is bound to: this table, the order and the filters.
+    private func fingerprint(_ request: ListRequest) -> String {
+        schema.table + "|" + request.fingerprint
+    }
+
+    /// Builds `SELECT * FROM (rows with their sort_key) WHERE keyset ORDER BY sort_key, id LIMIT n+1`.
+    /// Plain lists seek straight to the cursor on the (column, id) index, so a page costs
+    /// the same at any depth; filtered lists sort only their matches.
+    func listQuery(_ request: ListRequest, after cursor: ListCursor?, way: SearchWay = .index) throws(StoreError) -> (String, SQLArguments) {
+        var from = "\(schema.table) t"
+        var filters: [String] = []
+        var outerFilters: [String] = []
+        var arguments: SQLArguments = []
+        let dialect = database.dialect
+        let search = request.search.flatMap { dialect.search(schema, text: $0, queued: searchesQueue) }
+        let (keyExpression, keyArguments, descending) = try sortKey(request, search: search)
+
+        if let search {
+            switch way {
+            case .index, .ordered:
+                from = search.from ?? from
+                filters.append(search.filter)
+                arguments += Self.repeated(search.filterQuery, for: search.filter)
+            case .walk:
+                break
+            case let .rows(pks):
+                filters.append("t.pk IN (SELECT value FROM \(dialect.jsonElements("found")))")
+                arguments.append("[" + pks.map(String.init).joined(separator: ",") + "]")
+            }
+        } else if request.search != nil, schema.searchTable != nil {
+            filters.append("FALSE")
+        }
+        // The filters and arguments from here on are the list's own, beside its search's.
+        let (searchFilters, searchArguments) = (filters.count, arguments.count)
+        if let scope = request.scope {
+            guard let filter = relations.filter(scope) else { throw .invalidCursor("This list cannot be scoped that way.") }
+            filters.append(filter)
+            arguments.append(scope.id.rawValue)
+        }
+        if case let .user(user) = request.viewer, let visibleFilter, let hidden = schema.ownership?.hiddenWhen {
+            filters.append(visibleFilter)
+            arguments += [hidden.value, user?.rawValue ?? ""]
+        }
+        for area in request.areas {
+            let (filter, filterArguments) = Geo.filter(area, dialect)
+            filters.append(filter)
+            arguments += filterArguments
+        }
+        var outerArguments: SQLArguments = []
+        if let (_, _, radius) = request.near {
+            outerFilters.append("sort_key <= ?")
+            outerArguments.append(radius)
+        }
+        if let cursor {
+            outerFilters.append("(sort_key, id) \(descending ? "<" : ">") (?, ?)")
+            outerArguments += [cursor.key.sqlValue, cursor.id]
+        }
+        let direction = descending ? "DESC" : "ASC"
+        let order = "ORDER BY sort_key \(direction), id \(direction)"
+        let columns = request.order == .distance ? listColumns.distance : listColumns.plain
+        let revision = renderer.revision.map { ", t.\($0) AS \($0)" } ?? ""
+        let filter = filters.isEmpty ? "" : " WHERE " + filters.joined(separator: " AND ")
+        let outerFilter = outerFilters.isEmpty ? "" : " WHERE " + outerFilters.joined(separator: " AND ")
+        guard let search else {
+            let sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), \(keyExpression) AS sort_key FROM \(from)\(filter)) t\(outerFilter) \(order) LIMIT ?"
+            return (sql, keyArguments + arguments + outerArguments + [request.limit + 1])
+        }
+        if case .walk = way {
+            guard let match = search.match else { throw .unavailable("This engine cannot walk a search.") }
+            if request.order == .relevance {
+                // The newest rows first, each with its rank (NULL when it does not match).
+                let sql = "SELECT t.pk, t.id, \(keyExpression) FROM \(from)\(filter) ORDER BY t.pk DESC LIMIT \(Self.walkLimit)"
+                return (sql, keyArguments + arguments)
+            }
+            let sql = "SELECT candidate, hit FROM (SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key, \(match.expression) AS hit"
+                + " FROM \(from)\(filter)) c\(outerFilter) \(order) LIMIT \(Self.walkLimit)"
+            return (sql, keyArguments + Self.repeated(match.query, for: match.expression) + arguments + outerArguments)
+        }
+        // A search chooses its page from ids and sort keys alone, and reads only the page's
+        // rows whole. Relevance ranks the newest matches only: a bounded amount of work
+        // however many rows match.
+        var candidates = "SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key FROM \(from)\(filter)"
+        var candidateArguments = keyArguments + arguments
+        switch way {
+        case .index, .ordered:
+            if request.order == .relevance { candidates += " ORDER BY \(search.newestFirst) LIMIT \(Self.rankedCandidates)" }
+            if let pending = search.pending, let match = search.match {
+                // The rows whose index writes wait in the queue, which the index's matches
+                // leave out, tested as they are read.
+                candidates = "SELECT * FROM (\(candidates)) UNION ALL SELECT t.pk, t.id, \(keyExpression) FROM \(schema.table) t WHERE "
+                    + ([pending, match.expression] + filters[searchFilters...]).joined(separator: " AND ")
+                candidateArguments += keyArguments + Self.repeated(match.query, for: match.expression) + arguments[searchArguments...]
+                if request.order == .relevance { candidates = "SELECT * FROM (\(candidates)) ORDER BY candidate DESC LIMIT \(Self.rankedCandidates)" }
+            }
+        case .walk, .rows:
+            break
+        }
+        if case .ordered = way {
+            return ("SELECT candidate FROM (\(candidates)) c \(order) LIMIT \(SearchLists.listLimit + 1)", candidateArguments)
+        }
+        let page = "SELECT candidate, sort_key, id FROM (\(candidates)) c\(outerFilter) \(order) LIMIT ?"
+        let sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), p.sort_key FROM (\(page)) p"
+            + " JOIN \(schema.table) t ON t.pk = p.candidate) t \(order)"
+        return (sql, candidateArguments + outerArguments + [request.limit + 1])
+    }
+
+    /// The sort key of `request`'s order over a row of `t` (its `?` bound to `arguments`),
+    /// and whether the list runs down it.
+    func sortKey(_ request: ListRequest, search: SQLDialect.Search?) throws(StoreError)
+        -> (expression: String, arguments: SQLArguments, descending: Bool) {
+        switch request.order {
+        case let .field(name, descending):
+            guard let column = sortColumns[name] else { throw .invalidCursor("Cannot sort by \(name).") }
+            return (integerSorts.contains(name) ? "t.\(column)" : database.dialect.caseFoldedKey("t.\(column)"), [], descending)
+        case .relevance:
+            guard request.search != nil, schema.searchTable != nil else { throw .invalidCursor("Relevance order needs a search.") }
+            // Text without a letter or digit searches for nothing: no rank to compute.
+            guard let search else { return ("0.0", [], false) }
+            return (search.rank, Self.repeated(search.rankQuery, for: search.rank), false)
+        case .distance:
+            guard let point = request.near else { throw .invalidCursor("Distance order needs a point.") }
+            return (Geo.distanceSQL(database.dialect), [point.latitude, point.latitude, point.longitude], false)
+        }
+    }
+
+    /// `value` once for each `?` of `sql`.
+    static func repeated(_ value: String, for sql: String) -> SQLArguments {
+        Array(repeating: value, count: sql.utf8.count(where: { $0 == UInt8(ascii: "?") }))
+    }
+}

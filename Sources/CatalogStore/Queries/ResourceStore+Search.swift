@@ -1,0 +1,162 @@
+import CatalogModels
+import CatalogSchema
+import Foundation
+
+/// How a list finds its search's matches: the planner that chooses between the full-text
+/// index, a walk along the list's order and a kept list of matches, and their queries.
+extension ResourceStore {
+    /// How many of the newest matches of a search a list by relevance ranks.
+    static var rankedCandidates: Int { 500 }
+
+    /// How many of the newest rows a search tests to see how densely it matches.
+    static var searchSample: Int { 256 }
+
+    /// The most rows a search's walk reads (``walkedQuery(_:_:after:)``).
+    static var walkLimit: Int { 4_000 }
+
+    /// Whether the search of `request` first walks the list's order, testing rows as it
+    /// reads them (SQLite, ``SQLDialect/search(_:text:queued:)``'s `match`), rather than looking
+    /// its matches up in the full-text index, which hands over every match to be sorted
+    /// (and, for a prefix of a common word, merges their postings first): when at least
+    /// a quarter of the newest rows match, for relevance (whose 500 candidates a walk of
+    /// the newest rows then finds in some thousand rows); when at least one in 64 does,
+    /// for a sorted list (whose page a walk along the sort's index then fills). A
+    /// search's count is kept for a while, so the next pages of a search (and a popular
+    /// one) skip the sample.
+    func walksSearch(_ request: ListRequest) throws -> Bool {
+        guard let text = request.search, request.order != .distance,
+              let sample = database.dialect.searchSample(schema, sample: Self.searchSample) else { return false }
+        let terms = SearchQuery.terms(text)
+        let matches = try searchDensities.matches(terms) {
+            try database.read { db in try db.fetchValue(sample, [terms]).int ?? 0 }
+        }
+        return matches >= (request.order == .relevance ? Self.searchSample / 4 : Self.searchSample / 64)
+    }
+
+    /// The page of a search that walks: the walk reads at most ``walkLimit`` rows in the
+    /// list's order (newest first for relevance) and stops once it holds the page (the
+    /// candidates, for relevance, which it ranks as it reads them). If it found them, or
+    /// reached the end, the page is made from exactly those rows; if they lie further
+    /// than the walk goes (matches that cluster elsewhere in the order), the search looks
+    /// them up in the index after all. Either way it finds what the index would: a walk
+    /// only bounds the work.
+    func walkedQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?) throws -> (String, SQLArguments) {
+        if request.order == .relevance {
+            guard var candidates = try walkedCandidates(db, request) else { return try listQuery(request, after: cursor) }
+            // The page: the best-ranked candidates after the cursor.
+            if let cursor, case let .real(rank) = cursor.key {
+                let after = (rank: rank, id: Array(cursor.id.utf8))
+                candidates.removeAll { !Self.precedes(after, ($0.rank, $0.id)) }
+            }
+            return try listQuery(request, after: cursor, way: .rows(candidates.prefix(request.limit + 1).map(\.pk)))
+        }
+        let walk = try listQuery(request, after: cursor, way: .walk)
+        let rows = try db.query(walk.0, walk.1)
+        var read = 0
+        var found: [Int64] = []
+        while found.count <= request.limit, try rows.step() {
+            read += 1
+            if rows.integer(1) != 0 { found.append(rows.integer(0)) }
+        }
+        if found.count <= request.limit, read == Self.walkLimit { return try listQuery(request, after: cursor) }
+        return try listQuery(request, after: cursor, way: .rows(found))
+    }
+
+    /// Whether the matches of a search are kept in their list's order (``keptQuery(_:_:after:walks:)``):
+    /// where the engine can tell, within a snapshot, that nothing has changed since they
+    /// were read (SQLite), for searches not within a parent; sorted searches only when
+    /// they do not walk (a walk finds a page, not every match, and is cheap).
+    func keepsMatches(_ request: ListRequest, walks: Bool) -> Bool {
+        guard request.search != nil, request.scope == nil, database.dialect.writeVersion != nil else { return false }
+        return switch request.order {
+        case .relevance: true
+        case .field: !walks
+        case .distance: false
+        }
+    }
+
+    /// The page of a search from its matches in order, as read once for this version of
+    /// the database (at most ``SearchLists/listLimit`` of them; for relevance, its ranked
+    /// candidates): a search whose matches cluster in the order (`q=77&sort=title` at a
+    /// million items: eleven thousand titles side by side, which no walk reaches) reads
+    /// and sorts them all once, and every page after that costs what a page of a plain
+    /// list does, until the next write. Only a first page reads the list; the page after a
+    /// cursor starts after the cursor's row, found in the list with the key it still has.
+    /// A later page with no list for this version, a cursor whose row has moved, or one
+    /// past what the list holds, runs as before (a walk, or the index). Either way the
+    /// page holds what the index would give.
+    func keptQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?, walks: Bool) throws -> (String, SQLArguments) {
+        // The way the search runs unkept: never dearer than before there were kept lists.
+        func unkept() throws -> (String, SQLArguments) {
+            try walks ? walkedQuery(db, request, after: cursor) : listQuery(request, after: cursor)
+        }
+        guard let versionSQL = db.dialect.writeVersion, let version = try db.fetchValue(versionSQL).int64 else { return try unkept() }
+        // Who lists matters only where some rows are hidden from some viewers.
+        let key = visibleFilter == nil ? request.fingerprint : "\(request.viewer)|\(request.fingerprint)"
+        let matches: SearchLists.Matches
+        if let kept = searchLists.matches(key, version: version) {
+            matches = kept
+        } else if cursor == nil {
+            // Only a first page reads them all: a later page after a write costs what it did.
+            var pks: [Int64] = []
+            if walks, let candidates = try walkedCandidates(db, request) {
+                pks = candidates.map(\.pk)
+            } else {
+                let ordered = try listQuery(request, after: nil, way: .ordered)
+                let rows = try db.query(ordered.0, ordered.1)
+                while try rows.step() { pks.append(rows.integer(0)) }
+            }
+            matches = searchLists.keep(key, version: version, pks: pks)
+        } else {
+            return try unkept()
+        }
+        var start = 0
+        if let cursor {
+            // The cursor's row, if its sort key is still the cursor's (equal as the order compares).
+            let key = try sortKey(request, search: request.search.flatMap { db.dialect.search(schema, text: $0, queued: searchesQueue) })
+            guard let pk = try db.fetchValue("SELECT t.pk FROM \(schema.table) t WHERE \(key.expression) = ? AND t.id = ?",
+                                             key.arguments + [cursor.key.sqlValue, cursor.id]).int64,
+                  let index = matches.pks.firstIndex(of: pk) else { return try unkept() }
+            start = index + 1
+        }
+        let end = start + request.limit + 1
+        guard end <= matches.pks.count || matches.complete else { return try unkept() }
+        return try listQuery(request, after: cursor, way: .rows(Array(matches.pks[start ..< min(end, matches.pks.count)])))
+    }
+
+    /// The candidates of a search by relevance, found by a walk of the newest rows that
+    /// ranks them as it reads them, best first (ties by id); `nil` when the walk read
+    /// ``walkLimit`` rows without finding them all.
+    func walkedCandidates(_ db: any SQLConnection, _ request: ListRequest) throws -> [(rank: Double, id: [UInt8], pk: Int64)]? {
+        let walk = try listQuery(request, after: nil, way: .walk)
+        let rows = try db.query(walk.0, walk.1)
+        var read = 0
+        var candidates: [(rank: Double, id: [UInt8], pk: Int64)] = []
+        while candidates.count < Self.rankedCandidates, try rows.step() {
+            read += 1
+            if !rows.isNull(2) { candidates.append((rows.real(2), Array(rows.text(1)), rows.integer(0))) }
+        }
+        if candidates.count < Self.rankedCandidates, read == Self.walkLimit { return nil }
+        candidates.sort { Self.precedes(($0.rank, $0.id), ($1.rank, $1.id)) }
+        return candidates
+    }
+
+    /// Whether `a` comes before `b` in a list by relevance: better rank, then id (ids are ASCII).
+    static func precedes(_ a: (rank: Double, id: [UInt8]), _ b: (rank: Double, id: [UInt8])) -> Bool {
+        a.rank != b.rank ? a.rank < b.rank : a.id.lexicographicallyPrecedes(b.id)
+    }
+
+    /// How a list finds the matches of its search.
+    enum SearchWay {
+        /// In the full-text index.
+        case index
+        /// Testing each row read along the list's order: the walk of ``walkedQuery(_:_:after:)``,
+        /// which answers `(pk, matches)` rows, or `(pk, id, rank or NULL)` for relevance.
+        case walk
+        /// Exactly these rows (by `pk`), which a walk or a kept list found.
+        case rows([Int64])
+        /// The `pk` of every match (at most ``SearchLists/listLimit``), in the list's
+        /// order, from the index: what ``keptQuery(_:_:after:walks:)`` keeps.
+        case ordered
+    }
+}

@@ -1,0 +1,85 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CLinux
+import CTLS
+
+/// Moving bytes: plain reads and writes, or through TLS, and its handshake.
+extension Connection {
+    /// What one read or write achieved.
+    enum Transfer {
+        case bytes(Int)
+        case wouldBlock
+        /// The peer closed its sending side (reads only).
+        case end
+        case failed
+    }
+
+    /// Reads from the socket, through TLS when the connection has it (but not while
+    /// lingering: then the bytes are only discarded).
+    func receive(into space: UnsafeMutableBufferPointer<UInt8>) -> Transfer {
+        if let tls {
+            if case .lingering = phase {} else { return transfer(tls.read(into: space), writing: false) }
+        }
+        while true {
+            let count = read(fd, space.baseAddress, space.count)
+            if count > 0 { return .bytes(count) }
+            if count == 0 { return .end }
+            if errno == EINTR { continue }
+            return errno == EAGAIN || errno == EWOULDBLOCK ? .wouldBlock : .failed
+        }
+    }
+
+    /// Writes to the socket, through TLS when the connection has it.
+    func transmit(_ bytes: UnsafeBufferPointer<UInt8>) -> Transfer {
+        if let tls { return transfer(tls.write(bytes), writing: true) }
+        while true {
+            let count = send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            if count > 0 { return .bytes(count) }
+            if count < 0 && errno == EINTR { continue }
+            return count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? .wouldBlock : .failed
+        }
+    }
+
+    /// A TLS outcome as a transfer, noting when a read waits for writability or a write for readability.
+    func transfer(_ outcome: TLSSession.Outcome, writing: Bool) -> Transfer {
+        switch outcome {
+        case let .progress(count): return .bytes(count)
+        case .wantsRead:
+            if writing { tlsWriteWantsReadable = true }
+            return .wouldBlock
+        case .wantsWrite:
+            if !writing { tlsReadWantsWritable = true }
+            return .wouldBlock
+        case .closed: return writing ? .failed : .end
+        case .failed: return .failed
+        }
+    }
+
+    /// Drives the TLS handshake; true once it is complete. A client that sent plaintext
+    /// HTTP is answered 400 in plaintext; any other failure closes the connection.
+    func advanceHandshake(_ tls: TLSSession) -> Bool {
+        let outcome = tls.handshake()
+        switch outcome {
+        case .progress:
+            return true
+        case .wantsRead, .wantsWrite:
+            tlsReadWantsWritable = outcome == .wantsWrite
+            updateInterest()
+        case .closed:
+            close()
+        case let .failed(reason):
+            loop.core.failedHandshakes.add(1, ordering: .relaxed)
+            guard reason == ctls_reason_http_request() else {
+                close()
+                return false
+            }
+            self.tls = nil
+            failConnection(HTTPError.plainHTTPOnTLSPort, path: nil)
+            finishTurn()
+        }
+        return false
+    }
+}
