@@ -351,7 +351,7 @@ import TestSupport
         #expect(try pages(trickle, ListRequest(limit: 100, search: "trickle")).count == 10)
     }
 
-    /// A search reads at most the queue's first ``SQLDialect/searchedQueue`` writes: rows
+    /// A search reads at most the queue's first ``SQLiteDialect/searchedQueue`` writes: rows
     /// another program queued past them are found as the index has them (here, not yet),
     /// until the server's next batch applies the queue.
     @Test func aSearchReadsABoundedPartOfTheQueue() throws {
@@ -359,8 +359,8 @@ import TestSupport
         let store = try scratch.open()
         defer { try? store.close() }
         let outside = try DatabaseQueue(path: scratch.database, configuration: Self.anotherProgram)
-        let loaded = SQLDialect.searchedQueue + 500
-        #expect(SQLDialect.searchedQueue < 2_400)
+        let loaded = SQLiteDialect.searchedQueue + 500
+        #expect(SQLiteDialect.searchedQueue < 2_400)
         try outside.write { db in
             try db.execute(sql: """
                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)

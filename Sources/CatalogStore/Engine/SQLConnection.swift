@@ -27,7 +27,7 @@ extension SQLRows {
 protocol SQLConnection {
     associatedtype Rows: SQLRows
     /// What SQL this connection speaks.
-    var dialect: SQLDialect { get }
+    var dialect: any SQLDialect { get }
     /// Runs a statement that returns rows (a SELECT, or a write with RETURNING).
     func query(_ sql: String, _ arguments: SQLArguments) throws -> Rows
     /// Runs a statement and returns how many rows it changed.

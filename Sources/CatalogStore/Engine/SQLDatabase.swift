@@ -6,7 +6,7 @@ import Foundation
 /// ``SQLDialect``.
 protocol SQLDatabase: Sendable {
     /// What SQL the engine speaks.
-    var dialect: SQLDialect { get }
+    var dialect: any SQLDialect { get }
     /// The engine and its version, such as `SQLite 3.40.1`.
     var version: String { get }
     /// Fired after commits (see ``CommitSignal``).
@@ -62,4 +62,13 @@ extension SQLDatabase {
             done.wait()
         }
     }
+}
+
+/// What an engine that copies itself online offers (SQLite's backup API); engines
+/// without it (PostgreSQL) leave backups to their own tools.
+protocol SQLBackups {
+    /// Writes a consistent copy of the database to `destination` (a new file), checked
+    /// for integrity, stopping when `isCancelled` says so.
+    /// - Returns: the copy's size in bytes.
+    func backup(to destination: String, isCancelled: @escaping () -> Bool) throws -> Int
 }

@@ -7,7 +7,7 @@ enum Geo {
 
     /// Haversine distance in meters from `t.latitude, t.longitude` to a point bound as
     /// (latitude, latitude, longitude).
-    static func distanceSQL(_ dialect: SQLDialect) -> String {
+    static func distanceSQL(_ dialect: any SQLDialect) -> String {
         """
         (\(earthRadius) * 2 * asin(sqrt(\(dialect.least)(1.0, \
         pow(sin(radians(t.latitude - ?) / 2), 2) + \
@@ -20,7 +20,7 @@ enum Geo {
 
     /// A WHERE clause (with its arguments) selecting the locations in `area`; for a
     /// circle it is the circle's bounding box, and the caller filters by distance.
-    static func filter(_ area: ListRequest.Area, _ dialect: SQLDialect) -> (String, SQLArguments) {
+    static func filter(_ area: ListRequest.Area, _ dialect: any SQLDialect) -> (String, SQLArguments) {
         switch area {
         case let .boundingBox(minLongitude, minLatitude, maxLongitude, maxLatitude):
             let crosses = minLongitude > maxLongitude
@@ -52,9 +52,9 @@ enum Geo {
     /// The filter the spatial index answers: SQLite's R*Tree of the locations, or
     /// PostgreSQL's GiST index on `point(longitude, latitude)` (two boxes when the box
     /// crosses the antimeridian).
-    private static func index(_ dialect: SQLDialect, minLatitude: Double, maxLatitude: Double, minLongitude: Double, maxLongitude: Double)
+    private static func index(_ dialect: any SQLDialect, minLatitude: Double, maxLatitude: Double, minLongitude: Double, maxLongitude: Double)
         -> (String, SQLArguments) {
-        if dialect == .postgresql {
+        if case .pointGiST = dialect.spatialIndex {
             let box = "point(t.longitude, t.latitude) <@ box(point(?, ?), point(?, ?))"
             guard minLongitude > maxLongitude else { return (box, [minLongitude, minLatitude, maxLongitude, maxLatitude]) }
             return ("(\(box) OR \(box))", [minLongitude, minLatitude, 180.0, maxLatitude, -180.0, minLatitude, maxLongitude, maxLatitude])

@@ -243,7 +243,7 @@ extension ResourceStore {
 
     /// The sort key of `request`'s order over a row of `t` (its `?` bound to `arguments`),
     /// and whether the list runs down it.
-    func sortKey(_ request: ListRequest, search: SQLDialect.Search?) throws(StoreError)
+    func sortKey(_ request: ListRequest, search: SQLSearch?) throws(StoreError)
         -> (expression: String, arguments: SQLArguments, descending: Bool) {
         switch request.order {
         case let .field(name, descending):

@@ -105,7 +105,7 @@ public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: En
         self.schema = schema
         self.database = database
         self.relations = relations
-        searchesQueue = schema.searchTable != nil && database.dialect == .sqlite && ((try? database.read { db in
+        searchesQueue = schema.searchTable != nil && database.dialect.queuesSearchIndexWrites && ((try? database.read { db in
             try db.fetchValue("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_index_queue')", []).bool
         }) ?? false)
         let renderer = RowRenderer(schema.members, revision: schema.cachesRenderings ? database.dialect.rowRevision : nil)

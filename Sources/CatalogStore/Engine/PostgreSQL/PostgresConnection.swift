@@ -16,7 +16,7 @@ final class PostgresConnection: SQLConnection, PooledConnection {
     /// The most statements kept prepared; past it they are all deallocated.
     private static let maxPrepared = 512
 
-    var dialect: SQLDialect { .postgresql }
+    var dialect: any SQLDialect { PostgreSQLDialect() }
 
     /// Connects to `url` (any libpq connection string) and sets the session up.
     /// - Parameter settings: `SET` statements run once connected.

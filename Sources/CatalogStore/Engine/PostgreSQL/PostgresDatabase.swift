@@ -17,7 +17,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     /// Whether the thread listening for the change log's notifications goes on.
     private let listening = Atomic<Bool>(true)
 
-    var dialect: SQLDialect { .postgresql }
+    var dialect: any SQLDialect { PostgreSQLDialect() }
 
     /// How long a read waits for a free connection before it fails as busy.
     static let connectionWait: Duration = .seconds(5)

@@ -20,7 +20,7 @@ final class SQLiteDatabase: SQLDatabase {
     /// Moved on by each reader that sees a commit it had not seen (``generation()``).
     private let generations = Generations()
 
-    var dialect: SQLDialect { .sqlite }
+    var dialect: any SQLDialect { SQLiteDialect() }
 
     /// SQLite's process-wide settings (``csqlite_configure()``: no memory statistics, so
     /// no global mutex around each allocation), made when the first database opens. It

@@ -11,7 +11,7 @@ struct SQLiteSession: SQLConnection {
     /// see). GRDB's stepping costs about a fifth of a create's work on the writer's thread.
     let direct: Bool
 
-    var dialect: SQLDialect { .sqlite }
+    var dialect: any SQLDialect { SQLiteDialect() }
 
     func query(_ sql: String, _ arguments: SQLArguments) throws -> SQLiteRows {
         let statement = try db.cachedStatement(sql: sql)
@@ -43,7 +43,7 @@ struct SQLiteSession: SQLConnection {
 struct SQLiteReadSession: SQLConnection {
     let reader: SQLiteReader
 
-    var dialect: SQLDialect { .sqlite }
+    var dialect: any SQLDialect { SQLiteDialect() }
 
     func query(_ sql: String, _ arguments: SQLArguments) throws -> SQLiteRows {
         let statement = try reader.statement(sql)

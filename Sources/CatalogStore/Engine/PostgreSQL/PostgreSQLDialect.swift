@@ -1,0 +1,34 @@
+import CatalogSchema
+
+/// PostgreSQL's SQL (through libpq): several servers on one database, row locks for
+/// read-check-writes, `tsvector` search, a GiST index for geography.
+struct PostgreSQLDialect: SQLDialect {
+    var readsBlock: Bool { true }
+    var mayBeShared: Bool { true }
+    var queuesSearchIndexWrites: Bool { false }
+    var spatialIndex: SpatialIndex { .pointGiST }
+
+    var greatest: String { "greatest" }
+    var least: String { "least" }
+    var rowRevision: String? { "xmin" }
+    var forUpdate: String { " FOR NO KEY UPDATE" }
+    var forDelete: String { " FOR UPDATE" }
+    var forKeyShare: String { " FOR KEY SHARE" }
+    func caseFoldedKey(_ column: String) -> String { "lower(\(column)) COLLATE \"C\"" }
+    var tableExists: String { "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?" }
+    func jsonElements(_ alias: String) -> String {
+        "(SELECT e.value, e.ordinality - 1 AS key FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY AS e(value, ordinality)) \(alias)"
+    }
+    func jsonElement(_ expression: String, _ index: Int) -> String { "(CAST(\(expression) AS json) ->> \(index))" }
+    var writeVersion: String? { nil }
+
+    func searchQuery(_ text: String) -> String? { SearchQuery.tsquery(text) }
+
+    func search(_ schema: ResourceSchema, text: String, queued: Bool) -> SQLSearch? {
+        guard schema.searchTable != nil, let query = searchQuery(text) else { return nil }
+        return ("t.search_vector @@ to_tsquery('simple', ?)", query, nil, "t.pk DESC",
+                "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)", query, nil, nil)
+    }
+
+    func searchSample(_ schema: ResourceSchema, sample: Int) -> String? { nil }
+}

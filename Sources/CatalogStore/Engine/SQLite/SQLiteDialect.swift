@@ -1,0 +1,55 @@
+import CatalogSchema
+
+/// SQLite's SQL (through GRDB): one server, one writer, FTS5 search with a queue of index
+/// writes, an R*Tree for geography.
+struct SQLiteDialect: SQLDialect {
+    var readsBlock: Bool { false }
+    var mayBeShared: Bool { false }
+    var queuesSearchIndexWrites: Bool { true }
+    var spatialIndex: SpatialIndex { .rtree }
+
+    var greatest: String { "max" }
+    var least: String { "min" }
+    var rowRevision: String? { nil }
+    var forUpdate: String { "" }
+    var forDelete: String { "" }
+    var forKeyShare: String { "" }
+    func caseFoldedKey(_ column: String) -> String { column }
+    var tableExists: String { "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?" }
+    func jsonElements(_ alias: String) -> String { "json_each(?) \(alias)" }
+    func jsonElement(_ expression: String, _ index: Int) -> String { "json_extract(\(expression), '$[\(index)]')" }
+    var writeVersion: String? { "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0)" }
+
+    func searchQuery(_ text: String) -> String? { SearchQuery.fts5(text) }
+
+    /// Ranks with `catalog_rank` and tests with `catalog_match` (``CSQLite``), over the
+    /// row's own text, so a rank depends on the row and the query alone, and the test
+    /// matches exactly the rows the index does. Only the queue's first ``searchedQueue``
+    /// writes are read, which bounds what they add to a search: rows queued past them (a
+    /// bulk load by another program, until the server's next batch) are found as the
+    /// index has them.
+    func search(_ schema: ResourceSchema, text: String, queued: Bool) -> SQLSearch? {
+        guard let index = schema.searchTable, let query = searchQuery(text) else { return nil }
+        let terms = SearchQuery.terms(text)
+        let columns = schema.searchColumns.map { "t.\($0.column)" }.joined(separator: ", ")
+        let rank = "catalog_rank(?, " + schema.searchColumns.map { "\($0.weight), t.\($0.column)" }.joined(separator: ", ") + ")"
+        let match = ("catalog_match(?, \(columns))", terms)
+        guard queued else {
+            return ("\(index) MATCH ?", query, "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid", "\(index).rowid DESC", rank, terms, match, nil)
+        }
+        // The index's name is the schema's, a constant: a literal, not a parameter.
+        let rows = "(SELECT row FROM search_index_queue WHERE index_name = '\(index)' ORDER BY seq LIMIT \(Self.searchedQueue))"
+        return ("\(index) MATCH ? AND \(index).rowid NOT IN \(rows)", query, "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid",
+                "\(index).rowid DESC", rank, terms, match, "t.pk IN \(rows)")
+    }
+
+    /// How many of the search index queue's writes a search reads (``search(_:text:queued:)``):
+    /// more than the writer lets wait (``SearchIndexQueue/due`` and a batch).
+    static var searchedQueue: Int { 2_048 }
+
+    func searchSample(_ schema: ResourceSchema, sample: Int) -> String? {
+        guard schema.searchTable != nil else { return nil }
+        let columns = schema.searchColumns.map { "t.\($0.column)" }.joined(separator: ", ")
+        return "SELECT count(*) FROM (SELECT \(columns) FROM \(schema.table) t ORDER BY t.pk DESC LIMIT \(sample)) t WHERE catalog_match(?, \(columns))"
+    }
+}
