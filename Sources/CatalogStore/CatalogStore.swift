@@ -101,14 +101,12 @@ public final class CatalogStore: Sendable {
         comments = CommentStore(database: database)
         accounts = AccountStore(database: database)
         idempotency = IdempotencyStore(database: database)
-        changes = ChangeLog(database: database, renderers: [
-            ResourceSchema.game.type: { [games] db, ids in try games.render(db, ids: ids) },
-            ResourceSchema.location.type: { [locations] db, ids in try locations.render(db, ids: ids) },
-            ResourceSchema.playableItem.type: { [items] db, ids in try items.render(db, ids: ids) },
-            ResourceSchema.playlist.type: { [playlists] db, ids in try playlists.render(db, ids: ids) },
-            ResourceSchema.comment.type: { [comments] db, ids in try comments.resources.render(db, ids: ids) },
-            ChangeFeedSchema.entryType: { [entries] db, ids in try entries.changed(db, ids) },
-        ])
+        // The change log renders each declared resource through its store, and entries as entries.
+        var renderers: [String: ChangeLog.Renderer] = [ChangeFeedSchema.entryType: { [entries] db, ids in try entries.changed(db, ids) }]
+        for store in [games, locations, items, playlists, comments.resources] as [any DeclaredStore] {
+            renderers[store.schema.type] = { db, ids in try store.render(db, ids: ids) }
+        }
+        changes = ChangeLog(database: database, renderers: renderers)
     }
 
     // MARK: Embedded lists (`include=…`)
@@ -139,14 +137,20 @@ public final class CatalogStore: Sendable {
         }
     }
 
-    /// What `include=name` embeds in resources of `schema`, if anything.
-    package func embedding(_ name: String, in schema: ResourceSchema) -> Embedding? {
-        switch (schema.type, name) {
-        case (items.schema.type, "comments"): itemComments
-        case (items.schema.type, "playlists"): itemPlaylists
-        case (playlists.schema.type, "entries"): playlistEntries
-        default: nil
+    /// What `include=` embeds, by resource type, then name: one for each include a
+    /// declaration offers (``ResourceSchema/includes``), which a test checks.
+    package var embeddings: [String: [String: Embedding]] {
+        [items.schema.type: ["comments": itemComments, "playlists": itemPlaylists], playlists.schema.type: ["entries": playlistEntries]]
+    }
+
+    /// What `include=name` embeds in resources of `schema`.
+    /// - Precondition: `schema` declares the include (at startup: an include declared and
+    ///   not implemented stops the server, never silently drops the member).
+    package func embedding(_ name: String, in schema: ResourceSchema) -> Embedding {
+        guard let embedding = embeddings[schema.type]?[name] else {
+            preconditionFailure("\(schema.type) declares include=\(name), which CatalogStore.embeddings does not implement")
         }
+        return embedding
     }
 
     /// The engine and its version, such as `SQLite 3.40.1` or `PostgreSQL 15.18`.

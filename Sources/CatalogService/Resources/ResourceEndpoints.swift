@@ -36,7 +36,7 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
         let schema = store.schema
         options = ListOptions(sortFields: schema.sortableFields, descendingByDefault: descendingByDefault, searchable: schema.searchTable != nil,
                               geographic: schema.geographic, fields: fields, filters: schema.filters)
-        includes = Dictionary(uniqueKeysWithValues: schema.includes.compactMap { name in catalog.embedding(name, in: schema).map { (name, $0) } })
+        includes = Dictionary(uniqueKeysWithValues: schema.includes.map { name in (name, catalog.embedding(name, in: schema)) })
     }
 
     /// Who may write: for resources users own, any signed-in caller (the owner, editors

@@ -201,7 +201,10 @@ public struct ChangeLog: Sendable {
     let database: any SQLDatabase
     /// How each type's resources are rendered: all of a read's at once, by id (a query
     /// per type, not per change: a page of a thousand changes is a few round trips).
-    let renderers: [String: @Sendable (any SQLConnection, [CatalogID]) throws -> [CatalogID: RenderedResource]]
+    /// Renders the resources of one type by id, as a read's snapshot holds them.
+    typealias Renderer = @Sendable (any SQLConnection, [CatalogID]) throws -> [CatalogID: RenderedResource]
+    /// By type: every type the log holds has one (a test checks), or its changes could not be shown.
+    let renderers: [String: Renderer]
 
     /// Fired after commits (which may have logged changes).
     public var commits: CommitSignal { database.commits }
