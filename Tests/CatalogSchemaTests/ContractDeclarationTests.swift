@@ -86,6 +86,17 @@ import Testing
         #expect(contract == expected, "\(Self.difference(contract, expected))")
     }
 
+    @Test(arguments: resources.map(\.name).filter { $0 != "User" && $0 != "APIKey" })
+    func anImportRecordIsWhatTheDeclarationImports(_ name: String) throws {
+        let schema = try #require(Self.resources.first { $0.name == name }?.schema)
+        // Records are read like bodies (the contract refers to the input's members): the
+        // names and what is required; an optional member may be absent.
+        let contract = try Self.contract(name + "Record").map { Member(name: $0.name, required: $0.required, nullable: false) }
+        let declared = schema.importRecord.fields.filter { $0.importRole != .none }
+            .map { Member(name: $0.name, required: $0.required && !$0.nullable, nullable: false) }.sorted { $0.name < $1.name }
+        #expect(contract == declared, "\(Self.difference(contract, declared))")
+    }
+
     @Test(arguments: resources.map(\.name))
     func aDocumentHasEveryDeclaredMemberAndItsIncludes(_ name: String) throws {
         let schema = try #require(Self.resources.first { $0.name == name }?.schema)
@@ -126,8 +137,14 @@ import Testing
                 #expect((rule.violation(control) == nil) == Self.matches(pattern, control), "\(name).\(field.name) and U+0001")
                 checked += 1
             case let .number(rule):
-                let minimum = try #require(property["minimum"] as? Double, "\(name).\(field.name) minimum")
-                let maximum = try #require(property["maximum"] as? Double, "\(name).\(field.name) maximum")
+                let minimum = try #require((property["minimum"] as? NSNumber)?.doubleValue, "\(name).\(field.name) minimum")
+                let maximum = try #require((property["maximum"] as? NSNumber)?.doubleValue, "\(name).\(field.name) maximum")
+                #expect(rule.violation(minimum) == nil && rule.violation(maximum) == nil, "\(name).\(field.name) at its bounds")
+                #expect(rule.violation(minimum - 1) != nil && rule.violation(maximum + 1) != nil, "\(name).\(field.name) past its bounds")
+                checked += 1
+            case let .integer(rule):
+                let minimum = try #require((property["minimum"] as? NSNumber)?.intValue, "\(name).\(field.name) minimum")
+                let maximum = try #require((property["maximum"] as? NSNumber)?.intValue, "\(name).\(field.name) maximum")
                 #expect(rule.violation(minimum) == nil && rule.violation(maximum) == nil, "\(name).\(field.name) at its bounds")
                 #expect(rule.violation(minimum - 1) != nil && rule.violation(maximum + 1) != nil, "\(name).\(field.name) past its bounds")
                 checked += 1
