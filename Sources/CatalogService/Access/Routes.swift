@@ -3,70 +3,26 @@ import CatalogModels
 import CatalogStore
 import HTTPServer
 
-/// A route's work, given the request and its caller.
-enum Endpoint: Sendable {
-    /// Runs on the event loop: microseconds, never blocking (a read, a rendering).
-    case inline(@Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
-    /// Starts work that answers later through the completion (a durable write).
-    case later(@Sendable (HTTPRequest, Caller, @escaping Completion) throws -> Void)
-    /// As ``later``, for work that may wait long for its answer (a long-poll): it is told
-    /// whether the client has gone, so it can stop waiting. It reads nothing on the
-    /// calling thread (its reads run on a pool of its own), so once its caller is known it
-    /// starts where the request arrived.
-    case waiting(@Sendable (HTTPRequest, Caller, _ isAbandoned: @escaping @Sendable () -> Bool, @escaping Completion) throws -> Void)
-    /// Runs on the pool reserved for blocking work (a backup); the last argument says
-    /// whether the client has gone (long work stops early then).
-    case blocking(@Sendable (HTTPRequest, Caller, _ isAbandoned: @escaping @Sendable () -> Bool) throws -> HTTPResponse)
-    /// A read that runs on the event loop when `isExpensive` says the request is cheap,
-    /// and otherwise on the small pool reserved for expensive reads (searches,
-    /// geographic lists), under that pool's larger ``ReadBudget``.
-    case read(isExpensive: @Sendable (HTTPRequest) -> Bool, @Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
-}
-
-/// The caller a request's admission check found from its head, handed to its handler.
-final class Admitted: Sendable {
-    let caller: Caller
-    init(caller: Caller) { self.caller = caller }
-}
-
-/// The largest request bodies, by what a route reads. Each fits the largest legal
-/// document with room to spare (every text at its byte limit, even written with `\u`
-/// escapes), so a client cannot make the server hold or parse more than a document can be.
-enum BodyLimits {
-    /// One resource, comment, user, key or entry (the default): 256 KiB.
-    static let document = 256 * 1024
-    /// A whole playlist order or an import: the server's body limit (`--max-body-size`).
-    static let unbounded = Int.max
-}
-
-/// The pool that serves every request that reads the database when reads wait on a
-/// network (PostgreSQL): no event loop ever waits for the database. Its threads each
-/// hold a read connection while they work; a full queue answers 503 at once.
-enum DatabaseWork {
-    static let threads = 16
-    static let pool = WorkPool(name: "database", threads: threads, queueLimit: 1024)
-}
-
-/// The pool where requests with large bodies are read and run (``BodyLimits``): half the
-/// cores, so the event loops always keep one, and a short queue (a full one answers 503).
-enum LargeBodies {
-    /// The largest body read on an event loop (a third of a millisecond to parse, at most).
-    static let onLoop = 32 * 1024
-    static let pool = WorkPool(name: "bodies", threads: max(1, ProcessInfo.processInfo.activeProcessorCount / 2), queueLimit: 64)
-}
-
-/// The pool for expensive reads: half the cores, so the event loops always keep a core,
-/// and a short queue (a full one answers 503 at once).
-enum ExpensiveReads {
-    static let threads = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
-    static let pool = WorkPool(name: "reads", threads: threads, queueLimit: 64)
-    /// The work one expensive read may do before it is interrupted.
-    static let allowance: Duration = .seconds(1)
-}
-
-/// The service's routes, each registered with who may call it (``Access``): the router
-/// authenticates the caller, spends from its rate budget and checks its role before the
-/// endpoint runs. Every route is listed in ``table``, which the role × route test walks.
+/// The service's routes, each registered with who may call it (``Access``). Every route
+/// is listed in ``table``, which the role × route test walks.
+///
+/// What a request passes, in this order (``add(_:_:_:rate:timeout:usesDatabase:maxBody:caching:replaysAnswers:_:)``
+/// composes it once per route):
+/// 1. **Admission, from the head** (on the event loop, before a body byte is buffered):
+///    the route's body limit (413), and a caller known without reading the database
+///    (anonymous, a remembered credential) checked against the route's role (401/403).
+/// 2. **Where it runs**: on the event loop; on ``DatabaseWork`` where reads wait on a
+///    network (PostgreSQL); a body over ``LargeBodies/onLoop`` on ``LargeBodies``.
+/// 3. **Authentication**: the admitted caller, or the credential looked up (on the pool
+///    when that reads the database).
+/// 4. **Rate budget** (``RateLimiter``): read, write or expensive; a refusal is answered
+///    where the request is, never queued behind work.
+/// 5. **Authorization**: the caller's role against the route's.
+/// 6. **Idempotency** (`POST`): a replay of the kept answer, or a claim the answer settles.
+/// 7. **The endpoint** (``Endpoint``): inline, a durable write, a wait, blocking work or a
+///    read (expensive ones on ``ExpensiveReads``).
+/// 8. **The answer** (``Delivery``): its caching (``Caching``), the rate fields, and for a
+///    claimed key the answer kept in the write's own transaction.
 struct Routes {
     private(set) var router = Router()
     /// Every route with its access, in registration order.
@@ -387,106 +343,5 @@ struct Routes {
             }
             return nil
         }
-    }
-}
-
-/// Where an endpoint's answer goes, with the fields every answer to the request carries
-/// (its rate limit), on success and failure alike, what finishes a successful answer (its
-/// caching, ``Caching``), and the claim on its `Idempotency-Key` that the answer settles,
-/// if any.
-struct Delivery: Sendable {
-    /// A claim on a key, with what settles it.
-    struct Claim: Sendable {
-        let idempotency: Idempotency
-        let claim: Idempotency.Claim
-        /// Whether the answer is kept for a retry to replay.
-        let keepsAnswer: Bool
-    }
-
-    let responder: Responder
-    let headers: [(name: String, value: String)]
-    /// Finishes an endpoint's answer: its caching fields, and a `304` in its place when
-    /// the request's `If-None-Match` lists its tag.
-    let finishing: Finishing
-    var claim: Claim?
-
-    init(responder: Responder, headers: [(name: String, value: String)], finishing: Finishing) {
-        self.responder = responder
-        self.headers = headers
-        self.finishing = finishing
-    }
-
-    /// `response` finished (``Finishing``).
-    func finish(_ response: consuming HTTPResponse) throws -> HTTPResponse {
-        try finishing.apply(consume response)
-    }
-
-    /// Sends `response`, which carries the fields already: once it is kept, when the
-    /// request holds a claim.
-    func deliver(_ response: HTTPResponse) {
-        guard let claim else { return responder.respond(response) }
-        claim.idempotency.settle(claim.claim, with: claim.keepsAnswer ? response : nil) { responder.respond(response) }
-    }
-
-    /// Sends what a later answer brought: the response finished with the fields added, or its
-    /// error. Made inside its write's transaction (``WriteContext/capture``), the answer is
-    /// only kept there for its `Idempotency-Key`, and sent once the write is durable.
-    func complete(_ result: Result<HTTPResponse, any Error>) {
-        if let transaction = WriteContext.capture {
-            if let claim, claim.keepsAnswer, case let .success(response) = result, let finished = try? finish(response) {
-                claim.idempotency.keep(claim.claim, finished.adding(headers), in: transaction)
-            }
-            return
-        }
-        switch result.flatMap({ response in Result { try finish(response) } }) {
-        case let .success(response): deliver(response.adding(headers))
-        case let .failure(error): fail(error)
-        }
-    }
-
-    /// Sends the answer `error` makes, with the fields.
-    func fail(_ error: any Error) {
-        release()
-        responder.fail(headers.isEmpty ? error : ErrorWithHeaders(error: error, headers: headers))
-    }
-
-    /// Gives up the claim without keeping an answer.
-    private func release() {
-        if let claim { claim.idempotency.settle(claim.claim, with: nil) {} }
-    }
-
-    /// What `body` returns, or its error carrying the fields (the claim given up).
-    func guarding<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch {
-            release()
-            throw headers.isEmpty ? error : ErrorWithHeaders(error: error, headers: headers)
-        }
-    }
-
-    /// The response `body` makes, finished, with the fields added, or its error carrying them.
-    func answering(_ body: () throws -> HTTPResponse) throws -> HTTPResponse {
-        try guarding { try finish(body()) }.adding(headers)
-    }
-
-    /// Runs `work` on `pool` and delivers its answer: 503 at once when the pool's queue is
-    /// full, nothing when the client has gone before its turn.
-    func run(on pool: WorkPool, _ work: @escaping @Sendable () throws -> HTTPResponse) {
-        let queued = pool.submit {
-            guard !responder.isAbandoned else { return release() }
-            do { deliver(try answering(work)) } catch { responder.fail(error) }
-        }
-        if !queued { fail(WorkPool.busy) }
-    }
-}
-
-extension HTTPResponse {
-    /// The response with `extra` fields appended (consumed: no copy of its fields and body).
-    consuming func adding(_ extra: [(name: String, value: String)]) -> HTTPResponse {
-        guard !extra.isEmpty else { return self }
-        var response = self
-        response.headers += extra
-        return response
     }
 }

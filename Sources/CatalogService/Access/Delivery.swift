@@ -1,0 +1,103 @@
+import CatalogStore
+import HTTPServer
+
+/// Where an endpoint's answer goes, with the fields every answer to the request carries
+/// (its rate limit), on success and failure alike, what finishes a successful answer (its
+/// caching, ``Caching``), and the claim on its `Idempotency-Key` that the answer settles,
+/// if any.
+struct Delivery: Sendable {
+    /// A claim on a key, with what settles it.
+    struct Claim: Sendable {
+        let idempotency: Idempotency
+        let claim: Idempotency.Claim
+        /// Whether the answer is kept for a retry to replay.
+        let keepsAnswer: Bool
+    }
+
+    let responder: Responder
+    let headers: [(name: String, value: String)]
+    /// Finishes an endpoint's answer: its caching fields, and a `304` in its place when
+    /// the request's `If-None-Match` lists its tag.
+    let finishing: Finishing
+    var claim: Claim?
+
+    init(responder: Responder, headers: [(name: String, value: String)], finishing: Finishing) {
+        self.responder = responder
+        self.headers = headers
+        self.finishing = finishing
+    }
+
+    /// `response` finished (``Finishing``).
+    func finish(_ response: consuming HTTPResponse) throws -> HTTPResponse {
+        try finishing.apply(consume response)
+    }
+
+    /// Sends `response`, which carries the fields already: once it is kept, when the
+    /// request holds a claim.
+    func deliver(_ response: HTTPResponse) {
+        guard let claim else { return responder.respond(response) }
+        claim.idempotency.settle(claim.claim, with: claim.keepsAnswer ? response : nil) { responder.respond(response) }
+    }
+
+    /// Sends what a later answer brought: the response finished with the fields added, or its
+    /// error. Made inside its write's transaction (``WriteContext/capture``), the answer is
+    /// only kept there for its `Idempotency-Key`, and sent once the write is durable.
+    func complete(_ result: Result<HTTPResponse, any Error>) {
+        if let transaction = WriteContext.capture {
+            if let claim, claim.keepsAnswer, case let .success(response) = result, let finished = try? finish(response) {
+                claim.idempotency.keep(claim.claim, finished.adding(headers), in: transaction)
+            }
+            return
+        }
+        switch result.flatMap({ response in Result { try finish(response) } }) {
+        case let .success(response): deliver(response.adding(headers))
+        case let .failure(error): fail(error)
+        }
+    }
+
+    /// Sends the answer `error` makes, with the fields.
+    func fail(_ error: any Error) {
+        release()
+        responder.fail(headers.isEmpty ? error : ErrorWithHeaders(error: error, headers: headers))
+    }
+
+    /// Gives up the claim without keeping an answer.
+    private func release() {
+        if let claim { claim.idempotency.settle(claim.claim, with: nil) {} }
+    }
+
+    /// What `body` returns, or its error carrying the fields (the claim given up).
+    func guarding<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            release()
+            throw headers.isEmpty ? error : ErrorWithHeaders(error: error, headers: headers)
+        }
+    }
+
+    /// The response `body` makes, finished, with the fields added, or its error carrying them.
+    func answering(_ body: () throws -> HTTPResponse) throws -> HTTPResponse {
+        try guarding { try finish(body()) }.adding(headers)
+    }
+
+    /// Runs `work` on `pool` and delivers its answer: 503 at once when the pool's queue is
+    /// full, nothing when the client has gone before its turn.
+    func run(on pool: WorkPool, _ work: @escaping @Sendable () throws -> HTTPResponse) {
+        let queued = pool.submit {
+            guard !responder.isAbandoned else { return release() }
+            do { deliver(try answering(work)) } catch { responder.fail(error) }
+        }
+        if !queued { fail(WorkPool.busy) }
+    }
+}
+
+extension HTTPResponse {
+    /// The response with `extra` fields appended (consumed: no copy of its fields and body).
+    consuming func adding(_ extra: [(name: String, value: String)]) -> HTTPResponse {
+        guard !extra.isEmpty else { return self }
+        var response = self
+        response.headers += extra
+        return response
+    }
+}

@@ -1,0 +1,27 @@
+import HTTPServer
+
+/// A route's work, given the request and its caller.
+enum Endpoint: Sendable {
+    /// Runs on the event loop: microseconds, never blocking (a read, a rendering).
+    case inline(@Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
+    /// Starts work that answers later through the completion (a durable write).
+    case later(@Sendable (HTTPRequest, Caller, @escaping Completion) throws -> Void)
+    /// As ``later``, for work that may wait long for its answer (a long-poll): it is told
+    /// whether the client has gone, so it can stop waiting. It reads nothing on the
+    /// calling thread (its reads run on a pool of its own), so once its caller is known it
+    /// starts where the request arrived.
+    case waiting(@Sendable (HTTPRequest, Caller, _ isAbandoned: @escaping @Sendable () -> Bool, @escaping Completion) throws -> Void)
+    /// Runs on the pool reserved for blocking work (a backup); the last argument says
+    /// whether the client has gone (long work stops early then).
+    case blocking(@Sendable (HTTPRequest, Caller, _ isAbandoned: @escaping @Sendable () -> Bool) throws -> HTTPResponse)
+    /// A read that runs on the event loop when `isExpensive` says the request is cheap,
+    /// and otherwise on the small pool reserved for expensive reads (searches,
+    /// geographic lists), under that pool's larger ``ReadBudget``.
+    case read(isExpensive: @Sendable (HTTPRequest) -> Bool, @Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
+}
+
+/// The caller a request's admission check found from its head, handed to its handler.
+final class Admitted: Sendable {
+    let caller: Caller
+    init(caller: Caller) { self.caller = caller }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import HTTPServer
+
+/// The largest request bodies, by what a route reads. Each fits the largest legal
+/// document with room to spare (every text at its byte limit, even written with `\u`
+/// escapes), so a client cannot make the server hold or parse more than a document can be.
+enum BodyLimits {
+    /// One resource, comment, user, key or entry (the default): 256 KiB.
+    static let document = 256 * 1024
+    /// A whole playlist order or an import: the server's body limit (`--max-body-size`).
+    static let unbounded = Int.max
+}
+
+/// The pool that serves every request that reads the database when reads wait on a
+/// network (PostgreSQL): no event loop ever waits for the database. Its threads each
+/// hold a read connection while they work; a full queue answers 503 at once.
+enum DatabaseWork {
+    static let threads = 16
+    static let pool = WorkPool(name: "database", threads: threads, queueLimit: 1024)
+}
+
+/// The pool where requests with large bodies are read and run (``BodyLimits``): half the
+/// cores, so the event loops always keep one, and a short queue (a full one answers 503).
+enum LargeBodies {
+    /// The largest body read on an event loop (a third of a millisecond to parse, at most).
+    static let onLoop = 32 * 1024
+    static let pool = WorkPool(name: "bodies", threads: max(1, ProcessInfo.processInfo.activeProcessorCount / 2), queueLimit: 64)
+}
+
+/// The pool for expensive reads: half the cores, so the event loops always keep a core,
+/// and a short queue (a full one answers 503 at once).
+enum ExpensiveReads {
+    static let threads = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
+    static let pool = WorkPool(name: "reads", threads: threads, queueLimit: 64)
+    /// The work one expensive read may do before it is interrupted.
+    static let allowance: Duration = .seconds(1)
+}
