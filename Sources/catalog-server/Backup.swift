@@ -12,11 +12,8 @@ struct Backup: ParsableCommand {
     @Option(help: "Where to put the copy (must not exist).")
     var to: String
 
-    @Option(help: "An admin API key [CATALOG_API_KEY].")
-    var apiKey: String?
-
-    @Option(help: "The server's backup folder [CATALOG_BACKUP_DIR, default: backups beside the database].")
-    var backupDir: String?
+    @Option(help: ServerSettings.apiKey.help) var apiKey: String?
+    @Option(help: ServerSettings.backupDir.help) var backupDir: String?
 
     @Flag(help: "Speak TLS (the default when CATALOG_TLS_CERTIFICATE is set); the certificate is not verified.")
     var tls = false
@@ -27,8 +24,8 @@ struct Backup: ParsableCommand {
         guard !FileManager.default.fileExists(atPath: to) else { Settings.fail("\(to) already exists") }
         let (port, tls) = try Settings.localServer(tls: tls)
         let (key, folder) = try Settings.resolving { settings throws(SettingError) -> (String?, String) in
-            let key = try settings.optionalText(apiKey, "CATALOG_API_KEY")
-            if let folder = try settings.optionalText(backupDir, "CATALOG_BACKUP_DIR") { return (key, folder) }
+            let key = try ServerSettings.apiKey.read(settings, apiKey)
+            if let folder = try ServerSettings.backupDir.read(settings, backupDir) { return (key, folder) }
             return (key, CatalogApplication.defaultBackupDirectory(databasePath: try storage.database(settings)))
         }
         guard let key else { Settings.fail("a backup needs an admin API key: --api-key or CATALOG_API_KEY") }

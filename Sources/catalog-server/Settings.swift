@@ -25,8 +25,9 @@ struct Settings {
     /// Whether it speaks TLS: `--tls`, or `CATALOG_TLS_CERTIFICATE` set as for the server.
     static func localServer(tls: Bool) throws -> (port: Int, tls: Bool) {
         try resolving { settings throws(SettingError) in
-            let port = try settings.integer(nil, "CATALOG_PORT", default: 8080, in: 1...65535)
-            let certificate = try settings.optionalText(nil, "CATALOG_TLS_CERTIFICATE")
+            // The server's port, but not 0: a client must name the port it calls.
+            let port = try settings.integer(nil, ServerSettings.port.variable, default: 8080, in: 1...65535)
+            let certificate = try ServerSettings.tlsCertificate.read(settings, nil)
             return (port, tls || certificate != nil)
         }
     }

@@ -138,6 +138,31 @@ import Glibc
         withExtendedLifetime(server) {}
     }
 
+    @Test func everyFlagsHelpNamesItsOwnVariableWithADefault() async throws {
+        let process = ChildProcess()
+        process.executableURL = Self.executable
+        process.arguments = ["--help"]
+        let output = Pipe()
+        process.standardOutput = output
+        try launch(process)
+        let help = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        // Each option's block: `--flag <value>` or `--flag`, then its help, up to the next option.
+        let blocks = help.components(separatedBy: "\n  --").dropFirst().map { "--" + $0.replacingOccurrences(of: "\n", with: " ") }
+        var named = 0
+        // Flags whose variable is not their name: a switch's opposite, a repeated flag's plural.
+        let renamed = ["--no-seed": "CATALOG_SEED", "--jwt-issuer": "CATALOG_JWT_ISSUERS", "--jwt-audience": "CATALOG_JWT_AUDIENCES"]
+        for block in blocks {
+            let flag = String(block.prefix { $0 != " " })
+            guard let open = block.range(of: "[CATALOG_") else { continue }
+            let variable = String(block[block.index(after: open.lowerBound)...].prefix { $0.isUppercase || $0 == "_" })
+            let expected = renamed[flag] ?? "CATALOG_" + flag.dropFirst(2).uppercased().replacingOccurrences(of: "-", with: "_")
+            #expect(variable == expected, "\(flag) says \(variable)")
+            named += 1
+        }
+        #expect(named >= 34, "every setting's flag names its variable (found \(named))")
+    }
+
     @Test func sigtermUnderWriteLoadLosesNoAcknowledgedWriteAndCheckpoints() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-drain-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
