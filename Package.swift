@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 let package = Package(
@@ -12,6 +12,13 @@ let package = Package(
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .executable(name: "catalog-server", targets: ["catalog-server"]),
         .executable(name: "catalog", targets: ["catalog"]),
+    ],
+    // `Server` (on by default) brings the server's dependencies. An app that adds only
+    // CatalogModels or CatalogClient can turn it off (`traits: []`): SwiftPM then neither
+    // resolves nor fetches swift-argument-parser, GRDB or swift-log for it.
+    traits: [
+        .trait(name: "Server", description: "The server, its command-line tools and their dependencies."),
+        .default(enabledTraits: ["Server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -57,8 +64,8 @@ let package = Package(
                 "CatalogIdentity",
                 "CatalogModels",
                 "CatalogSchema",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["Server"])),
+                .product(name: "GRDBSQLite", package: "GRDB.swift", condition: .when(traits: ["Server"])),
             ],
             plugins: ["EmbedFiles"]
         ),
@@ -66,7 +73,7 @@ let package = Package(
         // (openapi.yaml) is built in by the EmbedFiles plugin.
         .target(
             name: "CatalogService",
-            dependencies: ["CatalogIdentity", "CatalogModels", "CatalogSchema", "CatalogStore", "HTTPServer", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CatalogIdentity", "CatalogModels", "CatalogSchema", "CatalogStore", "HTTPServer", .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Server"]))],
             plugins: ["EmbedFiles"]
         ),
         // Carries Migrations/ and openapi.yaml into the binary at build time (nothing
@@ -84,14 +91,14 @@ let package = Package(
                 "CatalogStore",
                 "CLinux",
                 "HTTPServer",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["Server"])),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Server"])),
             ]
         ),
         // The command-line client, on the client library.
         .executableTarget(
             name: "catalog",
-            dependencies: ["CatalogClient", "CatalogModels", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["CatalogClient", "CatalogModels", .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: ["Server"]))]
         ),
         // What several test targets share: a seeded random generator, raw loopback sockets,
         // child processes, test certificates made with the openssl CLI and a TLS client.
@@ -103,14 +110,14 @@ let package = Package(
             name: "CatalogStoreTests",
             dependencies: [
                 "CatalogStore", "CatalogSchema", "CatalogModels", "CSQLite", "TestSupport",
-                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["Server"])), .product(name: "GRDBSQLite", package: "GRDB.swift", condition: .when(traits: ["Server"])),
             ]
         ),
         .testTarget(
             name: "CatalogServiceTests",
             dependencies: [
                 "CatalogService", "CatalogSchema", "CatalogStore", "CatalogModels", "CatalogClient", "CatalogIdentity", "HTTPServer", "TestSupport",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["Server"])),
             ]
         ),
     ],
