@@ -111,6 +111,8 @@ struct SwitchSetting: Sendable {
     /// On when the flag says so (`flagGiven`: its flag sets the opposite of the default),
     /// else as the variable says, else the default.
     func read(_ settings: Settings, flagGiven: Bool) throws(SettingError) -> Bool {
-        flagGiven ? !defaultValue : try settings.boolean(nil, variable, default: defaultValue)
+        // The variable is checked even when the flag decides: a bad value never goes unnoticed.
+        let fromVariable = try settings.boolean(nil, variable, default: defaultValue)
+        return flagGiven ? !defaultValue : fromVariable
     }
 }

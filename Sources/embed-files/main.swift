@@ -13,11 +13,13 @@ func fail(_ message: String) -> Never {
 
 /// `path`'s text as a raw string literal holding its exact bytes.
 func literal(_ path: String) -> String {
-    guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+    // Validated as it is: a decoder that drops a byte-order mark would not keep the exact bytes.
+    guard let data = FileManager.default.contents(atPath: path), let text = String(validating: data, as: UTF8.self) else {
         fail("\(path): cannot read it as UTF-8")
     }
-    guard !text.contains("\"\"\"#"), !text.contains("\\#"), !text.contains("\r"), text.hasSuffix("\n") else {
-        fail("\(path): cannot be embedded as a raw string literal as it is (no \"\"\"#, \\#, carriage returns; a final line break)")
+    let controls = text.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\n" && $0 != "\t") || $0.value == 0x7F || $0 == "\u{FEFF}" }
+    guard !text.contains("\"\"\"#"), !text.contains("\\#"), !controls, text.hasSuffix("\n") else {
+        fail("\(path): cannot be embedded as a raw string literal as it is (no \"\"\"#, \\#, control characters but tabs and line breaks, byte-order marks; a final line break)")
     }
     // The line break before the closing delimiter is not part of the string.
     return "#\"\"\"\n" + text + "\n\"\"\"#"

@@ -37,6 +37,19 @@ import Testing
         #expect(run.finished.wait(timeout: .now() + 10) == .success)
     }
 
+    @Test func aLineMayHaveAShareOfItsOwn() {
+        let pool = FairWorkPool(name: "fair-share", threads: 1, queueLimit: 16, perCaller: 1)
+        let run = Run()
+        #expect(pool.submit(for: "A") { run.started.signal(); run.gate.wait(); run.finished.signal() })
+        #expect(run.started.wait(timeout: .now() + 10) == .success)
+        #expect(!pool.submit(for: "A", run.job("A1")), "A holds its one")
+        #expect(pool.submit(for: "opens A", share: 2, run.job("O1")) && pool.submit(for: "opens A", share: 2, run.job("O2")))
+        #expect(!pool.submit(for: "opens A", share: 2, run.job("O3")), "the line's own share of two")
+        run.gate.signal()
+        for _ in 0..<3 { #expect(run.finished.wait(timeout: .now() + 10) == .success) }
+        #expect(run.order.withLock { $0 } == ["O1", "O2"])
+    }
+
     @Test func theWholeQueueIsBounded() {
         let pool = FairWorkPool(name: "fair-bound", threads: 1, queueLimit: 2, perCaller: 8)
         let run = Run()

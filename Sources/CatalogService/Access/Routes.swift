@@ -36,12 +36,12 @@ struct Routes {
     let idempotency: Idempotency
     /// Where requests that touch the database run when reads must stay off the event
     /// loops (PostgreSQL); `nil` when they may run there (SQLite).
-    let databaseWork: WorkPool?
+    let databaseWork: FairWorkPool?
 
     /// The `max-age` of shared answers (`--public-max-age`); `nil`: `no-cache`.
     let publicMaxAge: Int?
 
-    init(authenticator: Authenticator, readsNeedCredential: Bool, limiter: RateLimiter?, idempotency: Idempotency, databaseWork: WorkPool? = nil,
+    init(authenticator: Authenticator, readsNeedCredential: Bool, limiter: RateLimiter?, idempotency: Idempotency, databaseWork: FairWorkPool? = nil,
          publicMaxAge: Int? = nil) {
         self.databaseWork = databaseWork
         self.publicMaxAge = publicMaxAge
@@ -64,6 +64,9 @@ struct Routes {
                       usesDatabase: Bool = true, maxBody: Int = BodyLimits.document, caching: Caching? = nil, replaysAnswers: Bool = true,
                       _ endpoint: Endpoint) {
         table.append((method, pattern, access))
+        // A waiting endpoint starts where the request arrives: it must have no claim on an
+        // `Idempotency-Key` to settle first (a database read).
+        if case .waiting = endpoint { precondition(method == .GET, "a waiting endpoint is a GET: \(pattern)") }
         let keys = method == .POST ? (idempotency, replays: replaysAnswers) : nil
         var caching = caching ?? .default(method, access)
         // Where reads need a credential, no read is the same for everyone who may see it.
@@ -122,21 +125,22 @@ struct Routes {
 
     /// `body`, run on `pool`, for the requests `when` selects (all by default); the others
     /// run where they are.
-    private static func offLoop(_ body: @escaping HandlerBody, on pool: WorkPool,
+    private static func offLoop(_ body: @escaping HandlerBody, on pool: FairWorkPool,
                                 when selects: (@Sendable (HTTPRequest) -> Bool)? = nil) -> HandlerBody {
         { request, responder in
             if let selects, !selects(request) { return try body(request, responder) }
-            guard submit(on: pool, for: responder, { try body(request, responder) }) else { throw WorkPool.busy }
+            guard submit(request, on: pool, for: responder, { try body(request, responder) }) else { throw WorkPool.busy }
             return nil
         }
     }
 
-    /// Queues `work` on `pool`: what it returns answers `responder`'s request (`nil`: it
-    /// answers later), and so does its error; it is dropped unrun when the client has gone
-    /// before its turn.
-    /// - Returns: false when the pool's queue is full.
-    private static func submit(on pool: WorkPool, for responder: Responder, _ work: @escaping @Sendable () throws -> HTTPResponse?) -> Bool {
-        pool.submit {
+    /// Queues `work` on `pool`, in the line of `request`'s client address: what it returns
+    /// answers `responder`'s request (`nil`: it answers later), and so does its error; it is
+    /// dropped unrun when the client has gone before its turn.
+    /// - Returns: false when the pool's queue, or the address's share of it, is full.
+    private static func submit(_ request: HTTPRequest, on pool: FairWorkPool, for responder: Responder,
+                               _ work: @escaping @Sendable () throws -> HTTPResponse?) -> Bool {
+        pool.submit(for: RateLimiter.partition(.anonymous, request)) {
             guard !responder.isAbandoned else { return }
             do {
                 if let response = try work() { responder.respond(response) }
@@ -163,11 +167,11 @@ struct Routes {
     /// for the pool, and only the rest runs there; finding out who an unknown credential
     /// belongs to runs there too.
     private func handler(_ access: Access, _ fixedRate: RateClass?, _ idempotency: (Idempotency, replays: Bool)?, _ caching: Caching,
-                         pool: WorkPool?, _ endpoint: Endpoint) -> HandlerBody {
+                         pool: FairWorkPool?, _ endpoint: Endpoint) -> HandlerBody {
         let serving = Serving(endpoint: endpoint, minimum: minimum(access), idempotency: idempotency, caching: caching, maxAge: publicMaxAge,
                               limiter: limiter, authenticator: authenticator)
         // A waiting endpoint queues its own reads: it needs the pool for authentication only.
-        let endpointPool: WorkPool? = if case .waiting = endpoint { nil } else { pool }
+        let endpointPool: FairWorkPool? = if case .waiting = endpoint { nil } else { pool }
         return { request, responder in
             // Decided once: what it costs sets both the budget it spends and where it runs.
             let expensive = Self.isExpensive(request, endpoint)
@@ -184,7 +188,7 @@ struct Routes {
                 throw ErrorWithHeaders(error: error, headers: try Self.spend(serving.limiter, rate, .anonymous, request))
             }
             if let known { return try serving.proceed(request, responder, known, rate, expensive, on: endpointPool) }
-            guard Self.submit(on: pool, for: responder, { try serving.authenticating(request, responder, rate, expensive) }) else {
+            guard Self.submit(request, on: pool, for: responder, { try serving.authenticating(request, responder, rate, expensive) }) else {
                 throw WorkPool.busy
             }
             return nil
@@ -246,12 +250,12 @@ struct Routes {
 
         /// Spends `caller`'s budget and serves the request; on `pool`, when given.
         func proceed(_ request: HTTPRequest, _ responder: Responder, _ caller: Caller, _ rate: RateClass, _ expensive: Bool,
-                     on pool: WorkPool?) throws -> HTTPResponse? {
+                     on pool: FairWorkPool?) throws -> HTTPResponse? {
             let delivery = Delivery(responder: responder, headers: try Routes.spend(limiter, rate, caller, request),
                                     finishing: caching.finishing(request, caller, maxAge: maxAge))
             guard let pool else { return try Routes.serve(endpoint, request, caller, minimum, delivery, idempotency, expensive: expensive) }
             try delivery.guarding {
-                let queued = Routes.submit(on: pool, for: responder) {
+                let queued = Routes.submit(request, on: pool, for: responder) {
                     try Routes.serve(self.endpoint, request, caller, self.minimum, delivery, self.idempotency, expensive: expensive)
                 }
                 guard queued else { throw WorkPool.busy }

@@ -28,6 +28,9 @@ struct ChangeFeed: Sendable {
     /// Reads of pages of more than ``fullPage`` changes: one thread, so the event loops and
     /// the small reads always keep the rest of the machine.
     static let largePages = FairWorkPool(name: "changes-large", threads: 1, queueLimit: 256, perCaller: 4)
+    /// How many stream opens one caller may have queued or running: the connections one
+    /// address may hold by default (each open needs one).
+    static let streamOpenShare = 128
     /// A page of at least this many changes (or one with more after it) is a full page,
     /// billed as an expensive read.
     static let fullPage = 100
@@ -84,20 +87,23 @@ struct ChangeFeed: Sendable {
             let check = limiter.check(.expensive, partition: partition)
             guard check.allowed else { throw ErrorWithHeaders(error: APIError.tooManyRequests(.expensive), headers: check.headers) }
         }
-        // Opening a stream reads no page: its opens take turns in a line of their own, and
-        // streams are bounded by the hub's capacity and the stream budget instead.
-        let line = query.streaming ? "stream " + partition : partition
-        let queued = Self.pool(for: query).submit(for: line, shared: !query.streaming) {
+        // Opening a stream reads no page: its opens take turns in a line of their own, with a
+        // share as large as the connections one address may hold (each open needs one).
+        let opensStream = query.streaming && request.method == .GET
+        let queued = Self.pool(for: query).submit(for: opensStream ? "stream " + partition : partition,
+                                                  share: opensStream ? Self.streamOpenShare : nil) {
+            // A client gone before its turn is owed nothing.
+            guard !isAbandoned() else { return done(.failure(WorkPool.busy)) }
             ReadBudget.allow(Self.allowance)
             do {
                 let after = try start(query.token)
-                if query.streaming, request.method == .HEAD {
+                if query.streaming, !opensStream {
                     // The fields a stream opens with, and no stream: nothing would read it.
                     var response = Self.answer(Self.streamFields)
                     response.stream = ResponseStream(limit: 0)
                     done(.success(response))
                 } else if query.streaming {
-                    // A client gone already would hold a stream no connection takes.
+                    // A client gone meanwhile would hold a stream no connection takes.
                     guard !isAbandoned() else { return done(.failure(WorkPool.busy)) }
                     done(.success(try stream(after: after, query, viewer)))
                 } else {

@@ -33,15 +33,15 @@ public final class FairWorkPool: @unchecked Sendable {
     }
 
     /// Queues `job` in `caller`'s line.
-    /// - Parameter shared: false for jobs bounded elsewhere, which take turns like the
-    ///   others but are not held to the caller's share.
+    /// - Parameter share: the most jobs of this line queued or running, for a line whose
+    ///   jobs are cheaper than the pool's others; ``perCaller`` when `nil`.
     /// - Returns: false, without queueing it, when `caller` holds its share or the queue is full.
     @discardableResult
-    public func submit(for caller: String, shared: Bool = true, _ job: @escaping @Sendable () -> Void) -> Bool {
+    public func submit(for caller: String, share: Int? = nil, _ job: @escaping @Sendable () -> Void) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         let holding = held[caller, default: 0]
-        guard !shared || holding < perCaller, queued < queueLimit else { return false }
+        guard holding < share ?? perCaller, queued < queueLimit else { return false }
         held[caller] = holding + 1
         if lines[caller] == nil { turns.append(caller) }
         lines[caller, default: []].append(job)
