@@ -137,22 +137,24 @@ import Testing
                 #expect((rule.violation(control) == nil) == Self.matches(pattern, control), "\(name).\(field.name) and U+0001")
                 checked += 1
             case let .number(rule):
-                let minimum = try #require((property["minimum"] as? NSNumber)?.doubleValue, "\(name).\(field.name) minimum")
-                let maximum = try #require((property["maximum"] as? NSNumber)?.doubleValue, "\(name).\(field.name) maximum")
-                #expect(rule.violation(minimum) == nil && rule.violation(maximum) == nil, "\(name).\(field.name) at its bounds")
-                #expect(rule.violation(minimum - 1) != nil && rule.violation(maximum + 1) != nil, "\(name).\(field.name) past its bounds")
+                try Self.expectBounds(property, "\(name).\(field.name)") { rule.violation($0) != nil }
                 checked += 1
             case let .integer(rule):
-                let minimum = try #require((property["minimum"] as? NSNumber)?.intValue, "\(name).\(field.name) minimum")
-                let maximum = try #require((property["maximum"] as? NSNumber)?.intValue, "\(name).\(field.name) maximum")
-                #expect(rule.violation(minimum) == nil && rule.violation(maximum) == nil, "\(name).\(field.name) at its bounds")
-                #expect(rule.violation(minimum - 1) != nil && rule.violation(maximum + 1) != nil, "\(name).\(field.name) past its bounds")
+                try Self.expectBounds(property, "\(name).\(field.name)") { rule.violation(Int($0)) != nil }
                 checked += 1
             default:
                 continue
             }
         }
         #expect(checked > 0 || name == "APIKey" || name == "Comment" || name == "Playlist", "\(name): nothing was compared")
+    }
+
+    /// Expects the rule (`breaks`) to keep the contract's `minimum` and `maximum` exactly.
+    static func expectBounds(_ property: [String: Any], _ label: String, _ breaks: (Double) -> Bool) throws {
+        let minimum = try #require((property["minimum"] as? NSNumber)?.doubleValue, "\(label) minimum")
+        let maximum = try #require((property["maximum"] as? NSNumber)?.doubleValue, "\(label) maximum")
+        #expect(!breaks(minimum) && !breaks(maximum), "\(label) at its bounds")
+        #expect(breaks(minimum - 1) && breaks(maximum + 1), "\(label) past its bounds")
     }
 
     /// Whether `text` matches the contract's `pattern` (ECMA-262, as JSON Schema says; the
