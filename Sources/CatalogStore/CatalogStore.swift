@@ -91,10 +91,7 @@ public final class CatalogStore: Sendable {
         items = ResourceStore(.playableItem, database: database, relations: Relations(willDelete: { try PlaylistEntryStore.removeItem($0, itemID: $1) }))
         games = ResourceStore(.game, database: database)
         locations = ResourceStore(.location, database: database)
-        playlists = ResourceStore(.playlist, database: database, relations: Relations(filter: { scope in
-            guard case .playlistsContaining = scope else { return nil }
-            return "t.pk IN (SELECT e.playlist_pk FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk WHERE i.id = ?)"
-        }, importing: ImportRules(applyNested: { db, record, pk, pointer in
+        playlists = ResourceStore(.playlist, database: database, relations: Relations(importing: ImportRules(applyNested: { db, record, pk, pointer in
             try PlaylistEntryStore.importEntries(db, record, playlistPK: pk, pointer: pointer)
         })))
         entries = PlaylistEntryStore(database: database, playlists: playlists, items: items)

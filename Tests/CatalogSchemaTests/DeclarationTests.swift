@@ -106,4 +106,22 @@ import Testing
         }
         #expect(offenders.isEmpty, "\(offenders)")
     }
+
+    @Test func everyScopeAListTakesIsDeclaredOnTheResourceItLists() {
+        let id = CatalogID()
+        let resources = ResourceSchema.all + [.user, .apiKey]
+        for schema in resources {
+            for (name, scope) in schema.filters {
+                #expect(schema.scopes.contains(scope(id).kind), "\(schema.type): ?\(name)= lists within a scope it does not declare")
+            }
+        }
+        #expect(ResourceSchema.comment.scopes == [.commentsOn, .repliesTo])
+        #expect(ResourceSchema.apiKey.scopes == [.keysOf])
+        // Each kind lists one resource.
+        let kinds = resources.flatMap(\.scopes)
+        #expect(Set(kinds.map(\.name)).count == kinds.count)
+        // A role bound adds the roles up to it, by the model's names only.
+        #expect(ListScope.keysOf(user: id, upTo: .editor).filter == "t.user_id = ? AND t.role IN ('member', 'editor')")
+        #expect(ListScope.commentsOn(item: id).parent?.table == "playable_items")
+    }
 }

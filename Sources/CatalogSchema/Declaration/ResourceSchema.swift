@@ -24,6 +24,9 @@ package final class ResourceSchema: Sendable {
     package let includes: [String]
     /// List parameters that list within a related resource: name → the scope for its id.
     package let filters: [String: @Sendable (CatalogID) -> ListScope]
+    /// The lists within a related resource that list this resource (``ScopeKind``): a
+    /// list scoped any other way is refused.
+    package let scopes: [ScopeKind]
     /// Who owns each resource and whom it is hidden from, for resources users own.
     package let ownership: Ownership?
     /// A boolean column that, when true, makes the resource uneditable (409), with why.
@@ -39,7 +42,7 @@ package final class ResourceSchema: Sendable {
     package let importRecord: DocumentShape
 
     package init(type: String, noun: String, path: String, table: String, fields: [SchemaField], searchTable: String? = nil, geographic: Bool = false,
-                 cachesRenderings: Bool = false, includes: [String] = [], filters: [String: @Sendable (CatalogID) -> ListScope] = [:],
+                 cachesRenderings: Bool = false, includes: [String] = [], filters: [String: @Sendable (CatalogID) -> ListScope] = [:], scopes: [ScopeKind] = [],
                  ownership: Ownership? = nil, frozen: (column: String, detail: String)? = nil, recordRules: @escaping @Sendable (FieldValues) -> [FieldError] = { _ in [] }) {
         self.type = type
         self.noun = noun
@@ -52,6 +55,7 @@ package final class ResourceSchema: Sendable {
         self.cachesRenderings = cachesRenderings
         self.includes = includes
         self.filters = filters
+        self.scopes = scopes
         self.ownership = ownership
         self.frozen = frozen
         self.recordRules = recordRules
@@ -122,16 +126,4 @@ package struct Ownership: Sendable {
         self.hiddenWhen = hiddenWhen
         self.quota = quota
     }
-}
-
-/// The lists that lie within one related resource.
-public enum ListScope: Sendable, Hashable {
-    /// The top-level comments on a playable item.
-    case commentsOn(item: CatalogID)
-    /// The replies to a comment.
-    case repliesTo(comment: CatalogID)
-    /// The playlists holding a playable item.
-    case playlistsContaining(item: CatalogID)
-    /// The API keys of a user whose role is at most `upTo`.
-    case keysOf(user: CatalogID, upTo: Role)
 }

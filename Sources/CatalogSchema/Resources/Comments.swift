@@ -21,6 +21,7 @@ extension ResourceSchema {
             // Counted again by every import; the record's count is checked by the rules below.
             .server("replyCount", .column("reply_count"), .integer(FieldRule { _ in nil }), import: .insertOnly),
         ],
+        scopes: [.commentsOn, .repliesTo],
         ownership: Ownership(owner: "author_id"),
         frozen: (column: "deleted", detail: "The comment was deleted and cannot be edited."),
         recordRules: { record in
@@ -43,4 +44,12 @@ extension ResourceSchema {
     /// The columns that record a comment's writer: the user, the name shown (theirs when
     /// writing, kept up to date), and whether their account is gone.
     package static let commentWriter = (user: "author_id", name: "author", gone: "author_deleted")
+}
+
+extension ScopeKind {
+    /// The top-level comments on a playable item (which must exist).
+    public static let commentsOn = ScopeKind(name: "commentsOn", filter: "t.playable_item_id = ? AND t.parent_id IS NULL",
+                                             parentTable: "playable_items")
+    /// The replies to a comment (which must exist).
+    public static let repliesTo = ScopeKind(name: "repliesTo", filter: "t.parent_id = ?", parentTable: "comments")
 }

@@ -16,7 +16,7 @@ extension ResourceSchema {
             .server("entries", .none, .documents(PlaylistEntrySchema.record, maxCount: PlaylistOrder.legacyMaxEntries), import: .nested),
         ],
         searchTable: "playlists_fts", includes: ["entries"],
-        filters: ["playableItemId": { .playlistsContaining(item: $0) }],
+        filters: ["playableItemId": { .playlistsContaining(item: $0) }], scopes: [.playlistsContaining],
         ownership: Ownership(owner: "owner_id", hiddenWhen: (column: "visibility", value: Visibility.private.rawValue),
                              quota: PlaylistInput.maxPerUser),
         recordRules: { record in
@@ -65,4 +65,11 @@ package enum PlaylistEntrySchema {
         SchemaField("playableItemId", .none, .id(references: .playableItems)),
         SchemaField("addedAt", .column("created_at"), .timestamp),
     ])
+}
+
+extension ScopeKind {
+    /// The playlists holding a playable item.
+    public static let playlistsContaining = ScopeKind(
+        name: "playlistsContaining",
+        filter: "t.pk IN (SELECT e.playlist_pk FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk WHERE i.id = ?)")
 }

@@ -27,5 +27,11 @@ extension ResourceSchema {
             .server("prefix", .column("prefix"), .text(.text(length: 1...64))),
             SchemaField("expiresAt", .column("expires_at"), .timestamp, access: .createOnly, required: false, nullable: true),
             .server("lastUsedAt", .column("last_used_at"), .timestamp),
-        ])
+        ],
+        scopes: [.keysOf])
+}
+
+extension ScopeKind {
+    /// A user's API keys, up to a role.
+    public static let keysOf = ScopeKind(name: "keysOf", filter: "t.user_id = ?", boundedByRole: true)
 }

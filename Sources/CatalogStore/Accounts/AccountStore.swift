@@ -41,12 +41,7 @@ public final class AccountStore: Sendable {
                 WHERE \(writer.user) = ? AND \(writer.name) != (SELECT display_name FROM users WHERE id = ?)
                 """, [id.rawValue, Timestamp.milliseconds(Date()), id.rawValue, id.rawValue])
         }))
-        keys = ResourceStore(.apiKey, database: database, relations: Relations(filter: { scope in
-            guard case let .keysOf(_, highest) = scope else { return nil }
-            // The roles are the model's own names, never a caller's text.
-            let roles = Role.allCases.filter { $0 <= highest }.map { "'\($0.rawValue)'" }.joined(separator: ", ")
-            return "t.user_id = ? AND t.role IN (\(roles))"
-        }))
+        keys = ResourceStore(.apiKey, database: database)
         let creation = ResourceSchema.apiKey.creationColumns
         keyCreationMembers = creation.map(\.index)
         let columns = ["id"] + creation.map(\.column) + ["created_at", "updated_at", "version", "prefix", "secret_hash"]

@@ -12,13 +12,7 @@ public final class CommentStore: Sendable {
     private let creationMembers: [Int]
 
     init(database: any SQLDatabase) {
-        resources = ResourceStore(.comment, database: database, relations: Relations(filter: { scope in
-            switch scope {
-            case .commentsOn: "t.playable_item_id = ? AND t.parent_id IS NULL"
-            case .repliesTo: "t.parent_id = ?"
-            case .playlistsContaining, .keysOf: nil
-            }
-        }, importing: ImportRules(checkNew: { db, record, pointer in
+        resources = ResourceStore(.comment, database: database, relations: Relations(importing: ImportRules(checkNew: { db, record, pointer in
             guard let itemID = record[column: "playable_item_id"]?.text, let parentID = record[column: "parent_id"]?.text,
                   let field = record.field(column: "parent_id") else { return }
             let parent = try db.fetchRow("SELECT playable_item_id, parent_id FROM comments WHERE id = ?", [parentID])

@@ -145,23 +145,3 @@ public enum SearchQuery {
         return words.prefix(maxWords).map { $0.count > 1 ? "\($0.lowercased()):*" : $0.lowercased() }.joined(separator: " & ")
     }
 }
-
-extension ListScope {
-    /// The resource that must exist for the list to exist (404 otherwise), if any.
-    var parent: (table: String, id: CatalogID)? {
-        switch self {
-        case let .commentsOn(item): ("playable_items", item)
-        case let .repliesTo(comment): ("comments", comment)
-        case .playlistsContaining, .keysOf: nil
-        }
-    }
-
-    /// The id the scope lists within.
-    var id: CatalogID {
-        switch self {
-        case let .commentsOn(item), let .playlistsContaining(item): item
-        case let .repliesTo(comment): comment
-        case let .keysOf(user, _): user
-        }
-    }
-}

@@ -170,8 +170,8 @@ extension ResourceStore {
         // The filters and arguments from here on are the list's own, beside its search's.
         let (searchFilters, searchArguments) = (filters.count, arguments.count)
         if let scope = request.scope {
-            guard let filter = relations.filter(scope) else { throw .invalidCursor("This list cannot be scoped that way.") }
-            filters.append(filter)
+            guard schema.scopes.contains(scope.kind) else { throw .invalidCursor("This list cannot be scoped that way.") }
+            filters.append(scope.filter)
             arguments.append(scope.id.rawValue)
         }
         if case let .user(user) = request.viewer, let visibleFilter, let hidden = schema.ownership?.hiddenWhen {

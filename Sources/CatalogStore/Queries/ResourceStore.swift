@@ -34,13 +34,9 @@ public struct Embedding: Sendable {
     }
 }
 
-/// What a resource's table does beyond its declaration: the lists within a related
-/// resource it offers, and what deleting one of its rows changes besides the row and
-/// its foreign-key cascades.
+/// What a resource's table does beyond its declaration: what deleting one of its rows, an
+/// edit or an import changes besides the row and its foreign-key cascades.
 struct Relations: Sendable {
-    /// The filter (SQL over the table aliased `t`, with one `?` for the scope's id) of
-    /// the lists within `scope`; `nil` when the scope does not apply.
-    var filter: @Sendable (ListScope) -> String? = { _ in nil }
     /// Runs before the row of `id` is deleted, in the same transaction.
     var willDelete: (@Sendable (any SQLConnection, CatalogID) throws -> Void)?
     /// What an import of the resource does beyond the generic upsert.
@@ -49,9 +45,6 @@ struct Relations: Sendable {
     var didUpdate: (@Sendable (any SQLConnection, CatalogID) throws -> Void)?
 }
 
-/// The operations every resource supports, derived from its declaration
-/// (``ResourceSchema``): reads rendered straight from the statement, keyset lists,
-/// and durable writes of the values its body reader produced. `Model` and `Input` are
 /// A store made from a declaration (``ResourceStore``), as the catalog's registries see it
 /// whatever its model: the change log renders each declared resource through one.
 protocol DeclaredStore: Sendable {
@@ -61,6 +54,9 @@ protocol DeclaredStore: Sendable {
     func render(_ db: any SQLConnection, ids: [CatalogID]) throws -> [CatalogID: RenderedResource]
 }
 
+/// The operations every resource supports, derived from its declaration
+/// (``ResourceSchema``): reads rendered straight from the statement, keyset lists,
+/// and durable writes of the values its body reader produced. `Model` and `Input` are
 /// the resource's wire types, for callers that want typed values.
 public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: Encodable & Sendable>: Sendable {
     /// The resource's declaration.
