@@ -123,5 +123,8 @@ import Testing
         // A role bound adds the roles up to it, by the model's names only.
         #expect(ListScope.keysOf(user: id, upTo: .editor).filter == "t.user_id = ? AND t.role IN ('member', 'editor')")
         #expect(ListScope.commentsOn(item: id).parent?.table == "playable_items")
+        #expect(ListScope(.keysOf, id).filter == "t.user_id = ? AND FALSE", "a role bound left out keeps nothing")
+        let impostor = ScopeKind(name: "keysOf", filter: "t.user_id = ?")
+        #expect(!ResourceSchema.apiKey.scopes.contains(impostor), "a kind is its declared instance, not its name")
     }
 }

@@ -21,9 +21,10 @@ public final class ScopeKind: Sendable, Hashable {
         self.boundedByRole = boundedByRole
     }
 
-    /// Kinds are one each, by name. (A class: a list request carries one reference.)
-    public static func == (lhs: ScopeKind, rhs: ScopeKind) -> Bool { lhs.name == rhs.name }
-    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+    /// A kind is its declared instance: another with the same name and other SQL is
+    /// another kind, which no declaration names. (A class: a list request carries one reference.)
+    public static func == (lhs: ScopeKind, rhs: ScopeKind) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
 /// One list within one related resource: its kind and the related resource's id.
@@ -34,7 +35,7 @@ public struct ListScope: Sendable, Hashable, CustomStringConvertible {
     /// The highest role a row may have, for a kind bounded by role.
     public let upTo: Role?
 
-    public init(_ kind: ScopeKind, _ id: CatalogID, upTo: Role? = nil) {
+    package init(_ kind: ScopeKind, _ id: CatalogID, upTo: Role? = nil) {
         self.kind = kind
         self.id = id
         self.upTo = upTo
@@ -43,7 +44,9 @@ public struct ListScope: Sendable, Hashable, CustomStringConvertible {
     /// What keeps a row of `t`, its one `?` bound to ``id``. The roles are the model's own
     /// names, never a caller's text.
     package var filter: String {
-        guard kind.boundedByRole, let upTo else { return kind.filter }
+        guard kind.boundedByRole else { return kind.filter }
+        // A bound left out keeps nothing, never everything.
+        guard let upTo else { return kind.filter + " AND FALSE" }
         let roles = Role.allCases.filter { $0 <= upTo }.map { "'\($0.rawValue)'" }.joined(separator: ", ")
         return kind.filter + " AND t.role IN (\(roles))"
     }
