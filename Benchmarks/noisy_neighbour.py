@@ -33,11 +33,13 @@ import subprocess
 import sys
 import threading
 import time
+import types
 import http.client
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from noisy.common import *  # noqa: E402,F401,F403 (settings, request helpers, the victim)
 from noisy.attacker import attacker_main  # noqa: E402
+from noisy.patterns import SETUPS  # noqa: E402
 
 
 # ---------------------------------------------------------------------------------------
@@ -118,132 +120,6 @@ def server_version(port, key):
     return {}
 
 
-def setup_big_comments(port, key, item):
-    """Posts 100 comments with the largest body the server takes; returns a note."""
-    budget = (1 << 20) - len(b'{"body":"a"}') - 16
-    candidates = [("a" + "\u0301" * (budget // 2), "'a' + {} combining acutes"),
-                  ("a" + "\u0301" * (budget // 4), "'a' + {} combining acutes"),
-                  ("a" * 5000, "5000 plain letters")]
-    body = label = None
-    for text, description in candidates:
-        status, answer = setup_call(port, "POST", f"/v1/playable-items/{item}/comments", key, {"body": text}, 60)
-        if status == 201:
-            body, label = text, description.format(len(text) - 1)
-            break
-    if body is None:
-        return f"no comment accepted (last: {status} {answer[:120]!r})", 0
-    payload = json.dumps({"body": body}, ensure_ascii=False).encode()
-    created, refused = 1, {}
-    lock = threading.Lock()
-
-    def post(_):
-        nonlocal created
-        try:
-            status, _ = setup_call(port, "POST", f"/v1/playable-items/{item}/comments", key, payload, 60)
-        except Exception as error:  # noqa: BLE001
-            status = failure_name(error)
-        with lock:
-            if status == 201:
-                created += 1
-            else:
-                refused[str(status)] = refused.get(str(status), 0) + 1
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(4) as pool:
-        list(pool.map(post, range(99)))
-    note = f"{created} comments of {len(payload) / 1048576:.2f} MiB ({label})"
-    if refused:
-        note += ", refused " + " ".join(f"{k}×{v}" for k, v in refused.items())
-    return note, created
-
-
-def setup_playlist(port, key, title, items):
-    """A playlist of `items`, owned by the holder of `key`: its id."""
-    status, answer = setup_call(port, "POST", "/v1/playlists", key, {"title": title})
-    if status != 201:
-        raise RuntimeError(f"POST /v1/playlists: {status} {answer[:200]!r}")
-    playlist = json.loads(answer)["id"]
-    status, answer = setup_call(port, "PUT", f"/v1/playlists/{playlist}/entries", key,
-                                {"playableItemIds": items}, 60)
-    if status != 200:
-        raise RuntimeError(f"PUT /v1/playlists/{playlist}/entries: {status} {answer[:200]!r}")
-    return playlist
-
-
-def setup_writer(port, key, items):
-    return [setup_playlist(port, key, f"Noisy writer {index}", items) for index in range(ATTACKERS)]
-
-
-def setup_users(port, key, role, count, name):
-    """`count` users of `role`, each with an API key of that role, made through the API with
-    the admin key: their keys' secrets."""
-    secrets = []
-    for index in range(count):
-        status, answer = setup_call(port, "POST", "/v1/users", key, {"displayName": f"{name} {index}", "role": role})
-        if status != 201:
-            raise RuntimeError(f"POST /v1/users: {status} {answer[:200]!r}")
-        user = json.loads(answer)["id"]
-        status, answer = setup_call(port, "POST", "/v1/api-keys", key,
-                                    {"name": f"{name} {index}", "userId": user, "role": role})
-        if status != 201:
-            raise RuntimeError(f"POST /v1/api-keys: {status} {answer[:200]!r}")
-        secrets.append(json.loads(answer)["secret"])
-    return secrets
-
-
-def setup_moves(port, key, items):
-    """Per attacker: an editor of its own and its playlist of `items`: (keys, playlists,
-    the first entry of each)."""
-    keys = setup_users(port, key, "editor", ATTACKERS, "Noisy mover")
-    playlists, entries = [], []
-    for index, secret in enumerate(keys):
-        playlist = setup_playlist(port, secret, f"Noisy moves {index}", items)
-        status, answer = setup_call(port, "GET", f"/v1/playlists/{playlist}/entries?limit=1", secret)
-        if status != 200:
-            raise RuntimeError(f"GET /v1/playlists/{playlist}/entries: {status} {answer[:200]!r}")
-        playlists.append(playlist)
-        entries.append(json.loads(answer)["items"][0]["entryId"])
-    return keys, playlists, entries
-
-
-def unknown_members_body(limit=BODY_LIMIT):
-    """A JSON object of as many distinct unknown members ("0":0, "1":0, … named in base 36)
-    as fit in `limit` bytes: (text, members)."""
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    parts, size, number = [], 2, 0
-    while True:
-        name, rest = "", number
-        while True:
-            name, rest = digits[rest % 36] + name, rest // 36
-            if not rest:
-                break
-        number += 1
-        if name == "id":  # a read-only member, not an unknown one
-            continue
-        piece = f'"{name}":0'
-        grown = size + len(piece) + (1 if parts else 0)
-        if grown > limit:
-            break
-        parts.append(piece)
-        size = grown
-    return "{" + ",".join(parts) + "}", len(parts)
-
-
-def latest_token(port, key):
-    """A sync token at the end of the change feed (paged with types=game, so that its pages
-    are small whatever the catalog holds)."""
-    token = None
-    for _ in range(10000):
-        path = "/v1/changes?types=game&limit=1000" + (f"&since={token}" if token else "")
-        status, answer = setup_call(port, "GET", path, key, timeout=60)
-        if status != 200:
-            raise RuntimeError(f"GET {path}: {status} {answer[:200]!r}")
-        page = json.loads(answer)
-        token = page["nextToken"]
-        if not page["hasMore"]:
-            return token
-    raise RuntimeError("the change feed did not end")
-
-
 def metrics_sample(port, key):
     """What the server's metrics say now: streams, long-polls, connections, refusals by reason."""
     status, body = http_call(port, "GET", "/metrics", key, timeout=5.0)
@@ -268,83 +144,6 @@ def describe_metrics(values):
             f"{values.get('catalog_http_open_connections', 0):.0f} connections open")
     refused = {name[9:]: int(value) for name, value in values.items() if name.startswith("rejected:")}
     return note + ("; refused so far " + format_counts(refused) if refused else "")
-
-
-def start_nginx(work, port, upstream):
-    """nginx on 127.0.0.1:port in front of the server, as deploy/nginx-replicas.conf (keep-alive
-    upstream, X-Forwarded-For), in the foreground: its process."""
-    root = os.path.join(work, "nginx")
-    os.makedirs(root, exist_ok=True)
-    conf = os.path.join(root, "nginx.conf")
-    with open(conf, "w") as out:
-        out.write(f"""worker_processes 1;
-daemon off;
-pid {root}/nginx.pid;
-error_log {root}/error.log;
-worker_rlimit_nofile 16384;
-events {{ worker_connections 8192; }}
-http {{
-    access_log off;
-    client_body_temp_path {root}/body;
-    proxy_temp_path {root}/proxy;
-    fastcgi_temp_path {root}/fastcgi;
-    uwsgi_temp_path {root}/uwsgi;
-    scgi_temp_path {root}/scgi;
-    upstream catalog {{ server 127.0.0.1:{upstream}; keepalive 32; }}
-    server {{
-        listen 127.0.0.1:{port};
-        server_tokens off;
-        keepalive_requests 1000000;
-        location / {{
-            proxy_pass http://catalog;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host $host;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-            proxy_read_timeout 660s;
-            proxy_max_temp_file_size 0;
-        }}
-    }}
-}}
-""")
-    process = subprocess.Popen([NGINX, "-c", conf, "-p", root + "/", "-e", os.path.join(root, "error.log")],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            socket.create_connection((HOST, port), timeout=1.0).close()
-            return process
-        except OSError:
-            time.sleep(0.05)
-    stop_nginx(process)
-    try:
-        with open(os.path.join(root, "error.log")) as log:
-            errors = log.read()[-2000:]
-    except OSError:
-        errors = ""
-    raise RuntimeError(f"nginx did not start; its log:\n{errors}")
-
-
-def stop_nginx(process):
-    """Stops nginx (a fast shutdown: SIGTERM to its master), killing it and its workers after 10 s."""
-    if process is None or process.poll() is not None:
-        return
-    try:
-        with open(f"/proc/{process.pid}/task/{process.pid}/children") as children:
-            workers = [int(pid) for pid in children.read().split()]
-    except OSError:
-        workers = []
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        for pid in workers:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
 
 
 def postgres(database):
@@ -443,41 +242,13 @@ def run_pattern(args):
                   "victim_item": ids[0], "duration": args.duration, "victim_key": victim_key}
         setup_started = time.monotonic()
         games_before = 0
-        if pattern == "big-comments":
-            config["comments_item"] = ids[1]
-            note, _ = setup_big_comments(args.port, key, ids[1])
-            result["notes"].append(note)
-        elif pattern in ("writer", "playlist-moves", "idle-streams"):
-            items = random.Random(7).sample(ids, min(PLAYLIST_LIMIT, len(ids)))
-            config["playlist_items"] = items
-            if pattern == "writer":
-                config["playlists"] = setup_writer(args.port, key, items)
-            elif pattern == "playlist-moves":
-                config["attacker_keys"], config["move_playlists"], config["move_entries"] = \
-                    setup_moves(args.port, key, items)
-                config["move_last"] = len(items) - 1
-            else:
-                config["stream_playlist"] = setup_playlist(args.port, key, "Noisy streams", items)
-                config["feed_token"] = latest_token(args.port, key)  # after the playlist: only the big changes are new
-                config["streams_per_attacker"] = 90
-                config["big_changes"] = 5
-                budget = "64 MiB (the default)"
-                flags = args.server_flags.replace("=", " ").split()
-                if "--max-unsent-stream-bytes" in flags[:-1]:
-                    budget = flags[flags.index("--max-unsent-stream-bytes") + 1] + " bytes"
-                result["notes"].append(f"stream budget {budget}; orders of {len(items)} entries")
-        elif pattern == "many-errors":
-            config["attacker_keys"] = setup_users(args.port, key, "member", ATTACKERS, "Noisy member")
-            config["errors_body"], members = unknown_members_body()
-            result["notes"].append(f"bodies of {len(config['errors_body']) / 1024:.0f} KiB, {members} unknown members")
-        elif pattern == "feed-pages":
-            config["victim_feed"] = f"/v1/changes?since={latest_token(args.port, key)}"
-        elif pattern == "behind-proxy":
-            config["feed_token"] = latest_token(args.port, key)
-            config["polls_per_attacker"] = 130
-            nginx = start_nginx(work, proxy_port, args.port)
-            config["port"] = proxy_port  # the victim and the attackers go through nginx
-        elif pattern == "deferred-queue" and postgres(args.database):
+        # The pattern's own set-up (its module's `setup`), given what it may need.
+        context = types.SimpleNamespace(args=args, port=args.port, key=key, ids=ids, config=config, notes=result["notes"],
+                                        work=work, proxy_port=proxy_port, nginx=None)
+        if pattern in SETUPS:
+            SETUPS[pattern](context)
+        nginx = context.nginx
+        if pattern == "deferred-queue" and postgres(args.database):
             games_before = count_games(args.database)  # a shared database keeps earlier games
         result["setup_seconds"] = round(time.monotonic() - setup_started, 1)
         if result["setup_seconds"] >= 2:

@@ -264,3 +264,136 @@ def victim_main(config_path):
 
 # ---------------------------------------------------------------------------------------
 # Attackers
+
+
+# Set-up helpers several patterns use
+
+def setup_playlist(port, key, title, items):
+    """A playlist of `items`, owned by the holder of `key`: its id."""
+    status, answer = setup_call(port, "POST", "/v1/playlists", key, {"title": title})
+    if status != 201:
+        raise RuntimeError(f"POST /v1/playlists: {status} {answer[:200]!r}")
+    playlist = json.loads(answer)["id"]
+    status, answer = setup_call(port, "PUT", f"/v1/playlists/{playlist}/entries", key,
+                                {"playableItemIds": items}, 60)
+    if status != 200:
+        raise RuntimeError(f"PUT /v1/playlists/{playlist}/entries: {status} {answer[:200]!r}")
+    return playlist
+
+
+def setup_users(port, key, role, count, name):
+    """`count` users of `role`, each with an API key of that role, made through the API with
+    the admin key: their keys' secrets."""
+    secrets = []
+    for index in range(count):
+        status, answer = setup_call(port, "POST", "/v1/users", key, {"displayName": f"{name} {index}", "role": role})
+        if status != 201:
+            raise RuntimeError(f"POST /v1/users: {status} {answer[:200]!r}")
+        user = json.loads(answer)["id"]
+        status, answer = setup_call(port, "POST", "/v1/api-keys", key,
+                                    {"name": f"{name} {index}", "userId": user, "role": role})
+        if status != 201:
+            raise RuntimeError(f"POST /v1/api-keys: {status} {answer[:200]!r}")
+        secrets.append(json.loads(answer)["secret"])
+    return secrets
+
+
+def latest_token(port, key):
+    """A sync token at the end of the change feed (paged with types=game, so that its pages
+    are small whatever the catalog holds)."""
+    token = None
+    for _ in range(10000):
+        path = "/v1/changes?types=game&limit=1000" + (f"&since={token}" if token else "")
+        status, answer = setup_call(port, "GET", path, key, timeout=60)
+        if status != 200:
+            raise RuntimeError(f"GET {path}: {status} {answer[:200]!r}")
+        page = json.loads(answer)
+        token = page["nextToken"]
+        if not page["hasMore"]:
+            return token
+    raise RuntimeError("the change feed did not end")
+
+
+def start_nginx(work, port, upstream):
+    """nginx on 127.0.0.1:port in front of the server, as deploy/nginx-replicas.conf (keep-alive
+    upstream, X-Forwarded-For), in the foreground: its process."""
+    root = os.path.join(work, "nginx")
+    os.makedirs(root, exist_ok=True)
+    conf = os.path.join(root, "nginx.conf")
+    with open(conf, "w") as out:
+        out.write(f"""worker_processes 1;
+daemon off;
+pid {root}/nginx.pid;
+error_log {root}/error.log;
+worker_rlimit_nofile 16384;
+events {{ worker_connections 8192; }}
+http {{
+    access_log off;
+    client_body_temp_path {root}/body;
+    proxy_temp_path {root}/proxy;
+    fastcgi_temp_path {root}/fastcgi;
+    uwsgi_temp_path {root}/uwsgi;
+    scgi_temp_path {root}/scgi;
+    upstream catalog {{ server 127.0.0.1:{upstream}; keepalive 32; }}
+    server {{
+        listen 127.0.0.1:{port};
+        server_tokens off;
+        keepalive_requests 1000000;
+        location / {{
+            proxy_pass http://catalog;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $host;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_read_timeout 660s;
+            proxy_max_temp_file_size 0;
+        }}
+    }}
+}}
+""")
+    process = subprocess.Popen([NGINX, "-c", conf, "-p", root + "/", "-e", os.path.join(root, "error.log")],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            socket.create_connection((HOST, port), timeout=1.0).close()
+            return process
+        except OSError:
+            time.sleep(0.05)
+    stop_nginx(process)
+    try:
+        with open(os.path.join(root, "error.log")) as log:
+            errors = log.read()[-2000:]
+    except OSError:
+        errors = ""
+    raise RuntimeError(f"nginx did not start; its log:\n{errors}")
+
+
+def stop_nginx(process):
+    """Stops nginx (a fast shutdown: SIGTERM to its master), killing it and its workers after 10 s."""
+    if process is None or process.poll() is not None:
+        return
+    try:
+        with open(f"/proc/{process.pid}/task/{process.pid}/children") as children:
+            workers = [int(pid) for pid in children.read().split()]
+    except OSError:
+        workers = []
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        for pid in workers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def playlist_items(s):
+    """The items of the playlists a pattern sets up (the most a playlist holds), the same
+    for every run; kept in the attackers' configuration."""
+    items = random.Random(7).sample(s.ids, min(PLAYLIST_LIMIT, len(s.ids)))
+    s.config["playlist_items"] = items
+    return items

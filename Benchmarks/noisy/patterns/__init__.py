@@ -18,21 +18,26 @@ from noisy.patterns import feed_pages
 from noisy.patterns import idle_streams
 from noisy.patterns import behind_proxy
 
-ATTACKS = {
-    "get-flood": get_flood.attack,
-    "metrics-labels": metrics_labels.attack,
-    "search": search.attack,
-    "near": near.attack,
-    "big-comments": big_comments.attack,
-    "slow-body": slow_body.attack,
-    "buffered-bodies": buffered_bodies.attack,
-    "backups": backups.attack,
-    "writer": writer.attack,
-    "deferred-queue": deferred_queue.attack,
-    "many-errors": many_errors.attack,
-    "anonymous-bodies": anonymous_bodies.attack,
-    "playlist-moves": playlist_moves.attack,
-    "feed-pages": feed_pages.attack,
-    "idle-streams": idle_streams.attack,
-    "behind-proxy": behind_proxy.attack,
+# Each pattern's module, by the name noisy-neighbour.sh knows it by.
+MODULES = {
+    "get-flood": get_flood,
+    "metrics-labels": metrics_labels,
+    "search": search,
+    "near": near,
+    "big-comments": big_comments,
+    "slow-body": slow_body,
+    "buffered-bodies": buffered_bodies,
+    "backups": backups,
+    "writer": writer,
+    "deferred-queue": deferred_queue,
+    "many-errors": many_errors,
+    "anonymous-bodies": anonymous_bodies,
+    "playlist-moves": playlist_moves,
+    "feed-pages": feed_pages,
+    "idle-streams": idle_streams,
+    "behind-proxy": behind_proxy,
 }
+ATTACKS = {name: module.attack for name, module in MODULES.items()}
+# The set-ups of the patterns that have one: each takes the driver's context (the port, the
+# admin key, the item ids, the attackers' configuration to fill in, the notes).
+SETUPS = {name: module.setup for name, module in MODULES.items() if hasattr(module, "setup")}

@@ -8,6 +8,13 @@ from noisy.common import *  # noqa: F401,F403 (settings and request helpers)
 from noisy.patterns.get_flood import attack as get_flood
 
 
+def setup(s):
+    s.config["feed_token"] = latest_token(s.port, s.key)
+    s.config["polls_per_attacker"] = 130
+    s.nginx = start_nginx(s.work, s.proxy_port, s.port)
+    s.config["port"] = s.proxy_port  # the victim and the attackers go through nginx
+
+
 async def attack(self):
     poll = request_bytes("GET", f"/v1/changes?since={self.config['feed_token']}&wait=30")
 

@@ -5,6 +5,10 @@ beginning, no since) back to back; the victim alternates its GET with GET
 from noisy.common import *  # noqa: F401,F403 (settings and request helpers)
 
 
+def setup(s):
+    s.config["victim_feed"] = f"/v1/changes?since={latest_token(s.port, s.key)}"
+
+
 async def attack(self):
     request = [("GET", request_bytes("GET", "/v1/changes?limit=1000"))]
 

@@ -7,6 +7,19 @@ waits behind the unread bytes): see the notes' count"""
 from noisy.common import *  # noqa: F401,F403 (settings and request helpers)
 
 
+def setup(s):
+    items = playlist_items(s)
+    s.config["stream_playlist"] = setup_playlist(s.port, s.key, "Noisy streams", items)
+    s.config["feed_token"] = latest_token(s.port, s.key)  # after the playlist: only the big changes are new
+    s.config["streams_per_attacker"] = 90
+    s.config["big_changes"] = 5
+    budget = "64 MiB (the default)"
+    flags = s.args.server_flags.replace("=", " ").split()
+    if "--max-unsent-stream-bytes" in flags[:-1]:
+        budget = flags[flags.index("--max-unsent-stream-bytes") + 1] + " bytes"
+    s.notes.append(f"stream budget {budget}; orders of {len(items)} entries")
+
+
 async def attack(self):
     request = request_bytes("GET", f"/v1/changes?since={self.config['feed_token']}",
                             extra="Accept: text/event-stream\r\n")

@@ -6,6 +6,11 @@ GETs, its POSTs are reported in the notes"""
 from noisy.common import *  # noqa: F401,F403 (settings and request helpers)
 
 
+def setup(s):
+    items = playlist_items(s)
+    s.config["playlists"] = setup_writer(s.port, s.key, items)
+
+
 async def attack(self):
     playlist = self.config["playlists"][self.index]
     items = list(self.config["playlist_items"])
@@ -23,3 +28,7 @@ async def attack(self):
         state["n"] += 1
         return [("PUT", bodies[state["n"] % len(bodies)])]
     await self.exchange_loop(batch, timeout=SLOW_READ_TIMEOUT)
+
+
+def setup_writer(port, key, items):
+    return [setup_playlist(port, key, f"Noisy writer {index}", items) for index in range(ATTACKERS)]
