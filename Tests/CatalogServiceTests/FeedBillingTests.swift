@@ -46,7 +46,7 @@ import Testing
 
     @Test func largePagesQueueApartAndEachCallerHoldsFourReadsOfAPool() throws {
         #expect(ChangeFeed.pool.perCaller == 4 && ChangeFeed.largePages.perCaller == 4)
-        func pool(_ query: String?, accept: String = "application/json") throws -> FairWorkPool {
+        func pool(_ query: String?, accept: String = "application/json") throws -> WorkPool {
             let headers = HTTPHeaders([("Accept", accept)])
             return ChangeFeed.pool(for: try ChangeFeed.parse(HTTPRequest(method: .GET, path: "/v1/changes", query: query, headers: headers)))
         }

@@ -14,12 +14,12 @@ enum BodyLimits {
 /// The pool that serves every request that reads the database when reads wait on a
 /// network (PostgreSQL): no event loop ever waits for the database. Its threads each
 /// hold a read connection while they work. Client addresses take turns, each with a
-/// share of the queue (``FairWorkPool``), so one address's flood (of requests with keys
+/// share of the queue (``WorkPool``), so one address's flood (of requests with keys
 /// the server must look up before it can bill them) delays another's by at most a
 /// request per thread; a full queue or share answers 503 at once.
 enum DatabaseWork {
     static let threads = 16
-    static let pool = FairWorkPool(name: "database", threads: threads, queueLimit: 1024, perCaller: 64)
+    static let pool = WorkPool(name: "database", threads: threads, queueLimit: 1024, perCaller: 64)
 }
 
 /// The pool where requests with large bodies are read and run (``BodyLimits``): half the
@@ -28,7 +28,7 @@ enum LargeBodies {
     /// The largest body read on an event loop (a third of a millisecond to parse, at most).
     static let onLoop = 32 * 1024
     /// Client addresses take turns, each holding at most 8 bodies queued or running.
-    static let pool = FairWorkPool(name: "bodies", threads: max(1, ProcessInfo.processInfo.activeProcessorCount / 2), queueLimit: 64, perCaller: 8)
+    static let pool = WorkPool(name: "bodies", threads: max(1, ProcessInfo.processInfo.activeProcessorCount / 2), queueLimit: 64, perCaller: 8)
 }
 
 /// The pool for expensive reads: half the cores, so the event loops always keep a core,

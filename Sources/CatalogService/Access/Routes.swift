@@ -36,12 +36,12 @@ struct Routes {
     let idempotency: Idempotency
     /// Where requests that touch the database run when reads must stay off the event
     /// loops (PostgreSQL); `nil` when they may run there (SQLite).
-    let databaseWork: FairWorkPool?
+    let databaseWork: WorkPool?
 
     /// The `max-age` of shared answers (`--public-max-age`); `nil`: `no-cache`.
     let publicMaxAge: Int?
 
-    init(authenticator: Authenticator, readsNeedCredential: Bool, limiter: RateLimiter?, idempotency: Idempotency, databaseWork: FairWorkPool? = nil,
+    init(authenticator: Authenticator, readsNeedCredential: Bool, limiter: RateLimiter?, idempotency: Idempotency, databaseWork: WorkPool? = nil,
          publicMaxAge: Int? = nil) {
         self.databaseWork = databaseWork
         self.publicMaxAge = publicMaxAge
@@ -125,7 +125,7 @@ struct Routes {
 
     /// `body`, run on `pool`, for the requests `when` selects (all by default); the others
     /// run where they are.
-    private static func offLoop(_ body: @escaping HandlerBody, on pool: FairWorkPool,
+    private static func offLoop(_ body: @escaping HandlerBody, on pool: WorkPool,
                                 when selects: (@Sendable (HTTPRequest) -> Bool)? = nil) -> HandlerBody {
         { request, responder in
             if let selects, !selects(request) { return try body(request, responder) }
@@ -134,20 +134,12 @@ struct Routes {
         }
     }
 
-    /// Queues `work` on `pool`, in the line of `request`'s client address: what it returns
-    /// answers `responder`'s request (`nil`: it answers later), and so does its error; it is
-    /// dropped unrun when the client has gone before its turn.
+    /// Queues `work` on `pool` for `responder`'s request, in the line of its client address
+    /// (``WorkPool/submit(for:answering:_:)``).
     /// - Returns: false when the pool's queue, or the address's share of it, is full.
-    private static func submit(_ request: HTTPRequest, on pool: FairWorkPool, for responder: Responder,
+    private static func submit(_ request: HTTPRequest, on pool: WorkPool, for responder: Responder,
                                _ work: @escaping @Sendable () throws -> HTTPResponse?) -> Bool {
-        pool.submit(for: RateLimiter.partition(.anonymous, request)) {
-            guard !responder.isAbandoned else { return }
-            do {
-                if let response = try work() { responder.respond(response) }
-            } catch {
-                responder.fail(error)
-            }
-        }
+        pool.submit(for: RateLimiter.partition(.anonymous, request), answering: responder, work)
     }
 
     /// The handler of a route anyone may call without a budget (health, readiness, the contract).
@@ -167,11 +159,11 @@ struct Routes {
     /// for the pool, and only the rest runs there; finding out who an unknown credential
     /// belongs to runs there too.
     private func handler(_ access: Access, _ fixedRate: RateClass?, _ idempotency: (Idempotency, replays: Bool)?, _ caching: Caching,
-                         pool: FairWorkPool?, _ endpoint: Endpoint) -> HandlerBody {
+                         pool: WorkPool?, _ endpoint: Endpoint) -> HandlerBody {
         let serving = Serving(endpoint: endpoint, minimum: minimum(access), idempotency: idempotency, caching: caching, maxAge: publicMaxAge,
                               limiter: limiter, authenticator: authenticator)
         // A waiting endpoint queues its own reads: it needs the pool for authentication only.
-        let endpointPool: FairWorkPool? = if case .waiting = endpoint { nil } else { pool }
+        let endpointPool: WorkPool? = if case .waiting = endpoint { nil } else { pool }
         return { request, responder in
             // Decided once: what it costs sets both the budget it spends and where it runs.
             let expensive = Self.isExpensive(request, endpoint)
@@ -250,7 +242,7 @@ struct Routes {
 
         /// Spends `caller`'s budget and serves the request; on `pool`, when given.
         func proceed(_ request: HTTPRequest, _ responder: Responder, _ caller: Caller, _ rate: RateClass, _ expensive: Bool,
-                     on pool: FairWorkPool?) throws -> HTTPResponse? {
+                     on pool: WorkPool?) throws -> HTTPResponse? {
             let delivery = Delivery(responder: responder, headers: try Routes.spend(limiter, rate, caller, request),
                                     finishing: caching.finishing(request, caller, maxAge: maxAge))
             guard let pool else { return try Routes.serve(endpoint, request, caller, minimum, delivery, idempotency, expensive: expensive) }

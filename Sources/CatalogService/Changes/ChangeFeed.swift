@@ -24,10 +24,10 @@ struct ChangeFeed: Sendable {
     /// waits behind a thousand-change page. Callers take turns, and each holds at most
     /// four reads of a pool queued or running (a parked long-poll holds no place), so one
     /// caller's pages delay another's read by at most one page per thread.
-    static let pool = FairWorkPool(name: "changes", threads: 2, queueLimit: 1024, perCaller: 4)
+    static let pool = WorkPool(name: "changes", threads: 2, queueLimit: 1024, perCaller: 4)
     /// Reads of pages of more than ``fullPage`` changes: one thread, so the event loops and
     /// the small reads always keep the rest of the machine.
-    static let largePages = FairWorkPool(name: "changes-large", threads: 1, queueLimit: 256, perCaller: 4)
+    static let largePages = WorkPool(name: "changes-large", threads: 1, queueLimit: 256, perCaller: 4)
     /// How many stream opens one caller may have queued or running: the connections one
     /// address may hold by default (each open needs one).
     static let streamOpenShare = 128
@@ -117,7 +117,7 @@ struct ChangeFeed: Sendable {
     }
 
     /// The pool a read of `query` runs on: by the most changes it may render.
-    static func pool(for query: Query) -> FairWorkPool {
+    static func pool(for query: Query) -> WorkPool {
         !query.streaming && query.limit > fullPage ? largePages : pool
     }
 

@@ -4,7 +4,7 @@ import Testing
 @testable import HTTPServer
 
 /// A fair pool runs its callers' jobs in turns and holds each caller to its share.
-@Suite struct FairWorkPoolTests {
+@Suite struct WorkPoolTests {
     /// Records what ran, in order, and lets the test hold the pool's only thread.
     final class Run: Sendable {
         let order = Mutex<[String]>([])
@@ -18,7 +18,7 @@ import Testing
     }
 
     @Test func callersTakeTurnsWhateverTheyQueued() throws {
-        let pool = FairWorkPool(name: "fair-test", threads: 1, queueLimit: 16, perCaller: 4)
+        let pool = WorkPool(name: "fair-test", threads: 1, queueLimit: 16, perCaller: 4)
         let run = Run()
         // The only thread is busy with a job of A's while the others queue.
         #expect(pool.submit(for: "A") { run.started.signal(); run.gate.wait(); run.order.withLock { $0.append("A0") }; run.finished.signal() })
@@ -38,7 +38,7 @@ import Testing
     }
 
     @Test func aLineMayHaveAShareOfItsOwn() {
-        let pool = FairWorkPool(name: "fair-share", threads: 1, queueLimit: 16, perCaller: 1)
+        let pool = WorkPool(name: "fair-share", threads: 1, queueLimit: 16, perCaller: 1)
         let run = Run()
         #expect(pool.submit(for: "A") { run.started.signal(); run.gate.wait(); run.finished.signal() })
         #expect(run.started.wait(timeout: .now() + 10) == .success)
@@ -51,7 +51,7 @@ import Testing
     }
 
     @Test func theWholeQueueIsBounded() {
-        let pool = FairWorkPool(name: "fair-bound", threads: 1, queueLimit: 2, perCaller: 8)
+        let pool = WorkPool(name: "fair-bound", threads: 1, queueLimit: 2, perCaller: 8)
         let run = Run()
         #expect(pool.submit(for: "A") { run.started.signal(); run.gate.wait(); run.finished.signal() })
         #expect(run.started.wait(timeout: .now() + 10) == .success)
