@@ -175,7 +175,7 @@ public final class CatalogApplication: Sendable {
         // A copy of a large database takes minutes: as long as `catalog-server backup` waits.
         routes.add(.POST, "/admin/backups", .admin, rate: .expensive, timeout: .seconds(600), .blocking { _, _, isAbandoned in try backups.create(isAbandoned: isAbandoned) })
         let imports = Imports(store: store)
-        routes.add(.POST, "/admin/import", .admin, rate: .expensive, timeout: .seconds(300), maxBody: BodyLimits.unbounded, .later { request, _, done in try imports.apply(request, done) })
+        routes.add(.POST, "/admin/import", .admin, rate: .expensive, timeout: .seconds(300), maxBody: BodyLimits.unbounded, .later { request, _, options, done in try imports.apply(request, options, done) })
         ResourceEndpoints(store.items, catalog: store, metrics: metrics).register(in: &routes)
         ResourceEndpoints(store.games, catalog: store, metrics: metrics).register(in: &routes)
         ResourceEndpoints(store.locations, catalog: store, metrics: metrics).register(in: &routes)

@@ -280,12 +280,10 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
             group.wait()
             // Abandoned work is dropped unrun.
             group.enter()
-            WriteContext.submitting(abandonedWhen: { true }) {
-                database.writes.submit({ _ in order.withLock { $0.append("abandoned") } }, completion: { result in
-                    #expect((try? result.get()) == nil)
-                    group.leave()
-                })
-            }
+            database.writes.submit(WriteOptions(abandonedWhen: { true }), { _ in order.withLock { $0.append("abandoned") } }, completion: { result in
+                #expect((try? result.get()) == nil)
+                group.leave()
+            })
             group.wait()
         }
         #expect(order.withLock { $0 } == ["heavy 1", "light", "heavy 2"], "the light write did not wait for both heavy ones")
@@ -302,53 +300,40 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
             let handedOver = Atomic<Int>(0)
             let ranOnAnswers = Mutex<[Bool]>([])
             let group = DispatchGroup()
-            WriteContext.submitting(answeredOn: { block in
+            let options = WriteOptions(answeredOn: { block in
                 handedOver.add(1, ordering: .relaxed)
                 answers.async(execute: block)
-            }) {
-                for index in 0..<3 {
-                    group.enter()
-                    // The third fails (no such game): failures are answered there too.
-                    let done: @Sendable (Bool) -> Void = { _ in
-                        ranOnAnswers.withLock { $0.append(DispatchQueue.getSpecific(key: key) == true) }
-                        group.leave()
-                    }
-                    if index < 2 {
-                        store.games.create(GameInput(name: "G\(index)", imageName: "g")) { done((try? $0.get()) != nil) }
-                    } else {
-                        store.games.delete(CatalogID(), preconditions: WritePreconditions()) { done((try? $0.get()) != nil) }
-                    }
+            })
+            for index in 0..<3 {
+                group.enter()
+                // The third fails (no such game): failures are answered there too.
+                let done: @Sendable (Bool) -> Void = { _ in
+                    ranOnAnswers.withLock { $0.append(DispatchQueue.getSpecific(key: key) == true) }
+                    group.leave()
+                }
+                if index < 2 {
+                    store.games.create(GameInput(name: "G\(index)", imageName: "g"), options: options) { done((try? $0.get()) != nil) }
+                } else {
+                    store.games.delete(CatalogID(), preconditions: WritePreconditions(), options: options) { done((try? $0.get()) != nil) }
                 }
             }
             group.wait()
             #expect(handedOver.load(ordering: .relaxed) == 3)
             #expect(ranOnAnswers.withLock { $0 } == [true, true, true])
-            // A write waited for on this thread is answered on the writer's thread, even
-            // inside such a context: this thread, waiting, could not run the answer.
+            // A write waited for on this thread is answered on the writer's thread: this
+            // thread, waiting, could not run the answer.
             let database = try #require(Mirror(reflecting: store).descendant("database") as? SQLiteDatabase)
             let before = handedOver.load(ordering: .relaxed)
-            let count = try WriteContext.submitting(answeredOn: { block in
-                handedOver.add(1, ordering: .relaxed)
-                answers.async(execute: block)
-            }) {
-                try database.write { db in try db.fetchValue("SELECT count(*) FROM games", []).int }
-            }
+            let count = try database.write { db in try db.fetchValue("SELECT count(*) FROM games", []).int }
             #expect(count == 2)
             #expect(handedOver.load(ordering: .relaxed) == before)
-            // answeredAtCommit, inside such a context: the answer runs on the writer's thread.
+            // answeredAtCommit of such options: the answer runs on the writer's thread.
             let sameThread = Mutex<Bool?>(nil)
             group.enter()
-            WriteContext.submitting(answeredOn: { block in
-                handedOver.add(1, ordering: .relaxed)
-                answers.async(execute: block)
-            }) {
-                WriteContext.answeredAtCommit {
-                    database.submit(atomic: false, heavy: false, { _ in UInt(pthread_self()) }, completion: { result in
-                        sameThread.withLock { $0 = (try? result.get()) == UInt(pthread_self()) }
-                        group.leave()
-                    })
-                }
-            }
+            database.submit(options.answeredAtCommit, atomic: false, heavy: false, { _ in UInt(pthread_self()) }, completion: { result in
+                sameThread.withLock { $0 = (try? result.get()) == UInt(pthread_self()) }
+                group.leave()
+            })
             group.wait()
             #expect(sameThread.withLock { $0 } == true)
             #expect(handedOver.load(ordering: .relaxed) == before)

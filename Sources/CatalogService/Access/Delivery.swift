@@ -10,8 +10,9 @@ struct Delivery: Sendable {
     struct Claim: Sendable {
         let idempotency: Idempotency
         let claim: Idempotency.Claim
-        /// Whether the answer is kept for a retry to replay.
-        let keepsAnswer: Bool
+        /// Where the answer is made inside its write's transaction, to be kept there for a
+        /// retry to replay; `nil` when the answer is not kept (it holds a secret).
+        let keeping: TransactionAnswer?
     }
 
     let responder: Responder
@@ -32,19 +33,28 @@ struct Delivery: Sendable {
         try finishing.apply(consume response)
     }
 
+    /// What the request's writes are told: dropped unrun if its client has gone before
+    /// their turn, answered on its event loop, not on the writer's thread, and, when its
+    /// answer is kept for an `Idempotency-Key`, answered inside the write's transaction
+    /// too, where the answer is kept: both commit, or neither.
+    var writeOptions: WriteOptions {
+        WriteOptions(abandonedWhen: { [responder] in responder.isAbandoned }, answeredOn: { [responder] in responder.perform($0) },
+                     answeringIn: claim?.keeping)
+    }
+
     /// Sends `response`, which carries the fields already: once it is kept, when the
     /// request holds a claim.
     func deliver(_ response: HTTPResponse) {
         guard let claim else { return responder.respond(response) }
-        claim.idempotency.settle(claim.claim, with: claim.keepsAnswer ? response : nil) { responder.respond(response) }
+        claim.idempotency.settle(claim.claim, with: claim.keeping == nil ? nil : response) { responder.respond(response) }
     }
 
     /// Sends what a later answer brought: the response finished with the fields added, or its
-    /// error. Made inside its write's transaction (``WriteContext/capture``), the answer is
-    /// only kept there for its `Idempotency-Key`, and sent once the write is durable.
+    /// error. Made inside its write's transaction (``TransactionAnswer/capture``), the answer
+    /// is only kept there for its `Idempotency-Key`, and sent once the write is durable.
     func complete(_ result: Result<HTTPResponse, any Error>) {
-        if let transaction = WriteContext.capture {
-            if let claim, claim.keepsAnswer, case let .success(response) = result, let finished = try? finish(response) {
+        if let claim, let keeping = claim.keeping, let transaction = keeping.capture {
+            if case let .success(response) = result, let finished = try? finish(response) {
                 claim.idempotency.keep(claim.claim, finished.adding(headers), in: transaction)
             }
             return

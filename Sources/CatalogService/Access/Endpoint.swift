@@ -1,11 +1,13 @@
+import CatalogStore
 import HTTPServer
 
 /// A route's work, given the request and its caller.
 enum Endpoint: Sendable {
     /// Runs on the event loop: microseconds, never blocking (a read, a rendering).
     case inline(@Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
-    /// Starts work that answers later through the completion (a durable write).
-    case later(@Sendable (HTTPRequest, Caller, @escaping Completion) throws -> Void)
+    /// Starts work that answers later through the completion (a durable write, submitted
+    /// with the ``WriteOptions`` it is given: the request's).
+    case later(@Sendable (HTTPRequest, Caller, WriteOptions, @escaping Completion) throws -> Void)
     /// As ``later``, for work that may wait long for its answer (a long-poll): it is told
     /// whether the client has gone, so it can stop waiting. It reads nothing on the
     /// calling thread (its reads run on a pool of its own), so once its caller is known it

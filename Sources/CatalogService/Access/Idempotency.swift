@@ -82,7 +82,7 @@ final class Idempotency: Sendable {
     /// (nothing for a failure or an answer too large to keep). When another request's
     /// answer for the key committed first (a duplicate that ran on another server), the
     /// write rolls back and is answered 409.
-    func keep(_ claim: Claim, _ response: HTTPResponse, in transaction: WriteContext.Capture) {
+    func keep(_ claim: Claim, _ response: HTTPResponse, in transaction: TransactionAnswer.Capture) {
         guard let answer = keptAnswer(claim, response) else { return }
         transaction.keep(answer, caller: claim.owner, key: claim.key, now: claim.now)
         claim.kept.value.store(true, ordering: .relaxed)

@@ -22,7 +22,8 @@ import HTTPServer
 /// 7. **The endpoint** (``Endpoint``): inline, a durable write, a wait, blocking work or a
 ///    read (expensive ones on ``ExpensiveReads``).
 /// 8. **The answer** (``Delivery``): its caching (``Caching``), the rate fields, and for a
-///    claimed key the answer kept in the write's own transaction.
+///    claimed key the answer kept in the write's own transaction (the request's writes
+///    are told so, and where to answer, by ``Delivery/writeOptions``).
 struct Routes {
     private(set) var router = Router()
     /// Every route with its access, in registration order.
@@ -266,24 +267,11 @@ struct Routes {
             switch try delivery.guarding({ try idempotency.start(request, caller) }) {
             case nil: break
             case let .replay(response)?: return try delivery.finish(response).adding(delivery.headers)
-            case let .claimed(claim)?: delivery.claim = Delivery.Claim(idempotency: idempotency, claim: claim, keepsAnswer: replays)
+            case let .claimed(claim)?:
+                delivery.claim = Delivery.Claim(idempotency: idempotency, claim: claim, keeping: replays ? TransactionAnswer() : nil)
             }
         }
-        let response: HTTPResponse?
-        if request.method == .GET || request.method == .HEAD {
-            response = try run(endpoint, request, caller, delivery, expensive: expensive)
-        } else {
-            // A write queued for this request is dropped if its client goes before its turn,
-            // and its answer is made on the request's event loop, not on the writer's thread.
-            // An answer to keep for an Idempotency-Key is made inside the write's transaction
-            // too, and kept there: both commit, or neither.
-            let responder = delivery.responder
-            response = try WriteContext.submitting(abandonedWhen: { responder.isAbandoned }, answeredOn: { responder.perform($0) }) {
-                guard delivery.claim?.keepsAnswer == true else { return try run(endpoint, request, caller, delivery, expensive: expensive) }
-                return try WriteContext.answeringInTransaction { try run(endpoint, request, caller, delivery, expensive: expensive) }
-            }
-        }
-        guard let response else { return nil }
+        guard let response = try run(endpoint, request, caller, delivery, expensive: expensive) else { return nil }
         guard delivery.claim != nil else { return response }
         // The answer is kept before it goes out.
         delivery.deliver(response)
@@ -321,7 +309,7 @@ struct Routes {
         case let .inline(body):
             return try delivery.answering { try body(request, caller) }
         case let .later(body):
-            try delivery.guarding { try body(request, caller) { delivery.complete($0) } }
+            try delivery.guarding { try body(request, caller, delivery.writeOptions) { delivery.complete($0) } }
             return nil
         case let .waiting(body):
             let responder = delivery.responder

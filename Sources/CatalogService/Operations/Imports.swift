@@ -15,7 +15,7 @@ struct Imports: Sendable {
     /// The resources by the `type` of their records.
     private static let schemas = Dictionary(uniqueKeysWithValues: ResourceSchema.all.map { ($0.type, $0) })
 
-    func apply(_ request: HTTPRequest, _ done: @escaping @Sendable (Result<HTTPResponse, any Error>) -> Void) throws {
+    func apply(_ request: HTTPRequest, _ options: WriteOptions, _ done: @escaping @Sendable (Result<HTTPResponse, any Error>) -> Void) throws {
         let object = try RequestBody.object(request, mediaType: RequestBody.json)
         let unknown = DocumentShape.unacceptedMembers(object, accepting: { $0 == "records" })
         guard unknown.isEmpty else { throw APIError.validation(unknown) }
@@ -34,7 +34,7 @@ struct Imports: Sendable {
             }
         }
         guard errors.isEmpty else { throw APIError.validation(errors) }
-        store.importRecords(records) { result in
+        store.importRecords(records, options: options) { result in
             done(result.flatMap { summary in
                 Result { HTTPResponse(status: .ok, headers: [("Content-Type", JSONResponse.contentType)], body: Array(try JSONResponse.encoder.encode(summary))) }
             })

@@ -37,16 +37,16 @@ struct Accounts: Sendable {
         routes.add(.POST, users.path, .admin, users.write(createUser))
         routes.add(.GET, user, .read, caching: .perCaller, users.get)
         routes.add(.PATCH, user, .admin, users.write(patchUser))
-        routes.add(.DELETE, user, .admin, users.write { request, _, done in try deleteUser(ResourceEndpoints<User, UserInput>.id(request), request, done) })
+        routes.add(.DELETE, user, .admin, users.write { request, _, options, done in try deleteUser(ResourceEndpoints<User, UserInput>.id(request), request, options, done) })
 
         routes.add(.GET, "/v1/me", .member, .inline { [users] request, caller in try users.show(caller.user(), request, caller) })
-        routes.add(.PATCH, "/v1/me", .member, users.write { [users, profile] request, caller, done in
-            try users.patch(caller.user(), request, accepting: profile, done)
+        routes.add(.PATCH, "/v1/me", .member, users.write { [users, profile] request, caller, options, done in
+            try users.patch(caller.user(), request, accepting: profile, options, done)
         })
-        routes.add(.DELETE, "/v1/me", .member, users.write { request, caller, done in
+        routes.add(.DELETE, "/v1/me", .member, users.write { request, caller, options, done in
             // A weaker key of a stronger user (a member key of an admin) cannot end the account.
             guard caller.hasUsersRole else { throw APIError.forbidden("Deleting an account takes a credential with the account's whole role.") }
-            try deleteUser(caller.user(), request, done)
+            try deleteUser(caller.user(), request, options, done)
         })
 
         let key = keys.path + "/{id}"
@@ -65,37 +65,34 @@ struct Accounts: Sendable {
 
     // MARK: Users
 
-    private func createUser(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
+    private func createUser(_ request: HTTPRequest, _ caller: Caller, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let values = try RequestBody.values(request, ResourceSchema.user.creation, mediaType: RequestBody.json)
-        store.users.create(values) { result in done(result.map { ResourceEndpoints<User, UserInput>.created($0, in: ResourceSchema.user) }) }
+        store.users.create(values, options: options) { result in done(result.map { ResourceEndpoints<User, UserInput>.created($0, in: ResourceSchema.user) }) }
     }
 
     /// An admin's merge patch of any user, its role included.
-    private func patchUser(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
+    private func patchUser(_ request: HTTPRequest, _ caller: Caller, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let id = try ResourceEndpoints<User, UserInput>.id(request)
         // The role may have changed: credentials are checked again, from the commit on.
-        try WriteContext.answeredAtCommit {
-            try users.patch(id, request, accepting: ResourceSchema.user.edit) { [authenticator] result in
-                if case .success = result { authenticator.forget(user: id) }
-                done(result)
-            }
+        try users.patch(id, request, accepting: ResourceSchema.user.edit, options.answeredAtCommit) { [authenticator] result in
+            if case .success = result { authenticator.forget(user: id) }
+            done(result)
         }
     }
 
-    private func deleteUser(_ id: CatalogID, _ request: HTTPRequest, _ done: @escaping Completion) throws {
+    private func deleteUser(_ id: CatalogID, _ request: HTTPRequest, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let preconditions = try ETag.preconditions(request)
-        WriteContext.answeredAtCommit {
-            store.deleteUser(id, preconditions: preconditions) { [authenticator] result in
-                if case .success = result { authenticator.forget(user: id) }
-                done(result.map { HTTPResponse(status: .noContent) })
-            }
+        // Forgotten at the commit, before any later write runs: not once this loop gets to it.
+        store.deleteUser(id, preconditions: preconditions, options: options.answeredAtCommit) { [authenticator] result in
+            if case .success = result { authenticator.forget(user: id) }
+            done(result.map { HTTPResponse(status: .noContent) })
         }
     }
 
     // MARK: Keys
 
     /// Creates a key: a role no higher than the caller's, for the caller or (admins) any user.
-    private func createKey(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
+    private func createKey(_ request: HTTPRequest, _ caller: Caller, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let user = try caller.user()
         let values = try RequestBody.values(request, ResourceSchema.apiKey.creation, mediaType: RequestBody.json)
         if let role = values["role"]?.text.flatMap(Role.init(rawValue:)), !caller.has(role) {
@@ -110,7 +107,7 @@ struct Accounts: Sendable {
         }
         let secret: APIKeySecret
         do { secret = try APIKeySecret() } catch { throw StoreError.unavailable("No random bytes are available.") }
-        store.createKey(values, caller: user, digest: secret.digest, prefix: secret.displayed) { result in
+        store.createKey(values, caller: user, digest: secret.digest, prefix: secret.displayed, options: options) { result in
             done(result.map { key in
                 // The secret, this once, as the last member of the key's document.
                 var json = key.json
@@ -125,16 +122,14 @@ struct Accounts: Sendable {
     }
 
     /// Revokes a key: the next request with it gets 401.
-    private func revokeKey(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
+    private func revokeKey(_ request: HTTPRequest, _ caller: Caller, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let id = try ResourceEndpoints<APIKey, APIKeyInput>.id(request)
         try checkOwnsKey(id, caller)
         let preconditions = try ETag.preconditions(request)
         // Forgotten at the commit, before any later write runs: not once this loop gets to it.
-        WriteContext.answeredAtCommit {
-            store.keys.delete(id, preconditions: preconditions) { [authenticator] result in
-                if case .success = result { authenticator.forget(key: id) }
-                done(result.map { HTTPResponse(status: .noContent) })
-            }
+        store.keys.delete(id, preconditions: preconditions, options: options.answeredAtCommit) { [authenticator] result in
+            if case .success = result { authenticator.forget(key: id) }
+            done(result.map { HTTPResponse(status: .noContent) })
         }
     }
 

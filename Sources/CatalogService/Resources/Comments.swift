@@ -30,21 +30,21 @@ struct Comments: Sendable {
                    endpoints.list(scope: { request, _ throws(APIError) in .repliesTo(comment: try Self.id(request)) }, descending: false))
     }
 
-    private func post(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
+    private func post(_ request: HTTPRequest, _ caller: Caller, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let itemID = try Self.id(request)
         let writer = try caller.user()
         let schema = store.resources.schema
         let values = try RequestBody.values(request, schema.creation, mediaType: RequestBody.json)
-        store.post(on: itemID, by: writer, values) { result in
+        store.post(on: itemID, by: writer, values, options: options) { result in
             done(result.map { comment in ResourceEndpoints<Comment, CommentEdit>.created(comment, in: schema) })
         }
     }
 
-    private func delete(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
+    private func delete(_ request: HTTPRequest, _ caller: Caller, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
         try endpoints.checkMayChange(id, caller)
         let preconditions = try ETag.preconditions(request)
-        store.delete(id, preconditions: preconditions) { result in
+        store.delete(id, preconditions: preconditions, options: options) { result in
             done(result.map { HTTPResponse(status: .noContent) })
         }
     }

@@ -60,44 +60,44 @@ struct PlaylistEntries: Sendable {
     // MARK: Writes
 
     /// A write of the playlist the path names, by those who may change it.
-    private func write(_ body: @escaping @Sendable (HTTPRequest, @escaping Completion) throws -> Void) -> Endpoint {
-        endpoints.write { [endpoints] request, caller, done in
+    private func write(_ body: @escaping @Sendable (HTTPRequest, WriteOptions, @escaping Completion) throws -> Void) -> Endpoint {
+        endpoints.write { [endpoints] request, caller, options, done in
             try endpoints.checkMayChange(ResourceEndpoints<Playlist, PlaylistInput>.id(request), caller)
-            try body(request, done)
+            try body(request, options, done)
         }
     }
 
-    private func insert(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+    private func insert(_ request: HTTPRequest, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let id = try ResourceEndpoints<Playlist, PlaylistInput>.id(request)
         let preconditions = try ETag.preconditions(request)
         let values = try RequestBody.values(request, PlaylistEntrySchema.insertion, mediaType: RequestBody.json)
-        store.insert(values, into: id, preconditions: preconditions) { result in
+        store.insert(values, into: id, preconditions: preconditions, options: options) { result in
             done(result.map { entry in
                 Self.response(entry, status: .created, headers: [("Location", "/v1/playlists/\(id)/entries/\(entry.entryID)")])
             })
         }
     }
 
-    private func move(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+    private func move(_ request: HTTPRequest, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let (playlistID, entryID) = try Self.ids(request)
         let preconditions = try ETag.preconditions(request)
         let values = try RequestBody.values(request, PlaylistEntrySchema.move, mediaType: RequestBody.mergePatch)
-        store.move(entryID, of: playlistID, values, preconditions: preconditions) { done($0.map { Self.response($0) }) }
+        store.move(entryID, of: playlistID, values, preconditions: preconditions, options: options) { done($0.map { Self.response($0) }) }
     }
 
-    private func remove(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+    private func remove(_ request: HTTPRequest, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let (playlistID, entryID) = try Self.ids(request)
         let preconditions = try ETag.preconditions(request)
-        store.remove(entryID, from: playlistID, preconditions: preconditions) { result in
+        store.remove(entryID, from: playlistID, preconditions: preconditions, options: options) { result in
             done(result.map { HTTPResponse(status: .noContent, headers: [("ETag", ETag.header($0))]) })
         }
     }
 
-    private func replace(_ request: HTTPRequest, _ done: @escaping Completion) throws {
+    private func replace(_ request: HTTPRequest, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let id = try ResourceEndpoints<Playlist, PlaylistInput>.id(request)
         let preconditions = try ETag.preconditions(request)
         let values = try RequestBody.values(request, PlaylistEntrySchema.order, mediaType: RequestBody.json)
-        store.replace(values, of: id, preconditions: preconditions) {
+        store.replace(values, of: id, preconditions: preconditions, options: options) {
             done(ResourceEndpoints<Playlist, PlaylistInput>.updated($0))
         }
     }

@@ -112,9 +112,9 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
 
     // MARK: Writes
 
-    private func create(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
+    private func create(_ request: HTTPRequest, _ caller: Caller, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let values = try RequestBody.values(request, schema.creation, mediaType: RequestBody.json)
-        store.create(values, owner: caller.userID) { result in done(result.map { resource in Self.created(resource, in: store.schema) }) }
+        store.create(values, owner: caller.userID, options: options) { result in done(result.map { resource in Self.created(resource, in: store.schema) }) }
     }
 
     /// Checks that `caller` may change the resource `id`, for resources users own: 404
@@ -132,44 +132,44 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
         guard let ownership = try store.ownership(of: id), !ownership.hidden || caller.is(ownership.owner) else { throw APIError.notFound }
     }
 
-    private func replace(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
+    private func replace(_ request: HTTPRequest, _ caller: Caller, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
         try checkMayChange(id, caller)
         let preconditions = try ETag.preconditions(request)
         let values = try RequestBody.values(request, schema.edit, mediaType: RequestBody.json)
-        store.replace(id, with: values, preconditions: preconditions) { done(Self.updated($0)) }
+        store.replace(id, with: values, preconditions: preconditions, options: options) { done(Self.updated($0)) }
     }
 
     /// `PATCH …/{id}` with a merge patch of the editable document.
-    func patch(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
+    func patch(_ request: HTTPRequest, _ caller: Caller, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
         try checkMayChange(id, caller)
-        try patch(id, request, accepting: schema.edit, done)
+        try patch(id, request, accepting: schema.edit, options, done)
     }
 
     /// Applies the request's merge patch to the resource `id`; every member of the patch
     /// must be one `accepting` takes, a `null` too (it vanishes in the merge). The patch's
     /// own values are checked here, on the request's thread, so a bad one never takes
     /// the writer's time; the merged document is checked again on the writer.
-    func patch(_ id: CatalogID, _ request: HTTPRequest, accepting: DocumentShape, _ done: @escaping Completion) throws {
+    func patch(_ id: CatalogID, _ request: HTTPRequest, accepting: DocumentShape, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let preconditions = try ETag.preconditions(request)
         let patch = try RequestBody.object(request, mediaType: RequestBody.mergePatch)
         var errors = accepting.unacceptedMembers(patch)
         if errors.isEmpty { errors = schema.edit.patchErrors(patch) }
         guard errors.isEmpty else { throw APIError.validation(errors) }
         let shape = schema.edit
-        store.update(id, preconditions: preconditions, completion: { done(Self.updated($0)) }) { document in
+        store.update(id, preconditions: preconditions, options: options, completion: { done(Self.updated($0)) }) { document in
             guard case let .object(merged) = JSONValue.mergePatch(.object(document), .object(patch)) else { throw APIError.validation([]) }
             return try RequestBody.read(merged, shape)
         }
     }
 
     /// `DELETE …/{id}`.
-    func delete(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
+    func delete(_ request: HTTPRequest, _ caller: Caller, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let id = try Self.id(request)
         try checkMayChange(id, caller)
         let preconditions = try ETag.preconditions(request)
-        store.delete(id, preconditions: preconditions) { result in
+        store.delete(id, preconditions: preconditions, options: options) { result in
             done(result.map { HTTPResponse(status: .noContent) })
         }
     }
@@ -181,14 +181,15 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
         Double(DispatchTime.now().uptimeNanoseconds) / 1_000_000_000
     }
 
-    /// A handler whose work finishes later (a durable write) and answers through `done`;
-    /// the time from submission to answer is recorded as a database write.
-    func write(_ body: @escaping @Sendable (HTTPRequest, Caller, @escaping Completion) throws -> Void) -> Endpoint {
-        .later { [metrics] request, caller, done in
+    /// A handler whose work finishes later (a durable write, submitted with the request's
+    /// ``WriteOptions``) and answers through `done`; the time from submission to answer is
+    /// recorded as a database write.
+    func write(_ body: @escaping @Sendable (HTTPRequest, Caller, WriteOptions, @escaping Completion) throws -> Void) -> Endpoint {
+        .later { [metrics] request, caller, options, done in
             let started = Self.now()
-            try body(request, caller) { result in
+            try body(request, caller, options) { result in
                 // Not for the answer made inside the write's transaction to keep it: only once durable.
-                if WriteContext.capture == nil { metrics.observeWrite(seconds: Self.now() - started) }
+                if options.inTransaction?.capture == nil { metrics.observeWrite(seconds: Self.now() - started) }
                 done(result)
             }
         }

@@ -117,14 +117,14 @@ public final class AccountStore: Sendable {
     /// user they name, or `caller` when they name none, with the secret's
     /// `digest` and `prefix`. Fails with `invalid` when the user does not exist, when the
     /// role is above the user's, or when it expires in the past.
-    package func createKey(_ values: FieldValues, caller: CatalogID, digest: [UInt8], prefix: String,
+    package func createKey(_ values: FieldValues, caller: CatalogID, digest: [UInt8], prefix: String, options: WriteOptions = WriteOptions(),
                            completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         var values = values
         guard let userIndex = values.fields.firstIndex(where: { $0.column == "user_id" }), let roleIndex = values.fields.firstIndex(where: { $0.column == "role" })
         else { return completion(.failure(StoreError.unavailable("The API key declaration lacks its user or role."))) }
         if values.values[userIndex] == nil || values.values[userIndex] == .null { values.values[userIndex] = .text(caller.rawValue) }
         let userField = values.fields[userIndex], roleField = values.fields[roleIndex]
-        keys.submit(completion) { [self] db in
+        keys.submit(options, completion) { [self] db in
             let now = Timestamp.milliseconds(Date())
             var errors: [FieldError] = []
             // The user's row is locked: keys are counted against it, one creation after another.
@@ -172,9 +172,9 @@ public final class AccountStore: Sendable {
     /// Deletes the user `id`, if `preconditions` hold: its keys go with it, its private
     /// playlists are deleted and its public ones lose their owner, and its comments stay
     /// readable, their writer shown as deleted.
-    public func deleteUser(_ id: CatalogID, preconditions: WritePreconditions = WritePreconditions(),
+    public func deleteUser(_ id: CatalogID, preconditions: WritePreconditions = WritePreconditions(), options: WriteOptions = WriteOptions(),
                            completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        users.submit(atomic: true, completion) { db in
+        users.submit(options, atomic: true, completion) { db in
             let current = try db.fetchValue("SELECT version FROM users WHERE id = ?" + db.dialect.forDelete, [id.rawValue]).int
             try preconditions.check(current: current)
             let now = Timestamp.milliseconds(Date())

@@ -81,7 +81,7 @@ public final class IdempotencyStore: Sendable {
     }
 }
 
-extension WriteContext.Capture {
+extension TransactionAnswer.Capture {
     /// Keeps `answer` for `key` of `caller` in this write's transaction: it commits with the
     /// write, or the write fails with it (``IdempotencyStore/keep(_:_:caller:key:now:)``).
     public func keep(_ answer: StoredAnswer, caller: String, key: String, now: Int64) {

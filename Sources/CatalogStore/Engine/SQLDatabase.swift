@@ -25,9 +25,10 @@ protocol SQLDatabase: Sendable {
     /// Queues `work` to run inside a write transaction; `completion` receives its result
     /// once the transaction is durable, or its failure (nothing of it is then kept).
     /// - Parameters:
+    ///   - options: what the submitter knows of its request (``WriteOptions``).
     ///   - atomic: pass `true` when `work` runs more than one modifying statement.
     ///   - heavy: pass `true` when `work` may take milliseconds (thousands of rows).
-    func submit<T: Sendable>(atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
+    func submit<T: Sendable>(_ options: WriteOptions, atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
                              completion: @escaping @Sendable (Result<T, any Error>) -> Void)
     /// Applies the migrations missing from the database, after checking those recorded;
     /// returns the file names applied.
@@ -37,9 +38,15 @@ protocol SQLDatabase: Sendable {
 }
 
 extension SQLDatabase {
+    func submit<T: Sendable>(_ options: WriteOptions, atomic: Bool = false, heavy: Bool = false,
+                             _ work: @escaping (any SQLConnection) throws -> T, completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        submit(options, atomic: atomic, heavy: heavy, work, completion: completion)
+    }
+
+    /// A write with the default ``WriteOptions``: never dropped, answered on the writer's thread.
     func submit<T: Sendable>(atomic: Bool = false, heavy: Bool = false, _ work: @escaping (any SQLConnection) throws -> T,
                              completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        submit(atomic: atomic, heavy: heavy, work, completion: completion)
+        submit(WriteOptions(), atomic: atomic, heavy: heavy, work, completion: completion)
     }
 
     /// Runs `work` as a write and waits for its durable result.
@@ -47,13 +54,11 @@ extension SQLDatabase {
         let done = NSCondition()
         nonisolated(unsafe) var outcome: Result<T, any Error>?
         // Answered on the writer's thread: this thread waits, so it cannot run the answer.
-        WriteContext.submitting {
-            submit(atomic: atomic, heavy: false, work) { result in
-                done.lock()
-                outcome = result
-                done.signal()
-                done.unlock()
-            }
+        submit(WriteOptions(), atomic: atomic, heavy: false, work) { result in
+            done.lock()
+            outcome = result
+            done.signal()
+            done.unlock()
         }
         done.lock()
         defer { done.unlock() }

@@ -9,14 +9,14 @@ struct WriteJob<Connection> {
     let heavy: Bool
     /// Whether it needs a savepoint to be all-or-nothing (several modifying statements).
     let atomic: Bool
-    /// Whether nobody waits for the answer any more (``WriteContext`` of the submitting request).
+    /// Whether nobody waits for the answer any more (``WriteOptions/isAbandoned``).
     let isAbandoned: (@Sendable () -> Bool)?
 
     /// The job of `work`, whose result `completion` receives after the commit (or its
-    /// failure): where the submitter's ``WriteContext`` says, else on the writer's thread.
-    init<T: Sendable>(atomic: Bool, heavy: Bool, _ work: @escaping (Connection) throws -> T,
+    /// failure): where `options` say, else on the writer's thread.
+    init<T: Sendable>(_ options: WriteOptions, atomic: Bool, heavy: Bool, _ work: @escaping (Connection) throws -> T,
                       completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        let answer = WriteContext.answer ?? { $0() }
+        let answer = options.answer ?? { $0() }
         run = { connection in
             let value = try work(connection)
             return { answer { completion(.success(value)) } }
@@ -24,7 +24,7 @@ struct WriteJob<Connection> {
         fail = { error in answer { completion(.failure(error)) } }
         self.heavy = heavy
         self.atomic = atomic || heavy
-        isAbandoned = WriteContext.isAbandoned
+        isAbandoned = options.isAbandoned
     }
 }
 

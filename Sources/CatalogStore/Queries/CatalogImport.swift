@@ -34,13 +34,14 @@ extension CatalogStore {
     /// Fails with `invalid` naming `/records/N/data/…` when a record refers to a resource
     /// that neither exists nor comes earlier, and `conflict` when a record would move an
     /// existing resource (a comment to another thread, an entry to another playlist).
-    package func importRecords(_ records: [ImportRecord], completion: @escaping @Sendable (Result<ImportSummary, any Error>) -> Void) {
+    package func importRecords(_ records: [ImportRecord], options: WriteOptions = WriteOptions(),
+                               completion: @escaping @Sendable (Result<ImportSummary, any Error>) -> Void) {
         let relations = Dictionary(uniqueKeysWithValues: [
             (games.schema.type, games.relations), (locations.schema.type, locations.relations), (items.schema.type, items.relations),
             (playlists.schema.type, playlists.relations), (comments.resources.schema.type, comments.resources.relations),
         ])
         let items = self.items
-        database.submit(atomic: true, heavy: true, { db in
+        database.submit(options, atomic: true, heavy: true, { db in
             var summary = ImportSummary()
             for (index, record) in records.enumerated() {
                 let rules = relations[record.schema.type]?.importing ?? ImportRules()

@@ -42,20 +42,20 @@ public final class CommentStore: Sendable {
     /// parent, a top-level comment on the same item. Fails with `notFound` when the item
     /// (or the writer) does not exist, and `invalid` naming the parent when it is unknown,
     /// on another item, a reply or deleted.
-    package func post(on itemID: CatalogID, by writer: CatalogID, _ values: FieldValues,
+    package func post(on itemID: CatalogID, by writer: CatalogID, _ values: FieldValues, options: WriteOptions = WriteOptions(),
                       completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         let parentID = values[column: "parent_id"]?.text
-        resources.submit(atomic: parentID != nil, completion) { [self] db in
+        resources.submit(options, atomic: parentID != nil, completion) { [self] db in
             guard let name = try db.fetchValue("SELECT display_name FROM users WHERE id = ?", [writer.rawValue]).string else { throw StoreError.notFound }
             return try insert(db, values, on: itemID, writer: (writer, name), at: Timestamp.milliseconds(Date()))
         }
     }
 
     /// Posts `input` by the user `writer` on the item `itemID`, checked as a body.
-    public func post(on itemID: CatalogID, by writer: CatalogID, _ input: CommentInput,
+    public func post(on itemID: CatalogID, by writer: CatalogID, _ input: CommentInput, options: WriteOptions = WriteOptions(),
                      completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         switch readValues(input, ResourceSchema.comment.creation) {
-        case let .success(values): post(on: itemID, by: writer, values, completion: completion)
+        case let .success(values): post(on: itemID, by: writer, values, options: options, completion: completion)
         case let .failure(error): completion(.failure(error))
         }
     }
@@ -106,8 +106,9 @@ public final class CommentStore: Sendable {
     /// as a tombstone (no body, `deleted`) so its thread remains readable; deleting a
     /// reply updates its parent's reply count and removes the parent once it is a
     /// tombstone without replies. Deleting a tombstone changes nothing.
-    public func delete(_ id: CatalogID, preconditions: WritePreconditions, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        resources.submit(atomic: true, completion) { db in
+    public func delete(_ id: CatalogID, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
+                       completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        resources.submit(options, atomic: true, completion) { db in
             // A reply locks its parent first, then itself: the order every writer of a thread takes.
             let parentID = try db.fetchValue("SELECT parent_id FROM comments WHERE id = ?", [id.rawValue]).string
             if let parentID { _ = try db.exists("SELECT 1 FROM comments WHERE id = ?" + db.dialect.forDelete, [parentID]) }

@@ -10,10 +10,10 @@ extension PlaylistEntryStore {
     /// and only the new entry's row is written (rarely a few more: ``EntryOrder``). Fails with
     /// `invalid` naming the item (unknown) or the position (past the end), and
     /// `conflict` when the playlist is full.
-    package func insert(_ values: FieldValues, into playlistID: CatalogID, preconditions: WritePreconditions,
+    package func insert(_ values: FieldValues, into playlistID: CatalogID, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
                         completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void) {
         let entryID = CatalogID()
-        database.submit(atomic: true, { [self] db in
+        database.submit(options, atomic: true, { [self] db in
             // The item first (it may not go until this commits), then the playlist: the order
             // an item's deletion takes them in.
             let item = values.reference(to: .playableItems)
@@ -41,26 +41,26 @@ extension PlaylistEntryStore {
     }
 
     /// Inserts `input`, checked as a body.
-    public func insert(_ input: PlaylistEntryInput, into playlistID: CatalogID, preconditions: WritePreconditions,
+    public func insert(_ input: PlaylistEntryInput, into playlistID: CatalogID, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
                        completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void) {
         switch readValues(input, PlaylistEntrySchema.insertion) {
-        case let .success(values): insert(values, into: playlistID, preconditions: preconditions, completion: completion)
+        case let .success(values): insert(values, into: playlistID, preconditions: preconditions, options: options, completion: completion)
         case let .failure(error): completion(.failure(error))
         }
     }
 
     /// Moves the entry `entryID` to the position `values` hold (read by ``PlaylistEntrySchema/move``).
-    package func move(_ entryID: CatalogID, of playlistID: CatalogID, _ values: FieldValues, preconditions: WritePreconditions,
+    package func move(_ entryID: CatalogID, of playlistID: CatalogID, _ values: FieldValues, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
                       completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void) {
         guard let position = values[column: "position"]?.integer else { return completion(.failure(StoreError.invalid([]))) }
-        move(entryID, of: playlistID, to: Int(position), preconditions: preconditions, completion: completion)
+        move(entryID, of: playlistID, to: Int(position), preconditions: preconditions, options: options, completion: completion)
     }
 
     /// Moves the entry `entryID` to `position` (0…count−1): the entries between move one
     /// place, and only the moved entry's row is written (rarely a few more: ``EntryOrder``).
-    public func move(_ entryID: CatalogID, of playlistID: CatalogID, to position: Int, preconditions: WritePreconditions,
+    public func move(_ entryID: CatalogID, of playlistID: CatalogID, to position: Int, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
                      completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void) {
-        database.submit(atomic: true, { [self] db in
+        database.submit(options, atomic: true, { [self] db in
             let (playlist, entry) = try Self.lock(db, playlistID, entry: entryID, preconditions)
             guard (0..<playlist.count).contains(position) else {
                 let pointer = PlaylistEntrySchema.move.fields.first { $0.column == "position" }?.pointer ?? ""
@@ -78,9 +78,9 @@ extension PlaylistEntryStore {
 
     /// Removes the entry `entryID` (the entries after it move one place up; no other row
     /// is written). Returns the playlist's new version.
-    public func remove(_ entryID: CatalogID, from playlistID: CatalogID, preconditions: WritePreconditions,
+    public func remove(_ entryID: CatalogID, from playlistID: CatalogID, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
                        completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
-        database.submit(atomic: true, { db in
+        database.submit(options, atomic: true, { db in
             let (playlist, entry) = try Self.lock(db, playlistID, entry: entryID, preconditions)
             try db.execute("DELETE FROM playlist_entries WHERE pk = ?", [entry.pk])
             return try Self.touch(db, playlist.pk, count: playlist.count - 1)
@@ -92,22 +92,22 @@ extension PlaylistEntryStore {
     /// on); the others are removed or added. Fails with `invalid` naming each unknown
     /// id (its pointer; the answer lists ``Problem/maxListedErrors`` and counts the rest).
     /// Returns the playlist.
-    public func replace(_ order: PlaylistOrder, of playlistID: CatalogID, preconditions: WritePreconditions,
+    public func replace(_ order: PlaylistOrder, of playlistID: CatalogID, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
                         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         switch readValues(order, PlaylistEntrySchema.order) {
-        case let .success(values): replace(values, of: playlistID, preconditions: preconditions, completion: completion)
+        case let .success(values): replace(values, of: playlistID, preconditions: preconditions, options: options, completion: completion)
         case let .failure(error): completion(.failure(error))
         }
     }
 
     /// Replaces the whole order with the item ids `values` hold (read by ``PlaylistEntrySchema/order``).
-    package func replace(_ values: FieldValues, of playlistID: CatalogID, preconditions: WritePreconditions,
+    package func replace(_ values: FieldValues, of playlistID: CatalogID, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
                          completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         guard let items = values.reference(to: .playableItems), case let .ids(ids)? = items.value else {
             return completion(.failure(StoreError.invalid([])))
         }
         // A long order takes its own turn on the writer, so it cannot hold up small writes.
-        database.submit(atomic: true, heavy: ids.count > 100, { [self] db in
+        database.submit(options, atomic: true, heavy: ids.count > 100, { [self] db in
             let playlist = try Self.lock(db, playlistID, preconditions)
             // The items, in the new order (ids are UUID text: nothing to escape).
             var itemPKs: [Int64] = []

@@ -6,10 +6,11 @@ import Foundation
 extension ResourceStore {
     /// Creates a resource from `values`, read by the declaration's ``ResourceSchema/creation``
     /// reader, owned by `owner` when the resource has owners.
-    package func create(_ values: FieldValues, owner: CatalogID? = nil, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+    package func create(_ values: FieldValues, owner: CatalogID? = nil, options: WriteOptions = WriteOptions(),
+                        completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         // The id is drawn here, on the caller's thread: the writer's time goes to the database.
         let id = CatalogID()
-        submit(completion) { [self] db in try insert(db, values, owner: owner, at: Timestamp.milliseconds(Date()), id: id) }
+        submit(options, completion) { [self] db in try insert(db, values, owner: owner, at: Timestamp.milliseconds(Date()), id: id) }
     }
 
     /// Inserts a new resource `id` with `values` (and `owner`, when the resource has
@@ -42,24 +43,24 @@ extension ResourceStore {
 
     /// Creates a resource from `input`, checked by the same reader and rules as a body
     /// (`invalid` lists what breaks them).
-    public func create(_ input: Input, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+    public func create(_ input: Input, options: WriteOptions = WriteOptions(), completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         switch readValues(input, schema.creation) {
-        case let .success(values): create(values, completion: completion)
+        case let .success(values): create(values, options: options, completion: completion)
         case let .failure(error): completion(.failure(error))
         }
     }
 
     /// Replaces the resource `id` with `values` (read by ``ResourceSchema/edit``), if `preconditions` hold.
-    package func replace(_ id: CatalogID, with values: FieldValues, preconditions: WritePreconditions,
+    package func replace(_ id: CatalogID, with values: FieldValues, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
                          completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
-        update(id, preconditions: preconditions, completion: completion) { _ in values }
+        update(id, preconditions: preconditions, options: options, completion: completion) { _ in values }
     }
 
     /// Replaces the resource `id` with `input`, checked as a body, if `preconditions` hold.
-    public func replace(_ id: CatalogID, with input: Input, preconditions: WritePreconditions,
+    public func replace(_ id: CatalogID, with input: Input, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
                         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         switch readValues(input, schema.edit) {
-        case let .success(values): replace(id, with: values, preconditions: preconditions, completion: completion)
+        case let .success(values): replace(id, with: values, preconditions: preconditions, options: options, completion: completion)
         case let .failure(error): completion(.failure(error))
         }
     }
@@ -68,9 +69,10 @@ extension ResourceStore {
     /// document (its writable fields), inside the write transaction, so concurrent
     /// changes cannot interleave. An error thrown by `transform` fails the call with that
     /// same error. A frozen resource (a comment tombstone) is a `conflict`.
-    package func update(_ id: CatalogID, preconditions: WritePreconditions, completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void,
+    package func update(_ id: CatalogID, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
+                        completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void,
                         transform: @escaping @Sendable ([String: JSONValue]) throws -> FieldValues) {
-        submit(atomic: relations.didUpdate != nil, completion) { [self] db in
+        submit(options, atomic: relations.didUpdate != nil, completion) { [self] db in
             let (document, version) = try editableDocument(db, id)
             // The content is checked first (422 before 412), as for PUT, whose body is
             // validated before it reaches the store.
@@ -95,8 +97,9 @@ extension ResourceStore {
     }
 
     /// Deletes the resource `id`, if `preconditions` hold.
-    public func delete(_ id: CatalogID, preconditions: WritePreconditions, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        submit(atomic: relations.willDelete != nil, { [cache] result in
+    public func delete(_ id: CatalogID, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
+                       completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        submit(options, atomic: relations.willDelete != nil, { [cache] result in
             if case .success = result { cache?.invalidate(id: id.rawValue) }
             completion(result)
         }) { [self] db in
@@ -124,9 +127,9 @@ extension ResourceStore {
 
     /// Submits a write. Database errors reach `completion` as ``StoreError``; errors
     /// thrown by the caller's own code (a transform) pass through unchanged.
-    func submit<T: Sendable>(atomic: Bool = false, _ completion: @escaping @Sendable (Result<T, any Error>) -> Void,
+    func submit<T: Sendable>(_ options: WriteOptions, atomic: Bool = false, _ completion: @escaping @Sendable (Result<T, any Error>) -> Void,
                              _ work: @escaping (any SQLConnection) throws -> T) {
-        database.submit(atomic: atomic, work) { result in
+        database.submit(options, atomic: atomic, work) { result in
             completion(result.mapError { $0 is any EngineError ? StoreError.from($0) : $0 })
         }
     }

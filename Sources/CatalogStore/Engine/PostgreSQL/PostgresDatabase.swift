@@ -107,10 +107,10 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         }
     }
 
-    func submit<T: Sendable>(atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
+    func submit<T: Sendable>(_ options: WriteOptions, atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
                              completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
         // A write that keeps its answer too is two statements at least: all or nothing.
-        writes.submit(atomic: atomic || WriteContext.answersInTransaction, heavy: heavy, WriteContext.wrapping(work, completion: completion),
+        writes.submit(options, atomic: atomic || options.inTransaction != nil, heavy: heavy, options.wrapping(work, completion: completion),
                       completion: completion)
     }
 

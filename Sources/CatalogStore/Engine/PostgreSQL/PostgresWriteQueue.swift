@@ -14,7 +14,7 @@ import Foundation
 /// Bounded like SQLite's writer: each lane holds a bounded number of jobs, and past it a
 /// write fails at once with `unavailable` (503, retry). Heavy jobs (imports, long
 /// orders) run one at a time, so they never take every writer. A job whose client has
-/// gone before its turn (``WriteContext``) is dropped unrun. A job that meets a
+/// gone before its turn (``WriteOptions/isAbandoned``) is dropped unrun. A job that meets a
 /// serialization failure or a deadlock is rolled back and run again, up to
 /// ``maxAttempts`` times, after a short random pause.
 final class PostgresWriteQueue: @unchecked Sendable {
@@ -47,9 +47,9 @@ final class PostgresWriteQueue: @unchecked Sendable {
         }
     }
 
-    func submit<T: Sendable>(atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
+    func submit<T: Sendable>(_ options: WriteOptions, atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
                              completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        lanes.submit(Job(atomic: atomic, heavy: heavy, work, completion: completion))
+        lanes.submit(Job(options, atomic: atomic, heavy: heavy, work, completion: completion))
     }
 
     /// Finishes the queued writes, then stops the writer threads.

@@ -109,11 +109,11 @@ final class SQLiteDatabase: SQLDatabase {
         } }
     }
 
-    func submit<T: Sendable>(atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
+    func submit<T: Sendable>(_ options: WriteOptions, atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
                              completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
         // A write that keeps its answer too is two statements at least: all or nothing.
-        let atomic = atomic || WriteContext.answersInTransaction, work = WriteContext.wrapping(work, completion: completion)
-        writes.submit(atomic: atomic, heavy: heavy, { db in try work(SQLiteSession(db: db, direct: true)) }, completion: completion)
+        let atomic = atomic || options.inTransaction != nil, work = options.wrapping(work, completion: completion)
+        writes.submit(options, atomic: atomic, heavy: heavy, { db in try work(SQLiteSession(db: db, direct: true)) }, completion: completion)
     }
 
     func migrate(_ migrations: [Migration]) throws -> [String] {

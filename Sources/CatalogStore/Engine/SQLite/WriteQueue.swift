@@ -15,7 +15,7 @@ import GRDB
 /// `finish` leaves waits for the writer's idle time: `settle` runs it, in a transaction
 /// of its own, once no job has come for ``settleDelay`` (and before the writer stops).
 /// Jobs should do only database work. Their completions run after the commit, where the
-/// submitter's ``WriteContext`` asks (a request's event loop), else on the writer thread,
+/// submitter's ``WriteOptions`` ask (a request's event loop), else on the writer thread,
 /// and must be quick. With `synchronous=FULL` that is one `fsync` for the whole batch, and
 /// each completion is called only after its data is durable.
 ///
@@ -23,7 +23,7 @@ import GRDB
 /// transaction of its own, taking turns with batches of light ones, so a client that
 /// sends large jobs delays others by at most one of them. Each lane holds a bounded
 /// number of jobs; past it a write fails at once with `unavailable` (503, retry). A job
-/// whose client has gone before its turn (``WriteContext``) is dropped unrun.
+/// whose client has gone before its turn (``WriteOptions/isAbandoned``) is dropped unrun.
 final class WriteQueue: @unchecked Sendable {
     private typealias Job = WriteJob<Database>
 
@@ -69,11 +69,12 @@ final class WriteQueue: @unchecked Sendable {
 
     /// Queues `work`; `completion` receives its result after the commit (or the failure).
     /// - Parameters:
+    ///   - options: what the submitter knows of its request (``WriteOptions``).
     ///   - atomic: pass `true` when `work` runs more than one modifying statement.
     ///   - heavy: pass `true` when `work` may take milliseconds (thousands of rows).
-    func submit<T: Sendable>(atomic: Bool = false, heavy: Bool = false, _ work: @escaping (Database) throws -> T,
+    func submit<T: Sendable>(_ options: WriteOptions = WriteOptions(), atomic: Bool = false, heavy: Bool = false, _ work: @escaping (Database) throws -> T,
                              completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
-        lanes.submit(Job(atomic: atomic, heavy: heavy, work, completion: completion))
+        lanes.submit(Job(options, atomic: atomic, heavy: heavy, work, completion: completion))
     }
 
     /// Finishes the queued writes, then stops the writer thread.
