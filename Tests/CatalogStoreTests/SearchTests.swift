@@ -387,7 +387,7 @@ import TestSupport
     }
 
     /// Waits until the writer has applied the queue: it does when it has had no job for
-    /// ``WriteQueue/settleDelay`` after a batch. At most 10 s.
+    /// the writer's settle delay (``GroupCommit``) after a batch. At most 10 s.
     private func settled(_ reader: DatabaseQueue) throws {
         let deadline = Date(timeIntervalSinceNow: 10)
         while try queued(reader) > 0 {

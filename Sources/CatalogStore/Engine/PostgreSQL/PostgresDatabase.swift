@@ -4,14 +4,14 @@ import Synchronization
 /// PostgreSQL through libpq, for deployments of several stateless servers on one
 /// database. Reads borrow a pooled connection (a snapshot is a REPEATABLE READ, READ
 /// ONLY transaction); writes run in READ COMMITTED transactions on a few writer threads
-/// (grouped: ``PostgresWriteQueue``), locking what they check (``SQLDialect/forUpdate``),
+/// (grouped: ``GroupCommit`` of ``PostgresWriter``s), locking what they check (``SQLDialect/forUpdate``),
 /// and run again after a serialization failure or a deadlock (SQLSTATE 40001, 40P01). A write's
 /// completion runs once its COMMIT has returned: durable, with the server's default
 /// `synchronous_commit`.
 final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     private let url: String
     private let readers: ConnectionPool<PostgresConnection>
-    private let writes: PostgresWriteQueue
+    private let writes: GroupCommit<PostgresWriter>
     let version: String
     let commits = CommitSignal()
     /// Whether the thread listening for the change log's notifications goes on.
@@ -35,9 +35,10 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         version = "PostgreSQL " + first.serverVersion
         self.readers = ConnectionPool(size: max(2, readers), wait: Self.connectionWait) { try PostgresConnection(url: url, settings: Self.readerSettings) }
         self.readers.give(first)
-        writes = PostgresWriteQueue(threads: PostgresWriteQueue.defaultThreads, commits: commits) {
-            try PostgresConnection(url: url, settings: Self.writerSettings)
+        let writers = (0..<PostgresWriter.defaultCount).map { _ in
+            PostgresWriter { try PostgresConnection(url: url, settings: Self.writerSettings) }
         }
+        writes = GroupCommit(writers, name: "catalog-writer", maxBatch: PostgresWriter.maxBatch, commits: commits)
         let thread = Thread { [self] in listen() }
         thread.name = "catalog-listener"
         thread.start()

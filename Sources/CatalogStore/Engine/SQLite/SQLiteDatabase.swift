@@ -5,11 +5,11 @@ import GRDB
 import GRDBSQLite
 
 /// The embedded engine: one SQLite file in WAL mode with `synchronous=FULL`, foreign
-/// keys and a busy timeout; one group-committing writer (``WriteQueue``), a pool of
+/// keys and a busy timeout; one group-committing writer (``GroupCommit`` of a ``SQLiteWriter``), a pool of
 /// readers, and a checkpointer. Holds `<file>.lock` while open.
 final class SQLiteDatabase: SQLDatabase {
     let pool: DatabasePool
-    let writes: WriteQueue
+    let writes: GroupCommit<SQLiteWriter>
     let checkpointer: Checkpointer
     /// The connections reads run on (GRDB's own readers serve backups).
     private let readers: ConnectionPool<SQLiteReader>
@@ -61,12 +61,8 @@ final class SQLiteDatabase: SQLDatabase {
             let checkpointer = try Checkpointer(path: path)
             self.checkpointer = checkpointer
             let searchIndex = SearchIndexQueue()
-            writes = WriteQueue(
-                writer: pool, commits: commits, finish: { db in try searchIndex.applyIfDue(db) }, settle: { db in try searchIndex.apply(db) },
-                needsMaintenance: {
-                    checkpointer.backupsRunning.load(ordering: .relaxed) == 0 && checkpointer.needsRestart.exchange(false, ordering: .relaxed)
-                },
-                maintain: { db in _ = try? Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(RESTART)") })
+            writes = GroupCommit([SQLiteWriter(pool: pool, searchIndex: searchIndex, checkpointer: checkpointer)], name: "catalog-writer",
+                                 maxBatch: 512, commits: commits)
         } catch {
             lock.release()
             throw error

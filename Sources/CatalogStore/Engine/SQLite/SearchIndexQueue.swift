@@ -7,7 +7,7 @@ import GRDB
 ///
 /// The writer applies the queue at the end of a batch, inside its transaction, once it
 /// holds ``due`` writes (``applyIfDue(_:)``), else when it has had no job for a moment
-/// (``WriteQueue``): a segment for each batch of 16 creates made the index's writes and
+/// (``GroupCommit``): a segment for each batch of 16 creates made the index's writes and
 /// merges about a fifth of the writer's time. Searches stay exact meanwhile: they leave
 /// the queued rows out of the index's matches and test them as they read them
 /// (``SQLDialect/search(_:text:queued:)``, which reads at most the queue's first 2,048).

@@ -1,0 +1,70 @@
+import CatalogModels
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+@testable import CatalogStore
+
+/// The one group-commit loop (``GroupCommit``), on each engine: writes queued while the
+/// writers are busy commit together, and a write that fails among them fails alone.
+/// SQLite undoes the one failed statement and goes on; PostgreSQL aborts the whole
+/// transaction, so the loop runs the batch again, each write alone. The outcome must be
+/// the same.
+@Suite struct GroupCommitTests {
+    /// SQLite always; PostgreSQL when `CATALOG_TEST_POSTGRES_URL` names a server.
+    static let engines: [DatabaseEngine] = TestEngine.postgresURL == nil ? [.sqlite] : [.sqlite, .postgresql]
+
+    @Test(arguments: engines) func aWriteFailingInABatchFailsAloneAndTheOthersCommit(_ engine: DatabaseEngine) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("group-commit-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let location: DatabaseLocation = switch engine {
+        case .sqlite: .file(directory.appendingPathComponent("catalog.sqlite").path)
+        case .postgresql: .postgresql(try TestEngine.postgresDatabase(for: directory))
+        }
+        defer { if engine == .postgresql { TestEngine.release(directory) } }
+        let store = try CatalogStore(location, migrations: Migration.load(from: migrationsDirectory, for: engine))
+        defer { try? store.close() }
+        let database = store.database
+        let existing = CatalogID()
+        let insert = "INSERT INTO games (id, name, description, image_name, created_at, updated_at, version) VALUES (?, ?, '', 'g', 0, 0, 1)"
+        _ = try database.write { db in try db.execute(insert, [existing.rawValue, "Existing"]) }
+
+        let outcomes = Mutex<[String: Bool]>([:])
+        try await onThread { () throws -> Void in
+            let group = DispatchGroup()
+            let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+            group.enter()
+            database.submit(WriteOptions(), atomic: false, heavy: true, { _ in
+                held.signal()
+                release.wait()
+            }, completion: { _ in group.leave() })
+            held.wait()
+            // Every writer is busy, so the three writes below queue up and are taken
+            // together. PostgreSQL has a second writer: a write taken by it waits for the
+            // change log's lock, which the first one's transaction holds.
+            if engine == .postgresql {
+                group.enter()
+                database.submit(WriteOptions(), atomic: false, heavy: false, { _ in }, completion: { _ in group.leave() })
+                let deadline = Date().addingTimeInterval(10)
+                while try database.read({ db in try db.fetchValue("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").int }) == 0 {
+                    guard Date() < deadline else { throw StoreError.unavailable("the second writer never waited for the lock") }
+                    usleep(2_000)
+                }
+            }
+            for (name, id) in [("before", CatalogID()), ("duplicate", existing), ("after", CatalogID())] {
+                group.enter()
+                // One statement each, not atomic: no savepoint of its own.
+                database.submit(WriteOptions(), atomic: false, heavy: false, { db in try db.execute(insert, [id.rawValue, name]) }, completion: { result in
+                    outcomes.withLock { $0[name] = (try? result.get()) != nil }
+                    group.leave()
+                })
+            }
+            release.signal()
+            group.wait()
+        }
+        #expect(outcomes.withLock { $0 } == ["before": true, "duplicate": false, "after": true])
+        let names = try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }
+        #expect(Set(names).intersection(["before", "after", "Existing", "duplicate"]) == ["Existing", "after", "before"])
+    }
+}
