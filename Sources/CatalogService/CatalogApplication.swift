@@ -176,11 +176,11 @@ public final class CatalogApplication: Sendable {
         routes.add(.POST, "/admin/backups", .admin, rate: .expensive, timeout: .seconds(600), .blocking { _, _, isAbandoned in try backups.create(isAbandoned: isAbandoned) })
         let imports = Imports(store: store)
         routes.add(.POST, "/admin/import", .admin, rate: .expensive, timeout: .seconds(300), maxBody: BodyLimits.unbounded, .later { request, _, options, done in try imports.apply(request, options, done) })
-        ResourceEndpoints(store.items, catalog: store, metrics: metrics).register(in: &routes)
-        ResourceEndpoints(store.games, catalog: store, metrics: metrics).register(in: &routes)
-        ResourceEndpoints(store.locations, catalog: store, metrics: metrics).register(in: &routes)
+        // Every declared resource with the routes every resource gets; the others' own below.
+        for resource in store.resources where resource.schema.standardRoutes {
+            ResourceEndpoints(resource, catalog: store, metrics: metrics).register(in: &routes)
+        }
         let playlists = ResourceEndpoints(store.playlists, catalog: store, metrics: metrics)
-        playlists.register(in: &routes)
         PlaylistEntries(store: store.entries, endpoints: playlists, itemFields: FieldSet(store.items)).register(in: &routes)
         Comments(store, metrics: metrics).register(in: &routes)
         Accounts(store, metrics: metrics, authenticator: routes.authenticator).register(in: &routes)

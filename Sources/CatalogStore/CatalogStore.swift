@@ -40,14 +40,17 @@ public enum DatabaseEngine: String, Sendable {
 
 /// The catalog's storage: every resource, in one SQLite file or one PostgreSQL database.
 public final class CatalogStore: Sendable {
+    /// Every declared resource's store, in the order of ``ResourceSchema/all``: what the
+    /// change log renders through, imports write, and the service serves routes from.
+    package let resources: [ResourceStore]
     /// Streaming videos.
-    public let items: ResourceStore<PlayableItem, PlayableItemInput>
+    public let items: ResourceStore
     /// Arcade games.
-    public let games: ResourceStore<Game, GameInput>
+    public let games: ResourceStore
     /// Places.
-    public let locations: ResourceStore<Location, LocationInput>
+    public let locations: ResourceStore
     /// Playlists (their own fields).
-    public let playlists: ResourceStore<Playlist, PlaylistInput>
+    public let playlists: ResourceStore
     /// The entries of playlists.
     public let entries: PlaylistEntryStore
     /// Comments and replies.
@@ -87,20 +90,34 @@ public final class CatalogStore: Sendable {
             throw error
         }
         self.location = location
-        // Deleting an item removes its entries from every playlist (comments go by cascade).
-        items = ResourceStore(.playableItem, database: database, relations: Relations(willDelete: { try PlaylistEntryStore.removeItem($0, itemID: $1) }))
-        games = ResourceStore(.game, database: database)
-        locations = ResourceStore(.location, database: database)
-        playlists = ResourceStore(.playlist, database: database, relations: Relations(importing: ImportRules(applyNested: { db, record, pk, pointer in
-            try PlaylistEntryStore.importEntries(db, record, playlistPK: pk, pointer: pointer)
-        })))
+        // Every declared resource gets its store, with what a deletion, an edit or an import
+        // changes beyond its row, for those where that is something.
+        let relations: [String: Relations] = [
+            // Deleting an item removes its entries from every playlist (comments go by cascade).
+            ResourceSchema.playableItem.type: Relations(willDelete: { try PlaylistEntryStore.removeItem($0, itemID: $1) }),
+            ResourceSchema.playlist.type: Relations(importing: ImportRules(applyNested: { db, record, pk, pointer in
+                try PlaylistEntryStore.importEntries(db, record, playlistPK: pk, pointer: pointer)
+            })),
+            ResourceSchema.comment.type: CommentStore.relations,
+        ]
+        let database = self.database
+        let resources = ResourceSchema.all.map { ResourceStore($0, database: database, relations: relations[$0.type] ?? Relations()) }
+        func store(_ schema: ResourceSchema) -> ResourceStore {
+            guard let store = resources.first(where: { $0.schema === schema }) else { preconditionFailure("\(schema.type) is not in ResourceSchema.all") }
+            return store
+        }
+        self.resources = resources
+        items = store(.playableItem)
+        games = store(.game)
+        locations = store(.location)
+        playlists = store(.playlist)
         entries = PlaylistEntryStore(database: database, playlists: playlists, items: items)
-        comments = CommentStore(database: database)
+        comments = CommentStore(resources: store(.comment))
         accounts = AccountStore(database: database)
         idempotency = IdempotencyStore(database: database)
         // The change log renders each declared resource through its store, and entries as entries.
         var renderers: [String: ChangeLog.Renderer] = [ChangeFeedSchema.entryType: { [entries] db, ids in try entries.changed(db, ids) }]
-        for store in [games, locations, items, playlists, comments.resources] as [any DeclaredStore] {
+        for store in resources {
             renderers[store.schema.type] = { db, ids in try store.render(db, ids: ids) }
         }
         changes = ChangeLog(database: database, renderers: renderers)

@@ -65,7 +65,7 @@ import Glibc
         let key = try await Self.bootstrapKey(database: database)
         let store = try CatalogStore(path: database, migrations: Migration.load(from: migrationsDirectory))
         defer { try? store.close() }
-        let admins = try store.accounts.users.list(ListRequest()).items
+        let admins = try store.accounts.users.list(ListRequest(), as: User.self).items
         #expect(admins.map(\.displayName) == ["ops"])
         #expect(admins.map(\.role) == [.admin])
         let credential = try #require(try store.accounts.key(digest: APIKeySecret.digest(of: Array(key.utf8))))

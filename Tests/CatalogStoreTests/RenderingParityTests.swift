@@ -17,7 +17,7 @@ import TestSupport
     /// Stores `assignments` (column, text) in the row `id` as they are, past the rules that
     /// refuse control characters (so rendering meets every awkward string), and renders the
     /// row as a write does.
-    func overwrite<Model, Input>(_ store: ResourceStore<Model, Input>, _ id: CatalogID, _ assignments: [(String, String?)]) throws -> RenderedResource {
+    func overwrite(_ store: ResourceStore, _ id: CatalogID, _ assignments: [(String, String?)]) throws -> RenderedResource {
         let sql = "UPDATE \(store.schema.table) SET \(assignments.map { "\($0.0) = ?" }.joined(separator: ", ")) WHERE id = ?" + store.returning
         return try store.database.write { db in
             try store.renderWritten(db, sql, assignments.map(\.1) + [id.rawValue])
@@ -104,7 +104,7 @@ import TestSupport
         let store = try scratch.open()
         defer { try? store.close() }
         #expect(store.items.boundInsert != nil && store.games.boundInsert != nil && store.locations.boundInsert != nil)
-        func expectReadBack<Model, Input>(_ store: ResourceStore<Model, Input>, _ created: RenderedResource,
+        func expectReadBack(_ store: ResourceStore, _ created: RenderedResource,
                                           sourceLocation: SourceLocation = #_sourceLocation) throws {
             store.cache?.invalidate(id: created.id.rawValue)
             let read = try #require(try store.rendered(created.id), sourceLocation: sourceLocation)

@@ -115,7 +115,7 @@ import TestSupport
         let longTitle = try create("Trailer for a film with a rather long title indeed", "")
         let shortTitle = try create("Trailer", "")
         let twice = try create("Trailer trailer", "trailer")
-        let ranked = try store.items.list(ListRequest(order: .relevance, search: "trailer")).items.map(\.id)
+        let ranked = try store.items.list(ListRequest(order: .relevance, search: "trailer"), as: PlayableItem.self).items.map(\.id)
         #expect(ranked == [twice, shortTitle, longTitle, inDescription])
     }
 
@@ -174,12 +174,12 @@ import TestSupport
 
         var firstPage = byTitle
         firstPage.limit = 50
-        let page = try store.items.list(firstPage)
+        let page = try store.items.list(firstPage, as: PlayableItem.self)
         #expect(try page.items.map(\.id.rawValue) == expected(limit: 50))
         let last = try #require(page.items.last)
         var next = firstPage
         next.cursor = page.nextCursor
-        #expect(try store.items.list(next).items.map(\.id.rawValue) == expected(after: (last.title, last.id.rawValue), limit: 50))
+        #expect(try store.items.list(next, as: PlayableItem.self).items.map(\.id.rawValue) == expected(after: (last.title, last.id.rawValue), limit: 50))
 
         // Writes through the store: a new first match, and a new match first after the
         // cursor; and from outside, one match on the next page that matches no more.
@@ -192,15 +192,15 @@ import TestSupport
         let first = try create("Common aardvark"), second = try create(last.title + " again")
         let ranked = try pages(store, relevance)
         #expect(ranked.count == 500 && ranked.contains(first.rawValue) && ranked.contains(second.rawValue))
-        let gone = try #require(try store.items.list(next).items.dropFirst(10).first)
+        let gone = try #require(try store.items.list(next, as: PlayableItem.self).items.dropFirst(10).first)
         try outside.write { db in
             try db.execute(sql: "UPDATE playable_items SET title = 'Rare clip', version = version + 1 WHERE id = ?", arguments: [gone.id.rawValue])
         }
         // Alike before the index has these writes (and the store's two creates) and after.
-        let pending = (first: try store.items.list(firstPage).items.first?.id, after: try store.items.list(next).items.map(\.id.rawValue))
+        let pending = (first: try store.items.list(firstPage, as: PlayableItem.self).items.first?.id, after: try store.items.list(next, as: PlayableItem.self).items.map(\.id.rawValue))
         try indexOutsideWrites()
-        #expect(try store.items.list(firstPage).items.first?.id == first && pending.first == first)
-        let after = try store.items.list(next).items.map(\.id.rawValue)
+        #expect(try store.items.list(firstPage, as: PlayableItem.self).items.first?.id == first && pending.first == first)
+        let after = try store.items.list(next, as: PlayableItem.self).items.map(\.id.rawValue)
         #expect(try after == expected(after: (last.title, last.id.rawValue), limit: 50) && pending.after == after)
         #expect(after.first == second.rawValue && !after.contains(gone.id.rawValue))
 
@@ -209,7 +209,7 @@ import TestSupport
             try db.execute(sql: "UPDATE playable_items SET title = 'Common zzz', version = version + 1 WHERE id = ?", arguments: [last.id.rawValue])
         }
         try indexOutsideWrites()
-        #expect(try store.items.list(next).items.map(\.id.rawValue) == expected(after: (last.title, last.id.rawValue), limit: 50))
+        #expect(try store.items.list(next, as: PlayableItem.self).items.map(\.id.rawValue) == expected(after: (last.title, last.id.rawValue), limit: 50))
     }
 
     /// A search within a parent (the playlists holding an item) keeps no list: it walks,
@@ -231,7 +231,7 @@ import TestSupport
         }
         func pages(_ limit: Int) throws -> [String] {
             try self.pages(ListRequest(limit: limit, order: .relevance, search: "mix", scope: .playlistsContaining(item: item.id)),
-                           store.playlists.list, id: \.id)
+                           store.playlists, as: Playlist.self, id: \.id)
         }
         let whole = try pages(100)
         #expect(Set(whole) == holding && whole.count == holding.count)
@@ -397,15 +397,15 @@ import TestSupport
     }
 
     private func pages(_ store: CatalogStore, _ request: ListRequest) throws -> [String] {
-        try pages(request, store.items.list, id: \.id)
+        try pages(request, store.items, as: PlayableItem.self, id: \.id)
     }
 
     /// The ids of every page of `request`, as `list` answers them, following the cursors.
-    private func pages<Model>(_ request: ListRequest, _ list: (ListRequest) throws(StoreError) -> ListPage<Model>, id: (Model) -> CatalogID) throws -> [String] {
+    private func pages<Model: Codable & Sendable & Hashable>(_ request: ListRequest, _ store: ResourceStore, as type: Model.Type, id: (Model) -> CatalogID) throws -> [String] {
         var ids: [String] = []
         var request = request
         repeat {
-            let page = try list(request)
+            let page = try store.list(request, as: type)
             ids += page.items.map { id($0).rawValue }
             request.cursor = page.nextCursor
         } while request.cursor != nil

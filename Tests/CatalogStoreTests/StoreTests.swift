@@ -147,7 +147,7 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         #expect(try store.locations.count() >= 20)
         #expect(try store.items.count() >= 10)
         // The demo playlists hold every item they name, in order, at dense positions.
-        let playlists = try store.playlists.list(ListRequest(order: .field("title", descending: false))).items
+        let playlists = try store.playlists.list(ListRequest(order: .field("title", descending: false)), as: Playlist.self).items
         #expect(playlists.map(\.title) == DemoCatalog.playlists.map(\.input.title).sorted())
         for (playlist, demo) in zip(playlists, DemoCatalog.playlists.sorted { $0.input.title < $1.input.title }) {
             let page = try CatalogJSON.makeDecoder().decode(Page<PlaylistEntry>.self, from: Data(store.entries.page(of: playlist.id, limit: 100, cursor: nil).json))
@@ -155,14 +155,14 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
             #expect(page.items.map(\.position) == Array(0..<demo.itemTitles.count))
             #expect(playlist.entryCount == demo.itemTitles.count)
         }
-        let bunny = try #require(store.items.list(ListRequest(limit: 1, order: .relevance, search: "Big Buck Bunny")).items.first)
-        let thread = try store.comments.resources.list(ListRequest(scope: .commentsOn(item: bunny.id))).items
+        let bunny = try #require(store.items.list(ListRequest(limit: 1, order: .relevance, search: "Big Buck Bunny"), as: PlayableItem.self).items.first)
+        let thread = try store.comments.resources.list(ListRequest(scope: .commentsOn(item: bunny.id)), as: CatalogModels.Comment.self).items
         #expect(thread.map(\.replyCount) == [1])
-        #expect(try store.comments.resources.list(ListRequest(scope: .repliesTo(comment: thread[0].id))).items.map(\.author) == ["Ben"])
+        #expect(try store.comments.resources.list(ListRequest(scope: .repliesTo(comment: thread[0].id)), as: CatalogModels.Comment.self).items.map(\.author) == ["Ben"])
         #expect(try store.seedDemoCatalogIfEmpty() == false)
         #expect(try store.games.count() == 4)
         // Emptied by its users, the catalog stays empty across restarts.
-        for page in try store.games.list(ListRequest(limit: 100)).items {
+        for page in try store.games.list(ListRequest(limit: 100), as: Game.self).items {
             try wait { store.games.delete(page.id, preconditions: WritePreconditions(), completion: $0) }
         }
         #expect(try store.seedDemoCatalogIfEmpty() == false)
@@ -177,23 +177,23 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         for index in 0..<300 {
             _ = try wait { store.games.create(GameInput(name: ["Alpha", "beta", "Gamma"][index % 3], imageName: "g\(index)"), completion: $0) }
         }
-        let all = try store.games.list(ListRequest(limit: 100, order: .field("name", descending: false)))
+        let all = try store.games.list(ListRequest(limit: 100, order: .field("name", descending: false)), as: Game.self)
         #expect(all.items.count == 100)
         for order in [ListRequest.Order.field("name", descending: false), .field("name", descending: true),
                       .field("createdAt", descending: false), .field("createdAt", descending: true)] {
             var seen: [CatalogID] = []
             var cursor: String?
             repeat {
-                let page = try store.games.list(ListRequest(limit: 7, order: order, cursor: cursor))
+                let page = try store.games.list(ListRequest(limit: 7, order: order, cursor: cursor), as: Game.self)
                 seen += page.items.map(\.id)
                 cursor = page.nextCursor
             } while cursor != nil
             #expect(seen.count == 300, "\(order)")
             #expect(Set(seen).count == 300, "\(order): no duplicates")
         }
-        let first = try store.games.list(ListRequest(limit: 5, order: .field("name", descending: false)))
+        let first = try store.games.list(ListRequest(limit: 5, order: .field("name", descending: false)), as: Game.self)
         #expect(throws: StoreError.self) {
-            try store.games.list(ListRequest(limit: 5, order: .field("name", descending: true), cursor: first.nextCursor))
+            try store.games.list(ListRequest(limit: 5, order: .field("name", descending: true), cursor: first.nextCursor), as: Game.self)
         }
     }
 
@@ -224,12 +224,12 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         let store = try scratch.open()
         defer { try? store.close() }
         let game = try wait { store.games.create(GameInput(name: "Tempest", description: "Vector shooter", imageName: "tempest"), completion: $0) }
-        #expect(try store.games.list(ListRequest(order: .relevance, search: "vector")).items.map(\.id) == [game.id])
+        #expect(try store.games.list(ListRequest(order: .relevance, search: "vector"), as: Game.self).items.map(\.id) == [game.id])
         _ = try wait { store.games.replace(game.id, with: GameInput(name: "Robotron", description: "Twin-stick", imageName: "r"), preconditions: WritePreconditions(ifMatch: .versions([1])), completion: $0) }
-        #expect(try store.games.list(ListRequest(order: .relevance, search: "vector")).items.isEmpty)
-        #expect(try store.games.list(ListRequest(order: .relevance, search: "twin")).items.map(\.id) == [game.id])
+        #expect(try store.games.list(ListRequest(order: .relevance, search: "vector"), as: Game.self).items.isEmpty)
+        #expect(try store.games.list(ListRequest(order: .relevance, search: "twin"), as: Game.self).items.map(\.id) == [game.id])
         try wait { store.games.delete(game.id, preconditions: WritePreconditions(), completion: $0) }
-        #expect(try store.games.list(ListRequest(order: .relevance, search: "twin")).items.isEmpty)
+        #expect(try store.games.list(ListRequest(order: .relevance, search: "twin"), as: Game.self).items.isEmpty)
     }
 
     @Test func failedWritesInABatchDoNotUndoOthers() throws {

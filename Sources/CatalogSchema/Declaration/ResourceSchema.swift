@@ -11,6 +11,10 @@ package final class ResourceSchema: Sendable {
     package let noun: String
     /// The collection's path, such as `/v1/playable-items`; a resource is at `path/{id}`.
     package let path: String
+    /// Whether the service serves it with the routes every resource gets (list and create
+    /// at ``path``; read, replace, patch and delete at `path/{id}`); `false` when its routes
+    /// are its own (comments', posted on an item).
+    package let standardRoutes: Bool
     package let table: String
     /// Every member of its documents: `id`, its own fields, `createdAt`, `updatedAt`, `version`.
     package let members: [SchemaField]
@@ -41,12 +45,14 @@ package final class ResourceSchema: Sendable {
     /// What the `data` of an import record carries: the stamps and every imported field.
     package let importRecord: DocumentShape
 
-    package init(type: String, noun: String, path: String, table: String, fields: [SchemaField], searchTable: String? = nil, geographic: Bool = false,
+    package init(type: String, noun: String, path: String, standardRoutes: Bool = true, table: String, fields: [SchemaField], searchTable: String? = nil,
+                 geographic: Bool = false,
                  cachesRenderings: Bool = false, includes: [String] = [], filters: [String: @Sendable (CatalogID) -> ListScope] = [:], scopes: [ScopeKind] = [],
                  ownership: Ownership? = nil, frozen: (column: String, detail: String)? = nil, recordRules: @escaping @Sendable (FieldValues) -> [FieldError] = { _ in [] }) {
         self.type = type
         self.noun = noun
         self.path = path
+        self.standardRoutes = standardRoutes
         self.table = table
         let members = [SchemaField.stamps[0]] + fields + SchemaField.stamps.dropFirst()
         self.members = members

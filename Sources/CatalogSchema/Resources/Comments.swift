@@ -7,7 +7,7 @@ extension ResourceSchema {
     /// deleted comment with replies stays as a tombstone (no body, `deleted`), which
     /// cannot be edited.
     package static let comment = ResourceSchema(
-        type: "comment", noun: "comment", path: "/v1/comments", table: "comments",
+        type: "comment", noun: "comment", path: "/v1/comments", standardRoutes: false, table: "comments",
         fields: [
             .server("playableItemId", .column("playable_item_id"), .id(references: .playableItems), import: .identity),
             // The author's display name, copied from the account (which may be gone).

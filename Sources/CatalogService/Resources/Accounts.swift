@@ -11,8 +11,8 @@ import HTTPServer
 /// answered, so the next request sees them.
 struct Accounts: Sendable {
     let store: AccountStore
-    let users: ResourceEndpoints<User, UserInput>
-    let keys: ResourceEndpoints<APIKey, APIKeyInput>
+    let users: ResourceEndpoints
+    let keys: ResourceEndpoints
     let authenticator: Authenticator
     /// What `PATCH /v1/me` accepts: the profile, not the role.
     private let profile: DocumentShape
@@ -37,7 +37,7 @@ struct Accounts: Sendable {
         routes.add(.POST, users.path, .admin, users.write(createUser))
         routes.add(.GET, user, .read, caching: .perCaller, users.get)
         routes.add(.PATCH, user, .admin, users.write(patchUser))
-        routes.add(.DELETE, user, .admin, users.write { request, _, options, done in try deleteUser(ResourceEndpoints<User, UserInput>.id(request), request, options, done) })
+        routes.add(.DELETE, user, .admin, users.write { request, _, options, done in try deleteUser(ResourceEndpoints.id(request), request, options, done) })
 
         routes.add(.GET, "/v1/me", .member, .inline { [users] request, caller in try users.show(caller.user(), request, caller) })
         routes.add(.PATCH, "/v1/me", .member, users.write { [users, profile] request, caller, options, done in
@@ -56,7 +56,7 @@ struct Accounts: Sendable {
         }))
         routes.add(.POST, keys.path, .member, replaysAnswers: false, keys.write(createKey))
         routes.add(.GET, key, .member, .inline { [self] request, caller in
-            let id = try ResourceEndpoints<APIKey, APIKeyInput>.id(request)
+            let id = try ResourceEndpoints.id(request)
             try checkOwnsKey(id, caller)
             return try keys.show(id, request, caller)
         })
@@ -67,12 +67,12 @@ struct Accounts: Sendable {
 
     private func createUser(_ request: HTTPRequest, _ caller: Caller, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let values = try RequestBody.values(request, ResourceSchema.user.creation, mediaType: RequestBody.json)
-        store.users.create(values, options: options) { result in done(result.map { ResourceEndpoints<User, UserInput>.created($0, in: ResourceSchema.user) }) }
+        store.users.create(values, options: options) { result in done(result.map { ResourceEndpoints.created($0, in: ResourceSchema.user) }) }
     }
 
     /// An admin's merge patch of any user, its role included.
     private func patchUser(_ request: HTTPRequest, _ caller: Caller, _ options: WriteOptions, _ done: @escaping Completion) throws {
-        let id = try ResourceEndpoints<User, UserInput>.id(request)
+        let id = try ResourceEndpoints.id(request)
         // The role may have changed: credentials are checked again, from the commit on.
         try users.patch(id, request, accepting: ResourceSchema.user.edit, options.answeredAtCommit) { [authenticator] result in
             if case .success = result { authenticator.forget(user: id) }
@@ -113,7 +113,7 @@ struct Accounts: Sendable {
                 var json = key.json
                 if json.last == UInt8(ascii: "}") { json.removeLast() }
                 json += Array(",\"secret\":\"\(secret.text)\"}".utf8)
-                var response = ResourceEndpoints<APIKey, APIKeyInput>.created(RenderedResource(id: key.id, version: key.version, json: json),
+                var response = ResourceEndpoints.created(RenderedResource(id: key.id, version: key.version, json: json),
                                                                               in: ResourceSchema.apiKey)
                 response.cacheControl = "no-store"
                 return response
@@ -123,7 +123,7 @@ struct Accounts: Sendable {
 
     /// Revokes a key: the next request with it gets 401.
     private func revokeKey(_ request: HTTPRequest, _ caller: Caller, _ options: WriteOptions, _ done: @escaping Completion) throws {
-        let id = try ResourceEndpoints<APIKey, APIKeyInput>.id(request)
+        let id = try ResourceEndpoints.id(request)
         try checkOwnsKey(id, caller)
         let preconditions = try ETag.preconditions(request)
         // Forgotten at the commit, before any later write runs: not once this loop gets to it.

@@ -10,7 +10,7 @@ import HTTPServer
 /// writer, editors and admins edit or delete.
 struct Comments: Sendable {
     let store: CommentStore
-    let endpoints: ResourceEndpoints<Comment, CommentEdit>
+    let endpoints: ResourceEndpoints
 
     init(_ store: CatalogStore, metrics: Metrics) {
         self.store = store.comments
@@ -36,7 +36,7 @@ struct Comments: Sendable {
         let schema = store.resources.schema
         let values = try RequestBody.values(request, schema.creation, mediaType: RequestBody.json)
         store.post(on: itemID, by: writer, values, options: options) { result in
-            done(result.map { comment in ResourceEndpoints<Comment, CommentEdit>.created(comment, in: schema) })
+            done(result.map { comment in ResourceEndpoints.created(comment, in: schema) })
         }
     }
 
@@ -50,6 +50,6 @@ struct Comments: Sendable {
     }
 
     private static func id(_ request: HTTPRequest) throws(APIError) -> CatalogID {
-        try ResourceEndpoints<Comment, CommentEdit>.id(request)
+        try ResourceEndpoints.id(request)
     }
 }

@@ -10,7 +10,7 @@ import HTTPServer
 /// playlist; only those who may change the playlist change its entries.
 struct PlaylistEntries: Sendable {
     let store: PlaylistEntryStore
-    let endpoints: ResourceEndpoints<Playlist, PlaylistInput>
+    let endpoints: ResourceEndpoints
     /// The fields of the embedded playable items, for `fields=…`.
     let itemFields: FieldSet
 
@@ -38,12 +38,12 @@ struct PlaylistEntries: Sendable {
     // MARK: Reads
 
     private func list(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
-        let id = try ResourceEndpoints<Playlist, PlaylistInput>.id(request)
+        let id = try ResourceEndpoints.id(request)
         try endpoints.checkMaySee(id, caller)
         let values = try QueryParameters.parse(request, accepted: ["limit", "cursor", "fields"])
         let fields = try values["fields"].map { text throws(APIError) in try itemFields.parse(text) } ?? .all
         let page = try store.page(of: id, limit: ListParameters.limit(values), cursor: ListParameters.cursor(values), fields: fields)
-        return ResourceEndpoints<Playlist, PlaylistInput>.page((page.json, page.nextCursor, nil), request: request)
+        return ResourceEndpoints.page((page.json, page.nextCursor, nil), request: request)
     }
 
     /// One entry, tagged by the playlist's version and a digest of the entry (its item
@@ -62,13 +62,13 @@ struct PlaylistEntries: Sendable {
     /// A write of the playlist the path names, by those who may change it.
     private func write(_ body: @escaping @Sendable (HTTPRequest, WriteOptions, @escaping Completion) throws -> Void) -> Endpoint {
         endpoints.write { [endpoints] request, caller, options, done in
-            try endpoints.checkMayChange(ResourceEndpoints<Playlist, PlaylistInput>.id(request), caller)
+            try endpoints.checkMayChange(ResourceEndpoints.id(request), caller)
             try body(request, options, done)
         }
     }
 
     private func insert(_ request: HTTPRequest, _ options: WriteOptions, _ done: @escaping Completion) throws {
-        let id = try ResourceEndpoints<Playlist, PlaylistInput>.id(request)
+        let id = try ResourceEndpoints.id(request)
         let preconditions = try ETag.preconditions(request)
         let values = try RequestBody.values(request, PlaylistEntrySchema.insertion, mediaType: RequestBody.json)
         store.insert(values, into: id, preconditions: preconditions, options: options) { result in
@@ -94,11 +94,11 @@ struct PlaylistEntries: Sendable {
     }
 
     private func replace(_ request: HTTPRequest, _ options: WriteOptions, _ done: @escaping Completion) throws {
-        let id = try ResourceEndpoints<Playlist, PlaylistInput>.id(request)
+        let id = try ResourceEndpoints.id(request)
         let preconditions = try ETag.preconditions(request)
         let values = try RequestBody.values(request, PlaylistEntrySchema.order, mediaType: RequestBody.json)
         store.replace(values, of: id, preconditions: preconditions, options: options) {
-            done(ResourceEndpoints<Playlist, PlaylistInput>.updated($0))
+            done(ResourceEndpoints.updated($0))
         }
     }
 
@@ -108,8 +108,8 @@ struct PlaylistEntries: Sendable {
     private static let entryParameter = "{entryId}"
 
     private static func ids(_ request: HTTPRequest) throws(APIError) -> (CatalogID, CatalogID) {
-        (try ResourceEndpoints<Playlist, PlaylistInput>.id(request),
-         try ResourceEndpoints<Playlist, PlaylistInput>.id(request, String(entryParameter.dropFirst().dropLast())))
+        (try ResourceEndpoints.id(request),
+         try ResourceEndpoints.id(request, String(entryParameter.dropFirst().dropLast())))
     }
 
     /// An entry with the playlist's new version as its `ETag`.

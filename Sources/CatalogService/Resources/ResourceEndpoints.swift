@@ -11,8 +11,8 @@ import HTTPServer
 /// Reads run inline on the event loop (a single indexed SQLite statement, rendered
 /// straight from the row to JSON); writes go through the store's group-committing
 /// writer and answer once durable.
-struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable & Sendable>: Sendable {
-    let store: ResourceStore<Model, Input>
+struct ResourceEndpoints: Sendable {
+    let store: ResourceStore
     let metrics: Metrics
     let options: ListOptions
     /// The fields `fields=…` may name.
@@ -29,7 +29,7 @@ struct ResourceEndpoints<Model: Codable & Sendable & Hashable, Input: Encodable 
 
     /// Endpoints over `store`, with the sorts, search, geographic filters, list filters
     /// and includes its declaration offers; `catalog` provides what includes embed.
-    init(_ store: ResourceStore<Model, Input>, catalog: CatalogStore, metrics: Metrics, descendingByDefault: Bool = false) {
+    init(_ store: ResourceStore, catalog: CatalogStore, metrics: Metrics, descendingByDefault: Bool = false) {
         self.metrics = metrics
         self.store = store
         fields = FieldSet(store)

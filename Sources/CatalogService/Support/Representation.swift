@@ -9,7 +9,7 @@ struct FieldSet: Sendable {
     let names: [String]
     let mask: @Sendable (Set<String>) -> FieldMask?
 
-    init<Model, Input>(_ store: ResourceStore<Model, Input>) {
+    init(_ store: ResourceStore) {
         names = store.fieldNames
         mask = { store.mask($0) }
     }

@@ -23,9 +23,9 @@ public struct StoredCredential: Sendable, Hashable {
 /// first use, and the writes that change who may do what.
 public final class AccountStore: Sendable {
     /// Profiles (`/v1/users`).
-    public let users: ResourceStore<User, UserInput>
+    public let users: ResourceStore
     /// API keys, without their secrets (`/v1/api-keys`).
-    public let keys: ResourceStore<APIKey, APIKeyInput>
+    public let keys: ResourceStore
     private let database: any SQLDatabase
     private let insertKeySQL: String
     private let keyCreationMembers: [Int]

@@ -36,11 +36,8 @@ extension CatalogStore {
     /// existing resource (a comment to another thread, an entry to another playlist).
     package func importRecords(_ records: [ImportRecord], options: WriteOptions = WriteOptions(),
                                completion: @escaping @Sendable (Result<ImportSummary, any Error>) -> Void) {
-        let relations = Dictionary(uniqueKeysWithValues: [
-            (games.schema.type, games.relations), (locations.schema.type, locations.relations), (items.schema.type, items.relations),
-            (playlists.schema.type, playlists.relations), (comments.resources.schema.type, comments.resources.relations),
-        ])
-        let items = self.items
+        let relations = Dictionary(uniqueKeysWithValues: resources.map { ($0.schema.type, $0.relations) })
+        let caches = Dictionary(uniqueKeysWithValues: resources.compactMap { store in store.cache.map { (store.schema.type, $0) } })
         database.submit(options, atomic: true, heavy: true, { db in
             var summary = ImportSummary()
             for (index, record) in records.enumerated() {
@@ -57,10 +54,10 @@ extension CatalogStore {
             }
             return summary
         }, completion: { result in
-            // Imported items may come back at a version the render cache saw with other content.
-            if case .success = result, let cache = items.cache {
-                for record in records where record.schema.type == items.schema.type {
-                    if let id = record.values[column: "id"]?.text { cache.invalidate(id: id) }
+            // Imported resources may come back at a version the render cache saw with other content.
+            if case .success = result {
+                for record in records {
+                    if let cache = caches[record.schema.type], let id = record.values[column: "id"]?.text { cache.invalidate(id: id) }
                 }
             }
             completion(result.mapError { StoreError.from($0) })

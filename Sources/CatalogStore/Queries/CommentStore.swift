@@ -6,30 +6,35 @@ import Foundation
 /// deleting here, since they change the thread (reply counts, tombstones).
 public final class CommentStore: Sendable {
     /// Reads, lists (`commentsOn`, `repliesTo` scopes) and edits.
-    public let resources: ResourceStore<Comment, CommentEdit>
+    public let resources: ResourceStore
 
     private let insertSQL: String
     private let creationMembers: [Int]
 
-    init(database: any SQLDatabase) {
-        resources = ResourceStore(.comment, database: database, relations: Relations(importing: ImportRules(checkNew: { db, record, pointer in
-            guard let itemID = record[column: "playable_item_id"]?.text, let parentID = record[column: "parent_id"]?.text,
-                  let field = record.field(column: "parent_id") else { return }
-            let parent = try db.fetchRow("SELECT playable_item_id, parent_id FROM comments WHERE id = ?", [parentID])
-            guard let parent, parent[0].string == itemID, parent[1] == .null else {
-                throw StoreError.invalid([Violation(.invalidParent, "Must be a top-level comment on the same item, imported earlier.").at(pointer + field.pointer)])
-            }
-        }, finish: { db, records in
-            // Reply counts follow the replies actually there: a thread whose count the records
-            // got wrong, or that gained a reply only here, is corrected (a change: version + 1).
-            let threads = Set(records.compactMap { record in (record[column: "parent_id"]?.text ?? record[column: "id"]?.text) })
-            for id in threads.sorted() {
-                try db.execute("""
-                    UPDATE comments SET reply_count = (SELECT count(*) FROM comments r WHERE r.parent_id = comments.id), version = version + 1
-                    WHERE id = ? AND reply_count != (SELECT count(*) FROM comments r WHERE r.parent_id = comments.id)
-                    """, [id])
-            }
-        })))
+    /// What an import of comments does beyond the generic upsert: a reply's parent must be
+    /// a top-level comment on the same item, and reply counts follow the replies there.
+    static let relations = Relations(importing: ImportRules(checkNew: { db, record, pointer in
+        guard let itemID = record[column: "playable_item_id"]?.text, let parentID = record[column: "parent_id"]?.text,
+              let field = record.field(column: "parent_id") else { return }
+        let parent = try db.fetchRow("SELECT playable_item_id, parent_id FROM comments WHERE id = ?", [parentID])
+        guard let parent, parent[0].string == itemID, parent[1] == .null else {
+            throw StoreError.invalid([Violation(.invalidParent, "Must be a top-level comment on the same item, imported earlier.").at(pointer + field.pointer)])
+        }
+    }, finish: { db, records in
+        // Reply counts follow the replies actually there: a thread whose count the records
+        // got wrong, or that gained a reply only here, is corrected (a change: version + 1).
+        let threads = Set(records.compactMap { record in (record[column: "parent_id"]?.text ?? record[column: "id"]?.text) })
+        for id in threads.sorted() {
+            try db.execute("""
+                UPDATE comments SET reply_count = (SELECT count(*) FROM comments r WHERE r.parent_id = comments.id), version = version + 1
+                WHERE id = ? AND reply_count != (SELECT count(*) FROM comments r WHERE r.parent_id = comments.id)
+                """, [id])
+        }
+    }))
+
+    /// Comments over their declared store (`resources`, made with ``relations``).
+    init(resources: ResourceStore) {
+        self.resources = resources
         let creation = ResourceSchema.comment.creationColumns
         creationMembers = creation.map(\.index)
         let writer = ResourceSchema.commentWriter

@@ -19,7 +19,7 @@ public struct RenderedEntry: Sendable {
 /// the playlist), whatever the playlist's length, and answers once durable.
 public final class PlaylistEntryStore: Sendable {
     let database: any SQLDatabase
-    let playlists: ResourceStore<Playlist, PlaylistInput>
+    let playlists: ResourceStore
     /// Renders entries as declared (``PlaylistEntrySchema/document``), their item embedded.
     private let renderer: RowRenderer
     /// The items' rendering cache, shared with their own lists.
@@ -39,7 +39,7 @@ public final class PlaylistEntryStore: Sendable {
     /// The most entries a playlist holds.
     public static let maxEntries = PlaylistOrder.maxEntries
 
-    init(database: any SQLDatabase, playlists: ResourceStore<Playlist, PlaylistInput>, items: ResourceStore<PlayableItem, PlayableItemInput>) {
+    init(database: any SQLDatabase, playlists: ResourceStore, items: ResourceStore) {
         self.database = database
         self.playlists = playlists
         itemCache = items.cache

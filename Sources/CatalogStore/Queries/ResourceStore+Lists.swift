@@ -5,8 +5,8 @@ import Foundation
 /// Lists: pages in a sort order, filtered, searched or by distance, keyset cursors, and
 /// the pages kept until the next commit (``PageCache``).
 extension ResourceStore {
-    /// One page of the list described by `request`, as models.
-    public func list(_ request: ListRequest) throws(StoreError) -> ListPage<Model> {
+    /// One page of the list described by `request`, as `Model`s (the resource's wire type).
+    public func list<Model: Codable & Sendable & Hashable>(_ request: ListRequest, as type: Model.Type) throws(StoreError) -> ListPage<Model> {
         let page = try renderedList(request)
         do {
             let decoded = try CatalogJSON.makeDecoder().decode(Page<Model>.self, from: Data(page.json))

@@ -43,7 +43,7 @@ extension ResourceStore {
 
     /// Creates a resource from `input`, checked by the same reader and rules as a body
     /// (`invalid` lists what breaks them).
-    public func create(_ input: Input, options: WriteOptions = WriteOptions(), completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+    public func create(_ input: some Encodable, options: WriteOptions = WriteOptions(), completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         switch readValues(input, schema.creation) {
         case let .success(values): create(values, options: options, completion: completion)
         case let .failure(error): completion(.failure(error))
@@ -57,7 +57,7 @@ extension ResourceStore {
     }
 
     /// Replaces the resource `id` with `input`, checked as a body, if `preconditions` hold.
-    public func replace(_ id: CatalogID, with input: Input, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
+    public func replace(_ id: CatalogID, with input: some Encodable, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
                         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
         switch readValues(input, schema.edit) {
         case let .success(values): replace(id, with: values, preconditions: preconditions, options: options, completion: completion)

@@ -45,20 +45,12 @@ struct Relations: Sendable {
     var didUpdate: (@Sendable (any SQLConnection, CatalogID) throws -> Void)?
 }
 
-/// A store made from a declaration (``ResourceStore``), as the catalog's registries see it
-/// whatever its model: the change log renders each declared resource through one.
-protocol DeclaredStore: Sendable {
-    var schema: ResourceSchema { get }
-    /// The resources `ids` (whole, as everyone who sees them sees them), by id, in one
-    /// query; those gone are missing.
-    func render(_ db: any SQLConnection, ids: [CatalogID]) throws -> [CatalogID: RenderedResource]
-}
-
 /// The operations every resource supports, derived from its declaration
 /// (``ResourceSchema``): reads rendered straight from the statement, keyset lists,
-/// and durable writes of the values its body reader produced. `Model` and `Input` are
-/// the resource's wire types, for callers that want typed values.
-public final class ResourceStore<Model: Codable & Sendable & Hashable, Input: Encodable & Sendable>: Sendable {
+/// and durable writes of the values its body reader produced. Not generic: one store
+/// serves every resource; callers that want typed values name the wire type they read
+/// (``list(_:as:)``) or write (``create(_:options:completion:)``).
+public final class ResourceStore: Sendable {
     /// The resource's declaration.
     package let schema: ResourceSchema
     let database: any SQLDatabase
@@ -253,5 +245,3 @@ func readValues(_ input: some Encodable, _ shape: DocumentShape) -> Result<Field
 func insertStatement(_ table: String, _ columns: [String]) -> String {
     "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
 }
-
-extension ResourceStore: DeclaredStore {}

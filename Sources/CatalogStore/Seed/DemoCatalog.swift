@@ -118,7 +118,7 @@ extension CatalogStore {
             guard existing == 0 else { return false }
             // Distinct, increasing creation times keep the demo's order stable.
             var clock = Timestamp.milliseconds(Date()) - 60_000
-            func insert<Model, Input>(_ store: ResourceStore<Model, Input>, _ input: Input) throws -> CatalogID {
+            func insert(_ store: ResourceStore, _ input: some Encodable) throws -> CatalogID {
                 clock += 1
                 return try store.insert(db, readValues(input, store.schema.creation).get(), at: clock).id
             }
