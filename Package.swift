@@ -73,7 +73,10 @@ let package = Package(
         // (openapi.yaml) is built in by the EmbedFiles plugin.
         .target(
             name: "CatalogService",
-            dependencies: ["CatalogIdentity", "CatalogModels", "CatalogSchema", "CatalogStore", "HTTPServer", .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Server"]))],
+            dependencies: [
+                "CatalogIdentity", "CatalogModels", "CatalogSchema", "CatalogStore", "HTTPServer",
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Server"])),
+            ],
             plugins: ["EmbedFiles"]
         ),
         // Carries Migrations/ and openapi.yaml into the binary at build time (nothing
@@ -110,7 +113,8 @@ let package = Package(
             name: "CatalogStoreTests",
             dependencies: [
                 "CatalogStore", "CatalogSchema", "CatalogModels", "CSQLite", "TestSupport",
-                .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["Server"])), .product(name: "GRDBSQLite", package: "GRDB.swift", condition: .when(traits: ["Server"])),
+                .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["Server"])),
+                .product(name: "GRDBSQLite", package: "GRDB.swift", condition: .when(traits: ["Server"])),
             ]
         ),
         .testTarget(

@@ -17,16 +17,22 @@ struct EmbedFiles: BuildToolPlugin {
             let sqlite = try sqlFiles(in: root.appending(path: "Migrations"))
             let postgresql = try sqlFiles(in: root.appending(path: "Migrations/postgresql"))
             let output = context.pluginWorkDirectoryURL.appending(path: "EmbeddedMigrations.swift")
-            return [.buildCommand(displayName: "Embedding \(sqlite.count + postgresql.count) migrations", executable: tool,
-                                  arguments: ["migrations", output.path(percentEncoded: false)] + sqlite.map(\.path) + ["--postgresql"]
-                                      + postgresql.map(\.path),
-                                  inputFiles: sqlite + postgresql, outputFiles: [output])]
+            return [
+                .buildCommand(
+                    displayName: "Embedding \(sqlite.count + postgresql.count) migrations", executable: tool,
+                    arguments: ["migrations", output.path(percentEncoded: false)] + sqlite.map(\.path) + ["--postgresql"]
+                        + postgresql.map(\.path),
+                    inputFiles: sqlite + postgresql, outputFiles: [output])
+            ]
         case "CatalogService":
             let document = root.appending(path: "openapi.yaml")
             let output = context.pluginWorkDirectoryURL.appending(path: "EmbeddedContract.swift")
-            return [.buildCommand(displayName: "Embedding openapi.yaml", executable: tool,
-                                  arguments: ["contract", output.path(percentEncoded: false), document.path(percentEncoded: false)],
-                                  inputFiles: [document], outputFiles: [output])]
+            return [
+                .buildCommand(
+                    displayName: "Embedding openapi.yaml", executable: tool,
+                    arguments: ["contract", output.path(percentEncoded: false), document.path(percentEncoded: false)],
+                    inputFiles: [document], outputFiles: [output])
+            ]
         default:
             throw PluginError("EmbedFiles knows what to embed in CatalogStore and CatalogService, not in \(target.name)")
         }

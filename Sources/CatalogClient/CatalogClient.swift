@@ -1,5 +1,6 @@
 import CatalogModels
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -44,20 +45,24 @@ public struct CatalogClient: Sendable {
     }
 
     /// Creates a client.
-    public init(baseURL: URL, credentials: Credentials? = nil, headers: [String: String] = [:], timeout: TimeInterval = 30,
-                retries: Int = 2, maxRetryDelay: TimeInterval = 10, session: URLSession? = nil) {
+    public init(
+        baseURL: URL, credentials: Credentials? = nil, headers: [String: String] = [:], timeout: TimeInterval = 30,
+        retries: Int = 2, maxRetryDelay: TimeInterval = 10, session: URLSession? = nil
+    ) {
         self.baseURL = baseURL
         self.retries = max(0, retries)
         self.maxRetryDelay = maxRetryDelay
         self.credentials = credentials
         self.headers = headers
         self.timeout = timeout
-        self.session = session ?? {
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-            configuration.urlCache = nil
-            return URLSession(configuration: configuration)
-        }()
+        self.session =
+            session
+            ?? {
+                let configuration = URLSessionConfiguration.ephemeral
+                configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+                configuration.urlCache = nil
+                return URLSession(configuration: configuration)
+            }()
     }
 
     /// `/v1/playable-items`.
@@ -127,9 +132,12 @@ public struct CatalogClient: Sendable {
     /// Sends one request (again, as ``retries`` allows) and returns the body and
     /// response; non-2xx/304 statuses become ``CatalogClientError``. `timeout` replaces
     /// ``timeout`` for this request (a long-poll waits longer).
-    func send(_ method: String, _ path: String, query: [URLQueryItem] = [], body: Data? = nil, contentType: String? = nil,
-              headers extra: [String: String] = [:], timeout: TimeInterval? = nil)
-        async throws(CatalogClientError) -> (data: Data, response: HTTPURLResponse) {
+    func send(
+        _ method: String, _ path: String, query: [URLQueryItem] = [], body: Data? = nil, contentType: String? = nil,
+        headers extra: [String: String] = [:], timeout: TimeInterval? = nil
+    )
+        async throws(CatalogClientError) -> (data: Data, response: HTTPURLResponse)
+    {
         guard var components = URLComponents(url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false) else {
             throw .invalidResponse("Cannot build a URL from \(baseURL) and \(path).")
         }
@@ -171,8 +179,10 @@ public struct CatalogClient: Sendable {
         }
     }
 
-    private func sendOnce(_ method: String, _ url: URL, body: Data?, contentType: String?, headers extra: [String: String],
-                          timeout: TimeInterval) async throws(CatalogClientError) -> (data: Data, response: HTTPURLResponse) {
+    private func sendOnce(
+        _ method: String, _ url: URL, body: Data?, contentType: String?, headers extra: [String: String],
+        timeout: TimeInterval
+    ) async throws(CatalogClientError) -> (data: Data, response: HTTPURLResponse) {
         var request = URLRequest(url: url, timeoutInterval: timeout)
         request.httpMethod = method
         request.httpBody = body
@@ -200,9 +210,11 @@ public struct CatalogClient: Sendable {
         }
         guard let http = response as? HTTPURLResponse else { throw .invalidResponse("Not an HTTP response.") }
         guard (200..<300).contains(http.statusCode) || http.statusCode == 304 else {
-            let problem = (try? CatalogJSON.makeDecoder().decode(Problem.self, from: data))
-                ?? Problem(title: HTTPURLResponse.localizedString(forStatusCode: http.statusCode), status: http.statusCode,
-                           detail: String(decoding: data.prefix(500), as: UTF8.self))
+            let problem =
+                (try? CatalogJSON.makeDecoder().decode(Problem.self, from: data))
+                ?? Problem(
+                    title: HTTPURLResponse.localizedString(forStatusCode: http.statusCode), status: http.statusCode,
+                    detail: String(decoding: data.prefix(500), as: UTF8.self))
             switch http.statusCode {
             case 401: throw .unauthorized(problem)
             case 403: throw .forbidden(problem)
@@ -246,7 +258,8 @@ public enum CatalogClientError: Error, Sendable, Hashable, CustomStringConvertib
     public var problem: Problem? {
         switch self {
         case let .problem(problem), let .preconditionFailed(problem), let .unauthorized(problem), let .forbidden(problem),
-             let .rateLimited(problem, _): problem
+            let .rateLimited(problem, _):
+            problem
         default: nil
         }
     }
@@ -273,7 +286,7 @@ public enum CatalogClientError: Error, Sendable, Hashable, CustomStringConvertib
     public var description: String {
         switch self {
         case let .problem(problem), let .preconditionFailed(problem), let .unauthorized(problem), let .forbidden(problem),
-             let .rateLimited(problem, _):
+            let .rateLimited(problem, _):
             "\(problem.status) \(problem.title)" + (problem.detail.map { ": \($0)" } ?? "")
         case let .transport(message): "transport: \(message)"
         case let .invalidResponse(message): "invalid response: \(message)"

@@ -88,7 +88,7 @@ public actor CatalogSync {
         try await restoreIfNeeded()
         do {
             return try await pull(wait: nil)
-        } catch where Self.isExpired(error) && token != nil {
+        } catch  where Self.isExpired(error) && token != nil {
             reset()
             return try await pull(wait: nil)
         }
@@ -123,9 +123,9 @@ public actor CatalogSync {
                 try await restoreIfNeeded()
                 _ = try await pull(wait: wait)
                 failures = 0
-            } catch where Self.isExpired(error) && token != nil {
+            } catch  where Self.isExpired(error) && token != nil {
                 reset()
-            } catch where Self.isTransient(error) && !Task.isCancelled {
+            } catch  where Self.isTransient(error) && !Task.isCancelled {
                 failures += 1
                 do {
                     try await Task.sleep(for: Self.retryDelay(after: error, failures: failures))
@@ -326,8 +326,10 @@ public struct CatalogSyncSnapshot: Codable, Sendable, Hashable {
     public var comments: [Comment]
 
     /// Creates a snapshot.
-    public init(token: String? = nil, types: [ChangeType]? = nil, games: [Game] = [], playableItems: [PlayableItem] = [], locations: [Location] = [],
-                playlists: [Playlist] = [], playlistEntries: [ChangedEntry] = [], comments: [Comment] = []) {
+    public init(
+        token: String? = nil, types: [ChangeType]? = nil, games: [Game] = [], playableItems: [PlayableItem] = [], locations: [Location] = [],
+        playlists: [Playlist] = [], playlistEntries: [ChangedEntry] = [], comments: [Comment] = []
+    ) {
         self.token = token
         self.types = types
         self.games = games

@@ -42,8 +42,9 @@ extension CatalogClient {
                             }
                             for change in page.changes {
                                 guard case let .comment(comment)? = change.resource, (comment.parentId != nil) == replies,
-                                      itemIDs.contains(comment.playableItemId), comment.parentId.map(exported.contains) ?? true,
-                                      exported.insert(comment.id).inserted else { continue }
+                                    itemIDs.contains(comment.playableItemId), comment.parentId.map(exported.contains) ?? true,
+                                    exported.insert(comment.id).inserted
+                                else { continue }
                                 continuation.yield(.comment(comment))
                             }
                             guard page.hasMore else { break }

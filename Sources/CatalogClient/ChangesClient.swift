@@ -35,8 +35,11 @@ public struct ChangesClient: Sendable {
     ///   - wait: when there is no change yet, wait up to this many seconds (1…60) for one
     ///     before answering, possibly with none. The request's timeout is this plus the
     ///     client's ``CatalogClient/timeout``.
-    public func page(since: String?, limit: Int? = nil, types: [ChangeType]? = nil, playableItemID: CatalogID? = nil, wait: Int? = nil)
-        async throws(CatalogClientError) -> ChangePage {
+    public func page(
+        since: String?, limit: Int? = nil, types: [ChangeType]? = nil, playableItemID: CatalogID? = nil, wait: Int? = nil
+    )
+        async throws(CatalogClientError) -> ChangePage
+    {
         var query: [URLQueryItem] = []
         if let since { query.append(URLQueryItem(name: "since", value: since)) }
         if let limit { query.append(URLQueryItem(name: "limit", value: String(limit))) }

@@ -43,14 +43,18 @@ public struct PlaylistEntriesClient: Sendable {
 
     /// Inserts `itemID` at `position` (appends when `nil`). The tag is the playlist's new one.
     public func add(_ itemID: CatalogID, at position: Int? = nil, ifMatch: String? = nil) async throws(CatalogClientError) -> Tagged<PlaylistEntry> {
-        try await client.tagged(client.send("POST", path, body: client.encode(PlaylistEntryInput(playableItemId: itemID, position: position)),
-                                            contentType: "application/json", headers: client.condition(ifMatch)))
+        try await client.tagged(
+            client.send(
+                "POST", path, body: client.encode(PlaylistEntryInput(playableItemId: itemID, position: position)),
+                contentType: "application/json", headers: client.condition(ifMatch)))
     }
 
     /// Moves an entry to `position`, shifting the others. The tag is the playlist's new one.
     public func move(_ entryID: CatalogID, to position: Int, ifMatch: String? = nil) async throws(CatalogClientError) -> Tagged<PlaylistEntry> {
-        try await client.tagged(client.send("PATCH", "\(path)/\(entryID)", body: client.encode(["position": position]),
-                                            contentType: "application/merge-patch+json", headers: client.condition(ifMatch)))
+        try await client.tagged(
+            client.send(
+                "PATCH", "\(path)/\(entryID)", body: client.encode(["position": position]),
+                contentType: "application/merge-patch+json", headers: client.condition(ifMatch)))
     }
 
     /// Removes an entry, closing the gap. - Returns: the playlist's new tag.
@@ -62,8 +66,10 @@ public struct PlaylistEntriesClient: Sendable {
 
     /// Replaces the whole order at once. - Returns: the playlist.
     public func replace(with itemIDs: [CatalogID], ifMatch: String? = nil) async throws(CatalogClientError) -> Tagged<Playlist> {
-        try await client.tagged(client.send("PUT", path, body: client.encode(PlaylistOrder(playableItemIds: itemIDs)),
-                                            contentType: "application/json", headers: client.condition(ifMatch)))
+        try await client.tagged(
+            client.send(
+                "PUT", path, body: client.encode(PlaylistOrder(playableItemIds: itemIDs)),
+                contentType: "application/json", headers: client.condition(ifMatch)))
     }
 }
 
@@ -93,8 +99,10 @@ public struct CommentsClient: Sendable {
 
     /// Posts a comment on an item, or a reply when `input.parentId` is set.
     public func post(on itemID: CatalogID, _ input: CommentInput) async throws(CatalogClientError) -> Tagged<Comment> {
-        try await client.tagged(client.send("POST", "/v1/playable-items/\(itemID)/comments", body: client.encode(input),
-                                            contentType: "application/json"))
+        try await client.tagged(
+            client.send(
+                "POST", "/v1/playable-items/\(itemID)/comments", body: client.encode(input),
+                contentType: "application/json"))
     }
 
     /// One comment (a deleted one with replies comes back with `deleted` and no body).
@@ -104,8 +112,10 @@ public struct CommentsClient: Sendable {
 
     /// Edits `author` and/or `body`; with `ifMatch`, only if it is still at that version.
     public func patch(_ id: CatalogID, _ changes: MergePatch, ifMatch: String? = nil) async throws(CatalogClientError) -> Tagged<Comment> {
-        try await client.tagged(client.send("PATCH", "/v1/comments/\(id)", body: client.encode(changes),
-                                            contentType: "application/merge-patch+json", headers: client.condition(ifMatch)))
+        try await client.tagged(
+            client.send(
+                "PATCH", "/v1/comments/\(id)", body: client.encode(changes),
+                contentType: "application/merge-patch+json", headers: client.condition(ifMatch)))
     }
 
     /// Deletes a comment (one with replies stays as a tombstone).

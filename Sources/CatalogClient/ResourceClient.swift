@@ -1,5 +1,6 @@
 import CatalogModels
 import Foundation
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -34,8 +35,10 @@ public struct ListQuery: Sendable, Hashable {
     public var playableItemId: CatalogID?
 
     /// Creates a query.
-    public init(limit: Int? = nil, sort: String? = nil, search: String? = nil, cursor: String? = nil, fields: [String]? = nil,
-                playableItemId: CatalogID? = nil) {
+    public init(
+        limit: Int? = nil, sort: String? = nil, search: String? = nil, cursor: String? = nil, fields: [String]? = nil,
+        playableItemId: CatalogID? = nil
+    ) {
         self.limit = limit
         self.sort = sort
         self.search = search
@@ -74,7 +77,9 @@ public struct MergePatch: Sendable, Encodable {
     private var members: [String: Member] = [:]
 
     private enum Member: Sendable, Encodable {
-        case string(String), number(Double), null
+        case string(String)
+        case number(Double)
+        case null
         func encode(to encoder: any Encoder) throws {
             var container = encoder.singleValueContainer()
             switch self {
@@ -135,8 +140,11 @@ public struct ResourceClient<Model: Codable & Sendable & Hashable & Identifiable
     }
 
     /// One resource decoded as `T`, with only `fields` (plus `id`) when given.
-    public func get<T: Decodable & Sendable>(_ id: CatalogID, fields: [String]? = nil, include: [String] = [], as type: T.Type)
-        async throws(CatalogClientError) -> Tagged<T> {
+    public func get<T: Decodable & Sendable>(
+        _ id: CatalogID, fields: [String]? = nil, include: [String] = [], as type: T.Type
+    )
+        async throws(CatalogClientError) -> Tagged<T>
+    {
         var query: [URLQueryItem] = []
         if let fields { query.append(URLQueryItem(name: "fields", value: fields.joined(separator: ","))) }
         if !include.isEmpty { query.append(URLQueryItem(name: "include", value: include.joined(separator: ","))) }
@@ -151,14 +159,18 @@ public struct ResourceClient<Model: Codable & Sendable & Hashable & Identifiable
     /// Replaces a resource; with `ifMatch`, only if it is still at that version
     /// (``CatalogClientError/preconditionFailed(_:)`` otherwise).
     public func replace(_ id: CatalogID, with input: Input, ifMatch: String? = nil) async throws(CatalogClientError) -> Tagged<Model> {
-        try await client.tagged(client.send("PUT", "\(path)/\(id)", body: client.encode(input), contentType: "application/json",
-                                            headers: client.condition(ifMatch)))
+        try await client.tagged(
+            client.send(
+                "PUT", "\(path)/\(id)", body: client.encode(input), contentType: "application/json",
+                headers: client.condition(ifMatch)))
     }
 
     /// Changes some members; with `ifMatch`, only if the resource is still at that version.
     public func patch(_ id: CatalogID, _ changes: MergePatch, ifMatch: String? = nil) async throws(CatalogClientError) -> Tagged<Model> {
-        try await client.tagged(client.send("PATCH", "\(path)/\(id)", body: client.encode(changes), contentType: "application/merge-patch+json",
-                                            headers: client.condition(ifMatch)))
+        try await client.tagged(
+            client.send(
+                "PATCH", "\(path)/\(id)", body: client.encode(changes), contentType: "application/merge-patch+json",
+                headers: client.condition(ifMatch)))
     }
 
     /// Deletes a resource; with `ifMatch`, only if it is still at that version.
@@ -169,8 +181,11 @@ public struct ResourceClient<Model: Codable & Sendable & Hashable & Identifiable
 
 extension CatalogClient {
     /// The items of every page from `query` on, following `nextCursor`.
-    func following<Item: Sendable>(_ query: ListQuery, _ page: @escaping @Sendable (ListQuery) async throws -> Page<Item>)
-        -> AsyncThrowingStream<Item, any Error> {
+    func following<Item: Sendable>(
+        _ query: ListQuery, _ page: @escaping @Sendable (ListQuery) async throws -> Page<Item>
+    )
+        -> AsyncThrowingStream<Item, any Error>
+    {
         AsyncThrowingStream { continuation in
             let task = Task {
                 var next: ListQuery? = query

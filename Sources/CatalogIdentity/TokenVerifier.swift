@@ -77,11 +77,12 @@ public final class TokenVerifier: Sendable {
 
     private func check(_ claims: [String: JSONValue], now: Double) throws(Rejection) -> VerifiedIdentity {
         guard case let .string(issuer)? = claims["iss"], issuers.contains(issuer) else { throw Rejection("wrong iss") }
-        let audience: [JSONValue] = switch claims["aud"] {
-        case let .string(one)?: [.string(one)]
-        case let .array(many)?: many
-        default: []
-        }
+        let audience: [JSONValue] =
+            switch claims["aud"] {
+            case let .string(one)?: [.string(one)]
+            case let .array(many)?: many
+            default: []
+            }
         guard audience.contains(where: { if case let .string(name) = $0 { audiences.contains(name) } else { false } }) else {
             throw Rejection("wrong aud")
         }

@@ -26,8 +26,9 @@ public enum CatalogRecord: Codable, Sendable, Hashable {
         case "playlist": self = .playlist(try container.decode(PlaylistRecord.self, forKey: .data))
         case "comment": self = .comment(try container.decode(Comment.self, forKey: .data))
         case let other:
-            throw DecodingError.dataCorruptedError(forKey: .type, in: container,
-                                                   debugDescription: "'\(other)' is not one of \(Self.types.joined(separator: ", ")).")
+            throw DecodingError.dataCorruptedError(
+                forKey: .type, in: container,
+                debugDescription: "'\(other)' is not one of \(Self.types.joined(separator: ", ")).")
         }
     }
 
@@ -83,8 +84,10 @@ public struct PlaylistRecord: Codable, Sendable, Hashable {
     public var version: Int
 
     /// Creates a record.
-    public init(id: CatalogID, title: String, description: String, ownerId: CatalogID? = nil, visibility: Visibility = .public, entries: [Entry],
-                createdAt: Date, updatedAt: Date, version: Int) {
+    public init(
+        id: CatalogID, title: String, description: String, ownerId: CatalogID? = nil, visibility: Visibility = .public, entries: [Entry],
+        createdAt: Date, updatedAt: Date, version: Int
+    ) {
         self.id = id
         self.title = title
         self.description = description
@@ -114,9 +117,10 @@ public struct PlaylistRecord: Codable, Sendable, Hashable {
 
     /// The record of `playlist` with `entries`.
     public init(_ playlist: Playlist, entries: [PlaylistEntry]) {
-        self.init(id: playlist.id, title: playlist.title, description: playlist.description, ownerId: playlist.ownerId, visibility: playlist.visibility,
-                  entries: entries.map { Entry(entryId: $0.entryId, playableItemId: $0.playableItem.id, addedAt: $0.addedAt) },
-                  createdAt: playlist.createdAt, updatedAt: playlist.updatedAt, version: playlist.version)
+        self.init(
+            id: playlist.id, title: playlist.title, description: playlist.description, ownerId: playlist.ownerId, visibility: playlist.visibility,
+            entries: entries.map { Entry(entryId: $0.entryId, playableItemId: $0.playableItem.id, addedAt: $0.addedAt) },
+            createdAt: playlist.createdAt, updatedAt: playlist.updatedAt, version: playlist.version)
     }
 }
 

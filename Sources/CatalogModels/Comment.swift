@@ -29,9 +29,11 @@ public struct Comment: Codable, Sendable, Hashable, Identifiable {
     public var version: Int
 
     /// Creates a comment value.
-    public init(id: CatalogID, playableItemId: CatalogID, parentId: CatalogID? = nil, author: String, authorId: CatalogID? = nil,
-                authorDeleted: Bool = false, body: String?, deleted: Bool = false, replyCount: Int = 0, createdAt: Date, updatedAt: Date,
-                version: Int) {
+    public init(
+        id: CatalogID, playableItemId: CatalogID, parentId: CatalogID? = nil, author: String, authorId: CatalogID? = nil,
+        authorDeleted: Bool = false, body: String?, deleted: Bool = false, replyCount: Int = 0, createdAt: Date, updatedAt: Date,
+        version: Int
+    ) {
         self.id = id
         self.playableItemId = playableItemId
         self.parentId = parentId

@@ -23,8 +23,10 @@ public struct Location: Codable, Sendable, Hashable, Identifiable {
     public var version: Int
 
     /// Creates a location value.
-    public init(id: CatalogID, name: String, countryCode: String, latitude: Double, longitude: Double,
-                distanceMeters: Double? = nil, createdAt: Date, updatedAt: Date, version: Int) {
+    public init(
+        id: CatalogID, name: String, countryCode: String, latitude: Double, longitude: Double,
+        distanceMeters: Double? = nil, createdAt: Date, updatedAt: Date, version: Int
+    ) {
         self.id = id
         self.name = name
         self.countryCode = countryCode

@@ -28,9 +28,11 @@ public struct PlayableItem: Codable, Sendable, Hashable, Identifiable {
     public var version: Int
 
     /// Creates an item value.
-    public init(id: CatalogID, title: String, description: String, streamURL: URL, thumbnailURL: URL? = nil,
-                durationSeconds: Double? = nil, comments: Page<Comment>? = nil, playlists: Page<Playlist>? = nil,
-                createdAt: Date, updatedAt: Date, version: Int) {
+    public init(
+        id: CatalogID, title: String, description: String, streamURL: URL, thumbnailURL: URL? = nil,
+        durationSeconds: Double? = nil, comments: Page<Comment>? = nil, playlists: Page<Playlist>? = nil,
+        createdAt: Date, updatedAt: Date, version: Int
+    ) {
         self.id = id
         self.title = title
         self.description = description
@@ -105,7 +107,8 @@ public struct PlayableItemInput: Codable, Sendable, Hashable, Validatable {
 extension PlayableItemInput {
     /// The input that recreates `item` (for editing it).
     public init(_ item: PlayableItem) {
-        self.init(title: item.title, description: item.description, streamURL: item.streamURL,
-                  thumbnailURL: item.thumbnailURL, durationSeconds: item.durationSeconds)
+        self.init(
+            title: item.title, description: item.description, streamURL: item.streamURL,
+            thumbnailURL: item.thumbnailURL, durationSeconds: item.durationSeconds)
     }
 }

@@ -24,8 +24,10 @@ public struct Playlist: Codable, Sendable, Hashable, Identifiable {
     public var version: Int
 
     /// Creates a playlist value.
-    public init(id: CatalogID, title: String, description: String, entryCount: Int, ownerId: CatalogID? = nil, visibility: Visibility = .public,
-                entries: Page<PlaylistEntry>? = nil, createdAt: Date, updatedAt: Date, version: Int) {
+    public init(
+        id: CatalogID, title: String, description: String, entryCount: Int, ownerId: CatalogID? = nil, visibility: Visibility = .public,
+        entries: Page<PlaylistEntry>? = nil, createdAt: Date, updatedAt: Date, version: Int
+    ) {
         self.id = id
         self.title = title
         self.description = description

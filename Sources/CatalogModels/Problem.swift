@@ -21,9 +21,11 @@ public struct Problem: Codable, Sendable, Hashable, Error {
     public var requestId: String?
 
     /// Creates a problem.
-    public init(type: String = "about:blank", title: String, status: Int, detail: String? = nil,
-                instance: String? = nil, code: String? = nil, errors: [FieldError]? = nil, moreErrors: Int? = nil,
-                requestId: String? = nil) {
+    public init(
+        type: String = "about:blank", title: String, status: Int, detail: String? = nil,
+        instance: String? = nil, code: String? = nil, errors: [FieldError]? = nil, moreErrors: Int? = nil,
+        requestId: String? = nil
+    ) {
         self.requestId = requestId
         self.moreErrors = moreErrors
         self.type = type

@@ -87,10 +87,10 @@ public enum Timestamp {
             return value
         }
         guard let year = number(0..<4), bytes[4] == UInt8(ascii: "-"), let month = number(5..<7), bytes[7] == UInt8(ascii: "-"),
-              let day = number(8..<10), bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t"),
-              let hour = number(11..<13), bytes[13] == UInt8(ascii: ":"), let minute = number(14..<16),
-              bytes[16] == UInt8(ascii: ":"), let second = number(17..<19),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+            let day = number(8..<10), bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t"),
+            let hour = number(11..<13), bytes[13] == UInt8(ascii: ":"), let minute = number(14..<16),
+            bytes[16] == UInt8(ascii: ":"), let second = number(17..<19),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
         var index = 19
         var fraction = 0.0
@@ -112,7 +112,8 @@ public enum Timestamp {
             index += 1
         case UInt8(ascii: "+"), UInt8(ascii: "-"):
             guard let hours = number(index + 1..<index + 3), index + 3 < bytes.count, bytes[index + 3] == UInt8(ascii: ":"),
-                  let minutes = number(index + 4..<index + 6) else { return nil }
+                let minutes = number(index + 4..<index + 6)
+            else { return nil }
             offset = (hours * 60 + minutes) * 60 * (bytes[index] == UInt8(ascii: "+") ? 1 : -1)
             index += 6
         default:
@@ -176,4 +177,3 @@ public enum CatalogJSON {
         return decoder
     }
 }
-

@@ -37,8 +37,10 @@ public struct User: Codable, Sendable, Hashable, Identifiable {
     public var version: Int
 
     /// Creates a user value.
-    public init(id: CatalogID, displayName: String, avatarURL: URL? = nil, email: String? = nil, role: Role?, createdAt: Date, updatedAt: Date,
-                version: Int) {
+    public init(
+        id: CatalogID, displayName: String, avatarURL: URL? = nil, email: String? = nil, role: Role?, createdAt: Date, updatedAt: Date,
+        version: Int
+    ) {
         self.id = id
         self.displayName = displayName
         self.avatarURL = avatarURL
@@ -112,8 +114,10 @@ public struct APIKey: Codable, Sendable, Hashable, Identifiable {
     public var version: Int
 
     /// Creates a key value.
-    public init(id: CatalogID, userId: CatalogID, name: String, role: Role, prefix: String, expiresAt: Date? = nil, lastUsedAt: Date? = nil,
-                createdAt: Date, updatedAt: Date, version: Int) {
+    public init(
+        id: CatalogID, userId: CatalogID, name: String, role: Role, prefix: String, expiresAt: Date? = nil, lastUsedAt: Date? = nil,
+        createdAt: Date, updatedAt: Date, version: Int
+    ) {
         self.id = id
         self.userId = userId
         self.name = name

@@ -103,8 +103,11 @@ public enum Rules {
             switch properties.generalCategory {
             case .control:
                 if !(multiline && (scalar == "\t" || scalar == "\n" || scalar == "\r")) {
-                    return Violation(.invalidFormat, multiline ? "Must not contain control characters other than tabs and line breaks."
-                                                               : "Must not contain control characters or line breaks.")
+                    return Violation(
+                        .invalidFormat,
+                        multiline
+                            ? "Must not contain control characters other than tabs and line breaks."
+                            : "Must not contain control characters or line breaks.")
                 }
             case .nonspacingMark, .spacingMark, .enclosingMark:
                 marks += 1
@@ -133,8 +136,10 @@ public enum Rules {
     }
 
     /// Scalars a single-line text refuses anywhere (see ``text(_:length:multiline:)``).
-    private static let invisibleFormatting: Set<UInt32> = [0x200B, 0x2028, 0x2029, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
-                                                           0x2060, 0x2066, 0x2067, 0x2068, 0x2069, 0xFEFF]
+    private static let invisibleFormatting: Set<UInt32> = [
+        0x200B, 0x2028, 0x2029, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E,
+        0x2060, 0x2066, 0x2067, 0x2068, 0x2069, 0xFEFF,
+    ]
 
     private static let invisibleFormattingViolation = Violation(
         .invalidFormat,
@@ -165,7 +170,7 @@ public enum Rules {
             return .failure(Violation(.tooLong, "Must be at most \(maxURLLength) characters."))
         }
         guard let url = URL(string: value), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let host = url.host, !host.isEmpty
+            let host = url.host, !host.isEmpty
         else { return .failure(Violation(.invalidURL, "Must be an absolute http or https URL.")) }
         return .success(url)
     }

@@ -108,8 +108,10 @@ public final class CatalogApplication: Sendable {
         if !configuration.corsAllowedOrigins.isEmpty {
             serverConfiguration.cors = CORSPolicy(
                 allowedOrigins: configuration.corsAllowedOrigins,
-                allowedHeaders: ["Authorization", "Cache-Control", "Content-Type", "If-Match", "If-None-Match", "Idempotency-Key", "Last-Event-ID",
-                                 "X-Request-Id"],
+                allowedHeaders: [
+                    "Authorization", "Cache-Control", "Content-Type", "If-Match", "If-None-Match", "Idempotency-Key", "Last-Event-ID",
+                    "X-Request-Id",
+                ],
                 exposedHeaders: ["ETag", "Link", "Location", "RateLimit", "RateLimit-Policy", "Retry-After", "X-Request-Id"])
         }
         let accessLog = configuration.accessLog ? AccessLog.observer(Logger(label: "catalog.http")) : nil
@@ -120,23 +122,28 @@ public final class CatalogApplication: Sendable {
         let contract = Contract(document: configuration.openAPIDocument)
         let limiter = configuration.rateLimits.map(RateLimiter.init(policies:))
         let reference = ServerReference(limiter: limiter)
-        let backups = Backups(store: store, directory: configuration.backupDirectory
-            ?? Self.defaultBackupDirectory(databasePath: configuration.databasePath), keep: configuration.backupKeep)
+        let backups = Backups(
+            store: store,
+            directory: configuration.backupDirectory
+                ?? Self.defaultBackupDirectory(databasePath: configuration.databasePath), keep: configuration.backupKeep)
         if let settings = configuration.identityTokens {
             tokens = (TokenVerifier(keys: try settings.loadKeys(), issuers: settings.issuers, audiences: settings.audiences), settings)
         } else {
             tokens = nil
         }
         authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier, remembers: !store.mayBeShared)
-        var routes = Routes(authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads, limiter: limiter,
-                            idempotency: Idempotency(store: store.idempotency), databaseWork: store.readsBlock ? DatabaseWork.pool : nil,
-                            publicMaxAge: configuration.publicMaxAge)
+        var routes = Routes(
+            authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads, limiter: limiter,
+            idempotency: Idempotency(store: store.idempotency), databaseWork: store.readsBlock ? DatabaseWork.pool : nil,
+            publicMaxAge: configuration.publicMaxAge)
         streamBudget = StreamBudget(limit: configuration.maxUnsentStreamBytes)
-        changeHub = ChangeHub(log: store.changes, retention: configuration.changeRetention, streamBudget: streamBudget,
-                              isShuttingDown: { reference.isShuttingDown })
+        changeHub = ChangeHub(
+            log: store.changes, retention: configuration.changeRetention, streamBudget: streamBudget,
+            isShuttingDown: { reference.isShuttingDown })
         metrics.observeChangeFeed { [changeHub] in changeHub.counts }
-        let feed = ChangeFeed(log: store.changes, hub: changeHub, retention: configuration.changeRetention, catalog: try store.changes.catalogID(),
-                              streamBudget: streamBudget, limiter: limiter)
+        let feed = ChangeFeed(
+            log: store.changes, hub: changeHub, retention: configuration.changeRetention, catalog: try store.changes.catalogID(),
+            streamBudget: streamBudget, limiter: limiter)
         Self.register(in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups, feed: feed)
         routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }
         let render: ErrorRenderer = { ErrorMapping.render($0, context: $1) }
@@ -162,12 +169,16 @@ public final class CatalogApplication: Sendable {
     }
 
     /// Every route the service serves, with who may call it.
-    static func register(in routes: inout Routes, _ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference,
-                         metrics: Metrics, backups: Backups, feed: ChangeFeed) {
+    static func register(
+        in routes: inout Routes, _ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference,
+        metrics: Metrics, backups: Backups, feed: ChangeFeed
+    ) {
         routes.add(.GET, "/healthz", .open, usesDatabase: false, .inline { _, _ in Health.liveness })
-        routes.add(.GET, "/readyz", .open, .inline { _, _ in
-            try Health.readiness(draining: server.isShuttingDown, databaseReady: store.isReady(migrations: migrations))
-        })
+        routes.add(
+            .GET, "/readyz", .open,
+            .inline { _, _ in
+                try Health.readiness(draining: server.isShuttingDown, databaseReady: store.isReady(migrations: migrations))
+            })
         routes.add(.GET, "/openapi.yaml", .open, usesDatabase: false, caching: .shared, .inline { _, _ in try contract.response() })
         // Off the event loop: rendering is not free, and a loop must stay free for requests.
         routes.add(.GET, "/metrics", .admin, caching: .noStore, .blocking { _, _, _ in metricsResponse(metrics, server) })
@@ -175,7 +186,9 @@ public final class CatalogApplication: Sendable {
         // A copy of a large database takes minutes: as long as `catalog-server backup` waits.
         routes.add(.POST, "/admin/backups", .admin, rate: .expensive, timeout: .seconds(600), .blocking { _, _, isAbandoned in try backups.create(isAbandoned: isAbandoned) })
         let imports = Imports(store: store)
-        routes.add(.POST, "/admin/import", .admin, rate: .expensive, timeout: .seconds(300), maxBody: BodyLimits.unbounded, .later { request, _, options, done in try imports.apply(request, options, done) })
+        routes.add(
+            .POST, "/admin/import", .admin, rate: .expensive, timeout: .seconds(300), maxBody: BodyLimits.unbounded,
+            .later { request, _, options, done in try imports.apply(request, options, done) })
         // Every declared resource with the routes every resource gets; the others' own below.
         for resource in store.resources where resource.schema.standardRoutes {
             ResourceEndpoints(resource, catalog: store, metrics: metrics).register(in: &routes)

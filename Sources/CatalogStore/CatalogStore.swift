@@ -79,10 +79,11 @@ public final class CatalogStore: Sendable {
     /// how many reads may run at once.
     /// - Throws: ``MigrationError`` naming the file at fault, or the open error.
     public init(_ location: DatabaseLocation, migrations: [Migration], readers: Int = 4) throws {
-        database = switch location {
-        case let .file(path): try SQLiteDatabase(path: path, readers: readers)
-        case let .postgresql(url): try PostgresDatabase(url: url, readers: readers)
-        }
+        database =
+            switch location {
+            case let .file(path): try SQLiteDatabase(path: path, readers: readers)
+            case let .postgresql(url): try PostgresDatabase(url: url, readers: readers)
+            }
         do {
             appliedMigrations = try database.migrate(migrations)
         } catch {
@@ -95,9 +96,10 @@ public final class CatalogStore: Sendable {
         let relations: [String: Relations] = [
             // Deleting an item removes its entries from every playlist (comments go by cascade).
             ResourceSchema.playableItem.type: Relations(willDelete: { try PlaylistEntryStore.removeItem($0, itemID: $1) }),
-            ResourceSchema.playlist.type: Relations(importing: ImportRules(applyNested: { db, record, pk, pointer in
-                try PlaylistEntryStore.importEntries(db, record, playlistPK: pk, pointer: pointer)
-            })),
+            ResourceSchema.playlist.type: Relations(
+                importing: ImportRules(applyNested: { db, record, pk, pointer in
+                    try PlaylistEntryStore.importEntries(db, record, playlistPK: pk, pointer: pointer)
+                })),
             ResourceSchema.comment.type: CommentStore.relations,
         ]
         let database = self.database
@@ -131,16 +133,20 @@ public final class CatalogStore: Sendable {
     /// `comments` in a playable item: its first page of top-level comments, newest first.
     public var itemComments: Embedding {
         Embedding("comments") { [comments] db, id, _, epoch, writer in
-            try comments.resources.renderList(db, ListRequest(limit: Self.embeddedPageSize, order: .field("createdAt", descending: true),
-                                                              scope: .commentsOn(item: id)), epoch: epoch, into: &writer)
+            try comments.resources.renderList(
+                db,
+                ListRequest(
+                    limit: Self.embeddedPageSize, order: .field("createdAt", descending: true),
+                    scope: .commentsOn(item: id)), epoch: epoch, into: &writer)
         }
     }
 
     /// `playlists` in a playable item: the first page of the playlists holding it.
     public var itemPlaylists: Embedding {
         Embedding("playlists") { [playlists] db, id, viewer, epoch, writer in
-            try playlists.renderList(db, ListRequest(limit: Self.embeddedPageSize, scope: .playlistsContaining(item: id), viewer: viewer), epoch: epoch,
-                                     into: &writer)
+            try playlists.renderList(
+                db, ListRequest(limit: Self.embeddedPageSize, scope: .playlistsContaining(item: id), viewer: viewer), epoch: epoch,
+                into: &writer)
         }
     }
 

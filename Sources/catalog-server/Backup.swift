@@ -29,13 +29,16 @@ struct Backup: ParsableCommand {
             return (key, CatalogApplication.defaultBackupDirectory(databasePath: try storage.database(settings)))
         }
         guard let key else { Settings.fail("a backup needs an admin API key: --api-key or CATALOG_API_KEY") }
-        guard let answer = HealthProbe.request("POST", port: port, tls: tls, path: "/admin/backups", timeout: 600,
-                                               headers: ["Authorization: Bearer \(key)"]) else {
+        guard
+            let answer = HealthProbe.request(
+                "POST", port: port, tls: tls, path: "/admin/backups", timeout: 600,
+                headers: ["Authorization: Bearer \(key)"])
+        else {
             Settings.fail("no server answers on 127.0.0.1:\(port)")
         }
         guard answer.hasPrefix("HTTP/1.1 201 "), let bodyStart = answer.range(of: "\r\n\r\n"),
-              let created = try? JSONSerialization.jsonObject(with: Data(answer[bodyStart.upperBound...].utf8)) as? [String: Any],
-              let name = created["name"] as? String, !name.contains("/")
+            let created = try? JSONSerialization.jsonObject(with: Data(answer[bodyStart.upperBound...].utf8)) as? [String: Any],
+            let name = created["name"] as? String, !name.contains("/")
         else { Settings.fail("the backup failed: \(answer.split(separator: "\r\n").first ?? "")") }
         let path = URL(fileURLWithPath: folder).appendingPathComponent(name).path
         do {

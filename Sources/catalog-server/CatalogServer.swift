@@ -63,8 +63,10 @@ struct CatalogServer: ParsableCommand {
         // reload (its dispatch source reads it from a signalfd, which wants it blocked).
         HTTPServer.holdSignals([SIGTERM, SIGINT, SIGHUP])
         let (configuration, level, format) = try Settings.resolving { settings throws(SettingError) in
-            (try self.configuration(settings),
-             try ServerSettings.logLevel.read(settings, logLevel), try ServerSettings.logFormat.read(settings, logFormat))
+            (
+                try self.configuration(settings),
+                try ServerSettings.logLevel.read(settings, logLevel), try ServerSettings.logFormat.read(settings, logFormat)
+            )
         }
         CatalogLogHandler.bootstrap(format: format, level: level)
         Self.keepFreedMemory()
@@ -88,19 +90,22 @@ struct CatalogServer: ParsableCommand {
         let reload = Self.reloadOnHangUp(application, configuration, logger)
         defer { reload.cancel() }
         let scheme = configuration.server.tls == nil ? "http" : "https"
-        logger.info("catalog-server listening on \(scheme)://\(configuration.server.host):\(bound)", metadata: [
-            "version": "\(CatalogApplication.version)", "database": "\(application.store.location)",
-            "engine": "\(application.store.engineVersion)", "loopThreads": "\(configuration.server.loopThreads)",
-        ])
+        logger.info(
+            "catalog-server listening on \(scheme)://\(configuration.server.host):\(bound)",
+            metadata: [
+                "version": "\(CatalogApplication.version)", "database": "\(application.store.location)",
+                "engine": "\(application.store.engineVersion)", "loopThreads": "\(configuration.server.loopThreads)",
+            ])
         try application.runUntilSignal()
         logger.info("catalog-server stopped")
     }
 
-
     /// Reads the JWKS file and the TLS certificate and key again on each SIGHUP; a bad
     /// file keeps what is in use and logs one error line.
-    private static func reloadOnHangUp(_ application: CatalogApplication, _ configuration: CatalogConfiguration,
-                                       _ logger: Logger) -> any DispatchSourceSignal {
+    private static func reloadOnHangUp(
+        _ application: CatalogApplication, _ configuration: CatalogConfiguration,
+        _ logger: Logger
+    ) -> any DispatchSourceSignal {
         signal(SIGHUP, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
         source.setEventHandler {
@@ -205,7 +210,8 @@ struct CatalogServer: ParsableCommand {
         }
         if let address = try S.metricsAddress.read(settings, metricsAddress) {
             guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]), (0...65535).contains(port),
-                  colon != address.startIndex else {
+                colon != address.startIndex
+            else {
                 throw SettingError(description: "--metrics-address must be HOST:PORT, such as 127.0.0.1:9100, not '\(address)'")
             }
             configuration.metricsListener = (String(address[..<colon]), port)

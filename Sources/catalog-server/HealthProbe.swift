@@ -1,5 +1,6 @@
 import CTLS
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -54,7 +55,8 @@ enum HealthProbe {
         defer { SSL_free(ssl) }
         var written = 0
         guard SSL_set_fd(ssl, fd) == 1, SSL_connect(ssl) == 1,
-              request.withUnsafeBytes({ SSL_write_ex(ssl, $0.baseAddress, $0.count, &written) }) == 1 else { return nil }
+            request.withUnsafeBytes({ SSL_write_ex(ssl, $0.baseAddress, $0.count, &written) }) == 1
+        else { return nil }
         return collect { buffer in
             var count = 0
             return SSL_read_ex(ssl, buffer.baseAddress, buffer.count, &count) == 1 ? count : 0

@@ -17,7 +17,8 @@ struct Healthcheck: ParsableCommand {
     func run() throws {
         let server = try Settings.localServer(tls: tls)
         guard let answer = HealthProbe.get(port: server.port, tls: server.tls, path: "/healthz", timeout: timeout),
-              answer.hasPrefix("HTTP/1.1 200 ") else {
+            answer.hasPrefix("HTTP/1.1 200 ")
+        else {
             FileHandle.standardError.write(Data("catalog-server: no healthy answer on 127.0.0.1:\(server.port)\(server.tls ? " over TLS" : "")\n".utf8))
             throw ExitCode.failure
         }

@@ -9,8 +9,9 @@ import Foundation
 /// for it, and prints the key — alone, on one line of standard output. Works only while
 /// no server holds the database.
 struct Keys: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Create users' API keys offline (the server must be stopped).",
-                                                    subcommands: [Create.self])
+    static let configuration = CommandConfiguration(
+        abstract: "Create users' API keys offline (the server must be stopped).",
+        subcommands: [Create.self])
 
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a user with ROLE and an API key for it; print the key on standard output.")

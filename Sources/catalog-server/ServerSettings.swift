@@ -8,18 +8,21 @@ import Logging
 enum ServerSettings {
     // MARK: Listening
 
-    static let host = Setting<String>.text("CATALOG_HOST", default: "127.0.0.1", "The address to listen on",
-                                           after: "; 0.0.0.0 for every interface.")
+    static let host = Setting<String>.text(
+        "CATALOG_HOST", default: "127.0.0.1", "The address to listen on",
+        after: "; 0.0.0.0 for every interface.")
     static let port = Setting<Int>.integer("CATALOG_PORT", default: 8080, in: 0...65535, "The TCP port", after: "; 0 picks a free one.")
-    static let loopThreads = Setting<Int>.integer("CATALOG_LOOP_THREADS", default: CatalogConfiguration().server.loopThreads, in: 1...256,
-                                                  "Event loop threads", shownDefault: "one per core")
+    static let loopThreads = Setting<Int>.integer(
+        "CATALOG_LOOP_THREADS", default: CatalogConfiguration().server.loopThreads, in: 1...256,
+        "Event loop threads", shownDefault: "one per core")
     static let tlsCertificate = Setting<String?>.optionalText(
         "CATALOG_TLS_CERTIFICATE", "The PEM certificate, followed by its chain, of a listener that then speaks TLS only; read again on SIGHUP",
         after: ". Needs --tls-private-key.")
     static let tlsPrivateKey = Setting<String?>.optionalText(
         "CATALOG_TLS_PRIVATE_KEY", "The certificate's private key, PEM and unencrypted, readable by the server's user only")
-    static let hsts = SwitchSetting("CATALOG_HSTS", default: false,
-                                    "Send Strict-Transport-Security: max-age=63072000 (two years) with every response; only once HTTPS is there to stay")
+    static let hsts = SwitchSetting(
+        "CATALOG_HSTS", default: false,
+        "Send Strict-Transport-Security: max-age=63072000 (two years) with every response; only once HTTPS is there to stay")
     static let metricsAddress = Setting<String?>.optionalText(
         "CATALOG_METRICS_ADDRESS", "HOST:PORT of a separate listener serving only /metrics, without credentials", after: "; keep it on loopback.")
 
@@ -57,13 +60,16 @@ enum ServerSettings {
     // MARK: Timeouts
 
     static let headTimeout = Setting<Duration>.seconds("CATALOG_HEAD_TIMEOUT", default: 10, "Seconds to receive a whole request head")
-    static let bodyTimeout = Setting<Duration>.seconds("CATALOG_BODY_TIMEOUT", default: 30,
-                                                       "Seconds to receive a whole request body, from the end of its head")
-    static let requestTimeout = Setting<Duration>.seconds("CATALOG_REQUEST_TIMEOUT", default: 60,
-                                                          "Seconds a request may wait for its answer, queued or running, before a 503")
+    static let bodyTimeout = Setting<Duration>.seconds(
+        "CATALOG_BODY_TIMEOUT", default: 30,
+        "Seconds to receive a whole request body, from the end of its head")
+    static let requestTimeout = Setting<Duration>.seconds(
+        "CATALOG_REQUEST_TIMEOUT", default: 60,
+        "Seconds a request may wait for its answer, queued or running, before a 503")
     static let keepAliveTimeout = Setting<Duration>.seconds("CATALOG_KEEP_ALIVE_TIMEOUT", default: 75, "Seconds an idle keep-alive connection stays open")
-    static let shutdownTimeout = Setting<Duration>.seconds("CATALOG_SHUTDOWN_TIMEOUT", default: 10,
-                                                           "Seconds a graceful shutdown waits for requests in flight")
+    static let shutdownTimeout = Setting<Duration>.seconds(
+        "CATALOG_SHUTDOWN_TIMEOUT", default: 10,
+        "Seconds a graceful shutdown waits for requests in flight")
 
     // MARK: Data
 
@@ -74,10 +80,12 @@ enum ServerSettings {
         "CATALOG_MIGRATIONS", "A folder of NNNN_description.sql migrations to run instead of those built in (PostgreSQL's in its postgresql folder)",
         shownDefault: "the ones this build carries")
     static let seed = SwitchSetting("CATALOG_SEED", default: true, "Do not load the demo catalog into an empty database")
-    static let backupDir = Setting<String?>.optionalText("CATALOG_BACKUP_DIR", "Where POST /admin/backups writes copies",
-                                                         shownDefault: "backups beside the database")
-    static let backupKeep = Setting<Int>.integer("CATALOG_BACKUP_KEEP", default: 7, in: 1...10_000,
-                                                 "How many backups the backup folder keeps, the newest; older ones are deleted")
+    static let backupDir = Setting<String?>.optionalText(
+        "CATALOG_BACKUP_DIR", "Where POST /admin/backups writes copies",
+        shownDefault: "backups beside the database")
+    static let backupKeep = Setting<Int>.integer(
+        "CATALOG_BACKUP_KEEP", default: 7, in: 1...10_000,
+        "How many backups the backup folder keeps, the newest; older ones are deleted")
     static let changeRetention = Setting<Duration>.period(
         "CATALOG_CHANGE_RETENTION", default: .seconds(30 * 86_400), shownDefault: "30d",
         "How long the change feed keeps deletions and accepts a sync token, such as 30d, 12h or 3600s")
@@ -86,8 +94,9 @@ enum ServerSettings {
 
     /// What `catalog-server backup` asks the running server with.
     static let apiKey = Setting<String?>.optionalText("CATALOG_API_KEY", "An admin API key")
-    static let requireAuthForReads = SwitchSetting("CATALOG_REQUIRE_AUTH_FOR_READS", default: false,
-                                                   "Require a credential for reads too; by default anyone reads the public catalog")
+    static let requireAuthForReads = SwitchSetting(
+        "CATALOG_REQUIRE_AUTH_FOR_READS", default: false,
+        "Require a credential for reads too; by default anyone reads the public catalog")
     static let jwksFile = Setting<String?>.optionalText(
         "CATALOG_JWKS_FILE", "The identity provider's JWKS file, read again on SIGHUP", after: "; without it identity tokens are refused.")
     static let jwtIssuers = ListSetting("CATALOG_JWT_ISSUERS", "An accepted identity token issuer (iss); repeat for several")
@@ -98,6 +107,7 @@ enum ServerSettings {
     static let logLevel = Setting<Logger.Level>.choice(
         "CATALOG_LOG_LEVEL", default: .info, from: Logger.Level.allCases.map { ($0.rawValue, $0) },
         "trace, debug, info (one line per request), notice, warning, error or critical")
-    static let logFormat = Setting<LogFormat>.choice("CATALOG_LOG_FORMAT", default: .text, from: LogFormat.allCases.map { ($0.rawValue, $0) },
-                                                     "text or json, one line per entry on standard output")
+    static let logFormat = Setting<LogFormat>.choice(
+        "CATALOG_LOG_FORMAT", default: .text, from: LogFormat.allCases.map { ($0.rawValue, $0) },
+        "text or json, one line per entry on standard output")
 }

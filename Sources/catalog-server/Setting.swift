@@ -12,8 +12,10 @@ struct Setting<Value>: Sendable {
     let help: ArgumentHelp
     private let reader: @Sendable (Settings, String?) throws(SettingError) -> Value
 
-    init(_ variable: String, _ summary: String, shownDefault: String?, after: String = "",
-         read: @escaping @Sendable (Settings, String?) throws(SettingError) -> Value) {
+    init(
+        _ variable: String, _ summary: String, shownDefault: String?, after: String = "",
+        read: @escaping @Sendable (Settings, String?) throws(SettingError) -> Value
+    ) {
         self.variable = variable
         help = ArgumentHelp(summary + " [" + variable + (shownDefault.map { ", default " + $0 } ?? "") + "]" + (after.isEmpty ? "." : after))
         reader = read
@@ -46,8 +48,10 @@ extension Setting where Value == String? {
 
 extension Setting where Value == Int {
     /// A whole number in `range`.
-    static func integer(_ variable: String, default value: Int, in range: ClosedRange<Int>, _ summary: String, shownDefault: String? = nil,
-                        after: String = "") -> Setting {
+    static func integer(
+        _ variable: String, default value: Int, in range: ClosedRange<Int>, _ summary: String, shownDefault: String? = nil,
+        after: String = ""
+    ) -> Setting {
         Setting(variable, summary, shownDefault: shownDefault ?? String(value), after: after) { settings, flag throws(SettingError) in
             try settings.integer(flag, variable, default: value, in: range)
         }

@@ -88,7 +88,8 @@ struct Settings {
         guard let (text, source) = raw(flag, variable) else { return value }
         let units: [Character: Int64] = ["d": 86_400, "h": 3_600, "m": 60, "s": 1]
         guard let unit = text.last.flatMap({ units[$0] }), let count = Int64(text.dropLast()), count > 0, count <= 3_650 * 86_400,
-              (60...(3_650 * 86_400)).contains(count * unit) else {
+            (60...(3_650 * 86_400)).contains(count * unit)
+        else {
             throw SettingError(description: "\(source) must be a whole number with a unit (d, h, m or s), from 1 minute to 3650 days, such as 30d; not '\(text)'")
         }
         return .seconds(count * unit)

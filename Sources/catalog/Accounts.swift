@@ -8,8 +8,10 @@ struct Keys: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Create, list and revoke API keys.", subcommands: [Create.self, List.self, Revoke.self])
 
     static func columns(_ key: APIKey) -> [String] {
-        [key.id.rawValue, key.name, key.role.rawValue, key.prefix, key.expiresAt.map { Timestamp.string(from: $0) } ?? "never",
-         key.lastUsedAt.map { Timestamp.string(from: $0) } ?? "never"]
+        [
+            key.id.rawValue, key.name, key.role.rawValue, key.prefix, key.expiresAt.map { Timestamp.string(from: $0) } ?? "never",
+            key.lastUsedAt.map { Timestamp.string(from: $0) } ?? "never",
+        ]
     }
 
     struct Create: AsyncParsableCommand {
@@ -79,8 +81,10 @@ struct Me: AsyncParsableCommand {
     func run() async throws {
         try await Output.run {
             try Output.one(try await connection.client().me(), connection: connection) { user in
-                [("id", user.id.rawValue), ("displayName", user.displayName), ("email", user.email ?? ""), ("avatarURL", user.avatarURL?.absoluteString ?? ""),
-                 ("role", user.role?.rawValue ?? ""), ("version", "\(user.version)")]
+                [
+                    ("id", user.id.rawValue), ("displayName", user.displayName), ("email", user.email ?? ""), ("avatarURL", user.avatarURL?.absoluteString ?? ""),
+                    ("role", user.role?.rawValue ?? ""), ("version", "\(user.version)"),
+                ]
             }
         }
     }

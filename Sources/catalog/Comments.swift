@@ -11,14 +11,18 @@ struct Comments: AsyncParsableCommand {
     }
 
     static func fields(_ comment: CatalogModels.Comment) -> [(String, String)] {
-        [("id", comment.id.rawValue), ("playableItemId", comment.playableItemId.rawValue), ("parentId", comment.parentId?.rawValue ?? ""),
-         ("author", comment.author), ("body", comment.body ?? "(deleted)"), ("replyCount", "\(comment.replyCount)"), ("version", "\(comment.version)")]
+        [
+            ("id", comment.id.rawValue), ("playableItemId", comment.playableItemId.rawValue), ("parentId", comment.parentId?.rawValue ?? ""),
+            ("author", comment.author), ("body", comment.body ?? "(deleted)"), ("replyCount", "\(comment.replyCount)"), ("version", "\(comment.version)"),
+        ]
     }
 
     /// Prints one page, or every page with `--all`.
-    static func list(_ connection: Connection, _ options: ListOptions,
-                     page: @escaping @Sendable (CommentsClient, ListQuery) async throws -> Page<CatalogModels.Comment>,
-                     all: @escaping @Sendable (CommentsClient, ListQuery) -> AsyncThrowingStream<CatalogModels.Comment, any Error>) async throws {
+    static func list(
+        _ connection: Connection, _ options: ListOptions,
+        page: @escaping @Sendable (CommentsClient, ListQuery) async throws -> Page<CatalogModels.Comment>,
+        all: @escaping @Sendable (CommentsClient, ListQuery) -> AsyncThrowingStream<CatalogModels.Comment, any Error>
+    ) async throws {
         try await Output.run {
             let comments = try connection.client().comments
             let result: Page<CatalogModels.Comment>

@@ -12,13 +12,17 @@ struct Playlists: AsyncParsableCommand, CLIResource {
     static func resource(_ client: CatalogClient) -> ResourceClient<Playlist, PlaylistInput> { client.playlists }
 
     static func fields(_ playlist: Playlist) -> [(String, String)] {
-        [("id", playlist.id.rawValue), ("title", playlist.title), ("description", playlist.description),
-         ("entryCount", "\(playlist.entryCount)"), ("version", "\(playlist.version)")]
+        [
+            ("id", playlist.id.rawValue), ("title", playlist.title), ("description", playlist.description),
+            ("entryCount", "\(playlist.entryCount)"), ("version", "\(playlist.version)"),
+        ]
     }
 
     static func entryFields(_ entry: PlaylistEntry) -> [(String, String)] {
-        [("entryId", entry.entryId.rawValue), ("position", "\(entry.position)"), ("playableItemId", entry.playableItem.id.rawValue),
-         ("title", entry.playableItem.title)]
+        [
+            ("entryId", entry.entryId.rawValue), ("position", "\(entry.position)"), ("playableItemId", entry.playableItem.id.rawValue),
+            ("title", entry.playableItem.title),
+        ]
     }
 
     static let listColumns = ["id", "title", "entries"]

@@ -40,9 +40,11 @@ struct Items: AsyncParsableCommand, CLIResource {
     static func resource(_ client: CatalogClient) -> ResourceClient<PlayableItem, PlayableItemInput> { client.playableItems }
 
     static func fields(_ item: PlayableItem) -> [(String, String)] {
-        [("id", item.id.rawValue), ("title", item.title), ("streamURL", item.streamURL.absoluteString),
-         ("thumbnailURL", item.thumbnailURL?.absoluteString ?? ""), ("durationSeconds", item.durationSeconds.map { "\($0)" } ?? ""),
-         ("description", item.description), ("version", "\(item.version)")]
+        [
+            ("id", item.id.rawValue), ("title", item.title), ("streamURL", item.streamURL.absoluteString),
+            ("thumbnailURL", item.thumbnailURL?.absoluteString ?? ""), ("durationSeconds", item.durationSeconds.map { "\($0)" } ?? ""),
+            ("description", item.description), ("version", "\(item.version)"),
+        ]
     }
 
     typealias Filters = SearchFilter
@@ -59,8 +61,9 @@ struct Items: AsyncParsableCommand, CLIResource {
 
         func run() async throws {
             guard let stream = URL(string: streamURL) else { throw ValidationError("--stream-url must be a URL.") }
-            let input = PlayableItemInput(title: title, description: description, streamURL: stream,
-                                          thumbnailURL: thumbnailURL.flatMap(URL.init(string:)), durationSeconds: duration)
+            let input = PlayableItemInput(
+                title: title, description: description, streamURL: stream,
+                thumbnailURL: thumbnailURL.flatMap(URL.init(string:)), durationSeconds: duration)
             try await Output.run { try Output.one(try await connection.client().playableItems.create(input), connection: connection, fields: Items.fields) }
         }
     }
@@ -74,8 +77,10 @@ struct Locations: AsyncParsableCommand, CLIResource {
     static func resource(_ client: CatalogClient) -> ResourceClient<Location, LocationInput> { client.locations }
 
     static func fields(_ location: Location) -> [(String, String)] {
-        [("id", location.id.rawValue), ("name", location.name), ("countryCode", location.countryCode),
-         ("latitude", "\(location.latitude)"), ("longitude", "\(location.longitude)"), ("version", "\(location.version)")]
+        [
+            ("id", location.id.rawValue), ("name", location.name), ("countryCode", location.countryCode),
+            ("latitude", "\(location.latitude)"), ("longitude", "\(location.longitude)"), ("version", "\(location.version)"),
+        ]
     }
 
     static let listColumns = ["id", "name", "country", "distance (m)"]

@@ -43,11 +43,11 @@ struct Watch: AsyncParsableCommand {
                 let page: ChangePage
                 do {
                     page = try await feed.page(since: token, types: kinds, wait: wait)
-                } catch where Self.clientError(error)?.isSyncTokenExpired == true && token != nil {
+                } catch  where Self.clientError(error)?.isSyncTokenExpired == true && token != nil {
                     Self.note("the token has expired or is from another database: starting again from the beginning")
                     token = nil
                     continue
-                } catch where Self.clientError(error)?.isTransient == true {
+                } catch  where Self.clientError(error)?.isTransient == true {
                     failures += 1
                     let seconds = min(30, 1 << min(failures - 1, 5))
                     Self.note("\(error); trying again in \(seconds) s")

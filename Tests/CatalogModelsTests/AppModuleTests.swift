@@ -57,7 +57,8 @@ import Testing
     }
 
     @Test func theImportReaderSeesEveryForm() {
-        let found = Self.imports("""
+        let found = Self.imports(
+            """
             import Foundation
             @preconcurrency import Glibc
             public import struct CatalogModels.Game

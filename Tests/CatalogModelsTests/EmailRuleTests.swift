@@ -33,8 +33,10 @@ struct EmailRuleTests {
             let whole = NSRange(text.startIndex..., in: text)
             return regex.firstMatch(in: text, range: whole)?.range == whole
         }
-        var samples = ["ana@example.com", "উদাহরণ@\u{09BF}উদাহরণ.বাংলা", "δοκιμή@παράδειγμα.δοκιμή", "用户@例子.广告", "a b@c", "a@b@c", "@b", "a@", "",
-                       "a\u{00A0}b@c", "a\u{180E}b@c", "a\u{200C}@b", "a\u{1F600}@b", "é@x", "a@\u{0301}b", "a\u{2028}@b", "a\u{FEFF}@b"]
+        var samples = [
+            "ana@example.com", "উদাহরণ@\u{09BF}উদাহরণ.বাংলা", "δοκιμή@παράδειγμα.δοκιμή", "用户@例子.广告", "a b@c", "a@b@c", "@b", "a@", "",
+            "a\u{00A0}b@c", "a\u{180E}b@c", "a\u{200C}@b", "a\u{1F600}@b", "é@x", "a@\u{0301}b", "a\u{2028}@b", "a\u{FEFF}@b",
+        ]
         // Strings of scalars drawn near every boundary of the refused ranges, from a fixed seed.
         var boundary: [UInt32] = [0x41, 0x7E, 0x09BF, 0x0915, 0x1F600, 0x0301]
         for range in Rules.emailRefusedScalars {

@@ -13,23 +13,32 @@ import Testing
     }
 
     @Test func playableItemGolden() throws {
-        let item = PlayableItem(id: Self.id, title: "Big Buck Bunny", description: "A rabbit.",
-                                streamURL: URL(string: "https://example.com/bbb/master.m3u8")!, thumbnailURL: nil,
-                                durationSeconds: 596.5, createdAt: Self.created, updatedAt: Self.updated, version: 3)
-        let json = #"{"createdAt":"2026-11-22T00:04:58.751Z","description":"A rabbit.","durationSeconds":596.5,"id":"4b7f8c2e-0f7a-4c64-9a55-0e6bb1c4a6d2","streamURL":"https://example.com/bbb/master.m3u8","title":"Big Buck Bunny","updatedAt":"2026-11-22T00:06:39.007Z","version":3}"#
+        let item = PlayableItem(
+            id: Self.id, title: "Big Buck Bunny", description: "A rabbit.",
+            streamURL: URL(string: "https://example.com/bbb/master.m3u8")!, thumbnailURL: nil,
+            durationSeconds: 596.5, createdAt: Self.created, updatedAt: Self.updated, version: 3)
+        let json =
+            #"{"createdAt":"2026-11-22T00:04:58.751Z","description":"A rabbit.","durationSeconds":596.5,"id":"4b7f8c2e-0f7a-4c64-9a55-0e6bb1c4a6d2","streamURL":"https://example.com/bbb/master.m3u8","title":"Big Buck Bunny","updatedAt":"2026-11-22T00:06:39.007Z","version":3}"#
         #expect(try encode(item) == json)
         #expect(try CatalogJSON.makeDecoder().decode(PlayableItem.self, from: Data(json.utf8)) == item)
     }
 
     @Test func gameGolden() throws {
         let game = Game(id: Self.id, name: "Joust", description: "", imageName: "joust", createdAt: Self.created, updatedAt: Self.created, version: 1)
-        #expect(try encode(game) == #"{"createdAt":"2026-11-22T00:04:58.751Z","description":"","id":"4b7f8c2e-0f7a-4c64-9a55-0e6bb1c4a6d2","imageName":"joust","name":"Joust","updatedAt":"2026-11-22T00:04:58.751Z","version":1}"#)
+        #expect(
+            try encode(game)
+                == #"{"createdAt":"2026-11-22T00:04:58.751Z","description":"","id":"4b7f8c2e-0f7a-4c64-9a55-0e6bb1c4a6d2","imageName":"joust","name":"Joust","updatedAt":"2026-11-22T00:04:58.751Z","version":1}"#
+        )
     }
 
     @Test func locationGoldenWithAndWithoutDistance() throws {
-        var location = Location(id: Self.id, name: "France", countryCode: "FR", latitude: 46.227638, longitude: 2.213749,
-                                createdAt: Self.created, updatedAt: Self.created, version: 1)
-        #expect(try encode(location) == #"{"countryCode":"FR","createdAt":"2026-11-22T00:04:58.751Z","id":"4b7f8c2e-0f7a-4c64-9a55-0e6bb1c4a6d2","latitude":46.227638,"longitude":2.213749,"name":"France","updatedAt":"2026-11-22T00:04:58.751Z","version":1}"#)
+        var location = Location(
+            id: Self.id, name: "France", countryCode: "FR", latitude: 46.227638, longitude: 2.213749,
+            createdAt: Self.created, updatedAt: Self.created, version: 1)
+        #expect(
+            try encode(location)
+                == #"{"countryCode":"FR","createdAt":"2026-11-22T00:04:58.751Z","id":"4b7f8c2e-0f7a-4c64-9a55-0e6bb1c4a6d2","latitude":46.227638,"longitude":2.213749,"name":"France","updatedAt":"2026-11-22T00:04:58.751Z","version":1}"#
+        )
         location.distanceMeters = 1250.5
         #expect(try encode(location).contains(#""distanceMeters":1250.5"#))
     }
@@ -37,9 +46,13 @@ import Testing
     @Test func pageAndProblemGolden() throws {
         let page = Page<Game>(items: [], nextCursor: nil)
         #expect(try encode(page) == #"{"items":[]}"#)
-        let problem = Problem(title: "Unprocessable Content", status: 422, detail: "1 invalid field", instance: "/v1/games", code: "validationFailed",
-                              errors: [FieldError(pointer: "/name", code: "tooLong", message: "Too long.")])
-        #expect(try encode(problem) == #"{"code":"validationFailed","detail":"1 invalid field","errors":[{"code":"tooLong","message":"Too long.","pointer":"/name"}],"instance":"/v1/games","status":422,"title":"Unprocessable Content","type":"about:blank"}"#)
+        let problem = Problem(
+            title: "Unprocessable Content", status: 422, detail: "1 invalid field", instance: "/v1/games", code: "validationFailed",
+            errors: [FieldError(pointer: "/name", code: "tooLong", message: "Too long.")])
+        #expect(
+            try encode(problem)
+                == #"{"code":"validationFailed","detail":"1 invalid field","errors":[{"code":"tooLong","message":"Too long.","pointer":"/name"}],"instance":"/v1/games","status":422,"title":"Unprocessable Content","type":"about:blank"}"#
+        )
     }
 
     @Test func inputsDecodeWithDefaults() throws {

@@ -1,6 +1,7 @@
 import CatalogModels
 import Foundation
 import Testing
+
 @testable import CatalogSchema
 
 /// `openapi.yaml` cannot drift from the declarations: every resource's component schemas
@@ -14,8 +15,10 @@ import Testing
     static let contractJSON: Result<Data, any Error> = Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1]))['components']['schemas'], sys.stdout)",
-                             root.appendingPathComponent("openapi.yaml").path]
+        process.arguments = [
+            "python3", "-c", "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1]))['components']['schemas'], sys.stdout)",
+            root.appendingPathComponent("openapi.yaml").path,
+        ]
         let output = Pipe()
         process.standardOutput = output
         try process.run()
@@ -130,8 +133,9 @@ import Testing
                 guard let pattern = property["pattern"] as? String, Self.matches(pattern, "a"), property["format"] == nil else { continue }
                 #expect(rule.violation(String(repeating: "a", count: maxLength)) == nil, "\(name).\(field.name) at maxLength \(maxLength)")
                 #expect(rule.violation(String(repeating: "a", count: maxLength + 1)) != nil, "\(name).\(field.name) past maxLength \(maxLength)")
-                #expect((rule.violation(String(repeating: "a", count: max(minLength, 1) - 1)) == nil) == (minLength == 0),
-                        "\(name).\(field.name) under minLength \(minLength)")
+                #expect(
+                    (rule.violation(String(repeating: "a", count: max(minLength, 1) - 1)) == nil) == (minLength == 0),
+                    "\(name).\(field.name) under minLength \(minLength)")
                 // A control character breaks the rule exactly when it breaks the pattern.
                 let control = "a\u{1}a"
                 #expect((rule.violation(control) == nil) == Self.matches(pattern, control), "\(name).\(field.name) and U+0001")

@@ -1,6 +1,7 @@
 import CatalogModels
 import Foundation
 import Testing
+
 @testable import CatalogSchema
 
 /// The declarations are the one place a resource's fields are written: the rules they
@@ -29,8 +30,9 @@ import Testing
     @Test func clientsCheckTheRulesTheServerApplies() throws {
         for title in ["", "ok", "tab\there", Self.long] {
             for duration in [nil, -1, 42, 2_000_000.0] as [Double?] {
-                let item = PlayableItemInput(title: title, description: title, streamURL: URL(string: "ftp://example.com/x")!,
-                                             thumbnailURL: duration == nil ? nil : Self.url, durationSeconds: duration)
+                let item = PlayableItemInput(
+                    title: title, description: title, streamURL: URL(string: "ftp://example.com/x")!,
+                    thumbnailURL: duration == nil ? nil : Self.url, durationSeconds: duration)
                 try expectSameErrors(item, ResourceSchema.playableItem.creation)
                 try expectSameErrors(PlayableItemInput(title: title, streamURL: Self.url), ResourceSchema.playableItem.edit)
             }
@@ -77,7 +79,8 @@ import Testing
     /// Field names the server side may write only in their declaration (and the demo
     /// catalog): every camel-case member of every declared document.
     static var fieldNames: Set<String> {
-        let documents = (ResourceSchema.all + [.user, .apiKey]).flatMap(\.members) + PlaylistEntrySchema.document
+        let documents =
+            (ResourceSchema.all + [.user, .apiKey]).flatMap(\.members) + PlaylistEntrySchema.document
             + [PlaylistEntrySchema.insertion, PlaylistEntrySchema.move, PlaylistEntrySchema.order, PlaylistEntrySchema.record].flatMap(\.fields)
         let types = Set(ResourceSchema.all.map(\.type))
         return Set(documents.map(\.name).filter { name in name.contains(where: \.isUppercase) && !types.contains(name) })

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import CatalogSchema
 
 /// The strict body parser: RFC 8259 exactly, plus duplicate names and depth refused.
@@ -7,10 +8,12 @@ import Testing
     @Test func parsesEveryKindOfValue() throws {
         let text = #" {"s":"a\"b\\c\/d\n\u00e9\ud83d\ude00","n":-12.5e2,"z":0,"t":true,"f":false,"x":null,"a":[1,[],{}],"o":{"k":"v"}} "#
         let value = try JSONValue.parse(Array(text.utf8))
-        #expect(value == .object([
-            "s": .string("a\"b\\c/d\né😀"), "n": .number(-1250), "z": .number(0), "t": .bool(true), "f": .bool(false), "x": .null,
-            "a": .array([.number(1), .array([]), .object([:])]), "o": .object(["k": .string("v")]),
-        ]))
+        #expect(
+            value
+                == .object([
+                    "s": .string("a\"b\\c/d\né😀"), "n": .number(-1250), "z": .number(0), "t": .bool(true), "f": .bool(false), "x": .null,
+                    "a": .array([.number(1), .array([]), .object([:])]), "o": .object(["k": .string("v")]),
+                ]))
     }
 
     @Test(arguments: [

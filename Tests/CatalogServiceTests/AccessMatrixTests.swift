@@ -100,63 +100,96 @@ import Testing
             "POST /v1/playlists": (members(201), { _, _ in Call(path: "/v1/playlists", body: ["title": "New"]) }),
             "GET /v1/playlists/{id}": (same(200), { world, _ in Call(path: "/v1/playlists/\(world.playlist)") }),
             "PUT /v1/playlists/{id}": (owners(200), { world, _ in Call(path: "/v1/playlists/\(world.playlist)", body: ["title": "Renamed"]) }),
-            "PATCH /v1/playlists/{id}": (owners(200), { world, _ in
-                Call(path: "/v1/playlists/\(world.playlist)", body: ["description": "d"], contentType: patch)
-            }),
+            "PATCH /v1/playlists/{id}": (
+                owners(200),
+                { world, _ in
+                    Call(path: "/v1/playlists/\(world.playlist)", body: ["description": "d"], contentType: patch)
+                }
+            ),
             "DELETE /v1/playlists/{id}": (owners(204), { world, _ in Call(path: "/v1/playlists/\(try await world.freshPlaylist())") }),
             "GET /v1/playlists/{id}/entries": (same(200), { world, _ in Call(path: "/v1/playlists/\(world.playlist)/entries") }),
-            "POST /v1/playlists/{id}/entries": (owners(201), { world, _ in
-                Call(path: "/v1/playlists/\(world.playlist)/entries", body: ["playableItemId": world.item.rawValue])
-            }),
-            "PUT /v1/playlists/{id}/entries": (owners(200), { world, _ in
-                Call(path: "/v1/playlists/\(world.playlist)/entries", body: ["playableItemIds": [world.item.rawValue, world.item.rawValue]])
-            }),
-            "GET /v1/playlists/{id}/entries/{entryId}": (same(200), { world, _ in
-                Call(path: "/v1/playlists/\(world.playlist)/entries/\(try await world.firstEntry(world.playlist))")
-            }),
-            "PATCH /v1/playlists/{id}/entries/{entryId}": (owners(200), { world, _ in
-                Call(path: "/v1/playlists/\(world.playlist)/entries/\(try await world.firstEntry(world.playlist))", body: ["position": 1], contentType: patch)
-            }),
-            "DELETE /v1/playlists/{id}/entries/{entryId}": (owners(204), { world, _ in
-                let playlist = try await world.freshPlaylist()
-                return Call(path: "/v1/playlists/\(playlist)/entries/\(try await world.firstEntry(playlist))")
-            }),
-            "GET /v1/playlists/{id}/entries/{entryId}/next": (same(200), { world, _ in
-                Call(path: "/v1/playlists/\(world.playlist)/entries/\(try await world.firstEntry(world.playlist))/next")
-            }),
+            "POST /v1/playlists/{id}/entries": (
+                owners(201),
+                { world, _ in
+                    Call(path: "/v1/playlists/\(world.playlist)/entries", body: ["playableItemId": world.item.rawValue])
+                }
+            ),
+            "PUT /v1/playlists/{id}/entries": (
+                owners(200),
+                { world, _ in
+                    Call(path: "/v1/playlists/\(world.playlist)/entries", body: ["playableItemIds": [world.item.rawValue, world.item.rawValue]])
+                }
+            ),
+            "GET /v1/playlists/{id}/entries/{entryId}": (
+                same(200),
+                { world, _ in
+                    Call(path: "/v1/playlists/\(world.playlist)/entries/\(try await world.firstEntry(world.playlist))")
+                }
+            ),
+            "PATCH /v1/playlists/{id}/entries/{entryId}": (
+                owners(200),
+                { world, _ in
+                    Call(path: "/v1/playlists/\(world.playlist)/entries/\(try await world.firstEntry(world.playlist))", body: ["position": 1], contentType: patch)
+                }
+            ),
+            "DELETE /v1/playlists/{id}/entries/{entryId}": (
+                owners(204),
+                { world, _ in
+                    let playlist = try await world.freshPlaylist()
+                    return Call(path: "/v1/playlists/\(playlist)/entries/\(try await world.firstEntry(playlist))")
+                }
+            ),
+            "GET /v1/playlists/{id}/entries/{entryId}/next": (
+                same(200),
+                { world, _ in
+                    Call(path: "/v1/playlists/\(world.playlist)/entries/\(try await world.firstEntry(world.playlist))/next")
+                }
+            ),
 
             "GET /v1/playable-items/{id}/comments": (same(200), { world, _ in Call(path: "/v1/playable-items/\(world.item)/comments") }),
             "POST /v1/playable-items/{id}/comments": (members(201), { world, _ in Call(path: "/v1/playable-items/\(world.item)/comments", body: ["body": "Hi"]) }),
             "GET /v1/comments/{id}": (same(200), { world, _ in Call(path: "/v1/comments/\(world.comment)") }),
             "PATCH /v1/comments/{id}": (owners(200), { world, _ in Call(path: "/v1/comments/\(world.comment)", body: ["body": "Edited"], contentType: patch) }),
-            "DELETE /v1/comments/{id}": (owners(204), { world, _ in
-                Call(path: "/v1/comments/\(try await world.ownerAPI.comments.post(on: world.item, CommentInput(body: "Doomed")).value.id)")
-            }),
+            "DELETE /v1/comments/{id}": (
+                owners(204),
+                { world, _ in
+                    Call(path: "/v1/comments/\(try await world.ownerAPI.comments.post(on: world.item, CommentInput(body: "Doomed")).value.id)")
+                }
+            ),
             "GET /v1/comments/{id}/replies": (same(200), { world, _ in Call(path: "/v1/comments/\(world.comment)/replies") }),
             "GET /v1/changes": (same(200), { _, _ in Call(path: "/v1/changes?types=game&limit=5") }),
 
             "GET /v1/users": (admins(200), { _, _ in Call(path: "/v1/users") }),
             "POST /v1/users": (admins(201), { _, _ in Call(path: "/v1/users", body: ["displayName": "Made"]) }),
             "GET /v1/users/{id}": (same(200), { world, _ in Call(path: "/v1/users/\(world.owner.id)") }),
-            "PATCH /v1/users/{id}": (admins(200), { world, _ in
-                Call(path: "/v1/users/\(try world.catalog.user("Promoted").id)", body: ["role": "editor"], contentType: patch)
-            }),
+            "PATCH /v1/users/{id}": (
+                admins(200),
+                { world, _ in
+                    Call(path: "/v1/users/\(try world.catalog.user("Promoted").id)", body: ["role": "editor"], contentType: patch)
+                }
+            ),
             "DELETE /v1/users/{id}": (admins(204), { world, _ in Call(path: "/v1/users/\(try world.catalog.user("Doomed").id)") }),
             "GET /v1/me": (members(200), { _, _ in Call(path: "/v1/me") }),
             "PATCH /v1/me": (members(200), { _, _ in Call(path: "/v1/me", body: ["avatarURL": "https://example.com/me.png"], contentType: patch) }),
             // Each caller deletes an account of its own kind, not the world's.
-            "DELETE /v1/me": (members(204), { world, caller in
-                let role: Role = caller == .admin ? .admin : caller == .editor ? .editor : .member
-                return Call(path: "/v1/me", key: caller == .anonymous ? nil : try world.catalog.user("Leaving", role: role).key)
-            }),
+            "DELETE /v1/me": (
+                members(204),
+                { world, caller in
+                    let role: Role = caller == .admin ? .admin : caller == .editor ? .editor : .member
+                    return Call(path: "/v1/me", key: caller == .anonymous ? nil : try world.catalog.user("Leaving", role: role).key)
+                }
+            ),
 
             "GET /v1/api-keys": (members(200), { _, _ in Call(path: "/v1/api-keys") }),
             "POST /v1/api-keys": (members(201), { _, _ in Call(path: "/v1/api-keys", body: ["name": "script"]) }),
             // Someone else's key does not exist for a member or an editor.
             "GET /v1/api-keys/{id}": ([401, 200, 404, 404, 200], { world, _ in Call(path: "/v1/api-keys/\(world.ownerKeyID)") }),
-            "DELETE /v1/api-keys/{id}": ([401, 204, 404, 404, 204], { world, _ in
-                Call(path: "/v1/api-keys/\(try await world.ownerAPI.apiKeys.create(APIKeyInput(name: "Doomed")).key.id)")
-            }),
+            "DELETE /v1/api-keys/{id}": (
+                [401, 204, 404, 404, 204],
+                { world, _ in
+                    Call(path: "/v1/api-keys/\(try await world.ownerAPI.apiKeys.create(APIKeyInput(name: "Doomed")).key.id)")
+                }
+            ),
         ]
         // The catalog proper: anyone reads, editors write.
         let bodies: [(path: String, body: [String: Any])] = [
@@ -185,19 +218,21 @@ import Testing
         let world = try await World()
         let routes = world.catalog.application.routeTable.map { "\($0.method) \($0.pattern)" }
         let matrix = Self.matrix()
-        #expect(Set(routes) == Set(matrix.keys),
-                "routes without a row: \(Set(routes).subtracting(matrix.keys).sorted()); rows without a route: \(Set(matrix.keys).subtracting(routes).sorted())")
+        #expect(
+            Set(routes) == Set(matrix.keys),
+            "routes without a row: \(Set(routes).subtracting(matrix.keys).sorted()); rows without a route: \(Set(matrix.keys).subtracting(routes).sorted())")
         for route in routes.sorted() {
             guard let row = matrix[route] else { continue }
             let method = String(route.prefix { $0 != " " })
             for caller in Caller.allCases {
                 let call = try await row.call(world, caller)
                 let client = APIClient(baseURL: world.catalog.client.baseURL, key: call.key ?? world.key(caller))
-                let response = if let body = call.body {
-                    try await client.send(method, call.path, json: body, contentType: call.contentType)
-                } else {
-                    try await client.send(method, call.path)
-                }
+                let response =
+                    if let body = call.body {
+                        try await client.send(method, call.path, json: body, contentType: call.contentType)
+                    } else {
+                        try await client.send(method, call.path)
+                    }
                 let expected = row.expected[caller.rawValue]
                 #expect(response.status == expected, "\(route) as \(caller): \(response.status) \(response.text.prefix(300))")
                 #expect(response.header("Cache-Control") != nil, "\(route) as \(caller) says how it may be cached")

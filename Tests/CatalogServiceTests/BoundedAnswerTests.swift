@@ -1,7 +1,7 @@
 import CatalogModels
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Error paths are paths: a hostile body gets an answer as small as a success, and what a
 /// caller is shown depends on who asks.
@@ -19,8 +19,10 @@ import TestSupport
         let member = try catalog.user("Mallory")
         let item = try #require(try await catalog.anonymous.get("/v1/playable-items?limit=1").decode(Page<PlayableItem>.self).items.first)
         let body = Self.unknownMembers(1000)
-        for (method, path, contentType, more) in [("POST", "/v1/playable-items/\(item.id)/comments", "application/json", 1001 - 50),
-                                                  ("PATCH", "/v1/me", "application/merge-patch+json", 1000 - 50)] {
+        for (method, path, contentType, more) in [
+            ("POST", "/v1/playable-items/\(item.id)/comments", "application/json", 1001 - 50),
+            ("PATCH", "/v1/me", "application/merge-patch+json", 1000 - 50),
+        ] {
             let response = try await catalog.client(key: member.key).send(method, path, headers: ["Content-Type": contentType], body: body)
             #expect(response.status == 422, "\(method) \(path): \(response.text.prefix(200))")
             let problem = try #require(response.problem)
@@ -33,8 +35,9 @@ import TestSupport
             #expect(response.body.count < 8 * 1024, "the answer stays small: \(response.body.count) bytes")
         }
         // Past 1,024 members the reader stops where it is: a 400, as small.
-        let huge = try await catalog.client(key: member.key).send("PATCH", "/v1/me", headers: ["Content-Type": "application/merge-patch+json"],
-                                                                  body: Self.unknownMembers(20_000))
+        let huge = try await catalog.client(key: member.key).send(
+            "PATCH", "/v1/me", headers: ["Content-Type": "application/merge-patch+json"],
+            body: Self.unknownMembers(20_000))
         #expect(huge.status == 400 && huge.problem?.code == "malformedJSON")
         #expect(huge.body.count < 1024)
     }
@@ -42,8 +45,9 @@ import TestSupport
     @Test func anOrderOfUnknownItemsListsFiftyAndCountsTheRest() async throws {
         let catalog = try TestCatalog(seed: false)
         let playlist = try await catalog.client.send("POST", "/v1/playlists", json: ["title": "Unknowns"]).decode(Playlist.self)
-        let response = try await catalog.client.send("PUT", "/v1/playlists/\(playlist.id)/entries",
-                                                     json: ["playableItemIds": (0..<120).map { _ in CatalogID().rawValue }])
+        let response = try await catalog.client.send(
+            "PUT", "/v1/playlists/\(playlist.id)/entries",
+            json: ["playableItemIds": (0..<120).map { _ in CatalogID().rawValue }])
         #expect(response.status == 422)
         #expect(response.problem?.errors?.count == Problem.maxListedErrors)
         #expect(response.problem?.moreErrors == 70)
@@ -70,14 +74,17 @@ import TestSupport
         #expect(try await catalog.client(key: unknown).get("/v1/me").status == 401, "a key-shaped token that names no key, once read")
         let port = try #require(catalog.client.baseURL.port)
         func head(_ authorization: String?, length: Int) -> [UInt8] {
-            Array(("POST /v1/games HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                   + (authorization.map { "Authorization: Bearer \($0)\r\n" } ?? "") + "Content-Length: \(length)\r\n\r\n").utf8)
+            Array(
+                ("POST /v1/games HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    + (authorization.map { "Authorization: Bearer \($0)\r\n" } ?? "") + "Content-Length: \(length)\r\n\r\n").utf8)
         }
         // The body never comes: each answer is made from the head, and the connection closes.
-        for (authorization, status, code) in [(nil, 401, "unauthenticated"), (unknown, 401, "invalidToken"),
-                                              // On PostgreSQL every key is read again from the database: with its body.
-                                              (member.key, TestEngine.isSQLite ? 403 : 413, TestEngine.isSQLite ? "forbidden" : "contentTooLarge"),
-                                              (editor.key, 413, "contentTooLarge")] as [(String?, Int, String)] {
+        for (authorization, status, code) in [
+            (nil, 401, "unauthenticated"), (unknown, 401, "invalidToken"),
+            // On PostgreSQL every key is read again from the database: with its body.
+            (member.key, TestEngine.isSQLite ? 403 : 413, TestEngine.isSQLite ? "forbidden" : "contentTooLarge"),
+            (editor.key, 413, "contentTooLarge"),
+        ] as [(String?, Int, String)] {
             let answer = try await Loopback.exchange(port: port, head(authorization, length: 1_048_575))
             #expect(answer.hasPrefix("HTTP/1.1 \(status) "), "\(answer)")
             #expect(answer.contains("\"code\":\"\(code)\""))
@@ -103,8 +110,10 @@ import TestSupport
         let catalog = try TestCatalog(seed: false)
         let member = try catalog.user("Mo")
         let editor = try catalog.user("Ed", role: .editor)
-        for (client, sees) in [(catalog.anonymous, false), (catalog.client(key: editor.key), false), (catalog.client(key: member.key), false),
-                               (catalog.client, true)] {
+        for (client, sees) in [
+            (catalog.anonymous, false), (catalog.client(key: editor.key), false), (catalog.client(key: member.key), false),
+            (catalog.client, true),
+        ] {
             let admin = try await client.get("/v1/users/\(catalog.adminID)")
             #expect(admin.status == 200)
             #expect(try admin.decode(User.self).role == (sees ? .admin : nil), "\(admin.text)")

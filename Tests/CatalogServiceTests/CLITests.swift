@@ -2,8 +2,8 @@ import CatalogModels
 import CatalogStore
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
 
 /// The `catalog` command-line client against a real server.
 @Suite struct CLITests {
@@ -38,7 +38,8 @@ import TestSupport
         let catalog = ExecutableTests.executable.deletingLastPathComponent().appendingPathComponent("catalog")
         if let caFile {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-            process.arguments = ["--mount", "sh", "-c", #"mount --bind "$0" /etc/ssl/certs/ca-certificates.crt && exec "$@""#, caFile, catalog.path]
+            process.arguments =
+                ["--mount", "sh", "-c", #"mount --bind "$0" /etc/ssl/certs/ca-certificates.crt && exec "$@""#, caFile, catalog.path]
                 + arguments
         } else {
             process.executableURL = catalog
@@ -180,15 +181,19 @@ import TestSupport
         let listed = try decoder.decode(Page<CatalogModels.Comment>.self, from: Data(await Self.run(["comments", "list", ids[0].rawValue], server: server).output.utf8))
         #expect(listed.items.map(\.replyCount) == [1])
         _ = try await Self.run(["comments", "post", ids[0].rawValue, "--body", "Second"], server: server)
-        let every = try decoder.decode(Page<CatalogModels.Comment>.self,
-                                       from: Data(await Self.run(["comments", "list", ids[0].rawValue, "--all", "--limit", "1"], server: server).output.utf8))
+        let every = try decoder.decode(
+            Page<CatalogModels.Comment>.self,
+            from: Data(await Self.run(["comments", "list", ids[0].rawValue, "--all", "--limit", "1"], server: server).output.utf8))
         #expect(every.items.map(\.body) == ["Second", "Lovely"], "--all follows the cursor, newest first")
         #expect(every.items.allSatisfy { $0.author == "Admin" }, "the author is the caller")
         #expect(every.nextCursor == nil)
         let replies = try await Self.run(["comments", "replies", parent.id.rawValue, "--table"], server: server)
         #expect(replies.output.contains("Admin") && replies.output.contains("Agreed"))
-        let nested = try await Self.run(["comments", "post", ids[0].rawValue, "--body", "x", "--reply-to",
-                                   (try decoder.decode(CatalogModels.Comment.self, from: Data(reply.output.utf8))).id.rawValue], server: server)
+        let nested = try await Self.run(
+            [
+                "comments", "post", ids[0].rawValue, "--body", "x", "--reply-to",
+                (try decoder.decode(CatalogModels.Comment.self, from: Data(reply.output.utf8))).id.rawValue,
+            ], server: server)
         #expect(nested.status == 1)
         #expect(nested.errors.contains("422"))
     }

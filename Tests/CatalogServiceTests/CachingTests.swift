@@ -1,8 +1,9 @@
 import CatalogClient
 import CatalogModels
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import CatalogService
 
 /// Every answer states how it may be cached, and a cache shared by several users (a
@@ -32,8 +33,9 @@ import TestSupport
         // Another user's public profile: its tag for the viewer too, and its version still names it for writes.
         let seen = try await catalog.anonymous.get("/v1/users/\(member.id)")
         #expect(seen.header("ETag") != memberTag)
-        let patched = try await catalog.client(key: member.key).send("PATCH", "/v1/me", json: ["displayName": "Moe"], contentType: "application/merge-patch+json",
-                                                                     headers: ["If-Match": memberTag])
+        let patched = try await catalog.client(key: member.key).send(
+            "PATCH", "/v1/me", json: ["displayName": "Moe"], contentType: "application/merge-patch+json",
+            headers: ["If-Match": memberTag])
         #expect(patched.status == 200)
         #expect(patched.header("Cache-Control") == "no-store")
     }
@@ -87,10 +89,12 @@ import TestSupport
     }
 
     @Test func theFeedNegotiatesByQuality() async throws {
-        for (accept, stream) in [("application/json;q=0.9, text/event-stream;q=0.1", false), ("text/event-stream", true), ("*/*", false),
-                                 ("text/event-stream, application/json", false), ("application/json;q=0.5, text/event-stream", true),
-                                 ("text/*", true), ("text/event-stream;q=0", false), ("*/*;q=0.2, text/event-stream;q=0.3", true),
-                                 ("text/event-stream;q=0.3, */*;q=0.3", true), ("TEXT/EVENT-STREAM;Q=1", true)] {
+        for (accept, stream) in [
+            ("application/json;q=0.9, text/event-stream;q=0.1", false), ("text/event-stream", true), ("*/*", false),
+            ("text/event-stream, application/json", false), ("application/json;q=0.5, text/event-stream", true),
+            ("text/*", true), ("text/event-stream;q=0", false), ("*/*;q=0.2, text/event-stream;q=0.3", true),
+            ("text/event-stream;q=0.3, */*;q=0.3", true), ("TEXT/EVENT-STREAM;Q=1", true),
+        ] {
             #expect(ChangeFeed.prefersEvents([accept]) == stream, "\(accept)")
         }
         #expect(ChangeFeed.prefersEvents([]) == false)
@@ -103,8 +107,11 @@ import TestSupport
         #expect(page.status == 200 && page.header("Content-Type") == "application/json")
         #expect(page.header("Vary") == "Accept" && page.header("Cache-Control") == "no-store")
         let port = try #require(catalog.client.baseURL.port)
-        let answer = try await Loopback.exchange(port: port, Array(("HEAD /v1/changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n"
-                                                                      + "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").utf8))
+        let answer = try await Loopback.exchange(
+            port: port,
+            Array(
+                ("HEAD /v1/changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n"
+                    + "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").utf8))
         let head = answer.components(separatedBy: "\r\n\r\n")[0]
         #expect(head.hasPrefix("HTTP/1.1 200 OK"))
         #expect(head.contains("Content-Type: text/event-stream") && head.contains("Vary: Accept") && head.contains("Transfer-Encoding: chunked"))

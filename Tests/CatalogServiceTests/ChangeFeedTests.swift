@@ -4,8 +4,9 @@ import CatalogStore
 import Foundation
 import HTTPServer
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,8 +28,10 @@ import Glibc
     /// Reads the feed after `token` to its end, pages of `limit` (random when `nil`),
     /// applying each change to `replica` (by `type/id`). Returns the last token.
     @discardableResult
-    static func follow(_ client: APIClient, from token: String?, into replica: inout [String: [String: Any]], limit: Int? = nil,
-                       generator: inout SeededGenerator, query: String = "") async throws -> String {
+    static func follow(
+        _ client: APIClient, from token: String?, into replica: inout [String: [String: Any]], limit: Int? = nil,
+        generator: inout SeededGenerator, query: String = ""
+    ) async throws -> String {
         var token = token
         var seen = Set<String>()
         while true {
@@ -143,8 +146,9 @@ import Glibc
             case 8..<14:
                 try created(try await client.send("POST", "/v1/locations", json: ["name": text, "countryCode": "FR", "latitude": 45.0, "longitude": 2.5]), "location")
             case 14..<26:
-                try created(try await client.send("POST", "/v1/playable-items", json: ["title": text, "description": "d", "streamURL": "https://example.com/\(step).mp4"]),
-                            "playableItem")
+                try created(
+                    try await client.send("POST", "/v1/playable-items", json: ["title": text, "description": "d", "streamURL": "https://example.com/\(step).mp4"]),
+                    "playableItem")
             case 26..<32:
                 let visibility = Bool.random(using: &generator) ? "public" : "private"
                 try created(try await client.send("POST", "/v1/playlists", json: ["title": text, "visibility": visibility]), "playlist")
@@ -158,12 +162,13 @@ import Glibc
                 // An edit of something that exists.
                 let type = ["game", "location", "playableItem", "playlist", "comment"][Int.random(in: 0..<5, using: &generator)]
                 guard let id = pick(type) else { continue }
-                let patch: [String: Any] = switch type {
-                case "game", "location": ["name": text]
-                case "playableItem": ["title": text]
-                case "playlist": Bool.random(using: &generator) ? ["title": text] : ["visibility": Bool.random(using: &generator) ? "public" : "private"]
-                default: ["body": text]
-                }
+                let patch: [String: Any] =
+                    switch type {
+                    case "game", "location": ["name": text]
+                    case "playableItem": ["title": text]
+                    case "playlist": Bool.random(using: &generator) ? ["title": text] : ["visibility": Bool.random(using: &generator) ? "public" : "private"]
+                    default: ["body": text]
+                    }
                 let response = try await client.send("PATCH", Self.path(type, id), json: patch, contentType: "application/merge-patch+json")
                 #expect([200, 404, 409].contains(response.status), "PATCH \(type): \(response.text)")
             case 60..<72:
@@ -175,11 +180,14 @@ import Glibc
                 guard let playlist = pick("playlist") else { continue }
                 let page = try await client.get("/v1/playlists/\(playlist)/entries?limit=100")
                 guard page.status == 200, let object = try JSONSerialization.jsonObject(with: page.body) as? [String: Any],
-                      let items = object["items"] as? [[String: Any]], !items.isEmpty,
-                      let entry = items[Int.random(in: 0..<items.count, using: &generator)]["entryId"] as? String else { continue }
-                let response = Bool.random(using: &generator)
-                    ? try await client.send("PATCH", "/v1/playlists/\(playlist)/entries/\(entry)",
-                                            json: ["position": Int.random(in: 0..<items.count, using: &generator)], contentType: "application/merge-patch+json")
+                    let items = object["items"] as? [[String: Any]], !items.isEmpty,
+                    let entry = items[Int.random(in: 0..<items.count, using: &generator)]["entryId"] as? String
+                else { continue }
+                let response =
+                    Bool.random(using: &generator)
+                    ? try await client.send(
+                        "PATCH", "/v1/playlists/\(playlist)/entries/\(entry)",
+                        json: ["position": Int.random(in: 0..<items.count, using: &generator)], contentType: "application/merge-patch+json")
                     : try await client.send("DELETE", "/v1/playlists/\(playlist)/entries/\(entry)")
                 #expect([200, 204].contains(response.status), "entry: \(response.text)")
             default:
@@ -347,10 +355,12 @@ import Glibc
     /// keys) still loads, without its entries and its token: the next sync starts over.
     @Test func anEarlierSnapshotLoadsWithoutItsEntriesAndStartsOver() throws {
         let playlistID = CatalogID()
-        let playlist = Playlist(id: playlistID, title: "P", description: "", entryCount: 1, createdAt: Date(timeIntervalSince1970: 0),
-                                updatedAt: Date(timeIntervalSince1970: 0), version: 2)
+        let playlist = Playlist(
+            id: playlistID, title: "P", description: "", entryCount: 1, createdAt: Date(timeIntervalSince1970: 0),
+            updatedAt: Date(timeIntervalSince1970: 0), version: 2)
         let encoded = try CatalogJSON.makeEncoder().encode(playlist)
-        let json = #"{"token":"c1.abc","games":[],"playableItems":[],"locations":[],"comments":[],"playlists":[{"playlist":"#
+        let json =
+            #"{"token":"c1.abc","games":[],"playableItems":[],"locations":[],"comments":[],"playlists":[{"playlist":"#
             + String(decoding: encoded, as: UTF8.self)
             + #","entries":[{"entryId":"\#(CatalogID())","playableItemId":"\#(CatalogID())","addedAt":"1970-01-01T00:00:00.000Z"}]}]}"#
         let snapshot = try CatalogJSON.makeDecoder().decode(CatalogSyncSnapshot.self, from: Data(json.utf8))
@@ -464,7 +474,8 @@ final class EventStreamClient: @unchecked Sendable {
         }
         if chunked {
             while let lineEnd = find([13, 10], in: buffer), let size = Int(String(decoding: buffer[0..<lineEnd], as: UTF8.self), radix: 16),
-                  buffer.count >= lineEnd + 2 + size + 2 {
+                buffer.count >= lineEnd + 2 + size + 2
+            {
                 body += buffer[(lineEnd + 2)..<(lineEnd + 2 + size)]
                 buffer.removeFirst(lineEnd + 2 + size + 2)
                 if size == 0 { ended = true }
@@ -518,7 +529,8 @@ final class EventStreamClient: @unchecked Sendable {
         let second = try await onThread { try EventStreamClient(port: port, headers: ["Last-Event-ID": resumeFrom]) }
         let later = try await Self.create(catalog.client, "Later")
         let resumed = try await onThread { try second.events(3) }
-        #expect(resumed.compactMap { $0["data"].flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }?["id"] as? String }
+        #expect(
+            resumed.compactMap { $0["data"].flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }?["id"] as? String }
                 == [created[3], created[4], later])
         // A shutdown ends both streams cleanly.
         try catalog.stop()
@@ -537,8 +549,9 @@ extension EventStreamTests {
         let itemID = (try JSONSerialization.jsonObject(with: item.body) as? [String: Any])?["id"] as? String ?? ""
         let playlist = try await catalog.client.send("POST", "/v1/playlists", json: ["title": "Long"])
         let playlistID = (try JSONSerialization.jsonObject(with: playlist.body) as? [String: Any])?["id"] as? String ?? ""
-        let order = try await catalog.client.send("PUT", "/v1/playlists/\(playlistID)/entries",
-                                                  json: ["playableItemIds": Array(repeating: itemID, count: PlaylistOrder.maxEntries)])
+        let order = try await catalog.client.send(
+            "PUT", "/v1/playlists/\(playlistID)/entries",
+            json: ["playableItemIds": Array(repeating: itemID, count: PlaylistOrder.maxEntries)])
         #expect(order.status == 200, "\(order.text.prefix(300))")
         let port = try #require(catalog.client.baseURL.port)
         let stream = try await onThread { try EventStreamClient(port: port) }
@@ -549,8 +562,9 @@ extension EventStreamTests {
         // A move of the first entry to the middle: its change and its playlist's, nothing else.
         let first = try await catalog.client.get("/v1/playlists/\(playlistID)/entries?limit=1")
         let entryID = try #require(((try JSONSerialization.jsonObject(with: first.body) as? [String: Any])?["items"] as? [[String: Any]])?.first?["entryId"] as? String)
-        let moved = try await catalog.client.send("PATCH", "/v1/playlists/\(playlistID)/entries/\(entryID)", json: ["position": 2500],
-                                                  contentType: "application/merge-patch+json")
+        let moved = try await catalog.client.send(
+            "PATCH", "/v1/playlists/\(playlistID)/entries/\(entryID)", json: ["position": 2500],
+            contentType: "application/merge-patch+json")
         #expect(moved.status == 200, "\(moved.text)")
         let after = try await onThread { try stream.events(3, timeout: 3) }
         let types = after.compactMap { $0["data"].flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }?["type"] as? String }
@@ -581,7 +595,8 @@ extension EventStreamTests {
         let writer = Task {
             for index in 0..<400 {
                 guard let response = try? await first.client.send("POST", "/v1/games", json: ["name": "Before \(index)", "description": "d", "imageName": "k"]),
-                      response.status == 201 else { return }
+                    response.status == 201
+                else { return }
                 let id = (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["id"] as? String ?? ""
                 acknowledged.withLock { $0.append(id) }
             }
@@ -633,7 +648,8 @@ extension EventStreamTests {
             let body = #"{"name":"Broadcast","description":"d","imageName":"b"}"#
             let write = try Loopback.connect(port: port)
             defer { close(write) }
-            let request = "POST /v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(catalog.adminKey)\r\nContent-Type: application/json\r\n"
+            let request =
+                "POST /v1/games HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(catalog.adminKey)\r\nContent-Type: application/json\r\n"
                 + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
             let start = Date()
             _ = request.withCString { send(write, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
@@ -662,7 +678,9 @@ extension EventStreamTests {
         #expect(latencies.count == clients, "every stream got the write")
         let late = latencies.filter { $0 > 1 }
         #expect(late.isEmpty, "\(late.count) streams waited more than a second")
-        print("1,000 event streams: the slowest got the write \(Int((latencies.max() ?? 0) * 1000)) ms after it was sent; about \(rssPerClient) bytes of resident memory per stream (server and client in this process)")
+        print(
+            "1,000 event streams: the slowest got the write \(Int((latencies.max() ?? 0) * 1000)) ms after it was sent; about \(rssPerClient) bytes of resident memory per stream (server and client in this process)"
+        )
     }
 
     /// This process's resident memory, from `/proc/self/statm`.

@@ -92,8 +92,9 @@ import Testing
         await expectProblem(422, "validationFailed") {
             try await api.games.create(GameInput(name: "admin\u{202E}nimda", imageName: "x"))
         }
-        let zalgo = try await catalog.client.send("POST", "/v1/playable-items/\(item)/comments",
-                                                  json: ["body": "a" + String(repeating: "\u{301}", count: 50_000)])
+        let zalgo = try await catalog.client.send(
+            "POST", "/v1/playable-items/\(item)/comments",
+            json: ["body": "a" + String(repeating: "\u{301}", count: 50_000)])
         #expect(zalgo.status == 422)
         #expect(String(decoding: zalgo.body, as: UTF8.self).contains("20000 bytes of UTF-8"))
     }
@@ -123,8 +124,9 @@ import Testing
         #expect(unknown.problem?.errors?.map(\.code) == ["readOnly", "unknownField", "readOnly"], "the author is the caller")
         let badParent = try await catalog.client.send("POST", path, json: ["body": "b", "parentId": "42"])
         #expect(badParent.problem?.errors?.map(\.code) == ["invalidFormat"])
-        let moveThread = try await catalog.client.send("PATCH", "/v1/comments/\(comment.value.id)", json: ["parentId": CatalogID().rawValue],
-                                                       contentType: "application/merge-patch+json")
+        let moveThread = try await catalog.client.send(
+            "PATCH", "/v1/comments/\(comment.value.id)", json: ["parentId": CatalogID().rawValue],
+            contentType: "application/merge-patch+json")
         #expect(moveThread.problem?.errors?.map(\.code) == ["readOnly"])
         for patch in [["": NSNull()], ["rating": NSNull()], ["id": NSNull()]] as [[String: Any]] {
             let nulled = try await catalog.client.send("PATCH", "/v1/comments/\(comment.value.id)", json: patch, contentType: "application/merge-patch+json")
@@ -181,8 +183,10 @@ import Testing
         let plain = try await api.playableItems.get(ids[0]).value
         #expect(plain.comments == nil && plain.playlists == nil)
 
-        for (query, parameter) in [("include=reviews", "include"), ("include=comments,comments", "include"), ("include=", "include"),
-                                   ("expand=comments", "expand"), ("include=comments&include=playlists", "include")] {
+        for (query, parameter) in [
+            ("include=reviews", "include"), ("include=comments,comments", "include"), ("include=", "include"),
+            ("expand=comments", "expand"), ("include=comments&include=playlists", "include"),
+        ] {
             let response = try await catalog.client.get("/v1/playable-items/\(ids[0])?\(query)")
             #expect(response.status == 400, "\(query)")
             #expect(response.problem?.detail?.contains("'\(parameter)'") == true, "\(query): \(response.text)")
@@ -216,8 +220,10 @@ import Testing
         let entries = try await catalog.client.get("/v1/playlists/\(CatalogID())/entries?fields=title")
         #expect(entries.status == 404)
 
-        for path in ["/v1/playable-items/\(first.id)?fields=title,rating", "/v1/games?fields=title", "/v1/locations?fields=",
-                     "/v1/playable-items?fields=title,,id"] {
+        for path in [
+            "/v1/playable-items/\(first.id)?fields=title,rating", "/v1/games?fields=title", "/v1/locations?fields=",
+            "/v1/playable-items?fields=title,,id",
+        ] {
             let response = try await catalog.client.get(path)
             #expect(response.status == 400, "\(path)")
             #expect(response.problem?.detail?.contains("'fields'") == true, "\(path)")

@@ -1,8 +1,9 @@
-import Foundation
-import Testing
-@testable import CatalogService
 import CatalogStore
+import Foundation
 import HTTPServer
+import Testing
+
+@testable import CatalogService
 
 /// `openapi.yaml` and the server describe the same API.
 @Suite struct ContractTests {

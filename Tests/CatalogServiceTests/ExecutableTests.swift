@@ -3,8 +3,9 @@ import CatalogModels
 import CatalogStore
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -79,8 +80,9 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("catalog.sqlite").path
         let key = try await Self.bootstrapKey(database: database)
-        let server = try await ServerProcess(["--database", database, "--migrations", migrationsDirectory.path, "--no-seed"],
-                                             log: directory.appendingPathComponent("server.log"), key: key)
+        let server = try await ServerProcess(
+            ["--database", database, "--migrations", migrationsDirectory.path, "--no-seed"],
+            log: directory.appendingPathComponent("server.log"), key: key)
         let process = server.process
         let created = try? await server.client.send("POST", "/v1/games", json: ["name": "Durable", "imageName": "durable"])
         let response = try #require(created)
@@ -125,10 +127,12 @@ import Glibc
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-env-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         // Port 0 from the environment: the server picks a free one and logs it.
-        let server = try await ServerProcess([], environment: [
-            "CATALOG_PORT": "0", "CATALOG_DATABASE": directory.appendingPathComponent("c.sqlite").path,
-            "CATALOG_MIGRATIONS": migrationsDirectory.path, "CATALOG_SEED": "false",
-        ], log: directory.appendingPathComponent("server.log"))
+        let server = try await ServerProcess(
+            [],
+            environment: [
+                "CATALOG_PORT": "0", "CATALOG_DATABASE": directory.appendingPathComponent("c.sqlite").path,
+                "CATALOG_MIGRATIONS": migrationsDirectory.path, "CATALOG_SEED": "false",
+            ], log: directory.appendingPathComponent("server.log"))
         let process = server.process
         let games = try? await server.client.get("/v1/games").decode(Page<Game>.self)
         #expect(games?.items.isEmpty == true, "CATALOG_SEED=false")
@@ -171,8 +175,10 @@ import Glibc
         let key = try await Self.bootstrapKey(database: database)
         let process = ChildProcess()
         process.executableURL = Self.executable
-        process.arguments = ["--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--no-seed",
-                             "--log-level", "warning"]
+        process.arguments = [
+            "--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--no-seed",
+            "--log-level", "warning",
+        ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice  // an orphan must not hold the test runner's pipes
         try launch(process)
@@ -202,7 +208,9 @@ import Glibc
             }
             for _ in 0..<200 where acknowledgedSoFar.value < 50 { try await Task.sleep(for: .milliseconds(50)) }
             kill(process.processIdentifier, SIGTERM)
-            return try await group.reduce(into: ([CatalogID](), [Int]())) { $0.0 += $1.0; $0.1 += $1.1 }
+            return try await group.reduce(into: ([CatalogID](), [Int]())) {
+                $0.0 += $1.0; $0.1 += $1.1
+            }
         }
         try await onThread { process.waitUntilExit() }
         #expect(process.terminationStatus == 0)
@@ -259,8 +267,10 @@ import Glibc
             let port = try Self.freePort()
             let process = ChildProcess()
             process.executableURL = binary
-            process.arguments = ["--port", String(port), "--log-level", "warning",
-                                 "--database", directory.appendingPathComponent("db/catalog.sqlite").path, "--migrations", migrationsDirectory.path]
+            process.arguments = [
+                "--port", String(port), "--log-level", "warning",
+                "--database", directory.appendingPathComponent("db/catalog.sqlite").path, "--migrations", migrationsDirectory.path,
+            ]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try launch(process)
@@ -293,8 +303,10 @@ import Glibc
         process.executableURL = binary
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-exec-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        process.arguments = ["--port", String(port), "--shutdown-timeout", "5", "--log-format", "json",
-                             "--database", directory.appendingPathComponent("db/catalog.sqlite").path, "--migrations", migrationsDirectory.path]
+        process.arguments = [
+            "--port", String(port), "--shutdown-timeout", "5", "--log-format", "json",
+            "--database", directory.appendingPathComponent("db/catalog.sqlite").path, "--migrations", migrationsDirectory.path,
+        ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice  // an orphan must not hold the test runner's pipes

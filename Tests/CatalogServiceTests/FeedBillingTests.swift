@@ -2,6 +2,7 @@ import CatalogModels
 import Foundation
 import HTTPServer
 import Testing
+
 @testable import CatalogService
 
 /// The change feed bills a page by what it costs, and no caller holds more than its share
@@ -14,8 +15,10 @@ import Testing
 
     @Test func aFullPageIsAnExpensiveRead() async throws {
         let catalog = try TestCatalog(seed: true) {
-            $0.rateLimits = [.read: RatePolicy(quota: 100, window: 600), .write: RatePolicy(quota: 10, window: 600),
-                             .expensive: RatePolicy(quota: 2, window: 600)]
+            $0.rateLimits = [
+                .read: RatePolicy(quota: 100, window: 600), .write: RatePolicy(quota: 10, window: 600),
+                .expensive: RatePolicy(quota: 2, window: 600),
+            ]
         }
         let reader = try catalog.user("Reader"), other = try catalog.user("Other")
         let client = catalog.client(key: reader.key)

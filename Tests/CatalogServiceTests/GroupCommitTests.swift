@@ -1,8 +1,9 @@
 import CatalogModels
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 @testable import CatalogStore
 
 /// The one group-commit loop (``GroupCommit``), on each engine: writes queued while the
@@ -18,10 +19,11 @@ import TestSupport
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("group-commit-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let location: DatabaseLocation = switch engine {
-        case .sqlite: .file(directory.appendingPathComponent("catalog.sqlite").path)
-        case .postgresql: .postgresql(try TestEngine.postgresDatabase(for: directory))
-        }
+        let location: DatabaseLocation =
+            switch engine {
+            case .sqlite: .file(directory.appendingPathComponent("catalog.sqlite").path)
+            case .postgresql: .postgresql(try TestEngine.postgresDatabase(for: directory))
+            }
         defer { if engine == .postgresql { TestEngine.release(directory) } }
         let store = try CatalogStore(location, migrations: Migration.load(from: migrationsDirectory, for: engine))
         defer { try? store.close() }
@@ -35,10 +37,12 @@ import TestSupport
             let group = DispatchGroup()
             let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
             group.enter()
-            database.submit(WriteOptions(), atomic: false, heavy: true, { _ in
-                held.signal()
-                release.wait()
-            }, completion: { _ in group.leave() })
+            database.submit(
+                WriteOptions(), atomic: false, heavy: true,
+                { _ in
+                    held.signal()
+                    release.wait()
+                }, completion: { _ in group.leave() })
             held.wait()
             // Every writer is busy, so the three writes below queue up and are taken
             // together. PostgreSQL has a second writer: a write taken by it waits for the
@@ -55,10 +59,12 @@ import TestSupport
             for (name, id) in [("before", CatalogID()), ("duplicate", existing), ("after", CatalogID())] {
                 group.enter()
                 // One statement each, not atomic: no savepoint of its own.
-                database.submit(WriteOptions(), atomic: false, heavy: false, { db in try db.execute(insert, [id.rawValue, name]) }, completion: { result in
-                    outcomes.withLock { $0[name] = (try? result.get()) != nil }
-                    group.leave()
-                })
+                database.submit(
+                    WriteOptions(), atomic: false, heavy: false, { db in try db.execute(insert, [id.rawValue, name]) },
+                    completion: { result in
+                        outcomes.withLock { $0[name] = (try? result.get()) != nil }
+                        group.leave()
+                    })
             }
             release.signal()
             group.wait()

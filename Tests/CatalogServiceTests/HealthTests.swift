@@ -1,7 +1,8 @@
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 @testable import CatalogService
 @testable import CatalogStore
 

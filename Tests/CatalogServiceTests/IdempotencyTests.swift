@@ -1,8 +1,9 @@
 import CatalogModels
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -90,8 +91,11 @@ import Glibc
                 for index in 0..<400 {
                     let name = "K\(worker)-\(index)"
                     notes.attempted.withLock { $0.append(name) }
-                    guard let response = try? await first.client.send("POST", "/v1/games", json: ["name": name, "imageName": "k"],
-                                                                      headers: ["Idempotency-Key": name]), response.status == 201 else { return }
+                    guard
+                        let response = try? await first.client.send(
+                            "POST", "/v1/games", json: ["name": name, "imageName": "k"],
+                            headers: ["Idempotency-Key": name]), response.status == 201
+                    else { return }
                     notes.acknowledged.withLock { $0[name] = response.header("Location") }
                 }
             }

@@ -4,8 +4,8 @@ import CatalogService
 import CatalogStore
 import Foundation
 import GRDB
-import Testing
 import TestSupport
+import Testing
 
 /// Identity tokens from an identity provider, with keys made here: what is accepted,
 /// and that each forgery is refused with 401.
@@ -18,14 +18,17 @@ import TestSupport
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID().uuidString).json")
         try TokenSigner.keySet(signers).write(to: file)
         let catalog = try TestCatalog(seed: false) { configuration in
-            configuration.identityTokens = IdentityTokenSettings(keySetFile: file.path, issuers: ["https://other.example", issuer],
-                                                                 audiences: [audience])
+            configuration.identityTokens = IdentityTokenSettings(
+                keySetFile: file.path, issuers: ["https://other.example", issuer],
+                audiences: [audience])
         }
         return (catalog, file)
     }
 
-    static func claims(subject: String = "user-1", issuer: String = issuer, audience: Any = audience, expires: Double = 600, notBefore: Double? = nil,
-                       email: String? = nil, emailVerified: Any? = nil) -> [String: Any] {
+    static func claims(
+        subject: String = "user-1", issuer: String = issuer, audience: Any = audience, expires: Double = 600, notBefore: Double? = nil,
+        email: String? = nil, emailVerified: Any? = nil
+    ) -> [String: Any] {
         let now = Date().timeIntervalSince1970
         var claims: [String: Any] = ["iss": issuer, "sub": subject, "aud": audience, "iat": Int(now), "exp": Int(now + expires)]
         if let notBefore { claims["nbf"] = Int(now + notBefore) }
@@ -92,7 +95,12 @@ import TestSupport
             ("another key's signature", stranger.token(Self.claims())),
             ("HS256 keyed with the RSA public key", hsInput + "." + TokenSigner.base64URL(TokenSigner.hmacSHA256(Array(hsInput.utf8), secret: publicKey))),
             ("RS256 header on the EC key", ec.token(Self.claims(), header: ["alg": "RS256", "kid": "ec-1"])),
-            ("ES256 signature truncated", { let t = ec.token(Self.claims()); return String(t.dropLast(4)) }()),
+            (
+                "ES256 signature truncated",
+                {
+                    let t = ec.token(Self.claims()); return String(t.dropLast(4))
+                }()
+            ),
             ("no exp", rsa.token(Self.claims().filter { $0.key != "exp" })),
             ("two segments", parts[0] + "." + parts[1]),
             ("not base64url", parts[0] + ".%%%." + parts[2]),
@@ -180,7 +188,8 @@ import TestSupport
         #expect(try await catalog.client(key: member.key).get("/v1/me").status == 200)
         // Behind the server's back: the row goes, the remembered key still works (no read)...
         if case let .postgresql(url) = catalog.application.store.location {
-            try PostgresAdmin.run("""
+            try PostgresAdmin.run(
+                """
                 UPDATE api_keys SET secret_hash = decode(md5(random()::text) || md5(random()::text), 'hex') WHERE user_id = '\(member.id.rawValue)'
                 """, at: url)
         } else {
@@ -265,8 +274,9 @@ import TestSupport
         #expect(try await catalog.anonymous.get("/v1/users/\(member.id)").decode(User.self).email == nil)
         #expect(try await catalog.api.users.get(member.id).value.email == "m@example.com")
         #expect(try await catalog.client(key: member.key).get("/v1/users/\(member.id)").decode(User.self).email == "m@example.com")
-        let bad = try await catalog.client(key: member.key).send("PATCH", "/v1/me", json: ["avatarURL": "http://example.com/a.png", "email": "no"],
-                                                                   contentType: "application/merge-patch+json")
+        let bad = try await catalog.client(key: member.key).send(
+            "PATCH", "/v1/me", json: ["avatarURL": "http://example.com/a.png", "email": "no"],
+            contentType: "application/merge-patch+json")
         #expect(bad.problem?.errors?.map(\.pointer) == ["/avatarURL", "/email"])
     }
 
@@ -290,8 +300,11 @@ import TestSupport
         await expectProblem(404) { try await catalog.api.playlists.get(hidden.id) }
         let orphan = try await catalog.api.playlists.get(shared.id).value
         #expect(orphan.ownerId == nil)
-        #expect(try await catalog.client(key: other.key).send("PATCH", "/v1/playlists/\(shared.id)", json: ["title": "Mine now"],
-                                                                 contentType: "application/merge-patch+json").status == 403, "an unowned playlist is editors' only")
+        #expect(
+            try await catalog.client(key: other.key).send(
+                "PATCH", "/v1/playlists/\(shared.id)", json: ["title": "Mine now"],
+                contentType: "application/merge-patch+json"
+            ).status == 403, "an unowned playlist is editors' only")
         await expectProblem(404) { try await catalog.api.users.get(member.id) }
     }
 
@@ -303,8 +316,10 @@ import TestSupport
         _ = try await Self.api(catalog, owner.key).entries(of: playlist.id).replace(with: [item])
         let paths = ["/v1/playlists/\(playlist.id)", "/v1/playlists/\(playlist.id)/entries"]
         for path in paths {
-            for (client, status) in [(catalog.anonymous, 404), (catalog.client(key: other.key), 404), (catalog.client(key: owner.key), 200),
-                                     (catalog.client(key: editor.key), 200)] {
+            for (client, status) in [
+                (catalog.anonymous, 404), (catalog.client(key: other.key), 404), (catalog.client(key: owner.key), 200),
+                (catalog.client(key: editor.key), 200),
+            ] {
                 let response = try await client.get(path)
                 #expect(response.status == status, "\(path): \(String(decoding: response.body.prefix(300), as: UTF8.self))")
             }
@@ -321,8 +336,10 @@ import TestSupport
 
     @Test func malformedCredentialsAre401AndReadsMayRequireOne() async throws {
         let catalog = try TestCatalog(seed: false) { $0.requireAuthForReads = true }
-        for value in ["Basic YWRtaW46YWRtaW4=", "Bearer", "Bearer ", "bearer\tcatalog_x", "Bearer a b", "Bearer ä", "Bearer catalog_" + String(repeating: "A", count: 43),
-                      "Bearer " + String(repeating: "x", count: 8193), "Bearer \(catalog.adminKey)x"] {
+        for value in [
+            "Basic YWRtaW46YWRtaW4=", "Bearer", "Bearer ", "bearer\tcatalog_x", "Bearer a b", "Bearer ä", "Bearer catalog_" + String(repeating: "A", count: 43),
+            "Bearer " + String(repeating: "x", count: 8193), "Bearer \(catalog.adminKey)x",
+        ] {
             let response = try await catalog.anonymous.get("/v1/games", headers: ["Authorization": value])
             #expect(response.status == 401 || response.status == 431, "\(value.prefix(30)): \(response.status)")
             #expect(response.status == 431 || response.problem?.code == "invalidToken", "\(value.prefix(30))")

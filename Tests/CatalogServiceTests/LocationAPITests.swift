@@ -7,7 +7,8 @@ import Testing
     /// Great-circle distance in meters (haversine, mean Earth radius).
     static func distance(_ latitude1: Double, _ longitude1: Double, _ latitude2: Double, _ longitude2: Double) -> Double {
         let radians = Double.pi / 180
-        let a = pow(sin((latitude2 - latitude1) * radians / 2), 2)
+        let a =
+            pow(sin((latitude2 - latitude1) * radians / 2), 2)
             + cos(latitude1 * radians) * cos(latitude2 * radians) * pow(sin((longitude2 - longitude1) * radians / 2), 2)
         return 6_371_008.8 * 2 * asin(min(1, sqrt(a)))
     }
@@ -103,8 +104,9 @@ import Testing
         #expect(created.status == 201)
         let location = try created.decode(Location.self)
         #expect(try await catalog.client.get("/v1/locations?near=64,-22&radius=50000").decode(Page<Location>.self).items.count == 1)
-        let moved = try await catalog.client.send("PATCH", "/v1/locations/\(location.id)", json: ["latitude": -33.9, "longitude": 18.4],
-                                                  contentType: "application/merge-patch+json")
+        let moved = try await catalog.client.send(
+            "PATCH", "/v1/locations/\(location.id)", json: ["latitude": -33.9, "longitude": 18.4],
+            contentType: "application/merge-patch+json")
         #expect(moved.status == 200)
         #expect(try await catalog.client.get("/v1/locations?near=64,-22&radius=50000").decode(Page<Location>.self).items.isEmpty)
         #expect(try await catalog.client.get("/v1/locations?bbox=18,-34,19,-33").decode(Page<Location>.self).items.map(\.id) == [location.id])

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import CatalogService
 import TestSupport
+import Testing
+
+@testable import CatalogService
 
 /// `GET /metrics`, parsed as the Prometheus text exposition format.
 @Suite struct MetricsTests {

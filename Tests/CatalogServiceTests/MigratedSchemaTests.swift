@@ -1,6 +1,7 @@
 import CatalogSchema
 import Foundation
 import Testing
+
 @testable import CatalogStore
 
 /// The declarations and the migrations describe the same tables: every declared column,
@@ -21,8 +22,9 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("schema-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try CatalogStore(.file(directory.appendingPathComponent("catalog.sqlite").path),
-                                     migrations: Migration.load(from: migrationsDirectory, for: .sqlite))
+        let store = try CatalogStore(
+            .file(directory.appendingPathComponent("catalog.sqlite").path),
+            migrations: Migration.load(from: migrationsDirectory, for: .sqlite))
         defer { try? store.close() }
         return try store.database.read { db in
             var catalog = Catalog()

@@ -1,15 +1,18 @@
-@testable import CatalogService
 import CatalogModels
 import Foundation
 import HTTPServer
 import Testing
 
+@testable import CatalogService
+
 /// `/v1/playable-items` over a real server and a real database file.
 @Suite struct PlayableItemAPITests {
-    static var valid: [String: Any] { [
-        "title": "Caminandes", "description": "A llama and a fence.",
-        "streamURL": "https://example.com/caminandes/master.m3u8", "thumbnailURL": "https://example.com/c.jpg", "durationSeconds": 146.5,
-    ] }
+    static var valid: [String: Any] {
+        [
+            "title": "Caminandes", "description": "A llama and a fence.",
+            "streamURL": "https://example.com/caminandes/master.m3u8", "thumbnailURL": "https://example.com/c.jpg", "durationSeconds": 146.5,
+        ]
+    }
 
     func create(_ catalog: TestCatalog, _ body: [String: Any] = valid) async throws -> PlayableItem {
         let response = try await catalog.client.send("POST", "/v1/playable-items", json: body)
@@ -151,8 +154,9 @@ import Testing
         #expect(unknown.problem?.requestId != nil)
         #expect(unknown.problem?.requestId == unknown.header("X-Request-Id"))
         for method in ["PUT", "PATCH", "DELETE"] {
-            let response = try await catalog.client.send(method, "/v1/playable-items/\(CatalogID())", json: Self.valid,
-                                                         contentType: method == "PATCH" ? "application/merge-patch+json" : "application/json")
+            let response = try await catalog.client.send(
+                method, "/v1/playable-items/\(CatalogID())", json: Self.valid,
+                contentType: method == "PATCH" ? "application/merge-patch+json" : "application/json")
             #expect(response.status == 404, "\(method)")
         }
     }
@@ -184,10 +188,11 @@ import Testing
         let problem = try #require(response.problem)
         #expect(problem.code == "validationFailed")
         let codes = Dictionary(uniqueKeysWithValues: (problem.errors ?? []).map { ($0.pointer, $0.code) })
-        #expect(codes == [
-            "/title": "tooShort", "/description": "tooLong", "/streamURL": "invalidURL", "/thumbnailURL": "invalidType",
-            "/durationSeconds": "outOfRange", "/id": "readOnly", "/createdAt": "readOnly", "/colour": "unknownField",
-        ])
+        #expect(
+            codes == [
+                "/title": "tooShort", "/description": "tooLong", "/streamURL": "invalidURL", "/thumbnailURL": "invalidType",
+                "/durationSeconds": "outOfRange", "/id": "readOnly", "/createdAt": "readOnly", "/colour": "unknownField",
+            ])
         let nul = try await catalog.client.send("POST", "/v1/playable-items", json: ["title": "a\u{0}b", "streamURL": "https://e.com/x"])
         #expect(nul.problem?.errors?.map(\.code) == ["invalidFormat"], "NUL is refused, not truncated in storage")
         let missing = try await catalog.client.send("POST", "/v1/playable-items", json: ["description": "no title"])
@@ -210,8 +215,9 @@ import Testing
         let malformed = try await catalog.client.send("POST", "/v1/playable-items", headers: ["Content-Type": "application/json"], body: Data("{\"title\":".utf8))
         #expect(malformed.status == 400)
         #expect(malformed.problem?.code == "malformedJSON")
-        let duplicate = try await catalog.client.send("POST", "/v1/playable-items", headers: ["Content-Type": "application/json"],
-                                                      body: Data(#"{"title":"a","title":"b","streamURL":"https://e.com/x"}"#.utf8))
+        let duplicate = try await catalog.client.send(
+            "POST", "/v1/playable-items", headers: ["Content-Type": "application/json"],
+            body: Data(#"{"title":"a","title":"b","streamURL":"https://e.com/x"}"#.utf8))
         #expect(duplicate.status == 400)
         #expect(duplicate.problem?.detail?.contains("duplicate member 'title'") == true)
         let array = try await catalog.client.send("POST", "/v1/playable-items", json: [1, 2])
@@ -256,9 +262,10 @@ import Testing
         #expect(noneMatchCurrent.status == 412, "If-None-Match uses weak comparison")
         // Without its preconditions the request would be a 404, so they are ignored (RFC 9110 13.2.1).
         for method in ["PUT", "PATCH", "DELETE"] {
-            let matchAnyUnknown = try await catalog.client.send(method, "/v1/playable-items/\(CatalogID())", json: replacement,
-                                                                contentType: method == "PATCH" ? "application/merge-patch+json" : "application/json",
-                                                                headers: ["If-Match": "*"])
+            let matchAnyUnknown = try await catalog.client.send(
+                method, "/v1/playable-items/\(CatalogID())", json: replacement,
+                contentType: method == "PATCH" ? "application/merge-patch+json" : "application/json",
+                headers: ["If-Match": "*"])
             #expect(matchAnyUnknown.status == 404, "\(method)")
         }
     }
@@ -270,8 +277,9 @@ import Testing
         let wrongType = try await catalog.client.send("PATCH", "/v1/playable-items/\(item.id)", json: patch)
         #expect(wrongType.status == 415)
         #expect(wrongType.header("Accept-Patch") == "application/merge-patch+json")
-        let response = try await catalog.client.send("PATCH", "/v1/playable-items/\(item.id)", json: patch,
-                                                     contentType: "application/merge-patch+json", headers: ["If-Match": "\"1\""])
+        let response = try await catalog.client.send(
+            "PATCH", "/v1/playable-items/\(item.id)", json: patch,
+            contentType: "application/merge-patch+json", headers: ["If-Match": "\"1\""])
         #expect(response.status == 200, "\(response.text)")
         let patched = try response.decode(PlayableItem.self)
         #expect(patched.description == "Updated.")
@@ -279,19 +287,23 @@ import Testing
         #expect(patched.title == item.title)
         #expect(patched.durationSeconds == item.durationSeconds)
         #expect(patched.version == 2)
-        let readOnly = try await catalog.client.send("PATCH", "/v1/playable-items/\(item.id)", json: ["id": "x", "version": 9],
-                                                     contentType: "application/merge-patch+json")
+        let readOnly = try await catalog.client.send(
+            "PATCH", "/v1/playable-items/\(item.id)", json: ["id": "x", "version": 9],
+            contentType: "application/merge-patch+json")
         #expect(readOnly.status == 422)
         #expect(Set(readOnly.problem?.errors?.map(\.code) ?? []) == ["readOnly"])
-        let invalid = try await catalog.client.send("PATCH", "/v1/playable-items/\(item.id)", json: ["title": NSNull()],
-                                                    contentType: "application/merge-patch+json")
+        let invalid = try await catalog.client.send(
+            "PATCH", "/v1/playable-items/\(item.id)", json: ["title": NSNull()],
+            contentType: "application/merge-patch+json")
         #expect(invalid.status == 422)
         #expect(invalid.problem?.errors?.first?.pointer == "/title")
-        let stale = try await catalog.client.send("PATCH", "/v1/playable-items/\(item.id)", json: ["title": "t"],
-                                                  contentType: "application/merge-patch+json", headers: ["If-Match": "\"1\""])
+        let stale = try await catalog.client.send(
+            "PATCH", "/v1/playable-items/\(item.id)", json: ["title": "t"],
+            contentType: "application/merge-patch+json", headers: ["If-Match": "\"1\""])
         #expect(stale.status == 412)
-        let staleAndInvalid = try await catalog.client.send("PATCH", "/v1/playable-items/\(item.id)", json: ["title": ""],
-                                                            contentType: "application/merge-patch+json", headers: ["If-Match": "\"1\""])
+        let staleAndInvalid = try await catalog.client.send(
+            "PATCH", "/v1/playable-items/\(item.id)", json: ["title": ""],
+            contentType: "application/merge-patch+json", headers: ["If-Match": "\"1\""])
         #expect(staleAndInvalid.status == 422, "the content is checked before the preconditions, as for PUT")
         let unchanged = try await catalog.client.get("/v1/playable-items/\(item.id)").decode(PlayableItem.self)
         #expect(unchanged.version == 2, "failed patches change nothing")

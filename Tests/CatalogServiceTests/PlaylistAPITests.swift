@@ -1,8 +1,8 @@
 import CatalogClient
 import CatalogModels
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Playlists and their entries over a real server, through the client library.
 @Suite struct PlaylistAPITests {
@@ -135,8 +135,9 @@ import TestSupport
         #expect(!before.map(\.entryId).contains(after[0].entryId))
         problem = await expectProblem(422) { try await entries.replace(with: [ids[0], CatalogID(), ids[1], CatalogID()]) }
         #expect(problem?.errors?.map(\.pointer) == ["/playableItemIds/1", "/playableItemIds/3"])
-        let tooMany = try await catalog.client.send("PUT", "/v1/playlists/\(playlist)/entries",
-                                                    json: ["playableItemIds": Array(repeating: ids[0].rawValue, count: 10_001)])
+        let tooMany = try await catalog.client.send(
+            "PUT", "/v1/playlists/\(playlist)/entries",
+            json: ["playableItemIds": Array(repeating: ids[0].rawValue, count: 10_001)])
         #expect(tooMany.problem?.errors?.map(\.code) == ["tooLong"])
         #expect(try await entries.replace(with: []).value.entryCount == 0)
         #expect(try await Self.order(api, playlist).isEmpty)
@@ -154,8 +155,9 @@ import TestSupport
         await expectProblem(412) { try await entries.move(added.value.entryId, to: 0, ifMatch: stale) }
         await expectProblem(412) { try await entries.remove(added.value.entryId, ifMatch: stale) }
         await expectProblem(412) { try await entries.replace(with: [], ifMatch: stale) }
-        let failed = try await catalog.client.send("DELETE", "/v1/playlists/\(playlist.value.id)/entries/\(added.value.entryId)",
-                                                   headers: ["If-Match": stale])
+        let failed = try await catalog.client.send(
+            "DELETE", "/v1/playlists/\(playlist.value.id)/entries/\(added.value.entryId)",
+            headers: ["If-Match": stale])
         #expect(failed.header("ETag") == added.etag, "a 412 names the current version")
         // A read's tag is the reader's own, made from the same version.
         #expect(try await api.playlists.get(playlist.value.id).etag.hasPrefix(added.etag.dropLast() + "-"))
@@ -258,7 +260,6 @@ import TestSupport
     }
 }
 
-
 /// What one user may make, and what never reaches the writer.
 @Suite struct QuotaTests {
     @Test func aUserOwnsAtMostAThousandPlaylists() async throws {
@@ -281,8 +282,9 @@ import TestSupport
     @Test func aBadPatchIsRefusedBeforeTheStoreIsAsked() async throws {
         let catalog = try TestCatalog(seed: false)
         // No such game: the patch's own faults are found first, without the writer.
-        let response = try await catalog.client.send("PATCH", "/v1/games/\(CatalogID())", json: ["name": "", "imageName": "../x"],
-                                                     contentType: "application/merge-patch+json")
+        let response = try await catalog.client.send(
+            "PATCH", "/v1/games/\(CatalogID())", json: ["name": "", "imageName": "../x"],
+            contentType: "application/merge-patch+json")
         #expect(response.status == 422)
         #expect(try response.decode(Problem.self).errors?.map(\.pointer) == ["/name", "/imageName"])
         let nulled = try await catalog.client.send("PATCH", "/v1/games/\(CatalogID())", json: ["name": NSNull()], contentType: "application/merge-patch+json")

@@ -1,8 +1,9 @@
 import CatalogService
 import Foundation
 import HTTPServer
-import Testing
 import TestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,29 +27,29 @@ struct ProxyTests {
             port = try ExecutableTests.freePort()
             let path = directory.path
             let configuration = """
-            worker_processes 1;
-            daemon off;
-            pid \(path)/nginx.pid;
-            error_log \(path)/error.log;
-            events { worker_connections 512; }
-            http {
-                access_log off;
-                client_body_temp_path \(path)/body;
-                proxy_temp_path \(path)/proxy;
-                upstream catalog { server 127.0.0.1:\(upstream); keepalive 32; }
-                server {
-                    listen 127.0.0.1:\(port);
-                    location / {
-                        proxy_pass http://catalog;
-                        proxy_http_version 1.1;
-                        proxy_set_header Connection "";
-                        proxy_set_header Host $host;
-                        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-                        proxy_read_timeout 60s;
+                worker_processes 1;
+                daemon off;
+                pid \(path)/nginx.pid;
+                error_log \(path)/error.log;
+                events { worker_connections 512; }
+                http {
+                    access_log off;
+                    client_body_temp_path \(path)/body;
+                    proxy_temp_path \(path)/proxy;
+                    upstream catalog { server 127.0.0.1:\(upstream); keepalive 32; }
+                    server {
+                        listen 127.0.0.1:\(port);
+                        location / {
+                            proxy_pass http://catalog;
+                            proxy_http_version 1.1;
+                            proxy_set_header Connection "";
+                            proxy_set_header Host $host;
+                            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+                            proxy_read_timeout 60s;
+                        }
                     }
                 }
-            }
-            """
+                """
             try configuration.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
             process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: nginxPath)
@@ -103,8 +104,10 @@ struct ProxyTests {
         let catalog = try TestCatalog(seed: false) {
             $0.server.trustedProxies = TrustedProxies([IPNetwork("127.0.0.1")!])
             $0.server.maxConnectionsPerAddress = 2
-            $0.rateLimits = [.read: RatePolicy(quota: 6, window: 600), .write: RatePolicy(quota: 6, window: 600),
-                             .expensive: RatePolicy(quota: 6, window: 600)]
+            $0.rateLimits = [
+                .read: RatePolicy(quota: 6, window: 600), .write: RatePolicy(quota: 6, window: 600),
+                .expensive: RatePolicy(quota: 6, window: 600),
+            ]
         }
         let upstream = try #require(catalog.client.baseURL.port)
         let balancer = try await onThread { try Balancer(upstream: upstream) }

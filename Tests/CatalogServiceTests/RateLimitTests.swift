@@ -1,16 +1,18 @@
 import CatalogModels
 import CatalogService
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Rate budgets per credential and per client address, announced on every answer.
 @Suite struct RateLimitTests {
     @Test func budgetsAreKeptPerCallerAndClass() async throws {
         let catalog = try TestCatalog(seed: true) {
             // Windows long enough that no token comes back while the test runs on a slow machine.
-            $0.rateLimits = [.read: RatePolicy(quota: 3, window: 600), .write: RatePolicy(quota: 2, window: 600),
-                             .expensive: RatePolicy(quota: 1, window: 600)]
+            $0.rateLimits = [
+                .read: RatePolicy(quota: 3, window: 600), .write: RatePolicy(quota: 2, window: 600),
+                .expensive: RatePolicy(quota: 1, window: 600),
+            ]
         }
         let anonymous = catalog.anonymous
         var first = try await anonymous.get("/v1/games")
@@ -62,13 +64,17 @@ import TestSupport
 @Suite struct CORSTests {
     @Test func allowedOriginsGetPreflightsAndExposedFields() async throws {
         let catalog = try TestCatalog(seed: true) { $0.corsAllowedOrigins = ["https://app.example.com"] }
-        let preflight = try await catalog.anonymous.send("OPTIONS", "/v1/games", headers: [
-            "Origin": "https://app.example.com", "Access-Control-Request-Method": "POST",
-            "Access-Control-Request-Headers": "authorization, content-type, idempotency-key"])
+        let preflight = try await catalog.anonymous.send(
+            "OPTIONS", "/v1/games",
+            headers: [
+                "Origin": "https://app.example.com", "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization, content-type, idempotency-key",
+            ])
         #expect(preflight.status == 204)
         #expect(preflight.header("Access-Control-Allow-Origin") == "https://app.example.com")
         #expect(preflight.header("Access-Control-Allow-Methods")?.contains("POST") == true)
-        #expect(preflight.header("Access-Control-Allow-Headers") == "Authorization, Cache-Control, Content-Type, If-Match, If-None-Match, Idempotency-Key, Last-Event-ID, X-Request-Id")
+        #expect(
+            preflight.header("Access-Control-Allow-Headers") == "Authorization, Cache-Control, Content-Type, If-Match, If-None-Match, Idempotency-Key, Last-Event-ID, X-Request-Id")
         #expect(preflight.header("Access-Control-Max-Age") == "600")
         #expect(preflight.header("Vary") == "Origin")
 
@@ -80,14 +86,18 @@ import TestSupport
         #expect(missing.status == 404)
         #expect(missing.header("Access-Control-Allow-Origin") == "https://app.example.com")
         #expect(missing.header("Vary") == "Origin")
-        let unauthenticated = try await catalog.anonymous.send("POST", "/v1/games", json: ["name": "X", "imageName": "x"],
-                                                               headers: ["Origin": "https://app.example.com"])
+        let unauthenticated = try await catalog.anonymous.send(
+            "POST", "/v1/games", json: ["name": "X", "imageName": "x"],
+            headers: ["Origin": "https://app.example.com"])
         #expect(unauthenticated.status == 401)
         #expect(unauthenticated.header("Access-Control-Allow-Origin") == "https://app.example.com")
 
         // Another origin gets no grant, only Vary.
-        let other = try await catalog.anonymous.send("OPTIONS", "/v1/games", headers: [
-            "Origin": "https://evil.example", "Access-Control-Request-Method": "DELETE"])
+        let other = try await catalog.anonymous.send(
+            "OPTIONS", "/v1/games",
+            headers: [
+                "Origin": "https://evil.example", "Access-Control-Request-Method": "DELETE",
+            ])
         #expect(other.header("Access-Control-Allow-Origin") == nil)
         #expect(other.header("Vary") == "Origin")
         #expect(try await catalog.anonymous.get("/v1/games", headers: ["Origin": "https://evil.example"]).header("Access-Control-Allow-Origin") == nil)

@@ -2,8 +2,9 @@ import CatalogModels
 import CatalogStore
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -77,8 +78,10 @@ struct ReplicaTests {
             for index in 0..<8 {
                 group.addTask {
                     let order = Array(items.shuffled().prefix(5))
-                    return try await replicas.client(index).send("PUT", "/v1/playlists/\(id)/entries", json: ["playableItemIds": order],
-                                                                 headers: ["If-Match": etag]).status
+                    return try await replicas.client(index).send(
+                        "PUT", "/v1/playlists/\(id)/entries", json: ["playableItemIds": order],
+                        headers: ["If-Match": etag]
+                    ).status
                 }
             }
             return try await group.reduce(into: [Int]()) { $0.append($1) }
@@ -107,13 +110,15 @@ struct ReplicaTests {
                     switch Int.random(in: 0..<3, using: &generator) {
                     case 0:
                         let position = Int.random(in: 0...entries.count, using: &generator)
-                        _ = try await client.send("POST", "/v1/playlists/\(id)/entries",
-                                                  json: ["playableItemId": items.randomElement(using: &generator) ?? items[0], "position": position])
+                        _ = try await client.send(
+                            "POST", "/v1/playlists/\(id)/entries",
+                            json: ["playableItemId": items.randomElement(using: &generator) ?? items[0], "position": position])
                     case 1:
                         guard let entry = entries.randomElement(using: &generator) else { return }
-                        _ = try await client.send("PATCH", "/v1/playlists/\(id)/entries/\(entry.entryId)",
-                                                  json: ["position": Int.random(in: 0..<entries.count, using: &generator)],
-                                                  contentType: "application/merge-patch+json")
+                        _ = try await client.send(
+                            "PATCH", "/v1/playlists/\(id)/entries/\(entry.entryId)",
+                            json: ["position": Int.random(in: 0..<entries.count, using: &generator)],
+                            contentType: "application/merge-patch+json")
                     default:
                         guard let entry = entries.randomElement(using: &generator) else { return }
                         _ = try await client.send("DELETE", "/v1/playlists/\(id)/entries/\(entry.entryId)")
@@ -136,8 +141,10 @@ struct ReplicaTests {
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for index in 0..<16 {
                 group.addTask {
-                    try await replicas.client(index).send("POST", "/v1/games", json: ["name": "Once only", "imageName": "once"],
-                                                          headers: ["Idempotency-Key": "\"replicated-1\""]).status
+                    try await replicas.client(index).send(
+                        "POST", "/v1/games", json: ["name": "Once only", "imageName": "once"],
+                        headers: ["Idempotency-Key": "\"replicated-1\""]
+                    ).status
                 }
             }
             return try await group.reduce(into: [Int]()) { $0.append($1) }
@@ -184,8 +191,9 @@ struct ReplicaTests {
 
     @Test func writesThroughOneReplicaReachTheOtherReplicasFeed() async throws {
         let replicas = try await Replicas()
-        let start = try #require(try JSONSerialization.jsonObject(with: try await replicas.clients[1].get("/v1/changes?limit=1000&types=game").body)
-            as? [String: Any])
+        let start = try #require(
+            try JSONSerialization.jsonObject(with: try await replicas.clients[1].get("/v1/changes?limit=1000&types=game").body)
+                as? [String: Any])
         let token = try #require(start["nextToken"] as? String)
         // A stream and a long-poll on one replica; writes through the other.
         let port = try #require(replicas.clients[1].baseURL.port)

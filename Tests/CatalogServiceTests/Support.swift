@@ -6,8 +6,9 @@ import CatalogStore
 import Foundation
 import HTTPServer
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -45,7 +46,9 @@ enum TestEngine {
         if let url = databases.withLock({ databases -> String? in
             databases[directory.path]?.users += 1
             return databases[directory.path]?.url
-        }) { return url }
+        }) {
+            return url
+        }
         let template = try template.get()
         guard let url = postgresURL else { throw StoreError.unavailable("no CATALOG_TEST_POSTGRES_URL") }
         let name = "catalog_test_\(UInt64.random(in: 0...UInt64.max))"
@@ -92,7 +95,8 @@ final class TestCatalog: Sendable {
         configuration.server.port = 0
         configuration.server.loopThreads = 1
         configuration.accessLog = false  // no access log in test output
-        configuration.databasePath = TestEngine.engine == .postgresql
+        configuration.databasePath =
+            TestEngine.engine == .postgresql
             ? try TestEngine.postgresDatabase(for: directory) : directory.appendingPathComponent("catalog.sqlite").path
         configuration.seedDemoCatalog = seed
         configuration.rateLimits = nil  // tests that measure budgets set their own
@@ -100,8 +104,10 @@ final class TestCatalog: Sendable {
         application = try CatalogApplication(configuration: configuration)
         let port = try application.start()
         let secret = try APIKeySecret()
-        adminID = try application.store.accounts.bootstrap(name: "Admin", role: .admin, keyName: "tests", digest: secret.digest,
-                                                           prefix: secret.displayed).user
+        adminID = try application.store.accounts.bootstrap(
+            name: "Admin", role: .admin, keyName: "tests", digest: secret.digest,
+            prefix: secret.displayed
+        ).user
         adminKey = secret.text
         let origin = configuration.server.tls == nil ? "http://127.0.0.1" : "https://localhost"  // the test certificate's name
         client = APIClient(baseURL: URL(string: "\(origin):\(port)")!, key: adminKey)
@@ -220,8 +226,10 @@ struct APIClient: Sendable {
 /// Runs `body`, expecting it to fail with a problem of `status` (and `code`, when given);
 /// returns the problem.
 @discardableResult
-func expectProblem(_ status: Int, _ code: String? = nil, sourceLocation: SourceLocation = #_sourceLocation,
-                   _ body: () async throws -> some Any) async -> Problem? {
+func expectProblem(
+    _ status: Int, _ code: String? = nil, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> some Any
+) async -> Problem? {
     do {
         _ = try await body()
         Issue.record("expected a \(status) problem", sourceLocation: sourceLocation)
@@ -233,13 +241,13 @@ func expectProblem(_ status: Int, _ code: String? = nil, sourceLocation: SourceL
         }
         #expect(error.problem?.status == status, "\(error)", sourceLocation: sourceLocation)
         if let code { #expect(error.problem?.code == code, "\(error)", sourceLocation: sourceLocation) }
-        if status == 412, case .preconditionFailed = error {} else if status == 412 {
+        if status == 412, case .preconditionFailed = error {
+        } else if status == 412 {
             Issue.record("a 412 must be .preconditionFailed", sourceLocation: sourceLocation)
         }
         return error.problem
     }
 }
-
 
 /// A `catalog-server` process on a port it picks itself (`--port 0`, read from its log),
 /// so no other test can take the port between a choice and the bind.

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -40,8 +41,11 @@ import Glibc
             #expect(lines.count == 1 && lines[0].contains(named), "one line naming \(named): \(output)")
             #expect(!output.contains("PRIVATE KEY"), "no key material")
         }
-        let (status, output) = try await Self.serverRun(common, environment: [
-            "CATALOG_TLS_CERTIFICATE": certificates.certificateFile, "CATALOG_TLS_PRIVATE_KEY": certificates.strayKeyFile])
+        let (status, output) = try await Self.serverRun(
+            common,
+            environment: [
+                "CATALOG_TLS_CERTIFICATE": certificates.certificateFile, "CATALOG_TLS_PRIVATE_KEY": certificates.strayKeyFile,
+            ])
         #expect(status == 64)
         #expect(output.contains("does not match the certificate"))
     }
@@ -60,8 +64,10 @@ import Glibc
         let port = try ExecutableTests.freePort()
         let process = ChildProcess()
         process.executableURL = ExecutableTests.executable
-        process.arguments = ["--port", String(port), "--database", directory + "/catalog.sqlite", "--migrations", migrationsDirectory.path,
-                             "--tls-certificate", certificate, "--tls-private-key", key, "--hsts", "--keep-alive-timeout", "60"]
+        process.arguments = [
+            "--port", String(port), "--database", directory + "/catalog.sqlite", "--migrations", migrationsDirectory.path,
+            "--tls-certificate", certificate, "--tls-private-key", key, "--hsts", "--keep-alive-timeout", "60",
+        ]
         process.standardOutput = FileHandle(forWritingAtPath: log)
         process.standardError = process.standardOutput
         try launch(process)

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Synchronization
 import Testing
+
 @testable import CatalogStore
 
 /// Online backups under write load, restores, and the database lock.

@@ -1,8 +1,9 @@
 import CatalogModels
 import Foundation
 import GRDB
-import Testing
 import TestSupport
+import Testing
+
 @testable import CatalogStore
 
 /// The order keys of playlist entries: a write of one entry writes one row, rebalancing
@@ -81,12 +82,18 @@ import TestSupport
         let store = try scratch.open()
         defer { try? store.close() }
         let items = try (0..<50).map { index in
-            try wait { store.items.create(PlayableItemInput(title: "Item \(index)", description: "", streamURL: URL(string: "https://example.com/\(index).m3u8")!),
-                                          completion: $0) }.id
+            try wait {
+                store.items.create(
+                    PlayableItemInput(title: "Item \(index)", description: "", streamURL: URL(string: "https://example.com/\(index).m3u8")!),
+                    completion: $0)
+            }.id
         }
         let playlist = try wait { store.playlists.create(PlaylistInput(title: "Long"), completion: $0) }.id
-        _ = try wait { store.entries.replace(PlaylistOrder(playableItemIds: (0..<PlaylistOrder.maxEntries).map { items[$0 % items.count] }), of: playlist,
-                                              preconditions: WritePreconditions(), completion: $0) }
+        _ = try wait {
+            store.entries.replace(
+                PlaylistOrder(playableItemIds: (0..<PlaylistOrder.maxEntries).map { items[$0 % items.count] }), of: playlist,
+                preconditions: WritePreconditions(), completion: $0)
+        }
         var model = try Self.positions(store, playlist).map(\.entryId)
         #expect(model.count == PlaylistOrder.maxEntries)
         #expect(try Self.rewrites(scratch) == 0)
@@ -107,8 +114,11 @@ import TestSupport
         let before = try Self.rewrites(scratch)
         for index in 0..<400 {
             _ = try wait { store.entries.remove(model.removeLast(), from: playlist, preconditions: WritePreconditions(), completion: $0) }
-            let added = try wait { store.entries.insert(PlaylistEntryInput(playableItemId: items[index % items.count], position: 1), into: playlist,
-                                                        preconditions: WritePreconditions(), completion: $0) }
+            let added = try wait {
+                store.entries.insert(
+                    PlaylistEntryInput(playableItemId: items[index % items.count], position: 1), into: playlist,
+                    preconditions: WritePreconditions(), completion: $0)
+            }
             model.insert(added.entryID, at: 1)
         }
         let rebalanced = try Self.rewrites(scratch) - before
@@ -134,19 +144,22 @@ import TestSupport
         try before.close()
         let queue = try DatabaseQueue(path: scratch.database)
         try queue.write { db in
-            try db.execute(sql: """
-                INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
-                VALUES ('i1', 'A', '', 'https://e/a', 0, 0, 1), ('i2', 'B', '', 'https://e/b', 0, 0, 1)
-                """)
-            try db.execute(sql: """
-                INSERT INTO playlists (id, title, description, entry_count, visibility, created_at, updated_at, version)
-                VALUES ('p1', 'P', '', 3, 'private', 0, 0, 1)
-                """)
-            try db.execute(sql: """
-                INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at)
-                SELECT 'e' || n, (SELECT pk FROM playlists), (SELECT pk FROM playable_items WHERE id = CASE n WHEN 1 THEN 'i2' ELSE 'i1' END), 3 - n, n
-                FROM (SELECT 1 AS n UNION ALL SELECT 2 UNION ALL SELECT 3)
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
+                    VALUES ('i1', 'A', '', 'https://e/a', 0, 0, 1), ('i2', 'B', '', 'https://e/b', 0, 0, 1)
+                    """)
+            try db.execute(
+                sql: """
+                    INSERT INTO playlists (id, title, description, entry_count, visibility, created_at, updated_at, version)
+                    VALUES ('p1', 'P', '', 3, 'private', 0, 0, 1)
+                    """)
+            try db.execute(
+                sql: """
+                    INSERT INTO playlist_entries (id, playlist_pk, item_pk, position, created_at)
+                    SELECT 'e' || n, (SELECT pk FROM playlists), (SELECT pk FROM playable_items WHERE id = CASE n WHEN 1 THEN 'i2' ELSE 'i1' END), 3 - n, n
+                    FROM (SELECT 1 AS n UNION ALL SELECT 2 UNION ALL SELECT 3)
+                    """)
         }
         let top = try queue.read { try Int64.fetchOne($0, sql: "SELECT max(seq) FROM changes") ?? 0 }
         try queue.close()

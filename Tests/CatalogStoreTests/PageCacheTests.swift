@@ -3,6 +3,7 @@ import CatalogSchema
 import Foundation
 import GRDB
 import Testing
+
 @testable import CatalogStore
 
 /// List pages kept between commits (``PageCache``): served again only while nothing has
@@ -14,9 +15,10 @@ import Testing
         defer { try? store.close() }
         var ids: [CatalogID] = []
         for index in 0..<25 {
-            ids.append(try wait {
-                store.items.create(PlayableItemInput(title: "Clip \(index)", streamURL: URL(string: "https://example.com/\(index).m3u8")!), completion: $0)
-            }.id)
+            ids.append(
+                try wait {
+                    store.items.create(PlayableItemInput(title: "Clip \(index)", streamURL: URL(string: "https://example.com/\(index).m3u8")!), completion: $0)
+                }.id)
         }
         let pages = try #require(store.items.pages, "playable items cache their renderings, and so their pages")
         let request = ListRequest(limit: 10)
@@ -47,8 +49,9 @@ import Testing
 
         // A write through the store to an item on the page.
         _ = try wait {
-            store.items.replace(ids[0], with: PlayableItemInput(title: "Renamed", streamURL: URL(string: "https://example.com/0.m3u8")!),
-                                preconditions: WritePreconditions(), completion: $0)
+            store.items.replace(
+                ids[0], with: PlayableItemInput(title: "Renamed", streamURL: URL(string: "https://example.com/0.m3u8")!),
+                preconditions: WritePreconditions(), completion: $0)
         }
         #expect(try !kept(request), "a commit ends every kept page")
         let renamed = try store.items.renderedList(request)
@@ -83,8 +86,10 @@ import Testing
         // Nor a page with an item too large for the render cache (over 8 KiB of JSON): it
         // could never be written again from there.
         _ = try wait {
-            store.items.create(PlayableItemInput(title: "Long", description: String(repeating: "€", count: 3_000),
-                                                 streamURL: URL(string: "https://example.com/long.m3u8")!), completion: $0)
+            store.items.create(
+                PlayableItemInput(
+                    title: "Long", description: String(repeating: "€", count: 3_000),
+                    streamURL: URL(string: "https://example.com/long.m3u8")!), completion: $0)
         }
         var last = ListRequest(limit: 10, order: .field("createdAt", descending: true))
         _ = try store.items.renderedList(last)
@@ -151,10 +156,11 @@ import Testing
         for (id, version, revision) in [("a", Int64(1), Int64(0)), (CatalogID().rawValue, 42, -3)] {
             Array(id.utf8).withUnsafeBufferPointer { two.append(id: $0, version: version, revision: revision) }
         }
-        #expect(two.forEachItem { id, version, revision in
-            recorded.append((String(decoding: id, as: UTF8.self), version, revision))
-            return true
-        })
+        #expect(
+            two.forEachItem { id, version, revision in
+                recorded.append((String(decoding: id, as: UTF8.self), version, revision))
+                return true
+            })
         #expect(recorded.map(\.0).first == "a" && recorded.map(\.1) == [1, 42] && recorded.map(\.2) == [0, -3])
     }
 }

@@ -1,5 +1,6 @@
 import CatalogSchema
 import Testing
+
 @testable import CatalogStore
 
 /// The store's registries cover every declaration: nothing declared is dropped silently.

@@ -1,7 +1,8 @@
 import CatalogModels
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import CatalogStore
 
 /// Rows rendered straight to JSON must be byte for byte what the Codable models encode to.
@@ -30,10 +31,11 @@ import TestSupport
         defer { try? store.close() }
         for (index, text) in Self.awkward.enumerated() {
             let created = try wait {
-                store.items.create(PlayableItemInput(
-                    title: "t", streamURL: URL(string: "https://example.com/\(index)/a.m3u8?x=1&y=%20")!,
-                    thumbnailURL: index % 2 == 0 ? URL(string: "https://example.com/p.jpg") : nil,
-                    durationSeconds: [nil, 0, 596, 146.5, 1e-7][index]), completion: $0)
+                store.items.create(
+                    PlayableItemInput(
+                        title: "t", streamURL: URL(string: "https://example.com/\(index)/a.m3u8?x=1&y=%20")!,
+                        thumbnailURL: index % 2 == 0 ? URL(string: "https://example.com/p.jpg") : nil,
+                        durationSeconds: [nil, 0, 596, 146.5, 1e-7][index]), completion: $0)
             }
             try expectParity(created.json, as: PlayableItem.self)
             let item = try overwrite(store.items, created.id, [("title", "t" + text), ("description", text)])
@@ -43,8 +45,10 @@ import TestSupport
             let game = try overwrite(store.games, newGame.id, [("name", "g" + text), ("description", text)])
             try expectParity(game.json, as: Game.self)
             let newLocation = try wait {
-                store.locations.create(LocationInput(name: "l", countryCode: "FR", latitude: [0, -90, 90, 46.227638, -0.023559][index],
-                                                     longitude: [0, -180, 180, 2.213749, 1e-7][index]), completion: $0)
+                store.locations.create(
+                    LocationInput(
+                        name: "l", countryCode: "FR", latitude: [0, -90, 90, 46.227638, -0.023559][index],
+                        longitude: [0, -180, 180, 2.213749, 1e-7][index]), completion: $0)
             }
             let location = try overwrite(store.locations, newLocation.id, [("name", "l" + text)])
             try expectParity(location.json, as: Location.self)
@@ -64,12 +68,16 @@ import TestSupport
         let store = try scratch.open()
         defer { try? store.close() }
         var itemIDs: [CatalogID] = []
-        let author = try store.accounts.bootstrap(name: "a", role: .member, keyName: "k", digest: [UInt8](repeating: 7, count: 32),
-                                                  prefix: "catalog_test").user
+        let author = try store.accounts.bootstrap(
+            name: "a", role: .member, keyName: "k", digest: [UInt8](repeating: 7, count: 32),
+            prefix: "catalog_test"
+        ).user
         for (index, text) in Self.awkward.enumerated() {
             let item = try wait {
-                store.items.create(PlayableItemInput(title: "t", streamURL: URL(string: "https://example.com/\(index)")!,
-                                                     durationSeconds: [nil, 0, 596, 146.5, 1e-7][index]), completion: $0)
+                store.items.create(
+                    PlayableItemInput(
+                        title: "t", streamURL: URL(string: "https://example.com/\(index)")!,
+                        durationSeconds: [nil, 0, 596, 146.5, 1e-7][index]), completion: $0)
             }
             _ = try overwrite(store.items, item.id, [("title", "t" + text), ("description", text)])
             itemIDs.append(item.id)
@@ -104,8 +112,10 @@ import TestSupport
         let store = try scratch.open()
         defer { try? store.close() }
         #expect(store.items.boundInsert != nil && store.games.boundInsert != nil && store.locations.boundInsert != nil)
-        func expectReadBack(_ store: ResourceStore, _ created: RenderedResource,
-                                          sourceLocation: SourceLocation = #_sourceLocation) throws {
+        func expectReadBack(
+            _ store: ResourceStore, _ created: RenderedResource,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) throws {
             store.cache?.invalidate(id: created.id.rawValue)
             let read = try #require(try store.rendered(created.id), sourceLocation: sourceLocation)
             #expect(String(decoding: created.json, as: UTF8.self) == String(decoding: read.json, as: UTF8.self), sourceLocation: sourceLocation)
@@ -113,17 +123,24 @@ import TestSupport
         }
         let texts = ["plain", "quote \" backslash \\ slash /", "é 😀 中文", "x"]
         for (index, text) in texts.enumerated() {
-            try expectReadBack(store.items, wait {
-                store.items.create(PlayableItemInput(
-                    title: text, description: index == 3 ? "" : text, streamURL: URL(string: "https://example.com/\(index)/a.m3u8?x=1&y=%20")!,
-                    thumbnailURL: index % 2 == 0 ? URL(string: "https://example.com/p.jpg") : nil,
-                    durationSeconds: [nil, 596, 146.5, 1e-7][index]), completion: $0)
-            })
+            try expectReadBack(
+                store.items,
+                wait {
+                    store.items.create(
+                        PlayableItemInput(
+                            title: text, description: index == 3 ? "" : text, streamURL: URL(string: "https://example.com/\(index)/a.m3u8?x=1&y=%20")!,
+                            thumbnailURL: index % 2 == 0 ? URL(string: "https://example.com/p.jpg") : nil,
+                            durationSeconds: [nil, 596, 146.5, 1e-7][index]), completion: $0)
+                })
             try expectReadBack(store.games, wait { store.games.create(GameInput(name: text, description: text, imageName: "g-\(index)"), completion: $0) })
-            try expectReadBack(store.locations, wait {
-                store.locations.create(LocationInput(name: text, countryCode: "FR", latitude: [0, -90, 90, 46.227638][index],
-                                                     longitude: [-180, 180, 2.213749, 1e-7][index]), completion: $0)
-            })
+            try expectReadBack(
+                store.locations,
+                wait {
+                    store.locations.create(
+                        LocationInput(
+                            name: text, countryCode: "FR", latitude: [0, -90, 90, 46.227638][index],
+                            longitude: [-180, 180, 2.213749, 1e-7][index]), completion: $0)
+                })
         }
     }
 
@@ -139,7 +156,7 @@ import TestSupport
             copy.withUTF8 { writer.string(utf8: $0) }
             #expect(writer.bytes == Array(try encoder.encode(text)), "\(text.debugDescription)")
         }
-        let numbers: [Double] = [0, -0.0, 1, -1, 596, 146.5, 1e-7, 1e15 - 1, 1e15, -1e15 + 1, 1e16, 123456789.125, .pi, -2.5e-300, 9007199254740992]
+        let numbers: [Double] = [0, -0.0, 1, -1, 596, 146.5, 1e-7, 1e15 - 1, 1e15, -1e15 + 1, 1e16, 123456789.125, .pi, -2.5e-300, 9_007_199_254_740_992]
         for number in numbers + (0..<500).map({ _ in Double(bitPattern: generator.next()) }).filter(\.isFinite) {
             var writer = JSONWriter()
             writer.number(number)
@@ -153,15 +170,17 @@ import TestSupport
     }
 }
 
-
 /// The render cache is bounded in bytes as well as entries.
 @Suite struct RenderCacheBoundTests {
     @Test func theCacheHoldsAtMostItsBytes() {
         let cache = RenderCache(capacity: 1000, maxBytes: 6400, shards: 1)
         func id(_ index: Int) -> [UInt8] { Array(String(format: "%036d", index).utf8) }
         func store(_ index: Int, bytes: Int) {
-            _ = id(index).withUnsafeBufferPointer { cache.store(id: $0, version: 1, revision: 0, json: ArraySlice(repeating: UInt8(ascii: "x"), count: bytes),
-                                                    epoch: RenderCache.currentEpoch) }
+            _ = id(index).withUnsafeBufferPointer {
+                cache.store(
+                    id: $0, version: 1, revision: 0, json: ArraySlice(repeating: UInt8(ascii: "x"), count: bytes),
+                    epoch: RenderCache.currentEpoch)
+            }
         }
         func held(_ index: Int, revision: Int64 = 0) -> Bool {
             var writer = JSONWriter()

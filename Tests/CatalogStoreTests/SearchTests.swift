@@ -2,8 +2,9 @@ import CatalogModels
 import Foundation
 import GRDB
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 @testable import CatalogStore
 
 /// Searches find the same rows whichever way they are run: through the full-text index
@@ -15,8 +16,10 @@ import TestSupport
     /// so that some words are in most rows, some in few, and some are prefixes of others.
     /// "می‌خواهم" holds a zero-width non-joiner, which Swift keeps inside a letter and the
     /// tokenizer splits at: as a search, a phrase of "می" then "خواهم".
-    static let vocabulary = ["Sample", "sámple", "SAMPLES", "video", "Vidéo", "cafe", "Café", "naïve", "zurich", "Zürich",
-                             "x", "x1", "42", "4200", "trail", "trailer", "b", "می", "خواهم", "می\u{200C}خواهم"]
+    static let vocabulary = [
+        "Sample", "sámple", "SAMPLES", "video", "Vidéo", "cafe", "Café", "naïve", "zurich", "Zürich",
+        "x", "x1", "42", "4200", "trail", "trailer", "b", "می", "خواهم", "می\u{200C}خواهم",
+    ]
 
     @Test func everyStrategyFindsExactlyTheRowsTheIndexMatches() async throws {
         try await onThread { try self.everyStrategyFindsExactlyTheRowsTheIndexMatchesOnAThread() }
@@ -38,22 +41,30 @@ import TestSupport
             // in the newest rows (a walk for relevance that gives up); "zygote" at
             // the start of one title in 40, which sort last (a walk by title that gives up).
             let words = (0..<(1 + random.next() % 4)).map { _ in Self.vocabulary[Int(random.next() % UInt64(Self.vocabulary.count))] }
-            let title = (index % 40 == 0 ? ["Zygote"] : []) + (index % 10 < 8 ? ["Sample"] : []) + words + (index >= count - 150 ? ["trending"] : [])
+            let title =
+                (index % 40 == 0 ? ["Zygote"] : []) + (index % 10 < 8 ? ["Sample"] : []) + words + (index >= count - 150 ? ["trending"] : [])
                 + ["\(index)"]
             let description = (0..<(random.next() % 6)).map { _ in Self.vocabulary[Int(random.next() % UInt64(Self.vocabulary.count))] }
             group.enter()
-            store.items.create(PlayableItemInput(title: title.joined(separator: " "), description: description.joined(separator: " "),
-                                                 streamURL: URL(string: "https://example.com/\(index).m3u8")!)) { _ in group.leave() }
+            store.items.create(
+                PlayableItemInput(
+                    title: title.joined(separator: " "), description: description.joined(separator: " "),
+                    streamURL: URL(string: "https://example.com/\(index).m3u8")!)
+            ) { _ in group.leave() }
         }
         group.wait()
         let reader = try DatabaseQueue(path: scratch.database)
-        let texts = ["sample", "samp", "sámple", "SAMPLES", "video sample", "vid", "cafe", "café", "naive", "zur", "x", "x1", "42", "trail",
-                     "trailer", "b", "sample 7", "nothing", "cafe zurich sample", "trending", "zygote", "zyg sample",
-                     "می\u{200C}خواهم", "می\u{200C}خوا sample"]
+        let texts = [
+            "sample", "samp", "sámple", "SAMPLES", "video sample", "vid", "cafe", "café", "naive", "zur", "x", "x1", "42", "trail",
+            "trailer", "b", "sample 7", "nothing", "cafe zurich sample", "trending", "zygote", "zyg sample",
+            "می\u{200C}خواهم", "می\u{200C}خوا sample",
+        ]
         func requests(_ text: String) -> [ListRequest] {
-            [ListRequest(limit: 97, order: .field("title", descending: false), search: text),
-             ListRequest(limit: 97, order: .field("title", descending: true), search: text),
-             ListRequest(limit: 97, order: .relevance, search: text)]
+            [
+                ListRequest(limit: 97, order: .field("title", descending: false), search: text),
+                ListRequest(limit: 97, order: .field("title", descending: true), search: text),
+                ListRequest(limit: 97, order: .relevance, search: text),
+            ]
         }
         // Rows whose index writes still wait (renamed, deleted and new ones, from another
         // program, which the store indexes after its next batch): every way finds them as
@@ -63,13 +74,14 @@ import TestSupport
         try reader.write { db in
             try db.execute(sql: "UPDATE playable_items SET title = 'Trail renamed ' || pk WHERE pk % 97 = 0")
             try db.execute(sql: "DELETE FROM playable_items WHERE pk % 89 = 0")
-            try db.execute(sql: """
-                INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
-                SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-a'
-                             || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
-                       'Sample café trending fresh ' || pk, 'zurich', stream_url, created_at, updated_at, 1
-                FROM playable_items WHERE pk % 83 = 0
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
+                    SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-a'
+                                 || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
+                           'Sample café trending fresh ' || pk, 'zurich', stream_url, created_at, updated_at, 1
+                    FROM playable_items WHERE pk % 83 = 0
+                    """)
         }
         #expect(try queued(reader) > 100)
         let pending = try texts.map { text in try requests(text).map { try pages(store, $0) } }
@@ -82,16 +94,20 @@ import TestSupport
             let query = try #require(SearchQuery.fts5(text))
             // Every match, newest first, from the full-text index itself.
             let matches = try reader.read { db in
-                try String.fetchAll(db, sql: """
-                    SELECT id FROM playable_items WHERE pk IN (SELECT rowid FROM playable_items_fts WHERE playable_items_fts MATCH ?)
-                    ORDER BY pk DESC
-                    """, arguments: [query])
+                try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT id FROM playable_items WHERE pk IN (SELECT rowid FROM playable_items_fts WHERE playable_items_fts MATCH ?)
+                        ORDER BY pk DESC
+                        """, arguments: [query])
             }
             let byTitle = try reader.read { db in
-                try String.fetchAll(db, sql: """
-                    SELECT id FROM playable_items WHERE pk IN (SELECT rowid FROM playable_items_fts WHERE playable_items_fts MATCH ?)
-                    ORDER BY title COLLATE NOCASE, id
-                    """, arguments: [query])
+                try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT id FROM playable_items WHERE pk IN (SELECT rowid FROM playable_items_fts WHERE playable_items_fts MATCH ?)
+                        ORDER BY title COLLATE NOCASE, id
+                        """, arguments: [query])
             }
             #expect(try pages(store, ListRequest(limit: 97, order: .field("title", descending: false), search: text)) == byTitle, "\(text) by title")
             #expect(try pages(store, ListRequest(limit: 97, order: .field("title", descending: true), search: text)) == byTitle.reversed(), "\(text) by title, descending")
@@ -137,14 +153,15 @@ import TestSupport
         // finds no match, so the index is used, and more match than a list keeps.
         let outside = try DatabaseQueue(path: scratch.database, configuration: Self.anotherProgram)
         try outside.write { db in
-            try db.execute(sql: """
-                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
-                INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
-                SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-a'
-                             || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
-                       CASE WHEN i <= 17000 THEN 'Common clip ' ELSE 'Clip ' END || i, '', 'https://example.com/' || i, i, i, 1
-                FROM n
-                """)
+            try db.execute(
+                sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+                    INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
+                    SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-a'
+                                 || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
+                           CASE WHEN i <= 17000 THEN 'Common clip ' ELSE 'Clip ' END || i, '', 'https://example.com/' || i, i, i, 1
+                    FROM n
+                    """)
         }
         // Another program's writes are indexed after the store's next batch.
         func indexOutsideWrites() throws {
@@ -158,10 +175,12 @@ import TestSupport
             let direction = descending ? "DESC" : "ASC"
             let keyset = cursor == nil ? "" : " AND (title, id) \(descending ? "<" : ">") (?, ?)"
             return try outside.read { db in
-                try String.fetchAll(db, sql: """
-                    SELECT id FROM playable_items WHERE pk IN (SELECT rowid FROM playable_items_fts WHERE playable_items_fts MATCH ?)\(keyset)
-                    ORDER BY title \(direction), id \(direction) LIMIT ?
-                    """, arguments: StatementArguments([query] + (cursor.map { [$0.title, $0.id] } ?? []) + [limit]))
+                try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT id FROM playable_items WHERE pk IN (SELECT rowid FROM playable_items_fts WHERE playable_items_fts MATCH ?)\(keyset)
+                        ORDER BY title \(direction), id \(direction) LIMIT ?
+                        """, arguments: StatementArguments([query] + (cursor.map { [$0.title, $0.id] } ?? []) + [limit]))
             }
         }
         let byTitle = ListRequest(limit: 1_000, order: .field("title", descending: false), search: "common")
@@ -184,8 +203,11 @@ import TestSupport
         // Writes through the store: a new first match, and a new match first after the
         // cursor; and from outside, one match on the next page that matches no more.
         func create(_ title: String) throws -> CatalogID {
-            try wait { store.items.create(PlayableItemInput(title: title, description: "", streamURL: URL(string: "https://example.com/new.m3u8")!),
-                                          completion: $0) }.id
+            try wait {
+                store.items.create(
+                    PlayableItemInput(title: title, description: "", streamURL: URL(string: "https://example.com/new.m3u8")!),
+                    completion: $0)
+            }.id
         }
         let relevance = ListRequest(limit: 100, order: .relevance, search: "common")
         #expect(try pages(store, relevance).count == 500)
@@ -197,7 +219,9 @@ import TestSupport
             try db.execute(sql: "UPDATE playable_items SET title = 'Rare clip', version = version + 1 WHERE id = ?", arguments: [gone.id.rawValue])
         }
         // Alike before the index has these writes (and the store's two creates) and after.
-        let pending = (first: try store.items.list(firstPage, as: PlayableItem.self).items.first?.id, after: try store.items.list(next, as: PlayableItem.self).items.map(\.id.rawValue))
+        let pending = (
+            first: try store.items.list(firstPage, as: PlayableItem.self).items.first?.id, after: try store.items.list(next, as: PlayableItem.self).items.map(\.id.rawValue)
+        )
         try indexOutsideWrites()
         #expect(try store.items.list(firstPage, as: PlayableItem.self).items.first?.id == first && pending.first == first)
         let after = try store.items.list(next, as: PlayableItem.self).items.map(\.id.rawValue)
@@ -218,8 +242,11 @@ import TestSupport
         let scratch = try Scratch()
         let store = try scratch.open()
         defer { try? store.close() }
-        let item = try wait { store.items.create(PlayableItemInput(title: "Clip", description: "", streamURL: URL(string: "https://example.com/c.m3u8")!),
-                                                 completion: $0) }
+        let item = try wait {
+            store.items.create(
+                PlayableItemInput(title: "Clip", description: "", streamURL: URL(string: "https://example.com/c.m3u8")!),
+                completion: $0)
+        }
         var holding: Set<String> = []
         for index in 0..<100 {
             let title = index % 3 == 0 ? "Evening mix \(index)" : "Morning mix mix \(index)"
@@ -230,8 +257,9 @@ import TestSupport
             }
         }
         func pages(_ limit: Int) throws -> [String] {
-            try self.pages(ListRequest(limit: limit, order: .relevance, search: "mix", scope: .playlistsContaining(item: item.id)),
-                           store.playlists, as: Playlist.self, id: \.id)
+            try self.pages(
+                ListRequest(limit: limit, order: .relevance, search: "mix", scope: .playlistsContaining(item: item.id)),
+                store.playlists, as: Playlist.self, id: \.id)
         }
         let whole = try pages(100)
         #expect(Set(whole) == holding && whole.count == holding.count)
@@ -247,10 +275,16 @@ import TestSupport
         let scratch = try Scratch()
         let store = try scratch.open()
         let database = try #require(Mirror(reflecting: store).descendant("database") as? SQLiteDatabase)
-        let kept = try wait { store.items.create(PlayableItemInput(title: "Kept walrus", description: "", streamURL: URL(string: "https://example.com/k.m3u8")!),
-                                                 completion: $0) }
-        let gone = try wait { store.items.create(PlayableItemInput(title: "Gone pelican", description: "", streamURL: URL(string: "https://example.com/g.m3u8")!),
-                                                 completion: $0) }
+        let kept = try wait {
+            store.items.create(
+                PlayableItemInput(title: "Kept walrus", description: "", streamURL: URL(string: "https://example.com/k.m3u8")!),
+                completion: $0)
+        }
+        let gone = try wait {
+            store.items.create(
+                PlayableItemInput(title: "Gone pelican", description: "", streamURL: URL(string: "https://example.com/g.m3u8")!),
+                completion: $0)
+        }
         struct Refused: Error {}
         let outcomes = Mutex<[String: Bool]>([:])
         try await onThread { () throws -> Void in
@@ -266,10 +300,11 @@ import TestSupport
             submit("hold") { _ in usleep(200_000) }
             usleep(50_000)
             submit("create") { db in
-                try db.execute(sql: """
-                    INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
-                    VALUES (?, 'Fresh otter', 'river', 'https://example.com/o.m3u8', 1, 1, 1)
-                    """, arguments: [CatalogID().rawValue])
+                try db.execute(
+                    sql: """
+                        INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
+                        VALUES (?, 'Fresh otter', 'river', 'https://example.com/o.m3u8', 1, 1, 1)
+                        """, arguments: [CatalogID().rawValue])
             }
             submit("rename") { db in try db.execute(sql: "UPDATE playable_items SET title = 'Renamed heron' WHERE title = 'Fresh otter'") }
             submit("delete") { db in try db.execute(sql: "DELETE FROM playable_items WHERE id = ?", arguments: [gone.id.rawValue]) }
@@ -283,9 +318,11 @@ import TestSupport
         let outside = try DatabaseQueue(path: scratch.database, configuration: Self.anotherProgram)
         func found(_ word: String) throws -> [String] {
             try outside.read { db in
-                try String.fetchAll(db, sql: """
-                    SELECT title FROM playable_items WHERE pk IN (SELECT rowid FROM playable_items_fts WHERE playable_items_fts MATCH ?) ORDER BY title
-                    """, arguments: [word])
+                try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT title FROM playable_items WHERE pk IN (SELECT rowid FROM playable_items_fts WHERE playable_items_fts MATCH ?) ORDER BY title
+                        """, arguments: [word])
             }
         }
         func queued() throws -> Int { try self.queued(outside) }
@@ -322,14 +359,15 @@ import TestSupport
         }
         func load(_ count: Int, _ word: String) async throws {
             try await outside.write { db in
-                try db.execute(sql: """
-                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-                    INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
-                    SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-8'
-                                 || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
-                           ? || ' ' || i, '', 'https://example.com/' || i || '.m3u8', 1763000000000 + i, 1763000000000 + i, 1
-                    FROM n
-                    """, arguments: [count, word])
+                try db.execute(
+                    sql: """
+                        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                        INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
+                        SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-8'
+                                     || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
+                               ? || ' ' || i, '', 'https://example.com/' || i || '.m3u8', 1763000000000 + i, 1763000000000 + i, 1
+                        FROM n
+                        """, arguments: [count, word])
             }
         }
         try reopened.close()
@@ -362,14 +400,15 @@ import TestSupport
         let loaded = SQLiteDialect.searchedQueue + 500
         #expect(SQLiteDialect.searchedQueue < 2_400)
         try outside.write { db in
-            try db.execute(sql: """
-                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-                INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
-                SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-8'
-                             || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
-                       'Outside ' || i, '', 'https://example.com/' || i || '.m3u8', 1763000000000 + i, 1763000000000 + i, 1
-                FROM n
-                """, arguments: [loaded])
+            try db.execute(
+                sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                    INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
+                    SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-8'
+                                 || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
+                           'Outside ' || i, '', 'https://example.com/' || i || '.m3u8', 1763000000000 + i, 1763000000000 + i, 1
+                    FROM n
+                    """, arguments: [loaded])
         }
         #expect(try queued(outside) == loaded)
         // Few rows match either search: the index finds them, and the queue's first writes.

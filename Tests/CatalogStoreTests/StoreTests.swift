@@ -2,8 +2,9 @@ import CatalogModels
 import Foundation
 import GRDB
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 @testable import CatalogStore
 
 let repositoryMigrations = URL(fileURLWithPath: #filePath)
@@ -179,8 +180,10 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         }
         let all = try store.games.list(ListRequest(limit: 100, order: .field("name", descending: false)), as: Game.self)
         #expect(all.items.count == 100)
-        for order in [ListRequest.Order.field("name", descending: false), .field("name", descending: true),
-                      .field("createdAt", descending: false), .field("createdAt", descending: true)] {
+        for order in [
+            ListRequest.Order.field("name", descending: false), .field("name", descending: true),
+            .field("createdAt", descending: false), .field("createdAt", descending: true),
+        ] {
             var seen: [CatalogID] = []
             var cursor: String?
             repeat {
@@ -225,7 +228,10 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         defer { try? store.close() }
         let game = try wait { store.games.create(GameInput(name: "Tempest", description: "Vector shooter", imageName: "tempest"), completion: $0) }
         #expect(try store.games.list(ListRequest(order: .relevance, search: "vector"), as: Game.self).items.map(\.id) == [game.id])
-        _ = try wait { store.games.replace(game.id, with: GameInput(name: "Robotron", description: "Twin-stick", imageName: "r"), preconditions: WritePreconditions(ifMatch: .versions([1])), completion: $0) }
+        _ = try wait {
+            store.games.replace(
+                game.id, with: GameInput(name: "Robotron", description: "Twin-stick", imageName: "r"), preconditions: WritePreconditions(ifMatch: .versions([1])), completion: $0)
+        }
         #expect(try store.games.list(ListRequest(order: .relevance, search: "vector"), as: Game.self).items.isEmpty)
         #expect(try store.games.list(ListRequest(order: .relevance, search: "twin"), as: Game.self).items.map(\.id) == [game.id])
         try wait { store.games.delete(game.id, preconditions: WritePreconditions(), completion: $0) }
@@ -267,10 +273,12 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
             let group = DispatchGroup()
             func submit(_ name: String, heavy: Bool) {
                 group.enter()
-                database.writes.submit(heavy: heavy, { _ in
-                    if heavy { usleep(100_000) }
-                    order.withLock { $0.append(name) }
-                }, completion: { _ in group.leave() })
+                database.writes.submit(
+                    heavy: heavy,
+                    { _ in
+                        if heavy { usleep(100_000) }
+                        order.withLock { $0.append(name) }
+                    }, completion: { _ in group.leave() })
             }
             // The first heavy job is running when the rest arrive: a second heavy one, then a light one.
             submit("heavy 1", heavy: true)
@@ -280,10 +288,12 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
             group.wait()
             // Abandoned work is dropped unrun.
             group.enter()
-            database.writes.submit(WriteOptions(abandonedWhen: { true }), { _ in order.withLock { $0.append("abandoned") } }, completion: { result in
-                #expect((try? result.get()) == nil)
-                group.leave()
-            })
+            database.writes.submit(
+                WriteOptions(abandonedWhen: { true }), { _ in order.withLock { $0.append("abandoned") } },
+                completion: { result in
+                    #expect((try? result.get()) == nil)
+                    group.leave()
+                })
             group.wait()
         }
         #expect(order.withLock { $0 } == ["heavy 1", "light", "heavy 2"], "the light write did not wait for both heavy ones")
@@ -330,10 +340,12 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
             // answeredAtCommit of such options: the answer runs on the writer's thread.
             let sameThread = Mutex<Bool?>(nil)
             group.enter()
-            database.submit(options.answeredAtCommit, atomic: false, heavy: false, { _ in UInt(pthread_self()) }, completion: { result in
-                sameThread.withLock { $0 = (try? result.get()) == UInt(pthread_self()) }
-                group.leave()
-            })
+            database.submit(
+                options.answeredAtCommit, atomic: false, heavy: false, { _ in UInt(pthread_self()) },
+                completion: { result in
+                    sameThread.withLock { $0 = (try? result.get()) == UInt(pthread_self()) }
+                    group.leave()
+                })
             group.wait()
             #expect(sameThread.withLock { $0 } == true)
             #expect(handedOver.load(ordering: .relaxed) == before)
@@ -359,10 +371,12 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
             // A heavy job runs alone; the three light ones queued meanwhile make one batch.
             let started = DispatchSemaphore(value: 0), queued = DispatchSemaphore(value: 0)
             group.enter()
-            database.writes.submit(heavy: true, { _ in
-                started.signal()
-                queued.wait()
-            }, completion: { _ in group.leave() })
+            database.writes.submit(
+                heavy: true,
+                { _ in
+                    started.signal()
+                    queued.wait()
+                }, completion: { _ in group.leave() })
             started.wait()
             group.enter()
             let before = record("before")
@@ -370,9 +384,11 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
             // OR ROLLBACK: the unique id it breaks rolls back the whole transaction, not just the statement.
             group.enter()
             let rollback = record("rollback")
-            database.submit(atomic: false, heavy: false, { db in
-                try db.execute("UPDATE OR ROLLBACK games SET id = ? WHERE id = ?", [first.id.rawValue, second.id.rawValue])
-            }, completion: { rollback((try? $0.get()) != nil) })
+            database.submit(
+                atomic: false, heavy: false,
+                { db in
+                    try db.execute("UPDATE OR ROLLBACK games SET id = ? WHERE id = ?", [first.id.rawValue, second.id.rawValue])
+                }, completion: { rollback((try? $0.get()) != nil) })
             group.enter()
             let after = record("after")
             store.games.create(GameInput(name: "After", imageName: "g")) { after((try? $0.get()) != nil) }
@@ -398,16 +414,19 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         let outcomes = Mutex<[String: Bool]>([:])
         for name in ["first", "atomic", "last"] {
             group.enter()
-            database.writes.submit(atomic: name == "atomic", { db in
-                try db.execute(sql: insert, arguments: [CatalogID().rawValue])
-                if name == "atomic" {
+            database.writes.submit(
+                atomic: name == "atomic",
+                { db in
                     try db.execute(sql: insert, arguments: [CatalogID().rawValue])
-                    throw Abort()
-                }
-            }, completion: { result in
-                outcomes.withLock { $0[name] = (try? result.get()) != nil }
-                group.leave()
-            })
+                    if name == "atomic" {
+                        try db.execute(sql: insert, arguments: [CatalogID().rawValue])
+                        throw Abort()
+                    }
+                },
+                completion: { result in
+                    outcomes.withLock { $0[name] = (try? result.get()) != nil }
+                    group.leave()
+                })
         }
         group.wait()
         #expect(outcomes.withLock { $0 } == ["first": true, "atomic": false, "last": true])
@@ -454,7 +473,8 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
     @Test func databaseURLsAndLibpqMessagesAreShownWithoutThePassword() {
         #expect(PostgresDatabase.redacted("postgresql://u:s3cret@h:5432/db") == "postgresql://u:***@h:5432/db")
         #expect(PostgresDatabase.redacted("postgresql://h/db?sslpassword=k&password=s3cret") == "postgresql://h/db?sslpassword=k&password=***")
-        #expect(PostgresDatabase.redacted(#"invalid percent-encoded token: "Ab%zz""#, of: "postgresql://u:Ab%zz@h/db")
+        #expect(
+            PostgresDatabase.redacted(#"invalid percent-encoded token: "Ab%zz""#, of: "postgresql://u:Ab%zz@h/db")
                 == #"invalid percent-encoded token: "***""#)
     }
 }

@@ -1,8 +1,8 @@
 import CSQLite
 import Foundation
 import GRDBSQLite
-import Testing
 import TestSupport
+import Testing
 
 /// The `catalog-wal` VFS (``csqlite_register_wal_vfs``) gathers a transaction's WAL
 /// writes: every commit must still be in the file by the time another connection can see
@@ -94,7 +94,8 @@ import TestSupport
             let size = Int.random(in: 100...3000, using: &generator)
             let rollBack = round % 7 == 3
             try writer.execute("BEGIN IMMEDIATE")
-            try writer.execute("""
+            try writer.execute(
+                """
                 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < \(count - 1))
                 INSERT INTO t (k, v) SELECT \(next) + i, randomblob(\(size)) FROM n
                 """)
@@ -104,13 +105,15 @@ import TestSupport
             if rollBack {
                 // Spilled frames still held when the transaction rolls back must not land
                 // later over the frames another writer appends meanwhile.
-                try writer.execute("""
+                try writer.execute(
+                    """
                     WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 23)
                     INSERT INTO u (v) SELECT randomblob(3900) FROM n
                     """)
                 try writer.execute("ROLLBACK")
                 rolledBack += 1
-                try other.execute("""
+                try other.execute(
+                    """
                     WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 39)
                     INSERT INTO u (v) SELECT randomblob(3900) FROM n
                     """)

@@ -1,7 +1,9 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import HTTPServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -39,8 +41,9 @@ import Glibc
             #expect(tooLarge.status == 413)
             #expect(tooLarge.problem?["detail"] as? String == "The request body exceeds the limit of 100 bytes.")
             let chunked = try server.client()
-            try chunked.send("POST /guarded HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\nTransfer-Encoding: chunked\r\n\r\n"
-                             + "50\r\n" + String(repeating: "a", count: 80) + "\r\n50\r\n" + String(repeating: "b", count: 80) + "\r\n0\r\n\r\n")
+            try chunked.send(
+                "POST /guarded HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + "50\r\n" + String(repeating: "a", count: 80) + "\r\n50\r\n" + String(repeating: "b", count: 80) + "\r\n0\r\n\r\n")
             #expect(try chunked.readResponse().status == 413)
             // No handler reads a body for OPTIONS or a method the server does not implement.
             let options = try server.client()
@@ -134,8 +137,10 @@ import Glibc
         }
         try await onThread {
             // A version 2 PROXY header for TCP over IPv4 from 198.51.100.4:5000 to 127.0.0.1:80, sent in two parts.
-            let header: [UInt8] = [0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A, 0x21, 0x11, 0x00, 0x0C,
-                                   198, 51, 100, 4, 127, 0, 0, 1, 0x13, 0x88, 0x00, 0x50]
+            let header: [UInt8] = [
+                0x0D, 0x0A, 0x0D, 0x0A, 0x00, 0x0D, 0x0A, 0x51, 0x55, 0x49, 0x54, 0x0A, 0x21, 0x11, 0x00, 0x0C,
+                198, 51, 100, 4, 127, 0, 0, 1, 0x13, 0x88, 0x00, 0x50,
+            ]
             let proxied = try server.client()
             try proxied.send(Array(header[0..<10]))
             usleep(50_000)

@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import HTTPServer
 
 /// Addresses, networks, the forwarding fields of trusted proxies and PROXY protocol v2 headers.
@@ -13,9 +14,11 @@ final class ClientAddressTests: XCTestCase {
     }
 
     func testRefusesMalformedIPv4() {
-        for text in ["01.2.3.4", "1.2.3.04", "1.2.3.00", "256.1.1.1", "1.2.3.999", "1234.1.1.1", "1.2.3", "1.2.3.4.5",
-                     "1..2.3", "1.2.3.", ".1.2.3", "", " 1.2.3.4", "1.2.3.4 ", "1.2.3.-4", "+1.2.3.4", "a.b.c.d",
-                     "1.2.3.4/8", "1.2.3.4:80", "１.2.3.4"] {
+        for text in [
+            "01.2.3.4", "1.2.3.04", "1.2.3.00", "256.1.1.1", "1.2.3.999", "1234.1.1.1", "1.2.3", "1.2.3.4.5",
+            "1..2.3", "1.2.3.", ".1.2.3", "", " 1.2.3.4", "1.2.3.4 ", "1.2.3.-4", "+1.2.3.4", "a.b.c.d",
+            "1.2.3.4/8", "1.2.3.4:80", "１.2.3.4",
+        ] {
             XCTAssertNil(IPAddress(text), text)
         }
     }
@@ -27,20 +30,24 @@ final class ClientAddressTests: XCTestCase {
         XCTAssertEqual(try address("2001:DB8:0:0:0:0:0:1"), try address("2001:0db8::0001"))
         XCTAssertEqual(try address("1:2:3:4:5:6:7::").bytes.suffix(4), [0, 7, 0, 0])
         XCTAssertEqual(try address("::2:3:4:5:6:7:8").bytes.prefix(4), [0, 0, 0, 2])
-        XCTAssertEqual(try address("1:2:3:4:5:6:7:8").bytes,
-                       [0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7, 0, 8])
-        XCTAssertEqual(try address("64:ff9b::192.0.2.33").bytes,
-                       [0, 0x64, 0xFF, 0x9B] + [UInt8](repeating: 0, count: 8) + [192, 0, 2, 33])
+        XCTAssertEqual(
+            try address("1:2:3:4:5:6:7:8").bytes,
+            [0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0, 7, 0, 8])
+        XCTAssertEqual(
+            try address("64:ff9b::192.0.2.33").bytes,
+            [0, 0x64, 0xFF, 0x9B] + [UInt8](repeating: 0, count: 8) + [192, 0, 2, 33])
         XCTAssertEqual(try address("1:2:3:4:5:6:1.2.3.4").bytes.suffix(6), [0, 6, 1, 2, 3, 4])
         XCTAssertEqual(try address("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255").bytes, [UInt8](repeating: 0xFF, count: 16))
     }
 
     func testRefusesMalformedIPv6() {
-        for text in ["::1::", ":::", "1:::2", "1::2::3", ":1::", "1::2:", ":1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8:",
-                     "1:2:3:4:5:6:7:8:9", "1:2:3:4:5:6:7:8::", "::1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7",
-                     "fe80::1%eth0", "fe80::1%1", "12345::", "g::", "::-1", "[::1]", "[::1]:80", " ::1", "::1 ",
-                     "::1.2.3", "::01.2.3.4", "::256.2.3.4", "::1.2.3.4:5", "1.2.3.4::", "::1.2.3.4.5",
-                     "1:2:3:4:5:6:7:1.2.3.4", "1:2:3:4:5:6:7:8:1.2.3.4", "0000:0000:0000:0000:0000:0000:0000:00001"] {
+        for text in [
+            "::1::", ":::", "1:::2", "1::2::3", ":1::", "1::2:", ":1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8:",
+            "1:2:3:4:5:6:7:8:9", "1:2:3:4:5:6:7:8::", "::1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7",
+            "fe80::1%eth0", "fe80::1%1", "12345::", "g::", "::-1", "[::1]", "[::1]:80", " ::1", "::1 ",
+            "::1.2.3", "::01.2.3.4", "::256.2.3.4", "::1.2.3.4:5", "1.2.3.4::", "::1.2.3.4.5",
+            "1:2:3:4:5:6:7:1.2.3.4", "1:2:3:4:5:6:7:8:1.2.3.4", "0000:0000:0000:0000:0000:0000:0000:00001",
+        ] {
             XCTAssertNil(IPAddress(text), text)
         }
     }
@@ -153,9 +160,11 @@ final class ClientAddressTests: XCTestCase {
     }
 
     func testRefusesMalformedNetworks() {
-        for text in ["10.0.0.0/33", "::/129", "10.0.0.0/", "/8", "10.0.0.0/-1", "10.0.0.0/+8", "10.0.0.0/8/8",
-                     "10.0.0.0/ 8", "10.0.0.0 /8", "10.0.0/8", "10.0.0.0/08", "10.0.0.0/0008", "fe80::/10%eth0",
-                     "fe80::%eth0/10", "[::1]/128", "", "any"] {
+        for text in [
+            "10.0.0.0/33", "::/129", "10.0.0.0/", "/8", "10.0.0.0/-1", "10.0.0.0/+8", "10.0.0.0/8/8",
+            "10.0.0.0/ 8", "10.0.0.0 /8", "10.0.0/8", "10.0.0.0/08", "10.0.0.0/0008", "fe80::/10%eth0",
+            "fe80::%eth0/10", "[::1]/128", "", "any",
+        ] {
             XCTAssertNil(IPNetwork(text), text)
         }
     }
@@ -197,8 +206,9 @@ final class ClientAddressTests: XCTestCase {
         XCTAssertEqual(try client(xff: ["2001:db8::5, 2001:db8:ffff::1"]), try address("2001:db8::5"))
         XCTAssertEqual(try client(xff: ["::ffff:198.51.100.7"]), try address("198.51.100.7"))
         // A trusted peer by its mapped form.
-        XCTAssertEqual(proxies.forwardedClient(peer: try address("::ffff:10.0.0.1"), forwarded: [], xForwardedFor: ["198.51.100.7"]),
-                       try address("198.51.100.7"))
+        XCTAssertEqual(
+            proxies.forwardedClient(peer: try address("::ffff:10.0.0.1"), forwarded: [], xForwardedFor: ["198.51.100.7"]),
+            try address("198.51.100.7"))
     }
 
     func testXForwardedForEntryForms() throws {
@@ -218,9 +228,11 @@ final class ClientAddressTests: XCTestCase {
     }
 
     func testMalformedXForwardedForMeansThePeer() throws {
-        for values in [["198.51.100.1, not-an-ip"], ["unknown"], ["198.51.100.1:99999x"], ["198.51.100.1:123456"],
-                       ["198.51.100.1:"], ["[2001:db8::1"], ["[2001:db8::1]80"], ["[198.51.100.1]"], ["2001:db8::1%eth0"],
-                       ["198.51.100.1 10.0.0.1"], ["198.51.100.1", "garbage", "10.0.0.2"], ["_hidden"]] {
+        for values in [
+            ["198.51.100.1, not-an-ip"], ["unknown"], ["198.51.100.1:99999x"], ["198.51.100.1:123456"],
+            ["198.51.100.1:"], ["[2001:db8::1"], ["[2001:db8::1]80"], ["[198.51.100.1]"], ["2001:db8::1%eth0"],
+            ["198.51.100.1 10.0.0.1"], ["198.51.100.1", "garbage", "10.0.0.2"], ["_hidden"],
+        ] {
             XCTAssertNil(try client(xff: values), "\(values)")
         }
     }
@@ -243,8 +255,9 @@ final class ClientAddressTests: XCTestCase {
     }
 
     func testForwardedElementsAndFieldValuesInOrder() throws {
-        XCTAssertEqual(try client(forwarded: ["for=192.0.2.43, for=198.51.100.17;by=10.0.0.1", "for=10.0.0.9"]),
-                       try address("198.51.100.17"))
+        XCTAssertEqual(
+            try client(forwarded: ["for=192.0.2.43, for=198.51.100.17;by=10.0.0.1", "for=10.0.0.9"]),
+            try address("198.51.100.17"))
         XCTAssertEqual(try client(forwarded: ["for=198.51.100.17", "for=192.0.2.43"]), try address("192.0.2.43"))
         XCTAssertEqual(try client(forwarded: ["for=192.0.2.43", "for=198.51.100.17"]), try address("198.51.100.17"))
         XCTAssertEqual(try client(forwarded: [#"for=192.0.2.1;note="a,b;c=d", for=198.51.100.3"#]), try address("198.51.100.3"))
@@ -264,11 +277,13 @@ final class ClientAddressTests: XCTestCase {
     }
 
     func testMalformedForwardedMeansThePeer() throws {
-        for values in [["for=[2001:db8::1]"], [#"for="2001:db8::1""#], ["for=192.0.2.43:80"], ["for"], ["for="], [#"for="""#],
-                       [#"for="192.0.2.1"#], ["for=192.0.2.1;for=198.51.100.1"], ["for=999.0.0.1"], ["for=192.0.2.1 x"],
-                       ["for = 192.0.2.1"], ["=192.0.2.1"], ["for=bogus!"], [#"for="192.0.2.1:port""#], [#"for="[::1]:""#],
-                       [#"for="[::1]:123456""#], [#"for="_""#], [#"for="_a b""#], ["for=198.51.100.1", "for=bogus!"],
-                       ["for=192.0.2.1\u{1}"], ["for=\"192.0.2.1\u{7F}\""], ["for=192.0.2.1;by"]] {
+        for values in [
+            ["for=[2001:db8::1]"], [#"for="2001:db8::1""#], ["for=192.0.2.43:80"], ["for"], ["for="], [#"for="""#],
+            [#"for="192.0.2.1"#], ["for=192.0.2.1;for=198.51.100.1"], ["for=999.0.0.1"], ["for=192.0.2.1 x"],
+            ["for = 192.0.2.1"], ["=192.0.2.1"], ["for=bogus!"], [#"for="192.0.2.1:port""#], [#"for="[::1]:""#],
+            [#"for="[::1]:123456""#], [#"for="_""#], [#"for="_a b""#], ["for=198.51.100.1", "for=bogus!"],
+            ["for=192.0.2.1\u{1}"], ["for=\"192.0.2.1\u{7F}\""], ["for=192.0.2.1;by"],
+        ] {
             XCTAssertNil(try client(forwarded: values), "\(values)")
         }
     }
@@ -306,8 +321,9 @@ final class ClientAddressTests: XCTestCase {
         XCTAssertEqual(header.count, 31)
         XCTAssertEqual(parse(header), .header(length: 31, source: IPAddress("192.0.2.1")))
         XCTAssertEqual(parse(header + Array("GET / HTTP/1.1\r\n".utf8)), .header(length: 31, source: IPAddress("192.0.2.1")))
-        XCTAssertEqual(parse(proxyV2(command: 0x1, family: 0x12, block: Array(block.prefix(12)))),
-                       .header(length: 28, source: IPAddress("192.0.2.1")))  // UDP
+        XCTAssertEqual(
+            parse(proxyV2(command: 0x1, family: 0x12, block: Array(block.prefix(12)))),
+            .header(length: 28, source: IPAddress("192.0.2.1")))  // UDP
     }
 
     func testProxyV2IPv6() throws {
@@ -321,12 +337,14 @@ final class ClientAddressTests: XCTestCase {
 
     func testProxyV2WithoutSource() {
         XCTAssertEqual(parse(proxyV2(command: 0x0, family: 0x00, block: [])), .header(length: 16, source: nil))
-        XCTAssertEqual(parse(proxyV2(command: 0x0, family: 0x11, block: [192, 0, 2, 1, 198, 51, 100, 2, 0, 1, 0, 2])),
-                       .header(length: 28, source: nil))  // LOCAL ignores the address block
+        XCTAssertEqual(
+            parse(proxyV2(command: 0x0, family: 0x11, block: [192, 0, 2, 1, 198, 51, 100, 2, 0, 1, 0, 2])),
+            .header(length: 28, source: nil))  // LOCAL ignores the address block
         XCTAssertEqual(parse(proxyV2(command: 0x0, family: 0xFF, block: [])), .header(length: 16, source: nil))
         XCTAssertEqual(parse(proxyV2(command: 0x1, family: 0x00, block: [])), .header(length: 16, source: nil))
-        XCTAssertEqual(parse(proxyV2(command: 0x1, family: 0x31, block: [UInt8](repeating: 0, count: 216))),
-                       .header(length: 232, source: nil))
+        XCTAssertEqual(
+            parse(proxyV2(command: 0x1, family: 0x31, block: [UInt8](repeating: 0, count: 216))),
+            .header(length: 232, source: nil))
     }
 
     func testProxyV2NeedsMore() {
@@ -395,8 +413,10 @@ final class ClientAddressTests: XCTestCase {
 
     /// A version 2 header: the signature, version 2 with `command`, `family`, the block's length and the block.
     private func proxyV2(command: UInt8, family: UInt8, block: [UInt8]) -> [UInt8] {
-        ProxyProtocol.signature + [0x20 | command, family, UInt8(truncatingIfNeeded: block.count >> 8),
-                                   UInt8(truncatingIfNeeded: block.count)] + block
+        ProxyProtocol.signature + [
+            0x20 | command, family, UInt8(truncatingIfNeeded: block.count >> 8),
+            UInt8(truncatingIfNeeded: block.count),
+        ] + block
     }
 
     private func parse(_ bytes: [UInt8]) -> ProxyProtocol.V2Result {

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import HTTPServer
 
 /// Keep-alive, pipelining, Expect, HEAD/OPTIONS, routing and response framing over real sockets.

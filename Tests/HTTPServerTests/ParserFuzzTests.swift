@@ -1,5 +1,6 @@
-import Testing
 import TestSupport
+import Testing
+
 @testable import HTTPServer
 
 /// A seeded, bounded randomized pass over the parser: valid requests split at random
@@ -26,8 +27,9 @@ import TestSupport
                 return .rejected(status: error.status.code)
             case let .success(parsed?):
                 let head = parsed.head
-                return .parsed(method: head.method, path: head.path, query: head.query, fields: head.headers.count,
-                               framing: "\(head.framing)", keepAlive: head.keepAlive)
+                return .parsed(
+                    method: head.method, path: head.path, query: head.query, fields: head.headers.count,
+                    framing: "\(head.framing)", keepAlive: head.keepAlive)
             case .success(nil):
                 continue
             }

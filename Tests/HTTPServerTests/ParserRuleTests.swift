@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import HTTPServer
 
 /// Every parser rule, over a real socket: exact bytes in, exact status and closure out.
@@ -13,8 +14,10 @@ import TestSupport
         }
     }
 
-    private func expectRejected(_ request: String, status: Int, code: String, over transport: Transport,
-                                sourceLocation: SourceLocation) async throws {
+    private func expectRejected(
+        _ request: String, status: Int, code: String, over transport: Transport,
+        sourceLocation: SourceLocation
+    ) async throws {
         let server = try TestServer(transport)
         let (response, closed) = try await onThread { try exchange(server, request) }
         #expect(response.status == status, "\(request.debugDescription)", sourceLocation: sourceLocation)
@@ -144,7 +147,8 @@ import TestSupport
 
     @Test func chunkedBodyIsDecoded() async throws {
         let server = try TestServer()
-        let request = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        let request =
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
             + "5;name=value\r\nhello\r\n1\r\n \r\nA\r\n0123456789\r\n0\r\nX-Trailer: ignored\r\n\r\n"
         let (response, _) = try await onThread { try exchange(server, request) }
         #expect(response.status == 200)
@@ -152,13 +156,13 @@ import TestSupport
     }
 
     @Test(arguments: [
-        "zz\r\nhello\r\n0\r\n\r\n",             // not hex
-        "\r\nhello\r\n0\r\n\r\n",               // no size
-        "1000000000000000\r\nx\r\n0\r\n\r\n",   // 16 hex digits
-        "5\r\nhelloXX0\r\n\r\n",                // no CRLF after data
-        "5\nhello\r\n0\r\n\r\n",                // bare LF after size
-        "5\r\nhello\r\n0\r\n X: folded\r\n\r\n", // obs-fold in trailers
-        "5 junk\r\nhello\r\n0\r\n\r\n",       // whitespace not followed by an extension
+        "zz\r\nhello\r\n0\r\n\r\n",  // not hex
+        "\r\nhello\r\n0\r\n\r\n",  // no size
+        "1000000000000000\r\nx\r\n0\r\n\r\n",  // 16 hex digits
+        "5\r\nhelloXX0\r\n\r\n",  // no CRLF after data
+        "5\nhello\r\n0\r\n\r\n",  // bare LF after size
+        "5\r\nhello\r\n0\r\n X: folded\r\n\r\n",  // obs-fold in trailers
+        "5 junk\r\nhello\r\n0\r\n\r\n",  // whitespace not followed by an extension
         "5\r\nhello\r\n0\r\nno colon\r\n\r\n",  // trailer line without a colon
     ])
     func malformedChunksAre400(_ body: String) async throws {

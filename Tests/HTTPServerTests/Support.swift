@@ -1,8 +1,10 @@
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 @testable import HTTPServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -45,94 +47,114 @@ final class TestServer: Sendable {
         var router = Router()
         router.add(.GET, "/", .inline { _ in .text("root") })
         router.add(.GET, "/hello", .inline { _ in .text("hello") })
-        router.add(.GET, "/twice", .deferred { _, responder in
-            responder.respond(.text("first"))
-            responder.respond(.text("second, ignored"))
-        })
-        router.add(.POST, "/echo", .inline { request in
-            HTTPResponse(status: .ok, headers: [("Content-Type", "application/octet-stream")], body: request.body)
-        })
+        router.add(
+            .GET, "/twice",
+            .deferred { _, responder in
+                responder.respond(.text("first"))
+                responder.respond(.text("second, ignored"))
+            })
+        router.add(
+            .POST, "/echo",
+            .inline { request in
+                HTTPResponse(status: .ok, headers: [("Content-Type", "application/octet-stream")], body: request.body)
+            })
         router.add(.GET, "/items/{id}", .inline { request in .text(request.pathParameters["id"] ?? "?") })
         router.add(.DELETE, "/items/{id}", .inline { _ in HTTPResponse(status: .noContent) })
-        router.add(.GET, "/query", .inline { request in
-            .text(try request.queryItems().map { "\($0.name)=\($0.value)" }.joined(separator: "&"))
-        })
+        router.add(
+            .GET, "/query",
+            .inline { request in
+                .text(try request.queryItems().map { "\($0.name)=\($0.value)" }.joined(separator: "&"))
+            })
         router.add(.GET, "/header", .inline { request in .text(request.headers["X-Probe"] ?? "-") })
-        router.add(.GET, "/slow/{ms}", .blocking { request in
-            usleep(UInt32(Int(request.pathParameters["ms"] ?? "0") ?? 0) * 1000)
-            return .text("slow done")
-        })
-        router.add(.GET, "/async", .async { _ in
-            try await Task.sleep(for: .milliseconds(10))
-            return .text("async done")
-        })
-        router.add(.GET, "/wait/{token}", .deferred { request, responder in
-            // Never answers: the test watches the responder through ``waiting``.
-            Self.waiting.withLock { $0[request.pathParameters["token"] ?? ""] = responder }
-        })
-        router.add(.GET, "/stream/{mode}", .deferred { request, responder in
-            // `finite`: three chunks, then the end; `flood`: 64 KiB chunks until the stream refuses one.
-            let stream = ResponseStream(limit: 256 * 1024)
-            var response = HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain")])
-            response.stream = stream
-            let flood = request.pathParameters["mode"] == "flood"
-            stream.send(Array("a".utf8))
-            responder.respond(response)
-            Thread {
-                if flood {
-                    var total = 0
-                    let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
-                    while total < 256 << 20, stream.send(chunk) { total += chunk.count }
-                    Self.flooded.withLock { $0 = total }
-                } else {
-                    stream.send(Array("b".utf8))
-                    stream.send(Array("c".utf8))
-                    stream.finish()
-                }
-            }.start()
-        })
-        router.add(.GET, "/budgeted/{mode}", .deferred { request, responder in
-            // Streams sharing ``streamBudget``: `flood` sends 64 KiB every 10 ms until refused
-            // (then records what it sent); `trickle` sends 10 bytes every 20 ms for 2 s, then ends.
-            let stream = ResponseStream(limit: 16 << 20, budget: Self.streamBudget)
-            var response = HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain")])
-            response.stream = stream
-            responder.respond(response)
-            let flood = request.pathParameters["mode"] == "flood"
-            Thread {
-                if flood {
-                    var total = 0
-                    let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
-                    while total < 256 << 20, stream.send(chunk) {
-                        total += chunk.count
-                        Self.budgetPeak.withLock { $0 = max($0, Self.streamBudget.unsentBytes) }
-                        usleep(10_000)
+        router.add(
+            .GET, "/slow/{ms}",
+            .blocking { request in
+                usleep(UInt32(Int(request.pathParameters["ms"] ?? "0") ?? 0) * 1000)
+                return .text("slow done")
+            })
+        router.add(
+            .GET, "/async",
+            .async { _ in
+                try await Task.sleep(for: .milliseconds(10))
+                return .text("async done")
+            })
+        router.add(
+            .GET, "/wait/{token}",
+            .deferred { request, responder in
+                // Never answers: the test watches the responder through ``waiting``.
+                Self.waiting.withLock { $0[request.pathParameters["token"] ?? ""] = responder }
+            })
+        router.add(
+            .GET, "/stream/{mode}",
+            .deferred { request, responder in
+                // `finite`: three chunks, then the end; `flood`: 64 KiB chunks until the stream refuses one.
+                let stream = ResponseStream(limit: 256 * 1024)
+                var response = HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain")])
+                response.stream = stream
+                let flood = request.pathParameters["mode"] == "flood"
+                stream.send(Array("a".utf8))
+                responder.respond(response)
+                Thread {
+                    if flood {
+                        var total = 0
+                        let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
+                        while total < 256 << 20, stream.send(chunk) { total += chunk.count }
+                        Self.flooded.withLock { $0 = total }
+                    } else {
+                        stream.send(Array("b".utf8))
+                        stream.send(Array("c".utf8))
+                        stream.finish()
                     }
-                    Self.floods.withLock { $0.append(total) }
-                } else {
-                    for _ in 0..<100 {
-                        guard stream.send(Array("0123456789".utf8)) else { return }
-                        usleep(20_000)
+                }.start()
+            })
+        router.add(
+            .GET, "/budgeted/{mode}",
+            .deferred { request, responder in
+                // Streams sharing ``streamBudget``: `flood` sends 64 KiB every 10 ms until refused
+                // (then records what it sent); `trickle` sends 10 bytes every 20 ms for 2 s, then ends.
+                let stream = ResponseStream(limit: 16 << 20, budget: Self.streamBudget)
+                var response = HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain")])
+                response.stream = stream
+                responder.respond(response)
+                let flood = request.pathParameters["mode"] == "flood"
+                Thread {
+                    if flood {
+                        var total = 0
+                        let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
+                        while total < 256 << 20, stream.send(chunk) {
+                            total += chunk.count
+                            Self.budgetPeak.withLock { $0 = max($0, Self.streamBudget.unsentBytes) }
+                            usleep(10_000)
+                        }
+                        Self.floods.withLock { $0.append(total) }
+                    } else {
+                        for _ in 0..<100 {
+                            guard stream.send(Array("0123456789".utf8)) else { return }
+                            usleep(20_000)
+                        }
+                        stream.finish()
                     }
-                    stream.finish()
-                }
-            }.start()
-        })
+                }.start()
+            })
         router.add(.GET, "/client", .inline { request in .text(request.clientAddress) })
         // Bodies of at most 100 bytes, from a caller that says `Bearer good` in its head.
-        router.add(.POST, "/guarded", Handler.inline { request in
-            Self.guardedBodies.withLock { $0 += 1 }
-            return .text("got \(request.body.count) from \((request.admitted as? Word)?.text ?? "?")")
-        }.limitingBody(to: 100).admitting { request in
-            guard request.headers["Authorization"] == "Bearer good" else {
-                throw HTTPError(.unauthorized, code: "unauthenticated", detail: "Say the word.")
-            }
-            return Word(text: "good")
-        })
+        router.add(
+            .POST, "/guarded",
+            Handler.inline { request in
+                Self.guardedBodies.withLock { $0 += 1 }
+                return .text("got \(request.body.count) from \((request.admitted as? Word)?.text ?? "?")")
+            }.limitingBody(to: 100).admitting { request in
+                guard request.headers["Authorization"] == "Bearer good" else {
+                    throw HTTPError(.unauthorized, code: "unauthenticated", detail: "Say the word.")
+                }
+                return Word(text: "good")
+            })
         router.add(.GET, "/fail", .inline { _ in throw TestFailure("secret internal detail") })
-        router.add(.GET, "/teapot", .blocking { _ in
-            throw HTTPError(HTTPStatus(code: 418, reasonPhrase: "I'm a teapot"), code: "teapot", detail: "Short and stout.")
-        })
+        router.add(
+            .GET, "/teapot",
+            .blocking { _ in
+                throw HTTPError(HTTPStatus(code: 418, reasonPhrase: "I'm a teapot"), code: "teapot", detail: "Short and stout.")
+            })
         return router
     }
 

@@ -1,7 +1,9 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import HTTPServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -68,7 +70,7 @@ private let helloRequest = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"
                 Self.sendRaw(fd, Self.truncatedClientHello)
                 return fd
             }
-            defer { stalled.forEach { close($0) } }
+            defer { for descriptor in stalled { close(descriptor) } }
             // One loop thread: a stalled handshake must not hold it.
             for _ in 0..<5 {
                 let client = try server.client()
@@ -251,8 +253,10 @@ private let helloRequest = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"
         #expect(output.contains("12"), "both bodies")
     }
 
-    @Test(arguments: [("TLSv1", "refused TLSV1_ALERT_PROTOCOL_VERSION"), ("TLSv1_1", "refused TLSV1_ALERT_PROTOCOL_VERSION"),
-                      ("TLSv1_2", "accepted TLSv1.2 http/1.1"), ("TLSv1_3", "accepted TLSv1.3 http/1.1")])
+    @Test(arguments: [
+        ("TLSv1", "refused TLSV1_ALERT_PROTOCOL_VERSION"), ("TLSv1_1", "refused TLSV1_ALERT_PROTOCOL_VERSION"),
+        ("TLSv1_2", "accepted TLSv1.2 http/1.1"), ("TLSv1_3", "accepted TLSv1.3 http/1.1"),
+    ])
     func pythonSeesOnlyTLS12And13(_ version: String, _ expected: String) async throws {
         let server = try TestServer(.tls)
         let certificates = try TestCertificates.shared()
@@ -311,10 +315,20 @@ private let helloRequest = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"
         let address = "127.0.0.1:\(server.port)"
         let (first, second, old) = try await onThread { () -> (String, String, String) in
             let request = "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-            let first = try runCommand("/usr/bin/openssl", ["s_client", "-connect", address, "-CAfile", certificates.caFile, "-alpn", "http/1.1",
-                                                             "-sess_out", sessionFile, "-ign_eof"], input: request).output
-            let second = try runCommand("/usr/bin/openssl", ["s_client", "-connect", address, "-CAfile", certificates.caFile,
-                                                              "-sess_in", sessionFile, "-ign_eof"], input: request).output
+            let first = try runCommand(
+                "/usr/bin/openssl",
+                [
+                    "s_client", "-connect", address, "-CAfile", certificates.caFile, "-alpn", "http/1.1",
+                    "-sess_out", sessionFile, "-ign_eof",
+                ], input: request
+            ).output
+            let second = try runCommand(
+                "/usr/bin/openssl",
+                [
+                    "s_client", "-connect", address, "-CAfile", certificates.caFile,
+                    "-sess_in", sessionFile, "-ign_eof",
+                ], input: request
+            ).output
             let old = try runCommand("/usr/bin/openssl", ["s_client", "-connect", address, "-tls1_1", "-cipher", "DEFAULT:@SECLEVEL=0"]).output
             return (first, second, old)
         }

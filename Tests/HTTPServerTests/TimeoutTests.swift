@@ -1,7 +1,9 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import HTTPServer
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import HTTPServer
 
 /// A fair pool runs its callers' jobs in turns and holds each caller to its share.
@@ -13,7 +14,9 @@ import Testing
         let finished = DispatchSemaphore(value: 0)
 
         func job(_ name: String) -> @Sendable () -> Void {
-            { self.order.withLock { $0.append(name) }; self.finished.signal() }
+            {
+                self.order.withLock { $0.append(name) }; self.finished.signal()
+            }
         }
     }
 
@@ -21,7 +24,10 @@ import Testing
         let pool = WorkPool(name: "fair-test", threads: 1, queueLimit: 16, perCaller: 4)
         let run = Run()
         // The only thread is busy with a job of A's while the others queue.
-        #expect(pool.submit(for: "A") { run.started.signal(); run.gate.wait(); run.order.withLock { $0.append("A0") }; run.finished.signal() })
+        #expect(
+            pool.submit(for: "A") {
+                run.started.signal(); run.gate.wait(); run.order.withLock { $0.append("A0") }; run.finished.signal()
+            })
         #expect(run.started.wait(timeout: .now() + 10) == .success)
         for index in 1...3 { #expect(pool.submit(for: "A", run.job("A\(index)"))) }
         #expect(!pool.submit(for: "A", run.job("A4")), "A holds its four, one of them running")
@@ -40,7 +46,10 @@ import Testing
     @Test func aLineMayHaveAShareOfItsOwn() {
         let pool = WorkPool(name: "fair-share", threads: 1, queueLimit: 16, perCaller: 1)
         let run = Run()
-        #expect(pool.submit(for: "A") { run.started.signal(); run.gate.wait(); run.finished.signal() })
+        #expect(
+            pool.submit(for: "A") {
+                run.started.signal(); run.gate.wait(); run.finished.signal()
+            })
         #expect(run.started.wait(timeout: .now() + 10) == .success)
         #expect(!pool.submit(for: "A", run.job("A1")), "A holds its one")
         #expect(pool.submit(for: "opens A", share: 2, run.job("O1")) && pool.submit(for: "opens A", share: 2, run.job("O2")))
@@ -53,7 +62,10 @@ import Testing
     @Test func theWholeQueueIsBounded() {
         let pool = WorkPool(name: "fair-bound", threads: 1, queueLimit: 2, perCaller: 8)
         let run = Run()
-        #expect(pool.submit(for: "A") { run.started.signal(); run.gate.wait(); run.finished.signal() })
+        #expect(
+            pool.submit(for: "A") {
+                run.started.signal(); run.gate.wait(); run.finished.signal()
+            })
         #expect(run.started.wait(timeout: .now() + 10) == .success)
         // The running job holds no place in the queue; two more fill it.
         #expect(pool.submit(for: "B", run.job("B1")))

@@ -1,5 +1,6 @@
 import CLinux
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif

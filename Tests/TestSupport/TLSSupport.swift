@@ -1,6 +1,7 @@
 import CTLS
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -46,8 +47,11 @@ public struct TestCertificates: Sendable {
         let (status, output) = try runCommand("/bin/bash", [script, directory])
         guard status == 0 else { throw Loopback.Failure(description: "\(script) failed: \(output)") }
         let sign = ["x509", "-req", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-extfile", "leaf.cnf"]
-        try openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "renewed.key", "-out", "renewed.csr",
-                     "-subj", "/CN=catalog-renewed"], in: directory)
+        try openssl(
+            [
+                "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "renewed.key", "-out", "renewed.csr",
+                "-subj", "/CN=catalog-renewed",
+            ], in: directory)
         try openssl(sign + ["-in", "renewed.csr", "-days", "90", "-out", "renewed.pem"], in: directory)
         // Valid until the day before it was made.
         try openssl(sign + ["-in", "server.csr", "-days", "-1", "-out", "expired.pem"], in: directory)
@@ -58,8 +62,10 @@ public struct TestCertificates: Sendable {
 
     /// Copies `certificate` and `key` over `certificateTarget` and `keyTarget`, as a
     /// renewal does, the key with `keyMode`.
-    public static func install(_ certificate: String, _ key: String, at certificateTarget: String, _ keyTarget: String,
-                               keyMode: mode_t = 0o600) throws {
+    public static func install(
+        _ certificate: String, _ key: String, at certificateTarget: String, _ keyTarget: String,
+        keyMode: mode_t = 0o600
+    ) throws {
         for (from, to) in [(certificate, certificateTarget), (key, keyTarget)] {
             try? FileManager.default.removeItem(atPath: to)
             try FileManager.default.copyItem(atPath: from, toPath: to)
@@ -77,8 +83,10 @@ public struct TestCertificates: Sendable {
 /// Runs a program to its end (call it from a thread of its own: see ``onThread(_:)``),
 /// feeding it `input`; returns its exit status and what it printed on standard output
 /// and standard error together.
-public func runCommand(_ path: String, _ arguments: [String], in directory: String? = nil, input: String = "",
-                       environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
+public func runCommand(
+    _ path: String, _ arguments: [String], in directory: String? = nil, input: String = "",
+    environment: [String: String]? = nil
+) throws -> (status: Int32, output: String) {
     let process = ChildProcess()
     // `env -C` changes directory in the child: Foundation's `currentDirectoryURL` is not
     // used, as `Process.run()` crashed now and then in tests that spawn while others work.

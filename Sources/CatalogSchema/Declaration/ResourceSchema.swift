@@ -45,10 +45,12 @@ package final class ResourceSchema: Sendable {
     /// What the `data` of an import record carries: the stamps and every imported field.
     package let importRecord: DocumentShape
 
-    package init(type: String, noun: String, path: String, standardRoutes: Bool = true, table: String, fields: [SchemaField], searchTable: String? = nil,
-                 geographic: Bool = false,
-                 cachesRenderings: Bool = false, includes: [String] = [], filters: [String: @Sendable (CatalogID) -> ListScope] = [:], scopes: [ScopeKind] = [],
-                 ownership: Ownership? = nil, frozen: (column: String, detail: String)? = nil, recordRules: @escaping @Sendable (FieldValues) -> [FieldError] = { _ in [] }) {
+    package init(
+        type: String, noun: String, path: String, standardRoutes: Bool = true, table: String, fields: [SchemaField], searchTable: String? = nil,
+        geographic: Bool = false,
+        cachesRenderings: Bool = false, includes: [String] = [], filters: [String: @Sendable (CatalogID) -> ListScope] = [:], scopes: [ScopeKind] = [],
+        ownership: Ownership? = nil, frozen: (column: String, detail: String)? = nil, recordRules: @escaping @Sendable (FieldValues) -> [FieldError] = { _ in [] }
+    ) {
         self.type = type
         self.noun = noun
         self.path = path

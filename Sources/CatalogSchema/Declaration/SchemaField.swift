@@ -86,8 +86,10 @@ package struct SchemaField: Sendable {
     package let searchWeight: Double?
     package let importRole: ImportRole
 
-    package init(_ name: String, _ storage: Storage, _ kind: Kind, access: Access = .writable, required: Bool = true, nullable: Bool = false,
-                 default defaultValue: FieldValue? = nil, sortable: Bool = false, search searchWeight: Double? = nil, import importRole: ImportRole = .data) {
+    package init(
+        _ name: String, _ storage: Storage, _ kind: Kind, access: Access = .writable, required: Bool = true, nullable: Bool = false,
+        default defaultValue: FieldValue? = nil, sortable: Bool = false, search searchWeight: Double? = nil, import importRole: ImportRole = .data
+    ) {
         self.name = name
         self.storage = storage
         self.kind = kind
@@ -117,11 +119,14 @@ package struct SchemaField: Sendable {
 extension SchemaField {
     /// A string kept in `column` (the name, unless given); optional when not `required`
     /// (null when absent, unless `default` stands in).
-    package static func text(_ name: String, column: String? = nil, rule: FieldRule<String>, required: Bool = true, nullable: Bool = false,
-                             default defaultValue: String? = nil, sortable: Bool = false, search: Double? = nil) -> SchemaField {
-        SchemaField(name, .column(column ?? name), .text(rule), required: required && defaultValue == nil,
-                    nullable: nullable || (!required && defaultValue == nil), default: defaultValue.map(FieldValue.text), sortable: sortable,
-                    search: search)
+    package static func text(
+        _ name: String, column: String? = nil, rule: FieldRule<String>, required: Bool = true, nullable: Bool = false,
+        default defaultValue: String? = nil, sortable: Bool = false, search: Double? = nil
+    ) -> SchemaField {
+        SchemaField(
+            name, .column(column ?? name), .text(rule), required: required && defaultValue == nil,
+            nullable: nullable || (!required && defaultValue == nil), default: defaultValue.map(FieldValue.text), sortable: sortable,
+            search: search)
     }
 
     /// An absolute http(s) URL kept in `column`; null when absent and not `required`.
@@ -141,8 +146,10 @@ extension SchemaField {
     }
 
     /// One of `allowed`, kept in `column` (the name, unless given); `default` when absent.
-    package static func choice(_ name: String, column: String? = nil, rule: FieldRule<String>, access: Access = .writable,
-                               default defaultValue: String) -> SchemaField {
+    package static func choice(
+        _ name: String, column: String? = nil, rule: FieldRule<String>, access: Access = .writable,
+        default defaultValue: String
+    ) -> SchemaField {
         SchemaField(name, .column(column ?? name), .text(rule), access: access, required: false, default: .text(defaultValue))
     }
 

@@ -15,8 +15,9 @@ extension ResourceSchema {
             .owner("authorId", column: "author_id"),
             SchemaField("authorDeleted", .column("author_deleted"), .boolean, access: .serverSet, required: false, default: .integer(0)),
             .text("body", rule: CommentInput.bodyRule, nullable: true),
-            SchemaField("parentId", .column("parent_id"), .id(references: .comments), access: .createOnly, required: false, nullable: true,
-                        import: .identity),
+            SchemaField(
+                "parentId", .column("parent_id"), .id(references: .comments), access: .createOnly, required: false, nullable: true,
+                import: .identity),
             .server("deleted", .column("deleted"), .boolean, import: .data),
             // Counted again by every import; the record's count is checked by the rules below.
             .server("replyCount", .column("reply_count"), .integer(FieldRule { _ in nil }), import: .insertOnly),
@@ -48,8 +49,9 @@ extension ResourceSchema {
 
 extension ScopeKind {
     /// The top-level comments on a playable item (which must exist).
-    public static let commentsOn = ScopeKind(name: "commentsOn", filter: "t.playable_item_id = ? AND t.parent_id IS NULL",
-                                             parentTable: "playable_items")
+    public static let commentsOn = ScopeKind(
+        name: "commentsOn", filter: "t.playable_item_id = ? AND t.parent_id IS NULL",
+        parentTable: "playable_items")
     /// The replies to a comment (which must exist).
     public static let repliesTo = ScopeKind(name: "repliesTo", filter: "t.parent_id = ?", parentTable: "comments")
 }

@@ -17,8 +17,9 @@ extension ResourceSchema {
         ],
         searchTable: "playlists_fts", includes: ["entries"],
         filters: ["playableItemId": { .playlistsContaining(item: $0) }], scopes: [.playlistsContaining],
-        ownership: Ownership(owner: "owner_id", hiddenWhen: (column: "visibility", value: Visibility.private.rawValue),
-                             quota: PlaylistInput.maxPerUser),
+        ownership: Ownership(
+            owner: "owner_id", hiddenWhen: (column: "visibility", value: Visibility.private.rawValue),
+            quota: PlaylistInput.maxPerUser),
         recordRules: { record in
             guard case let .documents(entries)? = record["entries"] else { return [] }
             var seen = Set<String>()
@@ -56,7 +57,7 @@ package enum PlaylistEntrySchema {
 
     /// `PUT …/entries`: the whole new order, as item ids.
     package static let order = DocumentShape([
-        SchemaField("playableItemIds", .none, .ids(references: .playableItems, maxCount: PlaylistOrder.maxEntries)),
+        SchemaField("playableItemIds", .none, .ids(references: .playableItems, maxCount: PlaylistOrder.maxEntries))
     ])
 
     /// An entry of a playlist's import record.

@@ -130,7 +130,8 @@ final class Authenticator: Sendable {
         let range: Range<Int>? = value.withUnsafeBufferPointer { bytes in
             let scheme: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0x62, 0x65, 0x61, 0x72, 0x65, 0x72)  // "bearer"
             guard bytes.count > 7, bytes[0] | 0x20 == scheme.0, bytes[1] | 0x20 == scheme.1, bytes[2] | 0x20 == scheme.2,
-                  bytes[3] | 0x20 == scheme.3, bytes[4] | 0x20 == scheme.4, bytes[5] | 0x20 == scheme.5, bytes[6] == 0x20 else { return nil }
+                bytes[3] | 0x20 == scheme.3, bytes[4] | 0x20 == scheme.4, bytes[5] | 0x20 == scheme.5, bytes[6] == 0x20
+            else { return nil }
             var start = 7, end = bytes.count
             while start < end, bytes[start] == 0x20 { start += 1 }
             guard start < end, end - start <= maxTokenBytes else { return nil }
@@ -171,8 +172,10 @@ final class CredentialMemory: Sendable {
 
         init(_ bytes: [UInt8]) {
             words = bytes.withUnsafeBytes { raw in
-                (raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
-                 raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+                (
+                    raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+                    raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self), raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self)
+                )
             }
         }
 

@@ -48,8 +48,9 @@ enum Caching: Sendable {
         }
         let viewer = perCaller ? (caller.userID?.rawValue ?? "") + "/" + (caller.role?.rawValue ?? "") : nil
         let isRead = request.method == .GET || request.method == .HEAD
-        return Finishing(kind: viewer.map(Finishing.Kind.perCaller) ?? .shared, isRead: isRead,
-                         conditions: isRead ? request.headers.values(for: "if-none-match") : [], maxAge: maxAge)
+        return Finishing(
+            kind: viewer.map(Finishing.Kind.perCaller) ?? .shared, isRead: isRead,
+            conditions: isRead ? request.headers.values(for: "if-none-match") : [], maxAge: maxAge)
     }
 
     /// The weak tag of a page: a digest of its bytes.

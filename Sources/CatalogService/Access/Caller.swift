@@ -27,8 +27,9 @@ struct Caller: Sendable {
     }
 
     init(_ credential: StoredCredential) {
-        self.init(userID: credential.userID, role: credential.role, keyID: credential.keyID, keyExpires: credential.expires,
-                  hasUsersRole: credential.hasUsersRole)
+        self.init(
+            userID: credential.userID, role: credential.role, keyID: credential.keyID, keyExpires: credential.expires,
+            hasUsersRole: credential.hasUsersRole)
     }
 
     /// Whether the caller has `role` or a higher one.

@@ -38,8 +38,9 @@ struct Delivery: Sendable {
     /// answer is kept for an `Idempotency-Key`, answered inside the write's transaction
     /// too, where the answer is kept: both commit, or neither.
     var writeOptions: WriteOptions {
-        WriteOptions(abandonedWhen: { [responder] in responder.isAbandoned }, answeredOn: { [responder] in responder.perform($0) },
-                     answeringIn: claim?.keeping)
+        WriteOptions(
+            abandonedWhen: { [responder] in responder.isAbandoned }, answeredOn: { [responder] in responder.perform($0) },
+            answeringIn: claim?.keeping)
     }
 
     /// Sends `response`, which carries the fields already: once it is kept, when the

@@ -61,7 +61,8 @@ final class Idempotency: Sendable {
     ///   when the key was used for another request; the store's error when it cannot say.
     func start(_ request: HTTPRequest, _ caller: Caller) throws -> Start? {
         guard let key = try Self.key(request),
-              let owner = caller.keyID.map({ "key " + $0.rawValue }) ?? caller.userID.map({ "user " + $0.rawValue }) else { return nil }
+            let owner = caller.keyID.map({ "key " + $0.rawValue }) ?? caller.userID.map({ "user " + $0.rawValue })
+        else { return nil }
         let claim = Claim(owner: owner, key: key, fingerprint: Self.fingerprint(request), now: Timestamp.milliseconds(Date()))
         guard running.withLock({ $0.insert(claim.slot).inserted }) else { throw APIError.idempotencyKeyInUse }
         let answer: StoredAnswer?
@@ -74,8 +75,10 @@ final class Idempotency: Sendable {
         guard let answer else { return .claimed(claim) }
         running.withLock { _ = $0.remove(claim.slot) }
         guard Crypto.constantTimeEqual(answer.fingerprint, claim.fingerprint) else { throw APIError.idempotencyKeyReused }
-        return .replay(HTTPResponse(status: HTTPStatus(code: answer.status),
-                                    headers: answer.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }, body: answer.body))
+        return .replay(
+            HTTPResponse(
+                status: HTTPStatus(code: answer.status),
+                headers: answer.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }, body: answer.body))
     }
 
     /// Keeps `response` for the claim's key inside the transaction of the write it answers
@@ -135,9 +138,11 @@ final class Idempotency: Sendable {
 
 extension APIError {
     /// 409: the first request with this key is still running.
-    static let idempotencyKeyInUse = APIError(status: .conflict, code: "idempotencyKeyInUse",
-                                              detail: "A request with this Idempotency-Key is still being processed; retry once it has been answered.")
+    static let idempotencyKeyInUse = APIError(
+        status: .conflict, code: "idempotencyKeyInUse",
+        detail: "A request with this Idempotency-Key is still being processed; retry once it has been answered.")
     /// 422: the key was used for another request.
-    static let idempotencyKeyReused = APIError(status: .unprocessableContent, code: "idempotencyKeyReused",
-                                               detail: "This Idempotency-Key was used for a different request (method, target or body).")
+    static let idempotencyKeyReused = APIError(
+        status: .unprocessableContent, code: "idempotencyKeyReused",
+        detail: "This Idempotency-Key was used for a different request (method, target or body).")
 }

@@ -43,7 +43,8 @@ public struct RatePolicy: Sendable, Hashable {
             guard pair.count == 2, let rateClass = RateClass(rawValue: String(pair[0])) else { return nil }
             let numbers = pair[1].split(separator: "/", maxSplits: 1)
             guard numbers.count == 2, let quota = Int(numbers[0]), let window = Int(numbers[1]),
-                  (1...1_000_000).contains(quota), (1...86_400).contains(window) else { return nil }
+                (1...1_000_000).contains(quota), (1...86_400).contains(window)
+            else { return nil }
             policies[rateClass] = RatePolicy(quota: quota, window: window)
         }
         return .some(policies)
@@ -94,9 +95,10 @@ final class RateLimiter: Sendable {
         self.policies = policies
         let names = policies.mapValues { "\"\($0.quota)-per-\($0.window)s\"" }
         self.names = names
-        policyFields = Dictionary(uniqueKeysWithValues: policies.compactMap { rateClass, policy in
-            names[rateClass].map { (rateClass, "\($0);q=\(policy.quota);w=\(policy.window)") }
-        })
+        policyFields = Dictionary(
+            uniqueKeysWithValues: policies.compactMap { rateClass, policy in
+                names[rateClass].map { (rateClass, "\($0);q=\(policy.quota);w=\(policy.window)") }
+            })
         shards = (0..<16).map { _ in Shard() }
     }
 
@@ -191,7 +193,8 @@ extension APIError {
     /// 429: over the caller's budget of this class of request. The connection closes
     /// after it, so requests pipelined behind it are not answered one by one.
     static func tooManyRequests(_ rateClass: RateClass) -> APIError {
-        APIError(status: HTTPStatus(code: 429), code: "rateLimited",
-                 detail: "Too many \(rateClass.rawValue) requests; retry after the number of seconds in Retry-After.", closesConnection: true)
+        APIError(
+            status: HTTPStatus(code: 429), code: "rateLimited",
+            detail: "Too many \(rateClass.rawValue) requests; retry after the number of seconds in Retry-After.", closesConnection: true)
     }
 }

@@ -1,6 +1,6 @@
-import Foundation
 import CatalogModels
 import CatalogStore
+import Foundation
 import HTTPServer
 
 /// The service's routes, each registered with who may call it (``Access``). Every route
@@ -42,8 +42,10 @@ struct Routes {
     /// The `max-age` of shared answers (`--public-max-age`); `nil`: `no-cache`.
     let publicMaxAge: Int?
 
-    init(authenticator: Authenticator, readsNeedCredential: Bool, limiter: RateLimiter?, idempotency: Idempotency, databaseWork: WorkPool? = nil,
-         publicMaxAge: Int? = nil) {
+    init(
+        authenticator: Authenticator, readsNeedCredential: Bool, limiter: RateLimiter?, idempotency: Idempotency, databaseWork: WorkPool? = nil,
+        publicMaxAge: Int? = nil
+    ) {
         self.databaseWork = databaseWork
         self.publicMaxAge = publicMaxAge
         self.authenticator = authenticator
@@ -61,9 +63,11 @@ struct Routes {
     /// `caching` says how its answers may be stored, when not as its method and access say
     /// (``Caching/default(_:_:)``). A `POST` replays its answer to a retry with the same
     /// `Idempotency-Key` unless `replaysAnswers` is false (an answer with a secret).
-    mutating func add(_ method: HTTPMethod, _ pattern: String, _ access: Access, rate: RateClass? = nil, timeout: Duration? = nil,
-                      usesDatabase: Bool = true, maxBody: Int = BodyLimits.document, caching: Caching? = nil, replaysAnswers: Bool = true,
-                      _ endpoint: Endpoint) {
+    mutating func add(
+        _ method: HTTPMethod, _ pattern: String, _ access: Access, rate: RateClass? = nil, timeout: Duration? = nil,
+        usesDatabase: Bool = true, maxBody: Int = BodyLimits.document, caching: Caching? = nil, replaysAnswers: Bool = true,
+        _ endpoint: Endpoint
+    ) {
         table.append((method, pattern, access))
         // A waiting endpoint starts where the request arrives: it must have no claim on an
         // `Idempotency-Key` to settle first (a database read).
@@ -126,8 +130,10 @@ struct Routes {
 
     /// `body`, run on `pool`, for the requests `when` selects (all by default); the others
     /// run where they are.
-    private static func offLoop(_ body: @escaping HandlerBody, on pool: WorkPool,
-                                when selects: (@Sendable (HTTPRequest) -> Bool)? = nil) -> HandlerBody {
+    private static func offLoop(
+        _ body: @escaping HandlerBody, on pool: WorkPool,
+        when selects: (@Sendable (HTTPRequest) -> Bool)? = nil
+    ) -> HandlerBody {
         { request, responder in
             if let selects, !selects(request) { return try body(request, responder) }
             guard submit(request, on: pool, for: responder, { try body(request, responder) }) else { throw WorkPool.busy }
@@ -138,8 +144,10 @@ struct Routes {
     /// Queues `work` on `pool` for `responder`'s request, in the line of its client address
     /// (``WorkPool/submit(for:answering:_:)``).
     /// - Returns: false when the pool's queue, or the address's share of it, is full.
-    private static func submit(_ request: HTTPRequest, on pool: WorkPool, for responder: Responder,
-                               _ work: @escaping @Sendable () throws -> HTTPResponse?) -> Bool {
+    private static func submit(
+        _ request: HTTPRequest, on pool: WorkPool, for responder: Responder,
+        _ work: @escaping @Sendable () throws -> HTTPResponse?
+    ) -> Bool {
         pool.submit(for: RateLimiter.partition(.anonymous, request), answering: responder, work)
     }
 
@@ -159,10 +167,13 @@ struct Routes {
     /// from the head) spends its budget where the request arrived, so a refusal never waits
     /// for the pool, and only the rest runs there; finding out who an unknown credential
     /// belongs to runs there too.
-    private func handler(_ access: Access, _ fixedRate: RateClass?, _ idempotency: (Idempotency, replays: Bool)?, _ caching: Caching,
-                         pool: WorkPool?, _ endpoint: Endpoint) -> HandlerBody {
-        let serving = Serving(endpoint: endpoint, minimum: minimum(access), idempotency: idempotency, caching: caching, maxAge: publicMaxAge,
-                              limiter: limiter, authenticator: authenticator)
+    private func handler(
+        _ access: Access, _ fixedRate: RateClass?, _ idempotency: (Idempotency, replays: Bool)?, _ caching: Caching,
+        pool: WorkPool?, _ endpoint: Endpoint
+    ) -> HandlerBody {
+        let serving = Serving(
+            endpoint: endpoint, minimum: minimum(access), idempotency: idempotency, caching: caching, maxAge: publicMaxAge,
+            limiter: limiter, authenticator: authenticator)
         // A waiting endpoint queues its own reads: it needs the pool for authentication only.
         let endpointPool: WorkPool? = if case .waiting = endpoint { nil } else { pool }
         return { request, responder in
@@ -200,8 +211,10 @@ struct Routes {
         let limiter: RateLimiter?
         let authenticator: Authenticator
 
-        init(endpoint: Endpoint, minimum: Role?, idempotency: (Idempotency, replays: Bool)?, caching: Caching, maxAge: Int?,
-             limiter: RateLimiter?, authenticator: Authenticator) {
+        init(
+            endpoint: Endpoint, minimum: Role?, idempotency: (Idempotency, replays: Bool)?, caching: Caching, maxAge: Int?,
+            limiter: RateLimiter?, authenticator: Authenticator
+        ) {
             self.endpoint = endpoint
             self.minimum = minimum
             self.idempotency = idempotency
@@ -242,10 +255,13 @@ struct Routes {
         }
 
         /// Spends `caller`'s budget and serves the request; on `pool`, when given.
-        func proceed(_ request: HTTPRequest, _ responder: Responder, _ caller: Caller, _ rate: RateClass, _ expensive: Bool,
-                     on pool: WorkPool?) throws -> HTTPResponse? {
-            let delivery = Delivery(responder: responder, headers: try Routes.spend(limiter, rate, caller, request),
-                                    finishing: caching.finishing(request, caller, maxAge: maxAge))
+        func proceed(
+            _ request: HTTPRequest, _ responder: Responder, _ caller: Caller, _ rate: RateClass, _ expensive: Bool,
+            on pool: WorkPool?
+        ) throws -> HTTPResponse? {
+            let delivery = Delivery(
+                responder: responder, headers: try Routes.spend(limiter, rate, caller, request),
+                finishing: caching.finishing(request, caller, maxAge: maxAge))
             guard let pool else { return try Routes.serve(endpoint, request, caller, minimum, delivery, idempotency, expensive: expensive) }
             try delivery.guarding {
                 let queued = Routes.submit(request, on: pool, for: responder) {
@@ -260,8 +276,10 @@ struct Routes {
     /// Authorizes `caller`, settles its `Idempotency-Key` (a replay, or a claim on the
     /// key that the answer settles) and runs `endpoint`: the response when it has one
     /// now, `nil` when it answers through `delivery`. Errors carry the delivery's fields.
-    private static func serve(_ endpoint: Endpoint, _ request: HTTPRequest, _ caller: Caller, _ minimum: Role?, _ delivery: consuming Delivery,
-                              _ idempotency: (Idempotency, replays: Bool)?, expensive: Bool) throws -> HTTPResponse? {
+    private static func serve(
+        _ endpoint: Endpoint, _ request: HTTPRequest, _ caller: Caller, _ minimum: Role?, _ delivery: consuming Delivery,
+        _ idempotency: (Idempotency, replays: Bool)?, expensive: Bool
+    ) throws -> HTTPResponse? {
         try delivery.guarding { try Self.authorize(caller, minimum) }
         if let (idempotency, replays) = idempotency {
             switch try delivery.guarding({ try idempotency.start(request, caller) }) {

@@ -62,9 +62,11 @@ struct ChangeFeed: Sendable {
 
     func register(in routes: inout Routes) {
         // Every read of the log runs on the feed's own pool: the route itself reads nothing.
-        routes.add(.GET, "/v1/changes", .read, timeout: .seconds(Int64(Self.waitRange.upperBound) + 15), .waiting { request, caller, isAbandoned, done in
-            try serve(request, caller, isAbandoned, done)
-        })
+        routes.add(
+            .GET, "/v1/changes", .read, timeout: .seconds(Int64(Self.waitRange.upperBound) + 15),
+            .waiting { request, caller, isAbandoned, done in
+                try serve(request, caller, isAbandoned, done)
+            })
     }
 
     /// The fields of every answer of the feed: chosen by `Accept` (and never stored: ``answer(_:_:)``).
@@ -90,8 +92,10 @@ struct ChangeFeed: Sendable {
         // Opening a stream reads no page: its opens take turns in a line of their own, with a
         // share as large as the connections one address may hold (each open needs one).
         let opensStream = query.streaming && request.method == .GET
-        let queued = Self.pool(for: query).submit(for: opensStream ? "stream " + partition : partition,
-                                                  share: opensStream ? Self.streamOpenShare : nil) {
+        let queued = Self.pool(for: query).submit(
+            for: opensStream ? "stream " + partition : partition,
+            share: opensStream ? Self.streamOpenShare : nil
+        ) {
             // A client gone before its turn is owed nothing.
             guard !isAbandoned() else { return done(.failure(WorkPool.busy)) }
             ReadBudget.allow(Self.allowance)
@@ -132,8 +136,10 @@ struct ChangeFeed: Sendable {
 
     /// Answers with the changes there are, or, with `wait`, parks the request until there
     /// are some or the time passes.
-    private func poll(after: Int64, _ query: Query, _ viewer: Viewer, _ isAbandoned: @escaping @Sendable () -> Bool, partition: String,
-                      _ done: @escaping Completion) throws {
+    private func poll(
+        after: Int64, _ query: Query, _ viewer: Viewer, _ isAbandoned: @escaping @Sendable () -> Bool, partition: String,
+        _ done: @escaping Completion
+    ) throws {
         let batch = try log.read(after: after, filter: query.filter, viewer: viewer, limit: query.limit, maxBytes: Self.pageBytes)
         let page = batch.page(for: viewer, limit: query.limit, maxBytes: Self.pageBytes)
         // Billed by what it cost: a full page is an expensive read.
@@ -144,8 +150,9 @@ struct ChangeFeed: Sendable {
         guard let wait = query.wait, page.changes.isEmpty, !page.hasMore else {
             return answer(page.changes, page.next, page.hasMore)
         }
-        let waiter = ChangeHub.Waiter(after: page.next, filter: query.filter, viewer: viewer, limit: query.limit,
-                                      deadline: MonotonicClock.milliseconds() + Int64(wait) * 1000, isAbandoned: isAbandoned, answer: answer)
+        let waiter = ChangeHub.Waiter(
+            after: page.next, filter: query.filter, viewer: viewer, limit: query.limit,
+            deadline: MonotonicClock.milliseconds() + Int64(wait) * 1000, isAbandoned: isAbandoned, answer: answer)
         guard hub.park(waiter) else { throw WorkPool.busy }
     }
 
@@ -168,8 +175,9 @@ struct ChangeFeed: Sendable {
         let stream = ResponseStream(limit: Self.streamBuffer, budget: streamBudget)
         stream.send(Self.streamStart)
         let now = MonotonicClock.milliseconds()
-        let subscriber = ChangeHub.Subscriber(after: after, filter: query.filter, viewer: viewer, stream: stream, lastSent: now, started: now,
-                                              events: { changes in self.events(changes) })
+        let subscriber = ChangeHub.Subscriber(
+            after: after, filter: query.filter, viewer: viewer, stream: stream, lastSent: now, started: now,
+            events: { changes in self.events(changes) })
         guard hub.subscribe(subscriber) else { throw WorkPool.busy }
         var response = Self.answer(Self.streamFields)
         response.stream = stream

@@ -24,10 +24,12 @@ final class Backups: Sendable {
 
     func create(isAbandoned: @escaping @Sendable () -> Bool) throws -> HTTPResponse {
         guard store.location.engine == .sqlite else { throw APIError.backupsNotOffered }
-        guard running.withLock({ running in
-            defer { running = true }
-            return !running
-        }) else { throw APIError.backupInProgress }
+        guard
+            running.withLock({ running in
+                defer { running = true }
+                return !running
+            })
+        else { throw APIError.backupInProgress }
         defer { running.withLock { $0 = false } }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let needed = 2 * store.sizeOnDisk
@@ -58,18 +60,22 @@ final class Backups: Sendable {
 
 extension APIError {
     /// 501: the database is PostgreSQL, whose own tools make its backups.
-    static let backupsNotOffered = APIError(status: .notImplemented, code: "backupsNotOffered", detail: """
-        This server keeps its data in PostgreSQL: back it up with pg_dump (or continuous archiving), \
-        or copy the catalog with `catalog export`.
-        """)
+    static let backupsNotOffered = APIError(
+        status: .notImplemented, code: "backupsNotOffered",
+        detail: """
+            This server keeps its data in PostgreSQL: back it up with pg_dump (or continuous archiving), \
+            or copy the catalog with `catalog export`.
+            """)
 
     /// 409: a backup is being written.
-    static let backupInProgress = APIError(status: .conflict, code: "backupInProgress",
-                                           detail: "A backup is being written; retry once it is done.", headers: [("Retry-After", "10")])
+    static let backupInProgress = APIError(
+        status: .conflict, code: "backupInProgress",
+        detail: "A backup is being written; retry once it is done.", headers: [("Retry-After", "10")])
 
     /// 507: not enough room for a copy.
     static func insufficientStorage(free: Int, needed: Int) -> APIError {
-        APIError(status: HTTPStatus(code: 507), code: "insufficientStorage",
-                 detail: "The backup folder's disk has \(free) bytes free; a backup needs twice the database's size (\(needed) bytes).")
+        APIError(
+            status: HTTPStatus(code: 507), code: "insufficientStorage",
+            detail: "The backup folder's disk has \(free) bytes free; a backup needs twice the database's size (\(needed) bytes).")
     }
 }

@@ -15,8 +15,9 @@ enum Health {
             throw APIError(status: .serviceUnavailable, code: "notReady", detail: "The server is shutting down.", headers: [("Retry-After", "1")])
         }
         guard databaseReady else {
-            throw APIError(status: .serviceUnavailable, code: "notReady",
-                           detail: "The database does not answer or has migrations to apply.", headers: [("Retry-After", "1")])
+            throw APIError(
+                status: .serviceUnavailable, code: "notReady",
+                detail: "The database does not answer or has migrations to apply.", headers: [("Retry-After", "1")])
         }
         return .text("ready")
     }
@@ -45,10 +46,12 @@ final class ServerReference: Sendable {
         for (rateClass, count) in limiter?.refused ?? [:] { reasons["rateLimited." + rateClass.rawValue] = count }
         return server.withLock { server in
             guard let server else { return reasons }
-            return reasons.merging(["tooManyConnections": server.refusedConnections, "tooManyConnectionsFromAddress": server.refusedPerAddress,
-                    "bodyBufferFull": server.refusedBodies, "requestTimeout": server.expiredRequests,
-                    "clientGone": server.abandonedRequests, "blockingPoolFull": WorkPool.blocking.refused,
-                    "readPoolFull": ExpensiveReads.pool.refused, "tlsHandshakeFailed": server.failedHandshakes]) { $1 }
+            return reasons.merging([
+                "tooManyConnections": server.refusedConnections, "tooManyConnectionsFromAddress": server.refusedPerAddress,
+                "bodyBufferFull": server.refusedBodies, "requestTimeout": server.expiredRequests,
+                "clientGone": server.abandonedRequests, "blockingPoolFull": WorkPool.blocking.refused,
+                "readPoolFull": ExpensiveReads.pool.refused, "tlsHandshakeFailed": server.failedHandshakes,
+            ]) { $1 }
         }
     }
 }

@@ -35,9 +35,10 @@ struct Imports: Sendable {
         }
         guard errors.isEmpty else { throw APIError.validation(errors) }
         store.importRecords(records, options: options) { result in
-            done(result.flatMap { summary in
-                Result { HTTPResponse(status: .ok, headers: [("Content-Type", JSONResponse.contentType)], body: Array(try JSONResponse.encoder.encode(summary))) }
-            })
+            done(
+                result.flatMap { summary in
+                    Result { HTTPResponse(status: .ok, headers: [("Content-Type", JSONResponse.contentType)], body: Array(try JSONResponse.encoder.encode(summary))) }
+                })
         }
     }
 

@@ -127,8 +127,11 @@ public final class LogWriter: @unchecked Sendable {
             var batch = pending
             pending.removeAll(keepingCapacity: true)
             if dropped > 0 {
-                batch += Array(CatalogLogHandler.line(format: lineFormat, level: .warning, message: "log lines dropped",
-                                                      fields: ["count": "\(dropped)"]).utf8)
+                batch += Array(
+                    CatalogLogHandler.line(
+                        format: lineFormat, level: .warning, message: "log lines dropped",
+                        fields: ["count": "\(dropped)"]
+                    ).utf8)
                 dropped = 0
             }
             writing = true
@@ -154,10 +157,12 @@ public final class LogWriter: @unchecked Sendable {
 enum AccessLog {
     static func observer(_ logger: Logger) -> @Sendable (CompletedRequest) -> Void {
         { request in
-            logger.info("request", metadata: [
-                "method": "\(request.method)", "path": "\(request.path)", "status": "\(request.status)", "bytes": "\(request.bytes)",
-                "durationMicroseconds": "\(request.durationMicroseconds)", "requestId": "\(request.requestID)", "peer": "\(request.remoteAddress)",
-            ])
+            logger.info(
+                "request",
+                metadata: [
+                    "method": "\(request.method)", "path": "\(request.path)", "status": "\(request.status)", "bytes": "\(request.bytes)",
+                    "durationMicroseconds": "\(request.durationMicroseconds)", "requestId": "\(request.requestID)", "peer": "\(request.remoteAddress)",
+                ])
         }
     }
 }

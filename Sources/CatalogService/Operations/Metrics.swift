@@ -1,5 +1,5 @@
-import Foundation
 import CatalogStore
+import Foundation
 import HTTPServer
 import Synchronization
 
@@ -151,7 +151,8 @@ final class Metrics: Sendable {
 
     /// A label value in quotes, with `\`, `"` and newlines escaped.
     private static func quoted(_ value: String) -> String {
-        "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        "\""
+            + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
             .replacingOccurrences(of: "\n", with: "\\n") + "\""
     }
 }

@@ -40,26 +40,34 @@ struct Accounts: Sendable {
         routes.add(.DELETE, user, .admin, users.write { request, _, options, done in try deleteUser(ResourceEndpoints.id(request), request, options, done) })
 
         routes.add(.GET, "/v1/me", .member, .inline { [users] request, caller in try users.show(caller.user(), request, caller) })
-        routes.add(.PATCH, "/v1/me", .member, users.write { [users, profile] request, caller, options, done in
-            try users.patch(caller.user(), request, accepting: profile, options, done)
-        })
-        routes.add(.DELETE, "/v1/me", .member, users.write { request, caller, options, done in
-            // A weaker key of a stronger user (a member key of an admin) cannot end the account.
-            guard caller.hasUsersRole else { throw APIError.forbidden("Deleting an account takes a credential with the account's whole role.") }
-            try deleteUser(caller.user(), request, options, done)
-        })
+        routes.add(
+            .PATCH, "/v1/me", .member,
+            users.write { [users, profile] request, caller, options, done in
+                try users.patch(caller.user(), request, accepting: profile, options, done)
+            })
+        routes.add(
+            .DELETE, "/v1/me", .member,
+            users.write { request, caller, options, done in
+                // A weaker key of a stronger user (a member key of an admin) cannot end the account.
+                guard caller.hasUsersRole else { throw APIError.forbidden("Deleting an account takes a credential with the account's whole role.") }
+                try deleteUser(caller.user(), request, options, done)
+            })
 
         let key = keys.path + "/{id}"
-        routes.add(.GET, keys.path, .member, keys.list(scope: { _, caller throws(APIError) in
-            // Keys above the caller's own role are not a member key's to see or revoke.
-            caller.has(.admin) ? nil : .keysOf(user: try caller.user(), upTo: caller.role ?? .member)
-        }))
+        routes.add(
+            .GET, keys.path, .member,
+            keys.list(scope: { _, caller throws(APIError) in
+                // Keys above the caller's own role are not a member key's to see or revoke.
+                caller.has(.admin) ? nil : .keysOf(user: try caller.user(), upTo: caller.role ?? .member)
+            }))
         routes.add(.POST, keys.path, .member, replaysAnswers: false, keys.write(createKey))
-        routes.add(.GET, key, .member, .inline { [self] request, caller in
-            let id = try ResourceEndpoints.id(request)
-            try checkOwnsKey(id, caller)
-            return try keys.show(id, request, caller)
-        })
+        routes.add(
+            .GET, key, .member,
+            .inline { [self] request, caller in
+                let id = try ResourceEndpoints.id(request)
+                try checkOwnsKey(id, caller)
+                return try keys.show(id, request, caller)
+            })
         routes.add(.DELETE, key, .member, keys.write(revokeKey))
     }
 
@@ -108,16 +116,18 @@ struct Accounts: Sendable {
         let secret: APIKeySecret
         do { secret = try APIKeySecret() } catch { throw StoreError.unavailable("No random bytes are available.") }
         store.createKey(values, caller: user, digest: secret.digest, prefix: secret.displayed, options: options) { result in
-            done(result.map { key in
-                // The secret, this once, as the last member of the key's document.
-                var json = key.json
-                if json.last == UInt8(ascii: "}") { json.removeLast() }
-                json += Array(",\"secret\":\"\(secret.text)\"}".utf8)
-                var response = ResourceEndpoints.created(RenderedResource(id: key.id, version: key.version, json: json),
-                                                                              in: ResourceSchema.apiKey)
-                response.cacheControl = "no-store"
-                return response
-            })
+            done(
+                result.map { key in
+                    // The secret, this once, as the last member of the key's document.
+                    var json = key.json
+                    if json.last == UInt8(ascii: "}") { json.removeLast() }
+                    json += Array(",\"secret\":\"\(secret.text)\"}".utf8)
+                    var response = ResourceEndpoints.created(
+                        RenderedResource(id: key.id, version: key.version, json: json),
+                        in: ResourceSchema.apiKey)
+                    response.cacheControl = "no-store"
+                    return response
+                })
         }
     }
 

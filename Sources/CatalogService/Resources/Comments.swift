@@ -20,14 +20,16 @@ struct Comments: Sendable {
     func register(in routes: inout Routes) {
         let onItem = "/v1/playable-items/{id}/comments"
         let comment = endpoints.path + "/{id}"
-        routes.add(.GET, onItem, .read,
-                   endpoints.list(scope: { request, _ throws(APIError) in .commentsOn(item: try Self.id(request)) }, descending: true))
+        routes.add(
+            .GET, onItem, .read,
+            endpoints.list(scope: { request, _ throws(APIError) in .commentsOn(item: try Self.id(request)) }, descending: true))
         routes.add(.POST, onItem, .member, endpoints.write(post))
         routes.add(.GET, comment, .read, endpoints.get)
         routes.add(.PATCH, comment, .member, endpoints.write(endpoints.patch))
         routes.add(.DELETE, comment, .member, endpoints.write(delete))
-        routes.add(.GET, comment + "/replies", .read,
-                   endpoints.list(scope: { request, _ throws(APIError) in .repliesTo(comment: try Self.id(request)) }, descending: false))
+        routes.add(
+            .GET, comment + "/replies", .read,
+            endpoints.list(scope: { request, _ throws(APIError) in .repliesTo(comment: try Self.id(request)) }, descending: false))
     }
 
     private func post(_ request: HTTPRequest, _ caller: Caller, _ options: WriteOptions, _ done: @escaping Completion) throws {

@@ -25,14 +25,16 @@ struct PlaylistEntries: Sendable {
         routes.add(.GET, entry, .read, caching: .perCaller, .inline { [self] request, caller in try show(request, caller) { try store.entry($0, of: $1) } })
         routes.add(.PATCH, entry, writers, write(move))
         routes.add(.DELETE, entry, writers, write(remove))
-        routes.add(.GET, entry + "/next", .read, caching: .perCaller, .inline { [self] request, caller in
-            try show(request, caller) { entryID, playlistID in
-                switch try store.next(after: entryID, of: playlistID) {
-                case let .entry(next): next
-                case .endOfPlaylist: throw APIError.endOfPlaylist
+        routes.add(
+            .GET, entry + "/next", .read, caching: .perCaller,
+            .inline { [self] request, caller in
+                try show(request, caller) { entryID, playlistID in
+                    switch try store.next(after: entryID, of: playlistID) {
+                    case let .entry(next): next
+                    case .endOfPlaylist: throw APIError.endOfPlaylist
+                    }
                 }
-            }
-        })
+            })
     }
 
     // MARK: Reads
@@ -72,9 +74,10 @@ struct PlaylistEntries: Sendable {
         let preconditions = try ETag.preconditions(request)
         let values = try RequestBody.values(request, PlaylistEntrySchema.insertion, mediaType: RequestBody.json)
         store.insert(values, into: id, preconditions: preconditions, options: options) { result in
-            done(result.map { entry in
-                Self.response(entry, status: .created, headers: [("Location", "/v1/playlists/\(id)/entries/\(entry.entryID)")])
-            })
+            done(
+                result.map { entry in
+                    Self.response(entry, status: .created, headers: [("Location", "/v1/playlists/\(id)/entries/\(entry.entryID)")])
+                })
         }
     }
 
@@ -108,13 +111,16 @@ struct PlaylistEntries: Sendable {
     private static let entryParameter = "{entryId}"
 
     private static func ids(_ request: HTTPRequest) throws(APIError) -> (CatalogID, CatalogID) {
-        (try ResourceEndpoints.id(request),
-         try ResourceEndpoints.id(request, String(entryParameter.dropFirst().dropLast())))
+        (
+            try ResourceEndpoints.id(request),
+            try ResourceEndpoints.id(request, String(entryParameter.dropFirst().dropLast()))
+        )
     }
 
     /// An entry with the playlist's new version as its `ETag`.
     private static func response(_ entry: RenderedEntry, status: HTTPStatus = .ok, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", JSONResponse.contentType), ("ETag", ETag.header(entry.playlistVersion))] + headers,
-                     body: entry.json)
+        HTTPResponse(
+            status: status, headers: [("Content-Type", JSONResponse.contentType), ("ETag", ETag.header(entry.playlistVersion))] + headers,
+            body: entry.json)
     }
 }

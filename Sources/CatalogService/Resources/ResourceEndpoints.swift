@@ -34,8 +34,9 @@ struct ResourceEndpoints: Sendable {
         self.store = store
         fields = FieldSet(store)
         let schema = store.schema
-        options = ListOptions(sortFields: schema.sortableFields, descendingByDefault: descendingByDefault, searchable: schema.searchTable != nil,
-                              geographic: schema.geographic, fields: fields, filters: schema.filters)
+        options = ListOptions(
+            sortFields: schema.sortableFields, descendingByDefault: descendingByDefault, searchable: schema.searchTable != nil,
+            geographic: schema.geographic, fields: fields, filters: schema.filters)
         includes = Dictionary(uniqueKeysWithValues: schema.includes.map { name in (name, catalog.embedding(name, in: schema)) })
     }
 
@@ -205,10 +206,13 @@ struct ResourceEndpoints: Sendable {
     }
 
     /// A rendered resource with its `ETag` (`tag`, or its version's).
-    static func response(_ resource: RenderedResource, status: HTTPStatus = .ok, tag: String? = nil,
-                         headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", JSONResponse.contentType), ("ETag", tag ?? ETag.header(resource.version))] + headers,
-                     body: resource.json)
+    static func response(
+        _ resource: RenderedResource, status: HTTPStatus = .ok, tag: String? = nil,
+        headers: [(name: String, value: String)] = []
+    ) -> HTTPResponse {
+        HTTPResponse(
+            status: status, headers: [("Content-Type", JSONResponse.contentType), ("ETag", tag ?? ETag.header(resource.version))] + headers,
+            body: resource.json)
     }
 
     /// The id in the path parameter `name`; 400 when it is not a UUID.

@@ -37,9 +37,10 @@ struct APIError: Error, Sendable {
         let count = errors.listed.count + errors.unlisted
         let fields = errors.listed.map(\.pointer).joined(separator: ", ")
         let more = errors.unlisted > 0 ? " and \(errors.unlisted) more" : ""
-        return APIError(status: .unprocessableContent, code: "validationFailed",
-                        detail: "The body has \(count) invalid field\(count == 1 ? "" : "s"): \(fields)\(more).", errors: errors.listed,
-                        moreErrors: errors.unlisted > 0 ? errors.unlisted : nil)
+        return APIError(
+            status: .unprocessableContent, code: "validationFailed",
+            detail: "The body has \(count) invalid field\(count == 1 ? "" : "s"): \(fields)\(more).", errors: errors.listed,
+            moreErrors: errors.unlisted > 0 ? errors.unlisted : nil)
     }
 
     static let notFound = APIError(status: .notFound, code: "notFound", detail: "No resource exists with this id.")
@@ -52,14 +53,16 @@ extension APIError {
     static let realm = "Bearer realm=\"catalog\""
 
     /// 401: no credential where one is needed.
-    static let unauthenticated = APIError(status: .unauthorized, code: "unauthenticated",
-                                          detail: "This request needs a credential: send Authorization: Bearer with an API key or identity token.",
-                                          headers: [("WWW-Authenticate", realm)])
+    static let unauthenticated = APIError(
+        status: .unauthorized, code: "unauthenticated",
+        detail: "This request needs a credential: send Authorization: Bearer with an API key or identity token.",
+        headers: [("WWW-Authenticate", realm)])
 
     /// 401: the credential sent is not valid (unknown, revoked, expired, malformed or
     /// badly signed); which of these is not said.
-    static let invalidToken = APIError(status: .unauthorized, code: "invalidToken", detail: "The credential is not valid.",
-                                       headers: [("WWW-Authenticate", realm + ", error=\"invalid_token\"")])
+    static let invalidToken = APIError(
+        status: .unauthorized, code: "invalidToken", detail: "The credential is not valid.",
+        headers: [("WWW-Authenticate", realm + ", error=\"invalid_token\"")])
 
     /// 403: a valid credential without the rights.
     static func forbidden(_ detail: String) -> APIError {

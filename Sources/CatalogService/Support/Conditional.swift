@@ -54,18 +54,21 @@ enum ETag {
     /// The `If-Match` (strong comparison) and `If-None-Match` (weak comparison)
     /// conditions of a write.
     static func preconditions(_ request: HTTPRequest) throws(APIError) -> WritePreconditions {
-        WritePreconditions(ifMatch: try tags(request.headers.values(for: "If-Match"), "If-Match", weakMatches: false).map(versions),
-                           ifNoneMatch: try tags(request.headers.values(for: "If-None-Match"), "If-None-Match", weakMatches: true).map(versions))
+        WritePreconditions(
+            ifMatch: try tags(request.headers.values(for: "If-Match"), "If-Match", weakMatches: false).map(versions),
+            ifNoneMatch: try tags(request.headers.values(for: "If-None-Match"), "If-None-Match", weakMatches: true).map(versions))
     }
 
     /// The versions a list of tags names: the canonical decimal each starts with, alone or
     /// before a `-` (a shaped or per-viewer tag names the version it was made from).
     private static func versions(_ listed: (any: Bool, opaque: Set<String>)) -> WritePreconditions.Tags {
         if listed.any { return .any }
-        return .versions(Set(listed.opaque.compactMap { text in
-            let number = text.prefix { $0 != "-" }
-            return Int(number).flatMap { String($0) == number ? $0 : nil }
-        }))
+        return .versions(
+            Set(
+                listed.opaque.compactMap { text in
+                    let number = text.prefix { $0 != "-" }
+                    return Int(number).flatMap { String($0) == number ? $0 : nil }
+                }))
     }
 
     /// Parses every `name` field as `*` or a list of entity tags (RFC 9110 §8.8.3; a tag

@@ -9,9 +9,10 @@ enum ErrorMapping {
     static func render(_ error: any Error, context: ErrorContext) -> HTTPResponse {
         if let decorated = error as? ErrorWithHeaders { return render(decorated.error, context: context).adding(decorated.headers) }
         let failure = apiError(for: error)
-        let problem = Problem(title: failure.status.reasonPhrase, status: failure.status.code, detail: failure.detail,
-                              instance: context.path, code: failure.code, errors: failure.errors, moreErrors: failure.moreErrors,
-                              requestId: context.requestID)
+        let problem = Problem(
+            title: failure.status.reasonPhrase, status: failure.status.code, detail: failure.detail,
+            instance: context.path, code: failure.code, errors: failure.errors, moreErrors: failure.moreErrors,
+            requestId: context.requestID)
         // A refusal is about this request: never stored, never served to another.
         var response = HTTPResponse(status: failure.status, headers: [("Content-Type", ProblemDocument.contentType)] + failure.headers, body: json(problem))
         response.cacheControl = "no-store"
@@ -67,8 +68,9 @@ enum ErrorMapping {
         case let error as APIError:
             return error
         case let error as HTTPError:
-            return APIError(status: error.status, code: error.code, detail: error.detail,
-                            headers: error.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+            return APIError(
+                status: error.status, code: error.code, detail: error.detail,
+                headers: error.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
         case let error as StoreError:
             switch error {
             case .notFound:
@@ -76,9 +78,10 @@ enum ErrorMapping {
             case let .invalid(errors):
                 return .validation(errors)
             case let .preconditionFailed(current):
-                return APIError(status: .preconditionFailed, code: "preconditionFailed",
-                                detail: "A precondition failed against the current version (\(current)); fetch the resource again and retry.",
-                                headers: [("ETag", ETag.header(current))])
+                return APIError(
+                    status: .preconditionFailed, code: "preconditionFailed",
+                    detail: "A precondition failed against the current version (\(current)); fetch the resource again and retry.",
+                    headers: [("ETag", ETag.header(current))])
             case let .invalidCursor(detail):
                 return .invalidParameter("cursor", detail)
             case let .conflict(detail):
@@ -90,9 +93,10 @@ enum ErrorMapping {
             case let .syncTokenExpired(detail):
                 return APIError(status: HTTPStatus(code: 410), code: "syncTokenExpired", detail: detail)
             case .tooExpensive:
-                return APIError(status: .serviceUnavailable, code: "tooExpensive",
-                                detail: "The query needs more work than one request may take; narrow it (longer search words, a smaller radius or box).",
-                                headers: [("Retry-After", "5")])
+                return APIError(
+                    status: .serviceUnavailable, code: "tooExpensive",
+                    detail: "The query needs more work than one request may take; narrow it (longer search words, a smaller radius or box).",
+                    headers: [("Retry-After", "5")])
             }
         default:
             return APIError(status: .internalServerError, code: "internalError", detail: "The server failed to process the request.")

@@ -21,16 +21,19 @@ struct ListOptions: Sendable {
     /// Every query parameter the list accepts.
     let parameters: Set<String>
 
-    init(sortFields: [String], descendingByDefault: Bool = false, searchable: Bool, geographic: Bool = false, fields: FieldSet,
-         filters: [String: @Sendable (CatalogID) -> ListRequest.Scope] = [:]) {
+    init(
+        sortFields: [String], descendingByDefault: Bool = false, searchable: Bool, geographic: Bool = false, fields: FieldSet,
+        filters: [String: @Sendable (CatalogID) -> ListRequest.Scope] = [:]
+    ) {
         self.sortFields = sortFields
         self.descendingByDefault = descendingByDefault
         self.searchable = searchable
         self.geographic = geographic
         self.fields = fields
         self.filters = filters
-        parameters = Set(["limit", "cursor", "sort", "fields"] + (searchable ? ["q"] : []) + (geographic ? ["near", "radius", "bbox"] : [])
-            + filters.keys)
+        parameters = Set(
+            ["limit", "cursor", "sort", "fields"] + (searchable ? ["q"] : []) + (geographic ? ["near", "radius", "bbox"] : [])
+                + filters.keys)
     }
 }
 

@@ -48,8 +48,9 @@ enum RequestBody {
             !parameter.hasPrefix("charset=") || ["charset=utf-8", "charset=\"utf-8\""].contains(parameter)
         }
         guard parts.first == expected, charsetOK else {
-            var failure = APIError(status: .unsupportedMediaType, code: "unsupportedMediaType",
-                                   detail: "The body must be sent as \(expected)\(header.isEmpty ? "" : ", not \(header)").")
+            var failure = APIError(
+                status: .unsupportedMediaType, code: "unsupportedMediaType",
+                detail: "The body must be sent as \(expected)\(header.isEmpty ? "" : ", not \(header)").")
             failure.headers = expected == mergePatch ? [("Accept-Patch", mergePatch)] : []
             throw failure
         }

@@ -32,15 +32,18 @@ public final class AccountStore: Sendable {
 
     init(database: any SQLDatabase) {
         self.database = database
-        users = ResourceStore(.user, database: database, relations: Relations(didUpdate: { db, id in
-            // Comments show their writer's current display name.
-            let writer = ResourceSchema.commentWriter
-            try db.execute("""
-                UPDATE comments SET \(writer.name) = (SELECT display_name FROM users WHERE id = ?), version = version + 1,
-                    updated_at = \(db.dialect.greatest)(?, created_at)
-                WHERE \(writer.user) = ? AND \(writer.name) != (SELECT display_name FROM users WHERE id = ?)
-                """, [id.rawValue, Timestamp.milliseconds(Date()), id.rawValue, id.rawValue])
-        }))
+        users = ResourceStore(
+            .user, database: database,
+            relations: Relations(didUpdate: { db, id in
+                // Comments show their writer's current display name.
+                let writer = ResourceSchema.commentWriter
+                try db.execute(
+                    """
+                    UPDATE comments SET \(writer.name) = (SELECT display_name FROM users WHERE id = ?), version = version + 1,
+                        updated_at = \(db.dialect.greatest)(?, created_at)
+                    WHERE \(writer.user) = ? AND \(writer.name) != (SELECT display_name FROM users WHERE id = ?)
+                    """, [id.rawValue, Timestamp.milliseconds(Date()), id.rawValue, id.rawValue])
+            }))
         keys = ResourceStore(.apiKey, database: database)
         let creation = ResourceSchema.apiKey.creationColumns
         keyCreationMembers = creation.map(\.index)
@@ -54,26 +57,31 @@ public final class AccountStore: Sendable {
     public func key(digest: [UInt8]) throws(StoreError) -> StoredCredential? {
         try guarded {
             try database.read { db in
-                guard let row = try db.fetchRow("""
-                    SELECT k.id, k.user_id, k.role, u.role, k.expires_at, k.secret_hash, k.last_used_at FROM api_keys k JOIN users u ON u.id = k.user_id
-                    WHERE k.secret_hash = ?
-                    """, [digest]) else { return nil }
+                guard
+                    let row = try db.fetchRow(
+                        """
+                        SELECT k.id, k.user_id, k.role, u.role, k.expires_at, k.secret_hash, k.last_used_at FROM api_keys k JOIN users u ON u.id = k.user_id
+                        WHERE k.secret_hash = ?
+                        """, [digest])
+                else { return nil }
                 // The index found it by equality; the comparison that decides is constant-time.
                 guard let stored = row[5].bytes, Crypto.constantTimeEqual(stored, digest), let keyID = row[0].string.flatMap(CatalogID.init),
-                      let userID = row[1].string.flatMap(CatalogID.init)
+                    let userID = row[1].string.flatMap(CatalogID.init)
                 else { return nil }
                 let keyRole = Self.role(row[2].string), userRole = Self.role(row[3].string)
-                return StoredCredential(userID: userID, role: min(keyRole, userRole), hasUsersRole: keyRole >= userRole, keyID: keyID, expires: row[4].int64,
-                                        lastUsed: row[6].int64)
+                return StoredCredential(
+                    userID: userID, role: min(keyRole, userRole), hasUsersRole: keyRole >= userRole, keyID: keyID, expires: row[4].int64,
+                    lastUsed: row[6].int64)
             }
         }
     }
 
     /// Records that the key `id` was used at `time` (milliseconds), without waiting.
     public func recordUse(ofKey id: CatalogID, at time: Int64) {
-        database.submit({ db in
-            try db.execute("UPDATE api_keys SET last_used_at = \(db.dialect.greatest)(coalesce(last_used_at, 0), ?) WHERE id = ?", [time, id.rawValue])
-        }, completion: { _ in })
+        database.submit(
+            { db in
+                try db.execute("UPDATE api_keys SET last_used_at = \(db.dialect.greatest)(coalesce(last_used_at, 0), ?) WHERE id = ?", [time, id.rawValue])
+            }, completion: { _ in })
     }
 
     /// The user an identity provider's (`issuer`, `subject`) names, if it has been seen.
@@ -87,18 +95,22 @@ public final class AccountStore: Sendable {
     /// `email` (when valid) and a display name from it.
     public func provision(issuer: String, subject: String, email: String?, completion: @escaping @Sendable (Result<StoredCredential, any Error>) -> Void) {
         let email = email.flatMap { UserInput.emailRule.violation($0) == nil ? $0 : nil }
-        let name = email.map { String($0.prefix { $0 != "@" }.prefix(UserInput.displayNameLength.upperBound)) }
+        let name =
+            email.map { String($0.prefix { $0 != "@" }.prefix(UserInput.displayNameLength.upperBound)) }
             .flatMap { UserInput.displayNameRule.violation($0) == nil ? $0 : nil } ?? "New user"
-        database.submit({ db -> StoredCredential in
-            let now = Timestamp.milliseconds(Date())
-            try db.execute("""
-                INSERT INTO users (id, display_name, email, role, issuer, subject, created_at, updated_at, version)
-                VALUES (?, ?, ?, 'member', ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING
-                """, [CatalogID().rawValue, name, email, issuer, subject, now, now])
-            guard let row = try db.fetchRow("SELECT id, role FROM users WHERE issuer = ? AND subject = ?", [issuer, subject]),
-                  let id = row[0].string.flatMap(CatalogID.init) else { throw StoreError.notFound }
-            return StoredCredential(userID: id, role: Self.role(row[1].string), keyID: nil, expires: nil)
-        }, completion: { completion($0.mapError { StoreError.from($0) }) })
+        database.submit(
+            { db -> StoredCredential in
+                let now = Timestamp.milliseconds(Date())
+                try db.execute(
+                    """
+                    INSERT INTO users (id, display_name, email, role, issuer, subject, created_at, updated_at, version)
+                    VALUES (?, ?, ?, 'member', ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING
+                    """, [CatalogID().rawValue, name, email, issuer, subject, now, now])
+                guard let row = try db.fetchRow("SELECT id, role FROM users WHERE issuer = ? AND subject = ?", [issuer, subject]),
+                    let id = row[0].string.flatMap(CatalogID.init)
+                else { throw StoreError.notFound }
+                return StoredCredential(userID: id, role: Self.role(row[1].string), keyID: nil, expires: nil)
+            }, completion: { completion($0.mapError { StoreError.from($0) }) })
     }
 
     // MARK: Keys
@@ -117,8 +129,10 @@ public final class AccountStore: Sendable {
     /// user they name, or `caller` when they name none, with the secret's
     /// `digest` and `prefix`. Fails with `invalid` when the user does not exist, when the
     /// role is above the user's, or when it expires in the past.
-    package func createKey(_ values: FieldValues, caller: CatalogID, digest: [UInt8], prefix: String, options: WriteOptions = WriteOptions(),
-                           completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+    package func createKey(
+        _ values: FieldValues, caller: CatalogID, digest: [UInt8], prefix: String, options: WriteOptions = WriteOptions(),
+        completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void
+    ) {
         var values = values
         guard let userIndex = values.fields.firstIndex(where: { $0.column == "user_id" }), let roleIndex = values.fields.firstIndex(where: { $0.column == "role" })
         else { return completion(.failure(StoreError.unavailable("The API key declaration lacks its user or role."))) }
@@ -136,7 +150,8 @@ public final class AccountStore: Sendable {
                 errors.append(Violation(.outOfRange, "Must not be above the user's role (\(userRole ?? "")).").at(roleField.pointer))
             }
             if let expiresIndex = values.fields.firstIndex(where: { $0.column == "expires_at" }), let expires = values.values[expiresIndex]?.integer,
-               expires <= now {
+                expires <= now
+            {
                 errors.append(Violation(.outOfRange, "Must be in the future.").at(values.fields[expiresIndex].pointer))
             }
             guard errors.isEmpty else { throw StoreError.invalid(errors) }
@@ -158,9 +173,11 @@ public final class AccountStore: Sendable {
         let user = CatalogID(), key = CatalogID()
         try database.write(atomic: true) { db in
             let now = Timestamp.milliseconds(Date())
-            try db.execute("INSERT INTO users (id, display_name, role, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, 1)",
-                           [user.rawValue, name, role.rawValue, now, now])
-            try db.execute("""
+            try db.execute(
+                "INSERT INTO users (id, display_name, role, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, 1)",
+                [user.rawValue, name, role.rawValue, now, now])
+            try db.execute(
+                """
                 INSERT INTO api_keys (id, user_id, name, role, prefix, secret_hash, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)
                 """, [key.rawValue, user.rawValue, keyName, role.rawValue, prefix, digest, now, now])
         }
@@ -172,20 +189,24 @@ public final class AccountStore: Sendable {
     /// Deletes the user `id`, if `preconditions` hold: its keys go with it, its private
     /// playlists are deleted and its public ones lose their owner, and its comments stay
     /// readable, their writer shown as deleted.
-    public func deleteUser(_ id: CatalogID, preconditions: WritePreconditions = WritePreconditions(), options: WriteOptions = WriteOptions(),
-                           completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+    public func deleteUser(
+        _ id: CatalogID, preconditions: WritePreconditions = WritePreconditions(), options: WriteOptions = WriteOptions(),
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
         users.submit(options, atomic: true, completion) { db in
             let current = try db.fetchValue("SELECT version FROM users WHERE id = ?" + db.dialect.forDelete, [id.rawValue]).int
             try preconditions.check(current: current)
             let now = Timestamp.milliseconds(Date())
             let writer = ResourceSchema.commentWriter, greatest = db.dialect.greatest
-            try db.execute("""
+            try db.execute(
+                """
                 UPDATE comments SET \(writer.user) = NULL, \(writer.name) = ?, \(writer.gone) = 1, version = version + 1, updated_at = \(greatest)(?, created_at)
                 WHERE \(writer.user) = ?
                 """, [CommentInput.deletedAuthorName, now, id.rawValue])
             try db.execute("DELETE FROM playlists WHERE owner_id = ? AND visibility = ?", [id.rawValue, Visibility.private.rawValue])
-            try db.execute("UPDATE playlists SET owner_id = NULL, version = version + 1, updated_at = \(greatest)(?, created_at) WHERE owner_id = ?",
-                           [now, id.rawValue])
+            try db.execute(
+                "UPDATE playlists SET owner_id = NULL, version = version + 1, updated_at = \(greatest)(?, created_at) WHERE owner_id = ?",
+                [now, id.rawValue])
             try db.execute("DELETE FROM users WHERE id = ?", [id.rawValue])
         }
     }

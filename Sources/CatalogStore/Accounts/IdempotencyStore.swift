@@ -39,23 +39,28 @@ public final class IdempotencyStore: Sendable {
 
     /// The answer (not a claim an earlier version of the server left) stored for `key` of `caller` and younger than ``retention``, as `db` sees it.
     private static func answer(_ db: any SQLConnection, caller: String, key: String, now: Int64) throws -> StoredAnswer? {
-                guard let row = try db.fetchRow("""
-                    SELECT fingerprint, status, headers, body FROM idempotency_keys WHERE caller = ? AND key = ? AND created_at > ? AND status != 0
-                    """, [caller, key, now - Self.retention]) else { return nil }
-                let fingerprint = row[0].bytes ?? [], body = row[3].bytes ?? [], lines = row[2].string ?? ""
-                var headers: [String: String] = [:]
-                for line in lines.split(separator: "\n") {
-                    let parts = line.split(separator: ":", maxSplits: 1)
-                    if parts.count == 2 { headers[String(parts[0])] = String(parts[1].dropFirst()) }
-                }
-                return StoredAnswer(fingerprint: fingerprint, status: row[1].int ?? 0, headers: headers, body: body)
+        guard
+            let row = try db.fetchRow(
+                """
+                SELECT fingerprint, status, headers, body FROM idempotency_keys WHERE caller = ? AND key = ? AND created_at > ? AND status != 0
+                """, [caller, key, now - Self.retention])
+        else { return nil }
+        let fingerprint = row[0].bytes ?? [], body = row[3].bytes ?? [], lines = row[2].string ?? ""
+        var headers: [String: String] = [:]
+        for line in lines.split(separator: "\n") {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            if parts.count == 2 { headers[String(parts[0])] = String(parts[1].dropFirst()) }
+        }
+        return StoredAnswer(fingerprint: fingerprint, status: row[1].int ?? 0, headers: headers, body: body)
     }
 
     /// Stores `answer` for `key` of `caller` in a transaction of its own (for an answer
     /// made without a write), as ``keep(_:_:caller:key:now:)`` does; `completion` runs
     /// once it is durable.
-    public func store(_ answer: StoredAnswer, caller: String, key: String, now: Int64,
-                      completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+    public func store(
+        _ answer: StoredAnswer, caller: String, key: String, now: Int64,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
         database.submit(atomic: true, { db in try Self.keep(db, answer, caller: caller, key: key, now: now) }, completion: completion)
     }
 
@@ -65,7 +70,8 @@ public final class IdempotencyStore: Sendable {
     ///   request committed first.
     static func keep(_ db: any SQLConnection, _ answer: StoredAnswer, caller: String, key: String, now: Int64) throws {
         let lines = answer.headers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "\n")
-        let kept = try db.execute("""
+        let kept = try db.execute(
+            """
             INSERT INTO idempotency_keys (caller, key, fingerprint, status, headers, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (caller, key) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status, headers = excluded.headers,
                 body = excluded.body, created_at = excluded.created_at
@@ -74,7 +80,8 @@ public final class IdempotencyStore: Sendable {
         guard kept == 1 else {
             throw StoreError.conflict("Another request with this Idempotency-Key was answered first; send it again to get that answer.")
         }
-        try db.execute("""
+        try db.execute(
+            """
             DELETE FROM idempotency_keys WHERE (caller, key) IN
                 (SELECT caller, key FROM idempotency_keys WHERE created_at <= ? ORDER BY created_at LIMIT 100)
             """, [now - Self.retention])

@@ -189,8 +189,9 @@ public struct ChangeToken: Sendable, Equatable {
         guard let plain = Base64URL.decode(String(text.dropFirst(3))), let decoded = String(validating: plain, as: UTF8.self) else { return nil }
         let parts = decoded.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 3, (1...64).contains(parts[0].utf8.count),
-              parts[0].utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
-              let seq = Int64(parts[1]), seq >= 0, let issued = Int64(parts[2]), issued >= 0 else { return nil }
+            parts[0].utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
+            let seq = Int64(parts[1]), seq >= 0, let issued = Int64(parts[2]), issued >= 0
+        else { return nil }
         self.init(catalog: String(parts[0]), seq: seq, issued: issued)
     }
 }
@@ -234,7 +235,8 @@ public struct ChangeLog: Sendable {
         }
         let (purged, top) = try guarded {
             try database.read { db in
-                let row = try db.fetchRow("""
+                let row = try db.fetchRow(
+                    """
                     SELECT (SELECT value FROM catalog_metadata WHERE key = 'changes_purged_through'), (SELECT coalesce(max(seq), 0) FROM changes)
                     """)
                 return (Int64(row?[0].string ?? "") ?? 0, row?[1].int64 ?? 0)
@@ -271,9 +273,11 @@ public struct ChangeLog: Sendable {
             // The item's comments (and its own row, if logged before 0008) by subject, in
             // order of changes_by_subject (not entries: their subject is a playlist's id);
             // its own row by (type, id); merged in order.
-            sql = select + "subject = ? AND type <> ? AND " + conditions
+            sql =
+                select + "subject = ? AND type <> ? AND " + conditions
                 + " UNION ALL " + select + "type = ? AND id = ? AND subject IS NULL AND " + conditions
-            arguments = [item.rawValue, ChangeFeedSchema.entryType] + conditionArguments + [ResourceSchema.playableItem.type, item.rawValue]
+            arguments =
+                [item.rawValue, ChangeFeedSchema.entryType] + conditionArguments + [ResourceSchema.playableItem.type, item.rawValue]
                 + conditionArguments
         } else {
             sql = select + conditions
@@ -286,7 +290,8 @@ public struct ChangeLog: Sendable {
                 // A reader after the start must not have missed purged deletions: checked in
                 // the snapshot it reads, so a purge committing meanwhile cannot slip between.
                 if seq > 0, let purged = Int64(try db.fetchValue("SELECT value FROM catalog_metadata WHERE key = 'changes_purged_through'").string ?? ""),
-                   seq < purged {
+                    seq < purged
+                {
                     throw StoreError.syncTokenExpired("Deletions after this token were purged; sync again from the start.")
                 }
                 let rows = try db.fetchRows(sql, arguments)
@@ -343,21 +348,24 @@ public struct ChangeLog: Sendable {
             writer.raw("}")
             json = writer.bytes
         }
-        return ChangeRecord(seq: seq, type: type, id: id, version: currentVersion, deleted: deleted, ownerID: row[5].string,
-                            hidden: row[6].bool, shown: row[7].bool, json: json)
+        return ChangeRecord(
+            seq: seq, type: type, id: id, version: currentVersion, deleted: deleted, ownerID: row[5].string,
+            hidden: row[6].bool, shown: row[7].bool, json: json)
     }
 
     /// Deletes the deletions recorded before `cutoff` (milliseconds since 1970), noting
     /// the highest `seq` purged: a token before it has missed them. Returns how many went.
     public func purge(before cutoff: Int64, completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
-        database.submit(atomic: true, heavy: true, { db -> Int in
-            guard let top = try db.fetchValue("SELECT max(seq) FROM changes WHERE deleted = 1 AND changed_at < ?", [cutoff]).int64 else { return 0 }
-            let count = try db.execute("DELETE FROM changes WHERE deleted = 1 AND changed_at < ?", [cutoff])
-            let purged = Int64(try db.fetchValue("SELECT value FROM catalog_metadata WHERE key = 'changes_purged_through'").string ?? "") ?? 0
-            if top > purged {
-                try db.execute("UPDATE catalog_metadata SET value = ? WHERE key = 'changes_purged_through'", [String(top)])
-            }
-            return count
-        }, completion: { completion($0.mapError { StoreError.from($0) }) })
+        database.submit(
+            atomic: true, heavy: true,
+            { db -> Int in
+                guard let top = try db.fetchValue("SELECT max(seq) FROM changes WHERE deleted = 1 AND changed_at < ?", [cutoff]).int64 else { return 0 }
+                let count = try db.execute("DELETE FROM changes WHERE deleted = 1 AND changed_at < ?", [cutoff])
+                let purged = Int64(try db.fetchValue("SELECT value FROM catalog_metadata WHERE key = 'changes_purged_through'").string ?? "") ?? 0
+                if top > purged {
+                    try db.execute("UPDATE catalog_metadata SET value = ? WHERE key = 'changes_purged_through'", [String(top)])
+                }
+                return count
+            }, completion: { completion($0.mapError { StoreError.from($0) }) })
     }
 }

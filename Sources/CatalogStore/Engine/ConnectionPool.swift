@@ -47,7 +47,7 @@ final class ConnectionPool<Connection: PooledConnection>: @unchecked Sendable {
     }
 
     /// A connection; `nil` when none is free and `waiting` is false.
-    @_specialize(exported: false, kind: full, where Connection == SQLiteReader)
+    @_specialize(exported:false,kind:full,where Connection == SQLiteReader)
     private func borrow(waiting: Bool) throws -> Connection? {
         condition.lock()
         if !waiting && idle.isEmpty && count >= size {
@@ -84,7 +84,7 @@ final class ConnectionPool<Connection: PooledConnection>: @unchecked Sendable {
         }
     }
 
-    @_specialize(exported: false, kind: full, where Connection == SQLiteReader)
+    @_specialize(exported:false,kind:full,where Connection == SQLiteReader)
     private func giveBack(_ connection: Connection) {
         condition.lock()
         if connection.isBroken || closed { count -= 1 } else { idle.append(connection) }

@@ -104,17 +104,20 @@ final class GroupCommit<Writer: CommitWriter>: @unchecked Sendable {
     ///   - options: what the submitter knows of its request (``WriteOptions``).
     ///   - atomic: pass `true` when `work` runs more than one modifying statement.
     ///   - heavy: pass `true` when `work` may take milliseconds (thousands of rows).
-    func submit<T: Sendable>(_ options: WriteOptions = WriteOptions(), atomic: Bool = false, heavy isHeavy: Bool = false,
-                             _ work: @escaping (Writer.Connection) throws -> T, completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+    func submit<T: Sendable>(
+        _ options: WriteOptions = WriteOptions(), atomic: Bool = false, heavy isHeavy: Bool = false,
+        _ work: @escaping (Writer.Connection) throws -> T, completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
         let job = Job(options, atomic: atomic, heavy: isHeavy, work, completion: completion)
         condition.lock()
-        let refusal: StoreError? = if stopped {
-            .unavailable("The store is shutting down.")
-        } else if isHeavy ? heavy.count >= Self.maxHeavy : light.count >= Self.maxLight {
-            .unavailable("Too many writes are waiting; retry shortly.")
-        } else {
-            nil
-        }
+        let refusal: StoreError? =
+            if stopped {
+                .unavailable("The store is shutting down.")
+            } else if isHeavy ? heavy.count >= Self.maxHeavy : light.count >= Self.maxLight {
+                .unavailable("Too many writes are waiting; retry shortly.")
+            } else {
+                nil
+            }
         if refusal == nil {
             if isHeavy { heavy.append(job) } else { light.append(job) }
             condition.signal()
@@ -215,7 +218,7 @@ final class GroupCommit<Writer: CommitWriter>: @unchecked Sendable {
                     do {
                         outcomes.append(.success(try job.run(connection)))
                         if job.atomic { try writer.release(connection) }
-                    } catch where writer.abortsBatch(error, atomic: job.atomic) {
+                    } catch  where writer.abortsBatch(error, atomic: job.atomic) {
                         throw error
                     } catch {
                         // The job's own failure: what it wrote is undone, the others' stays.
@@ -258,7 +261,7 @@ final class GroupCommit<Writer: CommitWriter>: @unchecked Sendable {
                 completion()
                 committed(writer)
                 return
-            } catch where writer.isRetryable(error) && attempt < Self.maxAttempts {
+            } catch  where writer.isRetryable(error) && attempt < Self.maxAttempts {
                 // A random pause, growing with the attempts, lets the other transaction finish.
                 usleep(UInt32.random(in: 500...2_000) * UInt32(attempt))
                 attempt += 1

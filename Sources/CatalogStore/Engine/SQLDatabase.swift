@@ -28,8 +28,9 @@ protocol SQLDatabase: Sendable {
     ///   - options: what the submitter knows of its request (``WriteOptions``).
     ///   - atomic: pass `true` when `work` runs more than one modifying statement.
     ///   - heavy: pass `true` when `work` may take milliseconds (thousands of rows).
-    func submit<T: Sendable>(_ options: WriteOptions, atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
-                             completion: @escaping @Sendable (Result<T, any Error>) -> Void)
+    func submit<T: Sendable>(
+        _ options: WriteOptions, atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void)
     /// Applies the migrations missing from the database, after checking those recorded;
     /// returns the file names applied.
     func migrate(_ migrations: [Migration]) throws -> [String]
@@ -38,14 +39,18 @@ protocol SQLDatabase: Sendable {
 }
 
 extension SQLDatabase {
-    func submit<T: Sendable>(_ options: WriteOptions, atomic: Bool = false, heavy: Bool = false,
-                             _ work: @escaping (any SQLConnection) throws -> T, completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+    func submit<T: Sendable>(
+        _ options: WriteOptions, atomic: Bool = false, heavy: Bool = false,
+        _ work: @escaping (any SQLConnection) throws -> T, completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
         submit(options, atomic: atomic, heavy: heavy, work, completion: completion)
     }
 
     /// A write with the default ``WriteOptions``: never dropped, answered on the writer's thread.
-    func submit<T: Sendable>(atomic: Bool = false, heavy: Bool = false, _ work: @escaping (any SQLConnection) throws -> T,
-                             completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+    func submit<T: Sendable>(
+        atomic: Bool = false, heavy: Bool = false, _ work: @escaping (any SQLConnection) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
         submit(WriteOptions(), atomic: atomic, heavy: heavy, work, completion: completion)
     }
 

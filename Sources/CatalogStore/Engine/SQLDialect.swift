@@ -88,5 +88,7 @@ enum SpatialIndex: Sendable {
 ///   (SQLite with `queued`, ``SearchIndexQueue``), which `filter` leaves out: their
 ///   matches are those of them that `match`, so that a search finds exactly the rows
 ///   whose text matches, indexed yet or not.
-typealias SQLSearch = (filter: String, filterQuery: String, from: String?, newestFirst: String, rank: String, rankQuery: String,
-                       match: (expression: String, query: String)?, pending: String?)
+typealias SQLSearch = (
+    filter: String, filterQuery: String, from: String?, newestFirst: String, rank: String, rankQuery: String,
+    match: (expression: String, query: String)?, pending: String?
+)

@@ -14,8 +14,10 @@ struct WriteJob<Connection> {
 
     /// The job of `work`, whose result `completion` receives after the commit (or its
     /// failure): where `options` say, else on the writer's thread.
-    init<T: Sendable>(_ options: WriteOptions, atomic: Bool, heavy: Bool, _ work: @escaping (Connection) throws -> T,
-                      completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+    init<T: Sendable>(
+        _ options: WriteOptions, atomic: Bool, heavy: Bool, _ work: @escaping (Connection) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
         let answer = options.answer ?? { $0() }
         run = { connection in
             let value = try work(connection)

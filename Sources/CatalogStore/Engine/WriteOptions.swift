@@ -23,9 +23,11 @@ public struct WriteOptions: Sendable {
     ///   - isAbandoned: whether its client has gone (``isAbandoned``).
     ///   - answer: where its completion runs (``answer``).
     ///   - inTransaction: set to make the answer inside the transaction too (``inTransaction``).
-    public init(abandonedWhen isAbandoned: (@Sendable () -> Bool)? = nil,
-                answeredOn answer: (@Sendable (@escaping @Sendable () -> Void) -> Void)? = nil,
-                answeringIn inTransaction: TransactionAnswer? = nil) {
+    public init(
+        abandonedWhen isAbandoned: (@Sendable () -> Bool)? = nil,
+        answeredOn answer: (@Sendable (@escaping @Sendable () -> Void) -> Void)? = nil,
+        answeringIn inTransaction: TransactionAnswer? = nil
+    ) {
         self.isAbandoned = isAbandoned
         self.answer = answer
         self.inTransaction = inTransaction
@@ -41,8 +43,10 @@ public struct WriteOptions: Sendable {
 
     /// `work`, made to run the completion inside the transaction after it when
     /// ``inTransaction`` asks; a failure of what the completion writes there fails the write.
-    func wrapping<T>(_ work: @escaping (any SQLConnection) throws -> T,
-                     completion: @escaping @Sendable (Result<T, any Error>) -> Void) -> (any SQLConnection) throws -> T {
+    func wrapping<T>(
+        _ work: @escaping (any SQLConnection) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) -> (any SQLConnection) throws -> T {
         guard let inTransaction else { return work }
         return { db in
             let result = try work(db)

@@ -26,9 +26,10 @@ public struct Migration: Sendable, Hashable {
         } catch {
             throw MigrationError.directoryUnreadable(folder.path)
         }
-        return try ordered(names.sorted().filter { $0.hasSuffix(".sql") }.map { name in
-            (name, try Data(contentsOf: folder.appendingPathComponent(name)))
-        })
+        return try ordered(
+            names.sorted().filter { $0.hasSuffix(".sql") }.map { name in
+                (name, try Data(contentsOf: folder.appendingPathComponent(name)))
+            })
     }
 
     /// The migrations this build carries (`Migrations/` when it was built), used when no
@@ -101,9 +102,12 @@ enum MigrationRunner {
     ///   - transaction: runs its body in a write transaction.
     ///   - script: runs SQL of several statements, without parameters.
     /// - Returns: the file names applied by this call.
-    static func migrate(_ db: some SQLConnection, migrations: [Migration], transaction: (() throws -> Void) throws -> Void,
-                        script: @escaping (String) throws -> Void) throws -> [String] {
-        try script("""
+    static func migrate(
+        _ db: some SQLConnection, migrations: [Migration], transaction: (() throws -> Void) throws -> Void,
+        script: @escaping (String) throws -> Void
+    ) throws -> [String] {
+        try script(
+            """
             CREATE TABLE IF NOT EXISTS \(historyTable) (
                 version INTEGER PRIMARY KEY, file_name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at TEXT NOT NULL)
             """)
@@ -122,8 +126,9 @@ enum MigrationRunner {
             do {
                 try transaction {
                     try script(migration.sql)
-                    try db.execute("INSERT INTO \(historyTable) (version, file_name, checksum, applied_at) VALUES (?, ?, ?, ?)",
-                                   [migration.version, migration.fileName, migration.checksum, ISO8601DateFormatter().string(from: Date())])
+                    try db.execute(
+                        "INSERT INTO \(historyTable) (version, file_name, checksum, applied_at) VALUES (?, ?, ?, ?)",
+                        [migration.version, migration.fileName, migration.checksum, ISO8601DateFormatter().string(from: Date())])
                 }
             } catch let error as any EngineError {
                 throw MigrationError.failed(migration.fileName, error.engineMessage)

@@ -34,34 +34,39 @@ extension CatalogStore {
     /// Fails with `invalid` naming `/records/N/data/…` when a record refers to a resource
     /// that neither exists nor comes earlier, and `conflict` when a record would move an
     /// existing resource (a comment to another thread, an entry to another playlist).
-    package func importRecords(_ records: [ImportRecord], options: WriteOptions = WriteOptions(),
-                               completion: @escaping @Sendable (Result<ImportSummary, any Error>) -> Void) {
+    package func importRecords(
+        _ records: [ImportRecord], options: WriteOptions = WriteOptions(),
+        completion: @escaping @Sendable (Result<ImportSummary, any Error>) -> Void
+    ) {
         let relations = Dictionary(uniqueKeysWithValues: resources.map { ($0.schema.type, $0.relations) })
         let caches = Dictionary(uniqueKeysWithValues: resources.compactMap { store in store.cache.map { (store.schema.type, $0) } })
-        database.submit(options, atomic: true, heavy: true, { db in
-            var summary = ImportSummary()
-            for (index, record) in records.enumerated() {
-                let rules = relations[record.schema.type]?.importing ?? ImportRules()
-                switch try Self.upsert(db, record, rules: rules, pointer: "/records/\(index)/data") {
-                case .created: summary.created += 1
-                case .updated: summary.updated += 1
-                case .unchanged: summary.unchanged += 1
+        database.submit(
+            options, atomic: true, heavy: true,
+            { db in
+                var summary = ImportSummary()
+                for (index, record) in records.enumerated() {
+                    let rules = relations[record.schema.type]?.importing ?? ImportRules()
+                    switch try Self.upsert(db, record, rules: rules, pointer: "/records/\(index)/data") {
+                    case .created: summary.created += 1
+                    case .updated: summary.updated += 1
+                    case .unchanged: summary.unchanged += 1
+                    }
                 }
-            }
-            for (type, relation) in relations.sorted(by: { $0.key < $1.key }) {
-                let own = records.filter { $0.schema.type == type }.map(\.values)
-                if !own.isEmpty { try relation.importing.finish?(db, own) }
-            }
-            return summary
-        }, completion: { result in
-            // Imported resources may come back at a version the render cache saw with other content.
-            if case .success = result {
-                for record in records {
-                    if let cache = caches[record.schema.type], let id = record.values[column: "id"]?.text { cache.invalidate(id: id) }
+                for (type, relation) in relations.sorted(by: { $0.key < $1.key }) {
+                    let own = records.filter { $0.schema.type == type }.map(\.values)
+                    if !own.isEmpty { try relation.importing.finish?(db, own) }
                 }
-            }
-            completion(result.mapError { StoreError.from($0) })
-        })
+                return summary
+            },
+            completion: { result in
+                // Imported resources may come back at a version the render cache saw with other content.
+                if case .success = result {
+                    for record in records {
+                        if let cache = caches[record.schema.type], let id = record.values[column: "id"]?.text { cache.invalidate(id: id) }
+                    }
+                }
+                completion(result.mapError { StoreError.from($0) })
+            })
     }
 
     private enum ImportOutcome { case created, updated, unchanged }
@@ -98,8 +103,9 @@ extension CatalogStore {
                 outcome = .unchanged
             } else {
                 let assignments = data.map { "\($0.column) = ?" }.joined(separator: ", ")
-                try db.execute("UPDATE \(schema.table) SET \(assignments), updated_at = \(greatest)(?, created_at), version = \(greatest)(version + 1, ?) WHERE id = ?",
-                               data.map { value($0.index) } + [stamp("updated_at"), stamp("version"), id])
+                try db.execute(
+                    "UPDATE \(schema.table) SET \(assignments), updated_at = \(greatest)(?, created_at), version = \(greatest)(version + 1, ?) WHERE id = ?",
+                    data.map { value($0.index) } + [stamp("updated_at"), stamp("version"), id])
                 outcome = .updated
             }
         } else {
@@ -111,15 +117,17 @@ extension CatalogStore {
             }
             try rules.checkNew?(db, values, pointer)
             let columns = ["id"] + inserted.map(\.column) + ["created_at", "updated_at", "version"]
-            try db.execute(insertStatement(schema.table, columns),
-                           [id] + inserted.map { value($0.index) } + [stamp("created_at"), stamp("updated_at"), stamp("version")])
+            try db.execute(
+                insertStatement(schema.table, columns),
+                [id] + inserted.map { value($0.index) } + [stamp("created_at"), stamp("updated_at"), stamp("version")])
             outcome = .created
         }
         if let applyNested = rules.applyNested {
             guard let pk = try db.fetchValue("SELECT pk FROM \(schema.table) WHERE id = ?", [id]).int64 else { throw StoreError.notFound }
             if try applyNested(db, values, pk, pointer), outcome == .unchanged {
-                try db.execute("UPDATE \(schema.table) SET updated_at = \(greatest)(?, created_at), version = \(greatest)(version + 1, ?) WHERE pk = ?",
-                               [stamp("updated_at"), stamp("version"), pk])
+                try db.execute(
+                    "UPDATE \(schema.table) SET updated_at = \(greatest)(?, created_at), version = \(greatest)(version + 1, ?) WHERE pk = ?",
+                    [stamp("updated_at"), stamp("version"), pk])
                 outcome = .updated
             }
         }

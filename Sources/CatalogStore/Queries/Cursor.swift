@@ -67,11 +67,11 @@ struct ListCursor {
         // Four fields: the version, the fingerprint's hash, the id, and the key (which may
         // itself hold the separator).
         guard let first = plain.firstIndex(of: Self.separator),
-              let second = plain[(first + 1)...].firstIndex(of: Self.separator),
-              let third = plain[(second + 1)...].firstIndex(of: Self.separator),
-              plain[..<first].elementsEqual([UInt8(ascii: "1")]), third + 1 < plain.count,
-              let id = String(validating: plain[(second + 1)..<third], as: UTF8.self),
-              let value = String(validating: plain[(third + 2)...], as: UTF8.self)
+            let second = plain[(first + 1)...].firstIndex(of: Self.separator),
+            let third = plain[(second + 1)...].firstIndex(of: Self.separator),
+            plain[..<first].elementsEqual([UInt8(ascii: "1")]), third + 1 < plain.count,
+            let id = String(validating: plain[(second + 1)..<third], as: UTF8.self),
+            let value = String(validating: plain[(third + 2)...], as: UTF8.self)
         else { throw .invalidCursor("The cursor is malformed.") }
         var hash: [UInt8] = []
         Self.appendBase36(Self.hash(fingerprint), to: &hash)

@@ -24,11 +24,14 @@ enum Geo {
         switch area {
         case let .boundingBox(minLongitude, minLatitude, maxLongitude, maxLatitude):
             let crosses = minLongitude > maxLongitude
-            let (indexFilter, indexArguments) = index(dialect, minLatitude: minLatitude, maxLatitude: maxLatitude,
-                                                      minLongitude: minLongitude, maxLongitude: maxLongitude)
+            let (indexFilter, indexArguments) = index(
+                dialect, minLatitude: minLatitude, maxLatitude: maxLatitude,
+                minLongitude: minLongitude, maxLongitude: maxLongitude)
             let exactLongitude = crosses ? "(t.longitude >= ? OR t.longitude <= ?)" : "t.longitude BETWEEN ? AND ?"
-            return ("\(indexFilter) AND t.latitude BETWEEN ? AND ? AND \(exactLongitude)",
-                    indexArguments + [minLatitude, maxLatitude, minLongitude, maxLongitude])
+            return (
+                "\(indexFilter) AND t.latitude BETWEEN ? AND ? AND \(exactLongitude)",
+                indexArguments + [minLatitude, maxLatitude, minLongitude, maxLongitude]
+            )
         case let .near(latitude, longitude, radius):
             let angular = radius / earthRadius
             let deltaLatitude = angular * 180 / .pi
@@ -44,23 +47,29 @@ enum Geo {
                     if maxLongitude > 180 { maxLongitude -= 360 }
                 }
             }
-            return index(dialect, minLatitude: max(-90, minLatitude), maxLatitude: min(90, maxLatitude),
-                         minLongitude: minLongitude, maxLongitude: maxLongitude)
+            return index(
+                dialect, minLatitude: max(-90, minLatitude), maxLatitude: min(90, maxLatitude),
+                minLongitude: minLongitude, maxLongitude: maxLongitude)
         }
     }
 
     /// The filter the spatial index answers: SQLite's R*Tree of the locations, or
     /// PostgreSQL's GiST index on `point(longitude, latitude)` (two boxes when the box
     /// crosses the antimeridian).
-    private static func index(_ dialect: any SQLDialect, minLatitude: Double, maxLatitude: Double, minLongitude: Double, maxLongitude: Double)
-        -> (String, SQLArguments) {
+    private static func index(
+        _ dialect: any SQLDialect, minLatitude: Double, maxLatitude: Double, minLongitude: Double, maxLongitude: Double
+    )
+        -> (String, SQLArguments)
+    {
         if case .pointGiST = dialect.spatialIndex {
             let box = "point(t.longitude, t.latitude) <@ box(point(?, ?), point(?, ?))"
             guard minLongitude > maxLongitude else { return (box, [minLongitude, minLatitude, maxLongitude, maxLatitude]) }
             return ("(\(box) OR \(box))", [minLongitude, minLatitude, 180.0, maxLatitude, -180.0, minLatitude, maxLongitude, maxLatitude])
         }
         let longitude = minLongitude > maxLongitude ? "(max_lon >= ? OR min_lon <= ?)" : "max_lon >= ? AND min_lon <= ?"
-        return ("t.pk IN (SELECT pk FROM locations_rtree WHERE max_lat >= ? AND min_lat <= ? AND \(longitude))",
-                [minLatitude - padding, maxLatitude + padding, minLongitude - padding, maxLongitude + padding])
+        return (
+            "t.pk IN (SELECT pk FROM locations_rtree WHERE max_lat >= ? AND min_lat <= ? AND \(longitude))",
+            [minLatitude - padding, maxLatitude + padding, minLongitude - padding, maxLongitude + padding]
+        )
     }
 }

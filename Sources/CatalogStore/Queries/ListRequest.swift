@@ -48,8 +48,10 @@ public struct ListRequest: Sendable, Hashable {
     public var viewer: Viewer
 
     /// Creates a request.
-    public init(limit: Int = 20, order: Order = .field("createdAt", descending: false), cursor: String? = nil, search: String? = nil,
-                areas: [Area] = [], scope: Scope? = nil, fields: FieldMask = .all, viewer: Viewer = .everything) {
+    public init(
+        limit: Int = 20, order: Order = .field("createdAt", descending: false), cursor: String? = nil, search: String? = nil,
+        areas: [Area] = [], scope: Scope? = nil, fields: FieldMask = .all, viewer: Viewer = .everything
+    ) {
         self.viewer = viewer
         self.limit = limit
         self.order = order
@@ -62,11 +64,12 @@ public struct ListRequest: Sendable, Hashable {
 
     /// What the cursor is bound to: the order and every filter.
     var fingerprint: String {
-        var text = switch order {
-        case let .field(name, descending): descending ? "-" + name : name
-        case .relevance: "relevance"
-        case .distance: "distance"
-        }
+        var text =
+            switch order {
+            case let .field(name, descending): descending ? "-" + name : name
+            case .relevance: "relevance"
+            case .distance: "distance"
+            }
         text += "|"
         text += search ?? ""
         text += "|"

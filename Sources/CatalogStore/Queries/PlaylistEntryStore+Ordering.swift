@@ -5,16 +5,20 @@ extension PlaylistEntryStore {
     /// `moving`, the entry a move takes, whose key stays when it already lies there):
     /// halfway between its neighbours', or, when they have no room, made by giving some
     /// of them new keys (``EntryOrder/spread(_:at:)``).
-    static func key(_ db: any SQLConnection, playlistPK: Int64, others: Int, at position: Int,
-                            moving: (pk: Int64, key: Int64)?) throws -> Int64 {
+    static func key(
+        _ db: any SQLConnection, playlistPK: Int64, others: Int, at position: Int,
+        moving: (pk: Int64, key: Int64)?
+    ) throws -> Int64 {
         let excluded = moving?.pk ?? 0
         // The neighbours, found from the nearer end (an append reads one key).
         let descending = position > others / 2
         let offset = descending ? max(others - 1 - position, 0) : max(position - 1, 0)
         let limit = (descending ? position == others : position == 0) ? 1 : 2
-        let found = try db.fetchColumn("""
+        let found = try db.fetchColumn(
+            """
             SELECT sort_key FROM playlist_entries WHERE playlist_pk = ? AND pk != ? ORDER BY sort_key\(descending ? " DESC" : "") LIMIT ? OFFSET ?
-            """, [playlistPK, excluded, limit, offset]).compactMap(\.int64)
+            """, [playlistPK, excluded, limit, offset]
+        ).compactMap(\.int64)
         func at(_ index: Int) -> Int64? { found.indices.contains(index) ? found[index] : nil }
         let (before, after) = descending ? (position == others ? (at(0), nil) : (at(1), at(0))) : (position == 0 ? (nil, at(0)) : (at(0), at(1)))
         if let moving, before.map({ $0 < moving.key }) ?? true, after.map({ moving.key < $0 }) ?? true { return moving.key }
@@ -29,7 +33,8 @@ extension PlaylistEntryStore {
     static func rekey(_ db: any SQLConnection, _ keys: [(pk: Int64, key: Int64)]) throws {
         guard !keys.isEmpty else { return }
         let dialect = db.dialect
-        try db.execute("""
+        try db.execute(
+            """
             UPDATE playlist_entries SET sort_key = CAST(\(dialect.jsonElement("m.value", 1)) AS BIGINT), version = version + 1
             FROM \(dialect.jsonElements("m")) WHERE playlist_entries.pk = CAST(\(dialect.jsonElement("m.value", 0)) AS BIGINT)
             """, [JSONArrayParameter.text(keys.lazy.map { "[\($0.pk),\($0.key)]" })])

@@ -9,23 +9,30 @@ extension PlaylistEntryStore {
     /// - Returns: whether they did (a change of the playlist).
     static func importEntries(_ db: any SQLConnection, _ record: FieldValues, playlistPK: Int64, pointer: String) throws -> Bool {
         guard let index = record.fields.firstIndex(where: { if case .documents = $0.kind { true } else { false } }),
-              case let .documents(entries)? = record.values[index] else { return false }
+            case let .documents(entries)? = record.values[index]
+        else { return false }
         let member = pointer + record.fields[index].pointer
         func item(_ entry: FieldValues) -> String? { entry.reference(to: .playableItems)?.value?.text }
-        let current = try db.fetchRows("""
+        let current = try db.fetchRows(
+            """
             SELECT e.id, i.id, e.version FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk WHERE e.playlist_pk = ? ORDER BY e.sort_key
-            """, [playlistPK]).map { (entry: $0[0].string, item: $0[1].string, version: $0[2].int64 ?? 1) }
+            """, [playlistPK]
+        ).map { (entry: $0[0].string, item: $0[1].string, version: $0[2].int64 ?? 1) }
         guard !current.elementsEqual(entries, by: { $0.entry == $1[column: "id"]?.text && $0.item == item($1) }) else { return false }
         // Entries written anew keep counting their versions, so the feed never shows one going back.
         let versions = Dictionary(current.compactMap { row in row.entry.map { ($0, row.version) } }, uniquingKeysWith: max)
         try db.execute("DELETE FROM playlist_entries WHERE playlist_pk = ?", [playlistPK])
         var missing: [FieldError] = []
         for (position, entry) in entries.enumerated() {
-            let inserted = try db.execute("""
+            let inserted = try db.execute(
+                """
                 INSERT INTO playlist_entries (id, playlist_pk, item_pk, sort_key, created_at, version)
                 SELECT CAST(? AS TEXT), CAST(? AS BIGINT), pk, CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT) FROM playable_items WHERE id = ?
-                """, [entry[column: "id"]?.sqlValue ?? .null, playlistPK, Int64(position + 1) * EntryOrder.spacing, entry[column: "created_at"]?.sqlValue ?? .null,
-                      (entry[column: "id"]?.text.flatMap { versions[$0] } ?? 0) + 1, item(entry)])
+                """,
+                [
+                    entry[column: "id"]?.sqlValue ?? .null, playlistPK, Int64(position + 1) * EntryOrder.spacing, entry[column: "created_at"]?.sqlValue ?? .null,
+                    (entry[column: "id"]?.text.flatMap { versions[$0] } ?? 0) + 1, item(entry),
+                ])
             if inserted == 0, let reference = entry.reference(to: .playableItems) {
                 missing.append(Reference.playableItems.missing.at(member + "/\(position)" + reference.field.pointer))
             }

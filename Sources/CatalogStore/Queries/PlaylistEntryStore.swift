@@ -46,19 +46,21 @@ public final class PlaylistEntryStore: Sendable {
         let renderer = RowRenderer(PlaylistEntrySchema.document, revision: items.renderer.revision)
         self.renderer = renderer
         func select(position: String) -> String {
-            let columns = renderer.selectList(own: { field in
-                switch field.column {
-                case "playlist_id": "p.id"
-                case "position": position
-                default: "e." + field.column
-                }
-            }, nested: { "i." + $0.column })
+            let columns = renderer.selectList(
+                own: { field in
+                    switch field.column {
+                    case "playlist_id": "p.id"
+                    case "position": position
+                    default: "e." + field.column
+                    }
+                }, nested: { "i." + $0.column })
             return "SELECT \(columns.joined(separator: ", ")), e.sort_key FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk"
                 + " JOIN playlists p ON p.pk = e.playlist_pk"
         }
         selectSQL = select(position: "(SELECT count(*) FROM playlist_entries x WHERE x.playlist_pk = e.playlist_pk AND x.sort_key < e.sort_key)")
-        pageSQL = select(position: "(SELECT count(*) FROM playlist_entries x WHERE x.playlist_pk = ? AND x.sort_key <= ?)"
-            + " + row_number() OVER (ORDER BY e.sort_key) - 1")
+        pageSQL = select(
+            position: "(SELECT count(*) FROM playlist_entries x WHERE x.playlist_pk = ? AND x.sort_key <= ?)"
+                + " + row_number() OVER (ORDER BY e.sort_key) - 1")
         idColumn = renderer.index(of: "id")
         keyColumn = renderer.columnCount
         let changeColumns = changeRenderer.selectList(own: { field in
@@ -68,7 +70,8 @@ public final class PlaylistEntryStore: Sendable {
             default: "e." + field.column
             }
         })
-        changeSQL = "SELECT \(changeColumns.joined(separator: ", ")), e.version, e.id FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk"
+        changeSQL =
+            "SELECT \(changeColumns.joined(separator: ", ")), e.version, e.id FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk"
             + " JOIN playlists p ON p.pk = e.playlist_pk WHERE e.id IN (SELECT j.value FROM "
     }
 
@@ -91,16 +94,20 @@ public final class PlaylistEntryStore: Sendable {
 
     /// One page of the entries of `playlistID`, in position order; `fields` masks each
     /// entry's playable item. Fails with `notFound` when the playlist does not exist.
-    public func page(of playlistID: CatalogID, limit: Int, cursor: String?, fields: FieldMask = .all) throws(StoreError)
-        -> (json: [UInt8], nextCursor: String?) {
+    public func page(
+        of playlistID: CatalogID, limit: Int, cursor: String?, fields: FieldMask = .all
+    ) throws(StoreError)
+        -> (json: [UInt8], nextCursor: String?)
+    {
         let after = try cursor.map { text throws(StoreError) in try Self.decodeCursor(text, playlistID: playlistID) }
         let epoch = RenderCache.currentEpoch
         return try guarded {
             try database.snapshot { db in
                 guard let pk = try Self.playlistPK(db, playlistID) else { throw StoreError.notFound }
                 var writer = JSONWriter(capacity: 256 + limit * 600)
-                let next = try renderPage(db, playlistID: playlistID, pk: pk, after: after ?? -1, limit: limit, fields: fields, epoch: epoch,
-                                          into: &writer)
+                let next = try renderPage(
+                    db, playlistID: playlistID, pk: pk, after: after ?? -1, limit: limit, fields: fields, epoch: epoch,
+                    into: &writer)
                 return (writer.bytes, next)
             }
         }
@@ -114,21 +121,31 @@ public final class PlaylistEntryStore: Sendable {
     }
 
     /// Writes a page of the entries after the key `after`; returns the next page's cursor.
-    private func renderPage(_ db: any SQLConnection, playlistID: CatalogID, pk: Int64, after: Int64, limit: Int, fields: FieldMask, epoch: UInt64,
-                            into writer: inout JSONWriter) throws -> String? {
-        try renderPage(db.query(pageSQL + " WHERE e.playlist_pk = ? AND e.sort_key > ? ORDER BY e.sort_key LIMIT ?", [pk, after, pk, after, limit + 1]),
-                       playlistID: playlistID, limit: limit, fields: fields, epoch: epoch, into: &writer)
+    private func renderPage(
+        _ db: any SQLConnection, playlistID: CatalogID, pk: Int64, after: Int64, limit: Int, fields: FieldMask, epoch: UInt64,
+        into writer: inout JSONWriter
+    ) throws -> String? {
+        try renderPage(
+            db.query(pageSQL + " WHERE e.playlist_pk = ? AND e.sort_key > ? ORDER BY e.sort_key LIMIT ?", [pk, after, pk, after, limit + 1]),
+            playlistID: playlistID, limit: limit, fields: fields, epoch: epoch, into: &writer)
     }
 
-    @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
-    private func renderPage<Rows: SQLRows>(_ rows: Rows, playlistID: CatalogID, limit: Int, fields: FieldMask, epoch: UInt64,
-                            into writer: inout JSONWriter) throws -> String? {
-        try rows.writePage(limit: limit, into: &writer, item: { rows, writer in
-            try render(rows, fields: fields, epoch: epoch, into: &writer)
-        }, cursor: { [idColumn, keyColumn] rows in
-            ListCursor(fingerprint: Self.fingerprint(playlistID), key: .integer(rows.integer(keyColumn)),
-                       id: String(decoding: rows.text(idColumn), as: UTF8.self)).encoded()
-        })
+    @_specialize(exported:false,kind:full,where Rows == SQLiteRows)
+    private func renderPage<Rows: SQLRows>(
+        _ rows: Rows, playlistID: CatalogID, limit: Int, fields: FieldMask, epoch: UInt64,
+        into writer: inout JSONWriter
+    ) throws -> String? {
+        try rows.writePage(
+            limit: limit, into: &writer,
+            item: { rows, writer in
+                try render(rows, fields: fields, epoch: epoch, into: &writer)
+            },
+            cursor: { [idColumn, keyColumn] rows in
+                ListCursor(
+                    fingerprint: Self.fingerprint(playlistID), key: .integer(rows.integer(keyColumn)),
+                    id: String(decoding: rows.text(idColumn), as: UTF8.self)
+                ).encoded()
+            })
     }
 
     /// The entry `entryID` of `playlistID`, or `nil` when either does not exist.
@@ -156,9 +173,11 @@ public final class PlaylistEntryStore: Sendable {
             try database.snapshot { db in
                 guard let playlist = try Self.playlist(db, playlistID), let entry = try Self.entry(db, entryID, playlistPK: playlist.pk)
                 else { throw StoreError.notFound }
-                let next = try renderEntry(db.query(selectSQL + " WHERE e.playlist_pk = ? AND e.sort_key > ? ORDER BY e.sort_key LIMIT 1",
-                                                    [playlist.pk, entry.key]),
-                                           version: playlist.version, fields: fields, epoch: epoch)
+                let next = try renderEntry(
+                    db.query(
+                        selectSQL + " WHERE e.playlist_pk = ? AND e.sort_key > ? ORDER BY e.sort_key LIMIT 1",
+                        [playlist.pk, entry.key]),
+                    version: playlist.version, fields: fields, epoch: epoch)
                 return next.map(UpNext.entry) ?? .endOfPlaylist
             }
         }
@@ -174,12 +193,14 @@ public final class PlaylistEntryStore: Sendable {
     }
 
     /// The entry `entryID`, or `nil` when there is none.
-    func renderEntry(_ db: any SQLConnection, _ entryID: CatalogID, version: Int,
-                             fields: FieldMask = .all, epoch: UInt64? = nil) throws -> RenderedEntry? {
+    func renderEntry(
+        _ db: any SQLConnection, _ entryID: CatalogID, version: Int,
+        fields: FieldMask = .all, epoch: UInt64? = nil
+    ) throws -> RenderedEntry? {
         try renderEntry(db.query(selectSQL + " WHERE e.id = ?", [entryID.rawValue]), version: version, fields: fields, epoch: epoch)
     }
 
-    @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
+    @_specialize(exported:false,kind:full,where Rows == SQLiteRows)
     func renderEntry<Rows: SQLRows>(_ rows: Rows, version: Int, fields: FieldMask, epoch: UInt64?) throws -> RenderedEntry? {
         guard try rows.step() else { return nil }
         var writer = JSONWriter(capacity: 700)
@@ -209,8 +230,11 @@ public final class PlaylistEntryStore: Sendable {
         return playlist
     }
 
-    static func lock(_ db: any SQLConnection, _ id: CatalogID, entry entryID: CatalogID, _ preconditions: WritePreconditions) throws
-        -> (playlist: (pk: Int64, version: Int, count: Int), entry: (pk: Int64, key: Int64)) {
+    static func lock(
+        _ db: any SQLConnection, _ id: CatalogID, entry entryID: CatalogID, _ preconditions: WritePreconditions
+    ) throws
+        -> (playlist: (pk: Int64, version: Int, count: Int), entry: (pk: Int64, key: Int64))
+    {
         guard let playlist = try playlist(db, id, locking: true), let entry = try entry(db, entryID, playlistPK: playlist.pk) else {
             throw StoreError.notFound
         }
@@ -222,9 +246,12 @@ public final class PlaylistEntryStore: Sendable {
     /// its owner's playlists past ``PlaylistOrder/maxEntriesPerUser`` in all.
     static func checkOwnersTotal(_ db: any SQLConnection, playlistPK: Int64, adding added: Int) throws {
         guard added > 0 else { return }
-        let total = try db.fetchValue("""
-            SELECT coalesce(sum(o.entry_count), 0) FROM playlists p JOIN playlists o ON o.owner_id = p.owner_id WHERE p.pk = ?
-            """, [playlistPK]).int ?? 0
+        let total =
+            try db.fetchValue(
+                """
+                SELECT coalesce(sum(o.entry_count), 0) FROM playlists p JOIN playlists o ON o.owner_id = p.owner_id WHERE p.pk = ?
+                """, [playlistPK]
+            ).int ?? 0
         guard total + added <= PlaylistOrder.maxEntriesPerUser else {
             throw StoreError.quotaExceeded("The owner's playlists would hold more than \(PlaylistOrder.maxEntriesPerUser) entries in all.")
         }
@@ -239,9 +266,11 @@ public final class PlaylistEntryStore: Sendable {
     /// Records a change of the playlist's entries: the new count, version + 1, the time.
     /// - Returns: the new version.
     static func touch(_ db: any SQLConnection, _ playlistPK: Int64, count: Int) throws -> Int {
-        try db.fetchValue("""
+        try db.fetchValue(
+            """
             UPDATE playlists SET entry_count = ?, version = version + 1, updated_at = \(db.dialect.greatest)(?, created_at) WHERE pk = ? RETURNING version
-            """, [count, Timestamp.milliseconds(Date()), playlistPK]).int ?? 0
+            """, [count, Timestamp.milliseconds(Date()), playlistPK]
+        ).int ?? 0
     }
 
     /// What a cursor of the playlist's entries names (cursors by position, from before
@@ -262,8 +291,11 @@ public final class PlaylistEntryStore: Sendable {
     }
 
     /// As ``mapped(_:)``, for writes that render an entry they just wrote.
-    static func found(_ completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void)
-        -> @Sendable (Result<RenderedEntry?, any Error>) -> Void {
+    static func found(
+        _ completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void
+    )
+        -> @Sendable (Result<RenderedEntry?, any Error>) -> Void
+    {
         { result in completion(result.mapError { StoreError.from($0) }.flatMap { $0.map { .success($0) } ?? .failure(StoreError.notFound) }) }
     }
 }

@@ -48,8 +48,11 @@ extension ResourceStore {
         return (page.json, page.nextCursor, kept.digest)
     }
 
-    private func renderedList(_ request: ListRequest, after cursor: ListCursor?, kept: inout PageCache.Page?) throws
-        -> (json: [UInt8], nextCursor: String?) {
+    private func renderedList(
+        _ request: ListRequest, after cursor: ListCursor?, kept: inout PageCache.Page?
+    ) throws
+        -> (json: [UInt8], nextCursor: String?)
+    {
         let walks = try walksSearch(request)
         if keepsMatches(request, walks: walks) {
             return try renderedList(request, kept: &kept) { db in try keptQuery(db, request, after: cursor, walks: walks) }
@@ -81,8 +84,11 @@ extension ResourceStore {
     /// One page of `request` from what `query` makes of the database (it may narrow the
     /// request, or read to choose its rows first: then from the same snapshot); `kept`
     /// (when given) receives what makes the page (``PageCache``), or `nil` when it cannot be kept.
-    private func renderedList(_ request: ListRequest, kept: inout PageCache.Page?, _ query: (any SQLConnection) throws -> (String, SQLArguments))
-        throws(StoreError) -> (json: [UInt8], nextCursor: String?) {
+    private func renderedList(
+        _ request: ListRequest, kept: inout PageCache.Page?, _ query: (any SQLConnection) throws -> (String, SQLArguments)
+    )
+        throws(StoreError) -> (json: [UInt8], nextCursor: String?)
+    {
         let epoch = RenderCache.currentEpoch
         return try guarded {
             if let parent = request.scope?.parent {
@@ -99,8 +105,10 @@ extension ResourceStore {
         }
     }
 
-    private func renderList(_ db: any SQLConnection, _ request: ListRequest, _ query: (String, SQLArguments), epoch: UInt64,
-                            kept: inout PageCache.Page?) throws -> (json: [UInt8], nextCursor: String?) {
+    private func renderList(
+        _ db: any SQLConnection, _ request: ListRequest, _ query: (String, SQLArguments), epoch: UInt64,
+        kept: inout PageCache.Page?
+    ) throws -> (json: [UInt8], nextCursor: String?) {
         var writer = JSONWriter(capacity: 256 + request.limit * 512)
         if kept != nil { kept = PageCache.Page() }
         let next = try renderList(db, request, query, epoch: epoch, into: &writer, kept: &kept)
@@ -114,10 +122,13 @@ extension ResourceStore {
     }
 
     /// Writes a page; returns the next page's cursor.
-    private func renderList(_ db: any SQLConnection, _ request: ListRequest, _ query: (String, SQLArguments), epoch: UInt64,
-                            maxBytes: Int = ListRequest.maxPageBytes, into writer: inout JSONWriter, kept: inout PageCache.Page?) throws -> String? {
-        try rendering.page(db.query(query.0, query.1), request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: maxBytes,
-                           into: &writer, kept: &kept)
+    private func renderList(
+        _ db: any SQLConnection, _ request: ListRequest, _ query: (String, SQLArguments), epoch: UInt64,
+        maxBytes: Int = ListRequest.maxPageBytes, into writer: inout JSONWriter, kept: inout PageCache.Page?
+    ) throws -> String? {
+        try rendering.page(
+            db.query(query.0, query.1), request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: maxBytes,
+            into: &writer, kept: &kept)
     }
 
     /// Decodes the request's cursor and checks that it was made by this list: same
@@ -125,12 +136,13 @@ extension ResourceStore {
     private func decodeCursor(_ request: ListRequest) throws(StoreError) -> ListCursor? {
         guard let text = request.cursor else { return nil }
         let cursor = try ListCursor(decoding: text, fingerprint: fingerprint(request))
-        let keyFits: Bool = switch (request.order, cursor.key) {
-        case let (.field(name, _), .integer): integerSorts.contains(name)
-        case let (.field(name, _), .text): !integerSorts.contains(name)
-        case let (.relevance, .real(value)), let (.distance, .real(value)): value.isFinite
-        default: false
-        }
+        let keyFits: Bool =
+            switch (request.order, cursor.key) {
+            case let (.field(name, _), .integer): integerSorts.contains(name)
+            case let (.field(name, _), .text): !integerSorts.contains(name)
+            case let (.relevance, .real(value)), let (.distance, .real(value)): value.isFinite
+            default: false
+            }
         guard keyFits, CatalogID(cursor.id) != nil else { throw .invalidCursor("The cursor is malformed.") }
         return cursor
     }
@@ -209,7 +221,8 @@ extension ResourceStore {
                 let sql = "SELECT t.pk, t.id, \(keyExpression) FROM \(from)\(filter) ORDER BY t.pk DESC LIMIT \(Self.walkLimit)"
                 return (sql, keyArguments + arguments)
             }
-            let sql = "SELECT candidate, hit FROM (SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key, \(match.expression) AS hit"
+            let sql =
+                "SELECT candidate, hit FROM (SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key, \(match.expression) AS hit"
                 + " FROM \(from)\(filter)) c\(outerFilter) \(order) LIMIT \(Self.walkLimit)"
             return (sql, keyArguments + Self.repeated(match.query, for: match.expression) + arguments + outerArguments)
         }
@@ -224,7 +237,8 @@ extension ResourceStore {
             if let pending = search.pending, let match = search.match {
                 // The rows whose index writes wait in the queue, which the index's matches
                 // leave out, tested as they are read.
-                candidates = "SELECT * FROM (\(candidates)) UNION ALL SELECT t.pk, t.id, \(keyExpression) FROM \(schema.table) t WHERE "
+                candidates =
+                    "SELECT * FROM (\(candidates)) UNION ALL SELECT t.pk, t.id, \(keyExpression) FROM \(schema.table) t WHERE "
                     + ([pending, match.expression] + filters[searchFilters...]).joined(separator: " AND ")
                 candidateArguments += keyArguments + Self.repeated(match.query, for: match.expression) + arguments[searchArguments...]
                 if request.order == .relevance { candidates = "SELECT * FROM (\(candidates)) ORDER BY candidate DESC LIMIT \(Self.rankedCandidates)" }
@@ -236,15 +250,19 @@ extension ResourceStore {
             return ("SELECT candidate FROM (\(candidates)) c \(order) LIMIT \(SearchLists.listLimit + 1)", candidateArguments)
         }
         let page = "SELECT candidate, sort_key, id FROM (\(candidates)) c\(outerFilter) \(order) LIMIT ?"
-        let sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), p.sort_key FROM (\(page)) p"
+        let sql =
+            "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), p.sort_key FROM (\(page)) p"
             + " JOIN \(schema.table) t ON t.pk = p.candidate) t \(order)"
         return (sql, candidateArguments + outerArguments + [request.limit + 1])
     }
 
     /// The sort key of `request`'s order over a row of `t` (its `?` bound to `arguments`),
     /// and whether the list runs down it.
-    func sortKey(_ request: ListRequest, search: SQLSearch?) throws(StoreError)
-        -> (expression: String, arguments: SQLArguments, descending: Bool) {
+    func sortKey(
+        _ request: ListRequest, search: SQLSearch?
+    ) throws(StoreError)
+        -> (expression: String, arguments: SQLArguments, descending: Bool)
+    {
         switch request.order {
         case let .field(name, descending):
             guard let column = sortColumns[name] else { throw .invalidCursor("Cannot sort by \(name).") }

@@ -25,7 +25,8 @@ extension ResourceStore {
     /// one) skip the sample.
     func walksSearch(_ request: ListRequest) throws -> Bool {
         guard let text = request.search, request.order != .distance,
-              let sample = database.dialect.searchSample(schema, sample: Self.searchSample) else { return false }
+            let sample = database.dialect.searchSample(schema, sample: Self.searchSample)
+        else { return false }
         let terms = SearchQuery.terms(text)
         let matches = try searchDensities.matches(terms) {
             try database.read { db in try db.fetchValue(sample, [terms]).int ?? 0 }
@@ -114,14 +115,18 @@ extension ResourceStore {
         if let cursor {
             // The cursor's row, if its sort key is still the cursor's (equal as the order compares).
             let key = try sortKey(request, search: request.search.flatMap { db.dialect.search(schema, text: $0, queued: searchesQueue) })
-            guard let pk = try db.fetchValue("SELECT t.pk FROM \(schema.table) t WHERE \(key.expression) = ? AND t.id = ?",
-                                             key.arguments + [cursor.key.sqlValue, cursor.id]).int64,
-                  let index = matches.pks.firstIndex(of: pk) else { return try unkept() }
+            guard
+                let pk = try db.fetchValue(
+                    "SELECT t.pk FROM \(schema.table) t WHERE \(key.expression) = ? AND t.id = ?",
+                    key.arguments + [cursor.key.sqlValue, cursor.id]
+                ).int64,
+                let index = matches.pks.firstIndex(of: pk)
+            else { return try unkept() }
             start = index + 1
         }
         let end = start + request.limit + 1
         guard end <= matches.pks.count || matches.complete else { return try unkept() }
-        return try listQuery(request, after: cursor, way: .rows(Array(matches.pks[start ..< min(end, matches.pks.count)])))
+        return try listQuery(request, after: cursor, way: .rows(Array(matches.pks[start..<min(end, matches.pks.count)])))
     }
 
     /// The candidates of a search by relevance, found by a walk of the newest rows that

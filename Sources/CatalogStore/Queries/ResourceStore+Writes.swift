@@ -6,8 +6,10 @@ import Foundation
 extension ResourceStore {
     /// Creates a resource from `values`, read by the declaration's ``ResourceSchema/creation``
     /// reader, owned by `owner` when the resource has owners.
-    package func create(_ values: FieldValues, owner: CatalogID? = nil, options: WriteOptions = WriteOptions(),
-                        completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+    package func create(
+        _ values: FieldValues, owner: CatalogID? = nil, options: WriteOptions = WriteOptions(),
+        completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void
+    ) {
         // The id is drawn here, on the caller's thread: the writer's time goes to the database.
         let id = CatalogID()
         submit(options, completion) { [self] db in try insert(db, values, owner: owner, at: Timestamp.milliseconds(Date()), id: id) }
@@ -51,14 +53,18 @@ extension ResourceStore {
     }
 
     /// Replaces the resource `id` with `values` (read by ``ResourceSchema/edit``), if `preconditions` hold.
-    package func replace(_ id: CatalogID, with values: FieldValues, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
-                         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+    package func replace(
+        _ id: CatalogID, with values: FieldValues, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
+        completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void
+    ) {
         update(id, preconditions: preconditions, options: options, completion: completion) { _ in values }
     }
 
     /// Replaces the resource `id` with `input`, checked as a body, if `preconditions` hold.
-    public func replace(_ id: CatalogID, with input: some Encodable, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
-                        completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
+    public func replace(
+        _ id: CatalogID, with input: some Encodable, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
+        completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void
+    ) {
         switch readValues(input, schema.edit) {
         case let .success(values): replace(id, with: values, preconditions: preconditions, options: options, completion: completion)
         case let .failure(error): completion(.failure(error))
@@ -69,9 +75,11 @@ extension ResourceStore {
     /// document (its writable fields), inside the write transaction, so concurrent
     /// changes cannot interleave. An error thrown by `transform` fails the call with that
     /// same error. A frozen resource (a comment tombstone) is a `conflict`.
-    package func update(_ id: CatalogID, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
-                        completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void,
-                        transform: @escaping @Sendable ([String: JSONValue]) throws -> FieldValues) {
+    package func update(
+        _ id: CatalogID, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
+        completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void,
+        transform: @escaping @Sendable ([String: JSONValue]) throws -> FieldValues
+    ) {
         submit(options, atomic: relations.didUpdate != nil, completion) { [self] db in
             let (document, version) = try editableDocument(db, id)
             // The content is checked first (422 before 412), as for PUT, whose body is
@@ -97,12 +105,17 @@ extension ResourceStore {
     }
 
     /// Deletes the resource `id`, if `preconditions` hold.
-    public func delete(_ id: CatalogID, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
-                       completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        submit(options, atomic: relations.willDelete != nil, { [cache] result in
-            if case .success = result { cache?.invalidate(id: id.rawValue) }
-            completion(result)
-        }) { [self] db in
+    public func delete(
+        _ id: CatalogID, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        submit(
+            options, atomic: relations.willDelete != nil,
+            { [cache] result in
+                if case .success = result { cache?.invalidate(id: id.rawValue) }
+                completion(result)
+            }
+        ) { [self] db in
             let current = try db.fetchValue("SELECT version FROM \(schema.table) WHERE id = ?" + db.dialect.forDelete, [id.rawValue]).int
             try preconditions.check(current: current)
             try relations.willDelete?(db, id)
@@ -127,8 +140,10 @@ extension ResourceStore {
 
     /// Submits a write. Database errors reach `completion` as ``StoreError``; errors
     /// thrown by the caller's own code (a transform) pass through unchanged.
-    func submit<T: Sendable>(_ options: WriteOptions, atomic: Bool = false, _ completion: @escaping @Sendable (Result<T, any Error>) -> Void,
-                             _ work: @escaping (any SQLConnection) throws -> T) {
+    func submit<T: Sendable>(
+        _ options: WriteOptions, atomic: Bool = false, _ completion: @escaping @Sendable (Result<T, any Error>) -> Void,
+        _ work: @escaping (any SQLConnection) throws -> T
+    ) {
         database.submit(options, atomic: atomic, work) { result in
             completion(result.mapError { $0 is any EngineError ? StoreError.from($0) : $0 })
         }

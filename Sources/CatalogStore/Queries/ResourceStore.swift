@@ -102,9 +102,11 @@ public final class ResourceStore: Sendable {
         self.schema = schema
         self.database = database
         self.relations = relations
-        searchesQueue = schema.searchTable != nil && database.dialect.queuesSearchIndexWrites && ((try? database.read { db in
-            try db.fetchValue("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_index_queue')", []).bool
-        }) ?? false)
+        searchesQueue =
+            schema.searchTable != nil && database.dialect.queuesSearchIndexWrites
+            && ((try? database.read { db in
+                try db.fetchValue("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_index_queue')", []).bool
+            }) ?? false)
         let renderer = RowRenderer(schema.members, revision: schema.cachesRenderings ? database.dialect.rowRevision : nil)
         rendering = ResourceRendering(renderer: renderer, cache: schema.cachesRenderings ? RenderCache() : nil)
         pages = schema.cachesRenderings ? PageCache() : nil
@@ -135,12 +137,13 @@ public final class ResourceStore: Sendable {
         let sortable = schema.sortableFields.compactMap { name in schema.members.first { $0.name == name } }
         precondition(sortable.allSatisfy { $0.column != nil }, "A sortable field is a column.")
         sortColumns = Dictionary(uniqueKeysWithValues: sortable.map { ($0.name, $0.column ?? $0.name) })
-        integerSorts = Set(sortable.filter { field in
-            switch field.kind {
-            case .integer, .timestamp: true
-            default: false
-            }
-        }.map(\.name))
+        integerSorts = Set(
+            sortable.filter { field in
+                switch field.kind {
+                case .integer, .timestamp: true
+                default: false
+                }
+            }.map(\.name))
         listColumns = (Self.selectList(renderer, distance: nil), Self.selectList(renderer, distance: "t.sort_key"))
     }
 
@@ -182,8 +185,11 @@ public final class ResourceStore: Sendable {
     /// Rendered straight from the statement: the fast path for `GET /…/{id}`.
     /// With `embedding`, the related lists are read from the same snapshot as the resource.
     /// A `viewer` other than `.everything` finds hidden resources it does not own absent.
-    public func rendered(_ id: CatalogID, fields: FieldMask = .all, embedding: [Embedding] = [], viewer: Viewer = .everything) throws(StoreError)
-        -> RenderedResource? {
+    public func rendered(
+        _ id: CatalogID, fields: FieldMask = .all, embedding: [Embedding] = [], viewer: Viewer = .everything
+    ) throws(StoreError)
+        -> RenderedResource?
+    {
         if embedding.isEmpty {
             return try guarded { try database.read { db in try render(db, id, fields: fields, viewer: viewer) } }
         }
@@ -200,13 +206,17 @@ public final class ResourceStore: Sendable {
     }
 
     /// Renders the row of `id` as read by `db` (inside a write transaction, what it will commit).
-    func render(_ db: any SQLConnection, _ id: CatalogID, fields: FieldMask = .all, embedded: [EmbeddedMember] = [], viewer: Viewer = .everything) throws
-        -> RenderedResource? {
-        let rows = if case let .user(user) = viewer, let visibleSelectSQL, let hidden = schema.ownership?.hiddenWhen {
-            try db.query(visibleSelectSQL, [id.rawValue, hidden.value, user?.rawValue ?? ""])
-        } else {
-            try db.query(renderedSelectSQL, [id.rawValue])
-        }
+    func render(
+        _ db: any SQLConnection, _ id: CatalogID, fields: FieldMask = .all, embedded: [EmbeddedMember] = [], viewer: Viewer = .everything
+    ) throws
+        -> RenderedResource?
+    {
+        let rows =
+            if case let .user(user) = viewer, let visibleSelectSQL, let hidden = schema.ownership?.hiddenWhen {
+                try db.query(visibleSelectSQL, [id.rawValue, hidden.value, user?.rawValue ?? ""])
+            } else {
+                try db.query(renderedSelectSQL, [id.rawValue])
+            }
         return try rendering.one(rows, id: id, fields: fields, embedded: embedded)
     }
 

@@ -16,7 +16,7 @@ final class BoundRow: SQLRows {
         var count = 0
         for value in values {
             let length = if case let .text(string) = value { string.utf8.count } else { 0 }
-            spans.append(count ..< count + length)
+            spans.append(count..<count + length)
             count += length
         }
         text = .allocate(capacity: max(count, 1))

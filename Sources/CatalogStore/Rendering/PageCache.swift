@@ -57,12 +57,13 @@ final class PageCache: Sendable {
         }
 
         static func == (lhs: Key, rhs: Key) -> Bool {
-            lhs.bytes.count == rhs.bytes.count && lhs.bytes.withUnsafeBytes { left in
-                rhs.bytes.withUnsafeBytes { right in
-                    guard let a = left.baseAddress, let b = right.baseAddress else { return true }
-                    return memcmp(a, b, left.count) == 0
+            lhs.bytes.count == rhs.bytes.count
+                && lhs.bytes.withUnsafeBytes { left in
+                    rhs.bytes.withUnsafeBytes { right in
+                        guard let a = left.baseAddress, let b = right.baseAddress else { return true }
+                        return memcmp(a, b, left.count) == 0
+                    }
                 }
-            }
         }
 
         private mutating func append(_ value: UInt64) {
@@ -93,7 +94,10 @@ final class PageCache: Sendable {
         /// Adds the item `id` at `version` and `revision`, the next on the page, which the
         /// render cache holds when `held`.
         mutating func append(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64, held: Bool = true) {
-            guard held, id.count <= Int(UInt8.max) else { return isComplete = false }
+            guard held, id.count <= Int(UInt8.max) else {
+                isComplete = false
+                return
+            }
             items.append(UInt8(id.count))
             items.append(contentsOf: id)
             withUnsafeBytes(of: version.littleEndian) { items.append(contentsOf: $0) }

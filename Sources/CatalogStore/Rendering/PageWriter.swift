@@ -5,8 +5,10 @@ extension SQLRows {
     /// a cursor, once its items have taken `maxBytes` (one item is always written), so no
     /// answer grows with the size of what it lists.
     /// - Returns: the next cursor, `nil` on the last page.
-    func writePage(limit: Int, maxBytes: Int = ListRequest.maxPageBytes, into writer: inout JSONWriter,
-                   item: (Self, inout JSONWriter) throws -> Void, cursor: (Self) -> String?) throws -> String? {
+    func writePage(
+        limit: Int, maxBytes: Int = ListRequest.maxPageBytes, into writer: inout JSONWriter,
+        item: (Self, inout JSONWriter) throws -> Void, cursor: (Self) -> String?
+    ) throws -> String? {
         writer.openPage()
         let start = writer.count
         var count = 0

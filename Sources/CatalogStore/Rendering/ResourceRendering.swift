@@ -20,7 +20,7 @@ struct ResourceRendering: Sendable {
     }
 
     /// The first row as the resource `id`, showing `fields` and the `embedded` members; `nil` without a row.
-    @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
+    @_specialize(exported:false,kind:full,where Rows == SQLiteRows)
     func one<Rows: SQLRows>(_ rows: Rows, id: CatalogID, fields: FieldMask, embedded: [EmbeddedMember]) throws -> RenderedResource? {
         guard try rows.step() else { return nil }
         var writer = JSONWriter(capacity: embedded.isEmpty ? 512 : 16_384)
@@ -32,27 +32,32 @@ struct ResourceRendering: Sendable {
     /// renderer's columns; returns the next page's cursor, bound to `fingerprint` (made only when there is one).
     /// When the page is written from the render cache, `kept` (when given) receives its
     /// items' keys (and is marked incomplete when the cache could not keep one of them).
-    @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
-    func page<Rows: SQLRows>(_ rows: Rows, _ request: ListRequest, fingerprint: () -> String, epoch: UInt64, maxBytes: Int,
-                             into writer: inout JSONWriter, kept: inout PageCache.Page?) throws -> String? {
+    @_specialize(exported:false,kind:full,where Rows == SQLiteRows)
+    func page<Rows: SQLRows>(
+        _ rows: Rows, _ request: ListRequest, fingerprint: () -> String, epoch: UInt64, maxBytes: Int,
+        into writer: inout JSONWriter, kept: inout PageCache.Page?
+    ) throws -> String? {
         let sortKeyIndex = renderer.columnCount
         let cached = request.fields == .all ? cache : nil
         if cached == nil { kept = nil }
-        return try rows.writePage(limit: request.limit, maxBytes: maxBytes, into: &writer, item: { [renderer] rows, writer in
-            if let cached {
-                let held = try renderer.render(rows, into: &writer, cache: cached, epoch: epoch)
-                if kept != nil {
-                    let key = renderer.cacheKey(rows)
-                    kept?.append(id: key.id, version: key.version, revision: key.revision, held: held)
+        return try rows.writePage(
+            limit: request.limit, maxBytes: maxBytes, into: &writer,
+            item: { [renderer] rows, writer in
+                if let cached {
+                    let held = try renderer.render(rows, into: &writer, cache: cached, epoch: epoch)
+                    if kept != nil {
+                        let key = renderer.cacheKey(rows)
+                        kept?.append(id: key.id, version: key.version, revision: key.revision, held: held)
+                    }
+                } else {
+                    try renderer.render(rows, into: &writer, mask: request.fields)
                 }
-            } else {
-                try renderer.render(rows, into: &writer, mask: request.fields)
-            }
-        }, cursor: { [idIndex] rows in
-            ListCursor.Key(rows.value(sortKeyIndex)).map {
-                ListCursor(fingerprint: fingerprint(), key: $0, id: String(decoding: rows.text(idIndex), as: UTF8.self)).encoded()
-            }
-        })
+            },
+            cursor: { [idIndex] rows in
+                ListCursor.Key(rows.value(sortKeyIndex)).map {
+                    ListCursor(fingerprint: fingerprint(), key: $0, id: String(decoding: rows.text(idIndex), as: UTF8.self)).encoded()
+                }
+            })
     }
 
     /// A kept page (``PageCache``) written again from the render cache; `nil` when the
@@ -73,7 +78,7 @@ struct ResourceRendering: Sendable {
     }
 
     /// Every row, by the id it holds (those whose id is malformed are left out).
-    @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
+    @_specialize(exported:false,kind:full,where Rows == SQLiteRows)
     func all<Rows: SQLRows>(_ rows: Rows) throws -> [CatalogID: RenderedResource] {
         var rendered: [CatalogID: RenderedResource] = [:]
         while try rows.step() {
@@ -86,8 +91,8 @@ struct ResourceRendering: Sendable {
     }
 
     /// The row an INSERT or UPDATE … RETURNING wrote, or an INSERT bound (``BoundRow``).
-    @_specialize(exported: false, kind: full, where Rows == SQLiteRows)
-    @_specialize(exported: false, kind: full, where Rows == BoundRow)
+    @_specialize(exported:false,kind:full,where Rows == SQLiteRows)
+    @_specialize(exported:false,kind:full,where Rows == BoundRow)
     func written<Rows: SQLRows>(_ rows: Rows) throws -> RenderedResource {
         guard try rows.step() else { throw StoreError.notFound }
         var writer = JSONWriter()

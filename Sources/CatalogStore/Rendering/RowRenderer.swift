@@ -196,8 +196,10 @@ struct RowRenderer: Sendable {
     /// column `offset` on: the fields `mask` shows, and the `embedded` members (sorted
     /// by key) at their places. An embedded object shows the fields `nested.mask` shows,
     /// and comes from `nested.cache` when given (as read in a snapshot of its epoch).
-    func render(_ rows: some SQLRows, into writer: inout JSONWriter, offset: Int32 = 0, mask: FieldMask = .all,
-                embedded: [EmbeddedMember] = [], nested: (mask: FieldMask, cache: RenderCache?, epoch: UInt64) = (.all, nil, 0)) throws {
+    func render(
+        _ rows: some SQLRows, into writer: inout JSONWriter, offset: Int32 = 0, mask: FieldMask = .all,
+        embedded: [EmbeddedMember] = [], nested: (mask: FieldMask, cache: RenderCache?, epoch: UInt64) = (.all, nil, 0)
+    ) throws {
         writer.byte(UInt8(ascii: "{"))
         var first = true
         var pending = embedded[...]

@@ -1,10 +1,11 @@
+import CLinux
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import CLinux
 
 /// One epoll-driven thread that owns a set of connections.
 ///

@@ -6,6 +6,8 @@ import Musl
 
 /// The request methods the server implements. Any other method token is answered with 501.
 public enum HTTPMethod: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    // The methods' own names, as RFC 9110 spells them.
     case GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS
 
     /// The method's name as sent on the wire.
@@ -39,6 +41,7 @@ public enum HTTPMethod: String, Sendable, Hashable, CaseIterable, CustomStringCo
 
 /// The protocol version of a request. Only HTTP/1.0 and HTTP/1.1 are accepted.
 public enum HTTPVersion: Sendable, Hashable, CustomStringConvertible {
+    // swift-format-ignore: AlwaysUseLowerCamelCase
     case http1_0, http1_1
 
     /// The version as sent on the wire, such as `HTTP/1.1`.

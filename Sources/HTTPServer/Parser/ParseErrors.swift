@@ -36,10 +36,13 @@ extension HTTPError {
     static let plainHTTPOnTLSPort = badRequest("plainHTTPOnTLSPort", "This port speaks HTTPS only: send the request over TLS (https://).")
     static let headTimeout = HTTPError(.requestTimeout, code: "requestTimeout", detail: "The request head was not received in time.")
     static let bodyTimeout = HTTPError(.requestTimeout, code: "requestTimeout", detail: "The request body was not received in time.")
-    static let bodyBufferFull = HTTPError(.serviceUnavailable, code: "serverBusy", detail: "The server holds too many request bodies; retry shortly.",
-                                          headers: ["Retry-After": "1"])
-    static let tooManyFromAddress = HTTPError(.serviceUnavailable, code: "tooManyConnections", detail: "Too many connections from this address.",
-                                              headers: ["Retry-After": "1"])
-    static let requestExpired = HTTPError(.serviceUnavailable, code: "requestTimeout", detail: "The request was not answered in time.",
-                                          headers: ["Retry-After": "1"])
+    static let bodyBufferFull = HTTPError(
+        .serviceUnavailable, code: "serverBusy", detail: "The server holds too many request bodies; retry shortly.",
+        headers: ["Retry-After": "1"])
+    static let tooManyFromAddress = HTTPError(
+        .serviceUnavailable, code: "tooManyConnections", detail: "Too many connections from this address.",
+        headers: ["Retry-After": "1"])
+    static let requestExpired = HTTPError(
+        .serviceUnavailable, code: "requestTimeout", detail: "The request was not answered in time.",
+        headers: ["Retry-After": "1"])
 }

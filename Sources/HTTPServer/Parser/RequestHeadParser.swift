@@ -85,7 +85,7 @@ struct RequestHeadParser {
 
     private func parseRequestLine(_ bytes: UnsafeBufferPointer<UInt8>, _ line: Range<Int>) throws(HTTPError) -> RequestLine {
         guard let firstSpace = line.first(where: { bytes[$0] == ASCII.space }),
-              let secondSpace = (firstSpace + 1..<line.upperBound).first(where: { bytes[$0] == ASCII.space })
+            let secondSpace = (firstSpace + 1..<line.upperBound).first(where: { bytes[$0] == ASCII.space })
         else { throw .malformedRequestLine }
         let methodRange = line.lowerBound..<firstSpace
         let target = (firstSpace + 1)..<secondSpace
@@ -127,7 +127,7 @@ struct RequestHeadParser {
             }
             if byte == UInt8(ascii: "%") {
                 guard index + 2 < target.upperBound,
-                      ASCII.hexValue(bytes[index + 1]) != nil, ASCII.hexValue(bytes[index + 2]) != nil
+                    ASCII.hexValue(bytes[index + 1]) != nil, ASCII.hexValue(bytes[index + 2]) != nil
                 else { throw .invalidPercentEncoding }
                 index += 3
             } else {
@@ -190,9 +190,10 @@ struct RequestHeadParser {
         for position in valueStart..<valueEnd where !ASCII.isFieldValue(bytes[position]) {
             throw bytes[position] == ASCII.cr ? .bareCarriageReturn : .invalidHeaderValue
         }
-        fields.append(HTTPHeaders.Field(
-            nameStart: Int32(line.lowerBound), nameEnd: Int32(nameEnd),
-            valueStart: Int32(valueStart), valueEnd: Int32(valueEnd)))
+        fields.append(
+            HTTPHeaders.Field(
+                nameStart: Int32(line.lowerBound), nameEnd: Int32(nameEnd),
+                valueStart: Int32(valueStart), valueEnd: Int32(valueEnd)))
     }
 
     // MARK: Completing the head

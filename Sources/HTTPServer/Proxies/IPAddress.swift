@@ -58,8 +58,9 @@ public struct IPAddress: Sendable, Hashable {
         var groups: [UInt16]
         if let gap {
             guard let head = groups16(text[..<gap], ipv4Tail: false),
-                  let tail = groups16(text[(gap + 2)...], ipv4Tail: true),
-                  head.count + tail.count <= 7 else { return nil }
+                let tail = groups16(text[(gap + 2)...], ipv4Tail: true),
+                head.count + tail.count <= 7
+            else { return nil }
             groups = head + Array(repeating: 0, count: 8 - head.count - tail.count) + tail
         } else {
             guard let all = groups16(text, ipv4Tail: true), all.count == 8 else { return nil }

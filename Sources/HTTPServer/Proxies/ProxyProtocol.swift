@@ -37,11 +37,12 @@ enum ProxyProtocol {
         }
         guard blockLength >= needed else { return .invalid }
         guard bytes.count >= 16 + blockLength else { return .needMore }
-        let source: IPAddress? = switch (isProxy, family) {
-        case (true, 1): IPAddress(bytes: bytes[16..<20])
-        case (true, 2): IPAddress(bytes: bytes[16..<32])
-        default: nil
-        }
+        let source: IPAddress? =
+            switch (isProxy, family) {
+            case (true, 1): IPAddress(bytes: bytes[16..<20])
+            case (true, 2): IPAddress(bytes: bytes[16..<32])
+            default: nil
+            }
         return .header(length: 16 + blockLength, source: source)
     }
 }

@@ -147,9 +147,10 @@ public struct TrustedProxies: Sendable {
 
     /// Whether `text` is an obfuscated identifier: `_` and letters, digits, `.`, `_`, `-`.
     private static func isObfuscated(_ text: Substring) -> Bool {
-        text.utf8.count > 1 && text.hasPrefix("_") && text.utf8.allSatisfy { byte in
-            ForwardedScanner.isAlphanumeric(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
-        }
+        text.utf8.count > 1 && text.hasPrefix("_")
+            && text.utf8.allSatisfy { byte in
+                ForwardedScanner.isAlphanumeric(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+            }
     }
 }
 
@@ -176,7 +177,8 @@ private struct ForwardedScanner {
                 let name = token().lowercased()
                 guard !name.isEmpty, skip(UInt8(ascii: "=")) else { return nil }
                 guard let value = index < bytes.count && bytes[index] == UInt8(ascii: "\"") ? quoted() : token(),
-                      !value.isEmpty else { return nil }
+                    !value.isEmpty
+                else { return nil }
                 pairs.append((name, value))
                 skipSpace()
             }

@@ -103,8 +103,9 @@ public struct Router: Sendable {
         allowed.append(.OPTIONS)
         let allow = HTTPMethod.allCases.filter(allowed.contains).map(\.rawValue).joined(separator: ", ")
         if method == .OPTIONS { return .options(allow: allow) }
-        throw HTTPError(.methodNotAllowed, code: "methodNotAllowed",
-                        detail: "\(method) is not supported here; allowed: \(allow).", headers: ["Allow": allow])
+        throw HTTPError(
+            .methodNotAllowed, code: "methodNotAllowed",
+            detail: "\(method) is not supported here; allowed: \(allow).", headers: ["Allow": allow])
     }
 
     static func decodedSegments(_ path: String) throws(HTTPError) -> [String] {

@@ -36,16 +36,20 @@ public struct CORSPolicy: Sendable {
     /// exposed fields.
     func fields(origin: String?) -> [(name: String, value: String)] {
         guard let origin, allowedOrigins.contains(origin) else { return [("Vary", "Origin")] }
-        return [("Access-Control-Allow-Origin", origin), ("Access-Control-Expose-Headers", exposedHeaders.joined(separator: ", ")),
-                ("Vary", "Origin")]
+        return [
+            ("Access-Control-Allow-Origin", origin), ("Access-Control-Expose-Headers", exposedHeaders.joined(separator: ", ")),
+            ("Vary", "Origin"),
+        ]
     }
 
     /// The fields of a preflight's answer (`OPTIONS` with `Access-Control-Request-Method`)
     /// from `origin` to a path that allows `methods`; only `Vary` for an origin not allowed.
     func preflightFields(origin: String?, methods: String) -> [(name: String, value: String)] {
         guard let origin, allowedOrigins.contains(origin) else { return [("Vary", "Origin")] }
-        return [("Access-Control-Allow-Origin", origin), ("Access-Control-Allow-Methods", methods),
-                ("Access-Control-Allow-Headers", allowedHeaders.joined(separator: ", ")),
-                ("Access-Control-Max-Age", String(maxAge)), ("Vary", "Origin")]
+        return [
+            ("Access-Control-Allow-Origin", origin), ("Access-Control-Allow-Methods", methods),
+            ("Access-Control-Allow-Headers", allowedHeaders.joined(separator: ", ")),
+            ("Access-Control-Max-Age", String(maxAge)), ("Vary", "Origin"),
+        ]
     }
 }

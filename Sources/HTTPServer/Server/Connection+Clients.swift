@@ -1,9 +1,10 @@
+import CLinux
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import CLinux
 
 /// Whom a connection's requests come from (the peer, or the client a trusted proxy names)
 /// and what a request must pass before its body is read.
@@ -23,7 +24,8 @@ extension Connection {
         case .xForwardedFor, .forwarded:
             let fields = head.headers.values(for: proxySource == .forwarded ? "forwarded" : "x-forwarded-for")
             let proxies = loop.core.configuration.trustedProxies
-            let forwarded = proxySource == .forwarded
+            let forwarded =
+                proxySource == .forwarded
                 ? proxies?.forwardedClient(peer: address, forwarded: fields, xForwardedFor: [])
                 : proxies?.forwardedClient(peer: address, forwarded: [], xForwardedFor: fields)
             // The proxy's own requests (a health check) count as the proxy's; fields that

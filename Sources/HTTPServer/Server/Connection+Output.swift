@@ -1,10 +1,11 @@
+import CLinux
+import CTLS
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import CLinux
-import CTLS
 
 /// Responses and streams on their way out: writing them, chunked streams, flushing, and
 /// closing with a linger.
@@ -20,12 +21,14 @@ extension Connection {
             stream = nil
         }
         let keepAlive = context.keepAlive && !loop.isDraining && !response.closesConnection && stream == nil
-        ResponseWriter.write(response, into: output, omitBody: context.omitBody, keepAlive: keepAlive, version: context.version,
-                             requestID: context.requestID, date: loop.date, fixedFields: loop.core.fixedFields, streaming: stream != nil || headOfStream)
+        ResponseWriter.write(
+            response, into: output, omitBody: context.omitBody, keepAlive: keepAlive, version: context.version,
+            requestID: context.requestID, date: loop.date, fixedFields: loop.core.fixedFields, streaming: stream != nil || headOfStream)
         if let observer = loop.core.configuration.requestObserver {
-            observer(CompletedRequest(
-                method: context.method, path: context.path, route: context.route, status: response.status.code, bytes: response.body.count,
-                durationMicroseconds: Int((Self.now() - context.started) / 1000), requestID: context.requestID, remoteAddress: peer))
+            observer(
+                CompletedRequest(
+                    method: context.method, path: context.path, route: context.route, status: response.status.code, bytes: response.body.count,
+                    durationMicroseconds: Int((Self.now() - context.started) / 1000), requestID: context.requestID, remoteAddress: peer))
         }
         if let stream { return startStreaming(stream, version: context.version) }
         if !keepAlive { closeAfterFlush = true }
@@ -109,8 +112,9 @@ extension Connection {
     /// error the position of the next request in the stream is unknown.
     func failConnection(_ error: any Error, path: String?) {
         let requestID = loop.makeRequestID()
-        let context = ResponseContext(sequence: requestSequence, requestID: requestID, method: "-", route: nil, started: Self.now(),
-                                      path: path ?? "-", omitBody: false, keepAlive: false, version: .http1_1)
+        let context = ResponseContext(
+            sequence: requestSequence, requestID: requestID, method: "-", route: nil, started: Self.now(),
+            path: path ?? "-", omitBody: false, keepAlive: false, version: .http1_1)
         write(loop.core.render(error, path: path, requestID: requestID), context)
         closeAfterFlush = true
         // No further timeout response: the write deadline and lingering bound the rest.

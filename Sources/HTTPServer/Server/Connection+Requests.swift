@@ -1,10 +1,11 @@
+import CLinux
+import CTLS
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import CLinux
-import CTLS
 
 /// Requests: parsing heads and bodies, dispatching each to its handler, and taking the
 /// answers back in order.
@@ -95,15 +96,18 @@ extension Connection {
     func responseContext(_ head: RequestHead, route: String? = nil) -> ResponseContext {
         requestSequence &+= 1
         let requestID = Self.requestID(head.headers) ?? loop.makeRequestID()
-        return ResponseContext(sequence: requestSequence, requestID: requestID, method: head.methodToken, route: route, started: Self.now(),
-                               path: head.path, omitBody: head.method == .HEAD, keepAlive: head.keepAlive, version: head.version,
-                               origin: loop.core.configuration.cors != nil ? head.headers["origin"] : nil)
+        return ResponseContext(
+            sequence: requestSequence, requestID: requestID, method: head.methodToken, route: route, started: Self.now(),
+            path: head.path, omitBody: head.method == .HEAD, keepAlive: head.keepAlive, version: head.version,
+            origin: loop.core.configuration.cors != nil ? head.headers["origin"] : nil)
     }
 
     /// The request `head` and `body` make, as handlers see it (`GET` for an unimplemented method).
     @inline(__always)
-    func request(_ head: RequestHead, body: [UInt8], requestID: String = "", parameters: PathParameters = PathParameters(),
-                 admitted: (any AnyObject & Sendable)? = nil) -> HTTPRequest {
+    func request(
+        _ head: RequestHead, body: [UInt8], requestID: String = "", parameters: PathParameters = PathParameters(),
+        admitted: (any AnyObject & Sendable)? = nil
+    ) -> HTTPRequest {
         var request = HTTPRequest(
             method: head.method ?? .GET, path: head.path, query: head.query, version: head.version,
             headers: head.headers, body: body, remoteAddress: peer)
@@ -219,10 +223,12 @@ extension Connection {
     static func requestID(_ headers: HTTPHeaders) -> String? {
         guard let index = headers.firstIndex(of: "x-request-id") else { return nil }
         let value = headers.valueBytes(at: index)
-        guard (1...128).contains(value.count), value.allSatisfy({ byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: ":")
-        }) else { return nil }
+        guard (1...128).contains(value.count),
+            value.allSatisfy({ byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: ":")
+            })
+        else { return nil }
         return String(decoding: value, as: UTF8.self)
     }
 
@@ -230,8 +236,9 @@ extension Connection {
     /// 501 elsewhere.
     func unimplementedMethodError(path: String) -> HTTPError {
         guard case let .options(allow)? = try? loop.core.router.resolve(method: .OPTIONS, path: path) else { return .methodNotImplemented }
-        return HTTPError(.methodNotAllowed, code: "methodNotAllowed", detail: "This method is not supported here; allowed: \(allow).",
-                         headers: ["Allow": allow])
+        return HTTPError(
+            .methodNotAllowed, code: "methodNotAllowed", detail: "This method is not supported here; allowed: \(allow).",
+            headers: ["Allow": allow])
     }
 
     /// Receives the result of a deferred handler.

@@ -1,10 +1,11 @@
+import CLinux
+import CTLS
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import CLinux
-import CTLS
 
 /// Moving bytes: plain reads and writes, or through TLS, and its handshake.
 extension Connection {

@@ -1,10 +1,11 @@
+import CLinux
+import CTLS
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import CLinux
-import CTLS
 
 /// One client connection: reads bytes, parses requests in order, runs their handlers and
 /// writes responses, enforcing timeouts. Owned by a single event loop thread.

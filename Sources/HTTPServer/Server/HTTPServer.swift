@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -153,7 +154,8 @@ public final class HTTPServer: Sendable {
     /// Renders ``HTTPError`` as its problem document and any other error as a bare 500
     /// problem that reveals nothing of the failure.
     public static let defaultErrorRenderer: ErrorRenderer = { error, context in
-        let httpError = error as? HTTPError
+        let httpError =
+            error as? HTTPError
             ?? HTTPError(.internalServerError, code: "internalError", detail: "The server failed to process the request.")
         return ProblemDocument.response(for: httpError, instance: context.path, extra: [("requestId", context.requestID)])
     }
@@ -222,7 +224,11 @@ public final class HTTPServer: Sendable {
         for loop in loops {
             let thread = Thread { [stopped] in
                 loop.run()
-                if remaining.withLock({ count -> Int in count -= 1; return count }) == 0 { stopped.open() }
+                if remaining.withLock({ count -> Int in
+                    count -= 1; return count
+                }) == 0 {
+                    stopped.open()
+                }
             }
             thread.name = "http-loop-\(loop.index)"
             thread.stackSize = 1 << 20

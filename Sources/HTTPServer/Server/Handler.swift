@@ -70,23 +70,25 @@ public struct Handler: Sendable {
 
     /// A handler that runs on the shared blocking-work pool.
     public static func blocking(_ handle: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) -> Handler {
-        Handler(kind: .deferred { request, responder in
-            WorkPool.blocking.run(for: responder) { try handle(request) }
-        })
+        Handler(
+            kind: .deferred { request, responder in
+                WorkPool.blocking.run(for: responder) { try handle(request) }
+            })
     }
 
     /// A handler that runs as a task.
     public static func async(_ handle: @escaping @Sendable (HTTPRequest) async throws -> HTTPResponse) -> Handler {
-        Handler(kind: .deferred { request, responder in
-            // A client waits for it: it runs before the process's background tasks.
-            Task(priority: .high) {
-                do {
-                    responder.respond(try await handle(request))
-                } catch {
-                    responder.fail(error)
+        Handler(
+            kind: .deferred { request, responder in
+                // A client waits for it: it runs before the process's background tasks.
+                Task(priority: .high) {
+                    do {
+                        responder.respond(try await handle(request))
+                    } catch {
+                        responder.fail(error)
+                    }
                 }
-            }
-        })
+            })
     }
 
     /// A handler that runs on the event loop thread and either answers at once (returning

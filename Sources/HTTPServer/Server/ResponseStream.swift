@@ -94,7 +94,10 @@ public final class ResponseStream: Sendable {
     @discardableResult
     public func send(_ bytes: [UInt8]) -> Bool {
         guard !bytes.isEmpty else { return !isClosed }
-        enum Outcome { case closed, overflowing, queued, send(Target) }
+        enum Outcome {
+            case closed, overflowing, queued
+            case send(Target)
+        }
         let outcome: Outcome = state.withLock { state in
             // Counted while the stream is open only, so what a closed one drops is given back once.
             guard !state.closed else { return .closed }

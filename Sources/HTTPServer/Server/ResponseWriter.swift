@@ -75,7 +75,9 @@ enum ResponseWriter {
 
     private static func refusal(detail: String, code: String) -> [UInt8] {
         let body = #"{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"\#(detail)","code":"\#(code)"}"#
-        return Array("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nContent-Length: \(body.utf8.count)\r\nCache-Control: no-store\r\nConnection: close\r\nRetry-After: 1\r\n\r\n\(body)".utf8)
+        return Array(
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\nContent-Length: \(body.utf8.count)\r\nCache-Control: no-store\r\nConnection: close\r\nRetry-After: 1\r\n\r\n\(body)"
+                .utf8)
     }
 
     private static let chunkedField: [UInt8] = Array("Transfer-Encoding: chunked\r\n".utf8)
@@ -137,7 +139,8 @@ final class DateCache {
         let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let text = "Date: \(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+        let text =
+            "Date: \(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT\r\n"
         line = Array(text.utf8)
     }

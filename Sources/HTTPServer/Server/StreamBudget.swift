@@ -1,9 +1,10 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import Synchronization
 
 /// One budget of unsent bytes shared by many ``ResponseStream``s (every event stream of a
 /// server): when their bytes waiting for slow clients pass ``limit``, the streams furthest

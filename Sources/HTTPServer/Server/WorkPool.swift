@@ -15,8 +15,9 @@ public final class WorkPool: @unchecked Sendable {
     public static let blocking = WorkPool(name: "blocking", threads: max(8, ProcessInfo.processInfo.activeProcessorCount * 4), queueLimit: 1024)
 
     /// The answer to a request refused because the queue is full.
-    public static let busy = HTTPError(.serviceUnavailable, code: "serverBusy", detail: "The server is busy; retry shortly.",
-                                       headers: ["Retry-After": "1"])
+    public static let busy = HTTPError(
+        .serviceUnavailable, code: "serverBusy", detail: "The server is busy; retry shortly.",
+        headers: ["Retry-After": "1"])
 
     /// The most jobs one caller may have queued or running at once.
     public let perCaller: Int
@@ -73,8 +74,10 @@ public final class WorkPool: @unchecked Sendable {
     /// the request (`nil`: it answers later itself), and so does its error; it is dropped
     /// unrun when the client has gone before its turn.
     /// - Returns: false, without queueing it, when the queue or the caller's share is full.
-    public func submit(for caller: String = "", answering responder: Responder,
-                       _ work: @escaping @Sendable () throws -> HTTPResponse?) -> Bool {
+    public func submit(
+        for caller: String = "", answering responder: Responder,
+        _ work: @escaping @Sendable () throws -> HTTPResponse?
+    ) -> Bool {
         submit(for: caller) {
             guard !responder.isAbandoned else { return }
             do {

@@ -1,9 +1,10 @@
+import CLinux
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import CLinux
 
 /// An epoll instance plus an eventfd used to wake it from other threads.
 final class Epoll {

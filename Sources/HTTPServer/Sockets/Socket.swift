@@ -1,9 +1,10 @@
+import CLinux
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import CLinux
 
 /// Thin, allocation-free helpers over the POSIX socket calls the server needs.
 enum Socket {

@@ -1,6 +1,7 @@
 import CTLS
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -107,9 +108,11 @@ public final class TLSContext: Sendable {
         guard SSL_CTX_use_PrivateKey_file(context, privateKeyFile, SSL_FILETYPE_PEM) == 1, SSL_CTX_check_private_key(context) == 1 else {
             let reason = takeError().text
             SSL_CTX_free(context)
-            throw TLSError(file: privateKeyFile, reason: reason.contains("mismatch") || reason.contains("does not match")
-                ? "the private key does not match the certificate in \(certificateFile)"
-                : "not an unencrypted PEM private key (\(reason))")
+            throw TLSError(
+                file: privateKeyFile,
+                reason: reason.contains("mismatch") || reason.contains("does not match")
+                    ? "the private key does not match the certificate in \(certificateFile)"
+                    : "not an unencrypted PEM private key (\(reason))")
         }
         return Context(pointer: context)
     }

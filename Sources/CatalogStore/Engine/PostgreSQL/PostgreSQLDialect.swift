@@ -26,8 +26,10 @@ struct PostgreSQLDialect: SQLDialect {
 
     func search(_ schema: ResourceSchema, text: String, queued: Bool) -> SQLSearch? {
         guard schema.searchTable != nil, let query = searchQuery(text) else { return nil }
-        return ("t.search_vector @@ to_tsquery('simple', ?)", query, nil, "t.pk DESC",
-                "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)", query, nil, nil)
+        return (
+            "t.search_vector @@ to_tsquery('simple', ?)", query, nil, "t.pk DESC",
+            "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)", query, nil, nil
+        )
     }
 
     func searchSample(_ schema: ResourceSchema, sample: Int) -> String? { nil }

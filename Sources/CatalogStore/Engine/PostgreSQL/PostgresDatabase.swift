@@ -53,7 +53,9 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         while listening.load(ordering: .relaxed) {
             do {
                 let current: PostgresConnection
-                if let connection { current = connection } else {
+                if let connection {
+                    current = connection
+                } else {
                     current = try PostgresConnection(url: url, settings: "")
                     try current.script("LISTEN catalog_changes")
                     connection = current
@@ -108,11 +110,14 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         }
     }
 
-    func submit<T: Sendable>(_ options: WriteOptions, atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
-                             completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+    func submit<T: Sendable>(
+        _ options: WriteOptions, atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
         // A write that keeps its answer too is two statements at least: all or nothing.
-        writes.submit(options, atomic: atomic || options.inTransaction != nil, heavy: heavy, options.wrapping(work, completion: completion),
-                      completion: completion)
+        writes.submit(
+            options, atomic: atomic || options.inTransaction != nil, heavy: heavy, options.wrapping(work, completion: completion),
+            completion: completion)
     }
 
     /// Migrates on a connection of its own, holding a session advisory lock: replicas
@@ -160,7 +165,8 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     private static func passwords(in url: String) -> [String] {
         var found: [String] = []
         if let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@"),
-           let colon = url[scheme.upperBound..<at].firstIndex(of: ":"), url.index(after: colon) < at {
+            let colon = url[scheme.upperBound..<at].firstIndex(of: ":"), url.index(after: colon) < at
+        {
             found.append(String(url[url.index(after: colon)..<at]))
         }
         var rest = url[...]

@@ -61,8 +61,9 @@ final class SQLiteDatabase: SQLDatabase {
             let checkpointer = try Checkpointer(path: path)
             self.checkpointer = checkpointer
             let searchIndex = SearchIndexQueue()
-            writes = GroupCommit([SQLiteWriter(pool: pool, searchIndex: searchIndex, checkpointer: checkpointer)], name: "catalog-writer",
-                                 maxBatch: 512, commits: commits)
+            writes = GroupCommit(
+                [SQLiteWriter(pool: pool, searchIndex: searchIndex, checkpointer: checkpointer)], name: "catalog-writer",
+                maxBatch: 512, commits: commits)
         } catch {
             lock.release()
             throw error
@@ -92,21 +93,25 @@ final class SQLiteDatabase: SQLDatabase {
     }
 
     func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        try readers.with { reader in try ReadBudget.run {
-            try reader.execute("BEGIN DEFERRED TRANSACTION")
-            do {
-                let result = try body(SQLiteReadSession(reader: reader))
-                try reader.execute("COMMIT")
-                return result
-            } catch {
-                try? reader.execute("ROLLBACK")
-                throw error
+        try readers.with { reader in
+            try ReadBudget.run {
+                try reader.execute("BEGIN DEFERRED TRANSACTION")
+                do {
+                    let result = try body(SQLiteReadSession(reader: reader))
+                    try reader.execute("COMMIT")
+                    return result
+                } catch {
+                    try? reader.execute("ROLLBACK")
+                    throw error
+                }
             }
-        } }
+        }
     }
 
-    func submit<T: Sendable>(_ options: WriteOptions, atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
-                             completion: @escaping @Sendable (Result<T, any Error>) -> Void) {
+    func submit<T: Sendable>(
+        _ options: WriteOptions, atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
+        completion: @escaping @Sendable (Result<T, any Error>) -> Void
+    ) {
         // A write that keeps its answer too is two statements at least: all or nothing.
         let atomic = atomic || options.inTransaction != nil, work = options.wrapping(work, completion: completion)
         writes.submit(options, atomic: atomic, heavy: heavy, { db in try work(SQLiteSession(db: db, direct: true)) }, completion: completion)

@@ -39,8 +39,10 @@ struct SQLiteDialect: SQLDialect {
         }
         // The index's name is the schema's, a constant: a literal, not a parameter.
         let rows = "(SELECT row FROM search_index_queue WHERE index_name = '\(index)' ORDER BY seq LIMIT \(Self.searchedQueue))"
-        return ("\(index) MATCH ? AND \(index).rowid NOT IN \(rows)", query, "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid",
-                "\(index).rowid DESC", rank, terms, match, "t.pk IN \(rows)")
+        return (
+            "\(index) MATCH ? AND \(index).rowid NOT IN \(rows)", query, "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid",
+            "\(index).rowid DESC", rank, terms, match, "t.pk IN \(rows)"
+        )
     }
 
     /// How many of the search index queue's writes a search reads (``search(_:text:queued:)``):

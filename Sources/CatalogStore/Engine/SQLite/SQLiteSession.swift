@@ -65,18 +65,20 @@ private func bind(_ statement: OpaquePointer, _ arguments: SQLArguments, sql: St
     }
     for (index, argument) in arguments.enumerated() {
         let parameter = Int32(index + 1)
-        let code: Int32 = switch argument.sqlValue {
-        case .null: sqlite3_bind_null(statement, parameter)
-        case let .integer(value): sqlite3_bind_int64(statement, parameter, value)
-        case let .real(value): sqlite3_bind_double(statement, parameter, value)
-        case let .text(value): sqlite3_bind_text(statement, parameter, value, Int32(value.utf8.count), SQLITE_TRANSIENT)
-        case let .blob(bytes): bytes.withUnsafeBytes { sqlite3_bind_blob(statement, parameter, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT) }
-        }
+        let code: Int32 =
+            switch argument.sqlValue {
+            case .null: sqlite3_bind_null(statement, parameter)
+            case let .integer(value): sqlite3_bind_int64(statement, parameter, value)
+            case let .real(value): sqlite3_bind_double(statement, parameter, value)
+            case let .text(value): sqlite3_bind_text(statement, parameter, value, Int32(value.utf8.count), SQLITE_TRANSIENT)
+            case let .blob(bytes): bytes.withUnsafeBytes { sqlite3_bind_blob(statement, parameter, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT) }
+            }
         guard code == SQLITE_OK else { throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "cannot bind parameter \(parameter)", sql: sql) }
     }
 }
 
 /// The SQLITE_TRANSIENT destructor: SQLite copies what is bound.
+// swift-format-ignore: AlwaysUseLowerCamelCase
 private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// Rows of a cached SQLite statement (GRDB's, or a reader's own), read with the C API.

@@ -56,8 +56,9 @@ final class SearchIndexQueue {
         // memory (60 MB for a million rows, which the server then keeps for reuse).
         let names = try String.fetchAll(db, sql: "SELECT DISTINCT index_name FROM search_index_queue")
         let loaded = try names.filter { name in
-            try Int.fetchOne(db, sql: "SELECT sum(CASE WHEN command IS NULL THEN 1 ELSE -1 END) FROM search_index_queue WHERE index_name = ?",
-                             arguments: [name]) ?? 0 >= Self.bulk
+            try Int.fetchOne(
+                db, sql: "SELECT sum(CASE WHEN command IS NULL THEN 1 ELSE -1 END) FROM search_index_queue WHERE index_name = ?",
+                arguments: [name]) ?? 0 >= Self.bulk
         }
         try apply(db)
         return loaded.sorted()
@@ -97,7 +98,8 @@ final class SearchIndexQueue {
             throw StoreError.unavailable("The search index \(name) has \(columns.count) columns; its queue holds 2.")
         }
         let quoted = ([name] + columns).map(Self.quote)
-        let statement = "INSERT INTO \(quoted[0]) (\(quoted[0]), rowid, \(quoted[1]), \(quoted[2]))"
+        let statement =
+            "INSERT INTO \(quoted[0]) (\(quoted[0]), rowid, \(quoted[1]), \(quoted[2]))"
             + " SELECT command, row, first, second FROM search_index_queue WHERE index_name = ? ORDER BY seq"
         statements[name] = statement
         return statement
