@@ -117,12 +117,35 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift", condition: .when(traits: ["Server"])),
             ]
         ),
+        // What the API, client, executable and replica tests share: a catalog served on a
+        // loopback port over either engine, an HTTP client, child server processes.
+        .target(
+            name: "ServiceTestSupport",
+            dependencies: ["CatalogService", "CatalogStore", "CatalogModels", "CatalogClient", "CatalogIdentity", "HTTPServer", "TestSupport"],
+            path: "Tests/ServiceTestSupport"
+        ),
+        // The API through a served catalog: routes, access, caching, the feed, the contract.
         .testTarget(
-            name: "CatalogServiceTests",
+            name: "CatalogAPITests",
             dependencies: [
-                "CatalogService", "CatalogSchema", "CatalogStore", "CatalogModels", "CatalogClient", "CatalogIdentity", "HTTPServer", "TestSupport",
-                .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["Server"])),
+                "ServiceTestSupport", "CatalogService", "CatalogSchema", "CatalogStore", "CatalogModels", "CatalogClient", "CatalogIdentity", "HTTPServer",
+                "TestSupport", .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["Server"])),
             ]
+        ),
+        // The client library (CatalogClient, CatalogSync, exports) against a served catalog.
+        .testTarget(
+            name: "CatalogClientTests",
+            dependencies: ["ServiceTestSupport", "CatalogService", "CatalogStore", "CatalogModels", "CatalogClient", "TestSupport"]
+        ),
+        // The executables as users run them: catalog-server's subcommands, TLS, the CLI.
+        .testTarget(
+            name: "CatalogExecutableTests",
+            dependencies: ["ServiceTestSupport", "CatalogService", "CatalogStore", "CatalogModels", "CatalogClient", "CatalogIdentity", "HTTPServer", "TestSupport"]
+        ),
+        // Two catalog-server processes on one PostgreSQL database.
+        .testTarget(
+            name: "CatalogReplicaTests",
+            dependencies: ["ServiceTestSupport", "CatalogService", "CatalogStore", "CatalogModels", "CatalogClient", "TestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,25 +1,25 @@
 import CatalogStore
 import Foundation
 import HTTPServer
+import ServiceTestSupport
 import Testing
 
 @testable import CatalogService
 
 /// `openapi.yaml` and the server describe the same API.
 @Suite struct ContractTests {
-    static let document = migrationsDirectory.deletingLastPathComponent().appendingPathComponent("openapi.yaml")
 
     @Test func theBuildCarriesTheMigrationsAndTheDocumentAsTheyAreInTheRepository() throws {
         // Migrations/ and openapi.yaml are the only sources: the EmbedFiles plugin builds them in.
         #expect(Migration.embedded == (try Migration.load(from: migrationsDirectory)))
         #expect(Migration.embedded(for: .postgresql) == (try Migration.load(from: migrationsDirectory.appendingPathComponent("postgresql"))))
-        #expect(Array(EmbeddedContract.document.utf8) == Array(try Data(contentsOf: Self.document)))
+        #expect(Array(EmbeddedContract.document.utf8) == Array(try Data(contentsOf: Fixtures.contract)))
         #expect(Migration.embedded.count >= 5)
     }
 
     /// (METHOD, path) pairs under `paths:`, read with the document's fixed indentation.
     static func documentedRoutes() throws -> Set<String> {
-        let text = try String(contentsOf: document, encoding: .utf8)
+        let text = try String(contentsOf: Fixtures.contract, encoding: .utf8)
         var routes = Set<String>()
         var inPaths = false
         var path: String?
@@ -39,20 +39,24 @@ import Testing
         return routes
     }
 
-    @Test func everyServedRouteIsDocumentedAndViceVersa() throws {
-        let catalog = try TestCatalog(seed: false)
-        let served = Set(catalog.application.routeTable.map { "\($0.method) \($0.pattern)" })
-        let documented = try Self.documentedRoutes()
-        #expect(documented.count >= 15)
-        #expect(served.subtracting(documented).isEmpty, "served but not documented: \(served.subtracting(documented).sorted())")
-        #expect(documented.subtracting(served).isEmpty, "documented but not served: \(documented.subtracting(served).sorted())")
+    @Test(arguments: TestEngine.all) func everyServedRouteIsDocumentedAndViceVersa(_ engine: DatabaseEngine) throws {
+        try TestEngine.run(engine) {
+            let catalog = try TestCatalog(seed: false)
+            let served = Set(catalog.application.routeTable.map { "\($0.method) \($0.pattern)" })
+            let documented = try Self.documentedRoutes()
+            #expect(documented.count >= 15)
+            #expect(served.subtracting(documented).isEmpty, "served but not documented: \(served.subtracting(documented).sorted())")
+            #expect(documented.subtracting(served).isEmpty, "documented but not served: \(documented.subtracting(served).sorted())")
+        }
     }
 
-    @Test func theDocumentIsServed() async throws {
-        let catalog = try TestCatalog(seed: false)
-        let response = try await catalog.client.get("/openapi.yaml")
-        #expect(response.status == 200)
-        #expect(response.header("Content-Type") == "application/yaml")
-        #expect(response.body == (try Data(contentsOf: Self.document)))
+    @Test(arguments: TestEngine.all) func theDocumentIsServed(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let catalog = try TestCatalog(seed: false)
+            let response = try await catalog.client.get("/openapi.yaml")
+            #expect(response.status == 200)
+            #expect(response.header("Content-Type") == "application/yaml")
+            #expect(response.body == (try Data(contentsOf: Fixtures.contract)))
+        }
     }
 }

@@ -1,6 +1,8 @@
 import CatalogClient
 import CatalogModels
+import CatalogStore
 import Foundation
+import ServiceTestSupport
 import Testing
 
 /// Every route, tried as each kind of caller against a real server: anonymous, a member
@@ -214,34 +216,36 @@ import Testing
 
     struct Identified: Decodable { let id: CatalogID }
 
-    @Test func everyRouteAnswersEachCallerAsExpected() async throws {
-        let world = try await World()
-        let routes = world.catalog.application.routeTable.map { "\($0.method) \($0.pattern)" }
-        let matrix = Self.matrix()
-        #expect(
-            Set(routes) == Set(matrix.keys),
-            "routes without a row: \(Set(routes).subtracting(matrix.keys).sorted()); rows without a route: \(Set(matrix.keys).subtracting(routes).sorted())")
-        for route in routes.sorted() {
-            guard let row = matrix[route] else { continue }
-            let method = String(route.prefix { $0 != " " })
-            for caller in Caller.allCases {
-                let call = try await row.call(world, caller)
-                let client = APIClient(baseURL: world.catalog.client.baseURL, key: call.key ?? world.key(caller))
-                let response =
-                    if let body = call.body {
-                        try await client.send(method, call.path, json: body, contentType: call.contentType)
-                    } else {
-                        try await client.send(method, call.path)
+    @Test(arguments: TestEngine.all) func everyRouteAnswersEachCallerAsExpected(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let world = try await World()
+            let routes = world.catalog.application.routeTable.map { "\($0.method) \($0.pattern)" }
+            let matrix = Self.matrix()
+            #expect(
+                Set(routes) == Set(matrix.keys),
+                "routes without a row: \(Set(routes).subtracting(matrix.keys).sorted()); rows without a route: \(Set(matrix.keys).subtracting(routes).sorted())")
+            for route in routes.sorted() {
+                guard let row = matrix[route] else { continue }
+                let method = String(route.prefix { $0 != " " })
+                for caller in Caller.allCases {
+                    let call = try await row.call(world, caller)
+                    let client = APIClient(baseURL: world.catalog.client.baseURL, key: call.key ?? world.key(caller))
+                    let response =
+                        if let body = call.body {
+                            try await client.send(method, call.path, json: body, contentType: call.contentType)
+                        } else {
+                            try await client.send(method, call.path)
+                        }
+                    let expected = row.expected[caller.rawValue]
+                    #expect(response.status == expected, "\(route) as \(caller): \(response.status) \(response.text.prefix(300))")
+                    #expect(response.header("Cache-Control") != nil, "\(route) as \(caller) says how it may be cached")
+                    if expected == 401 {
+                        #expect(response.header("WWW-Authenticate") == "Bearer realm=\"catalog\"", "\(route) as \(caller)")
+                        #expect(response.problem?.code == "unauthenticated")
+                    } else if expected == 403 {
+                        #expect(response.header("WWW-Authenticate") == "Bearer realm=\"catalog\", error=\"insufficient_scope\"", "\(route) as \(caller)")
+                        #expect(response.problem?.code == "forbidden")
                     }
-                let expected = row.expected[caller.rawValue]
-                #expect(response.status == expected, "\(route) as \(caller): \(response.status) \(response.text.prefix(300))")
-                #expect(response.header("Cache-Control") != nil, "\(route) as \(caller) says how it may be cached")
-                if expected == 401 {
-                    #expect(response.header("WWW-Authenticate") == "Bearer realm=\"catalog\"", "\(route) as \(caller)")
-                    #expect(response.problem?.code == "unauthenticated")
-                } else if expected == 403 {
-                    #expect(response.header("WWW-Authenticate") == "Bearer realm=\"catalog\", error=\"insufficient_scope\"", "\(route) as \(caller)")
-                    #expect(response.problem?.code == "forbidden")
                 }
             }
         }

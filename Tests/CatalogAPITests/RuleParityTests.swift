@@ -1,5 +1,7 @@
 import CatalogModels
+import CatalogStore
 import Foundation
+import ServiceTestSupport
 import Testing
 
 /// One rule set: the same invalid document is refused with the same pointers and codes
@@ -35,19 +37,21 @@ import Testing
             + comments.map { ("/v1/playable-items/\(item)/comments", "comment", $0, stamps.merging(commentRecord) { $1 }) }
     }
 
-    @Test func bodiesAndImportRecordsAreRefusedAlike() async throws {
-        let catalog = try TestCatalog(seed: false)
-        let item = try await catalog.api.playableItems.create(PlayableItemInput(title: "Item", streamURL: URL(string: "https://example.com/v")!)).value.id
-        for (path, type, body, extra) in Self.cases(item: item) {
-            let api = try await catalog.client.send("POST", path, json: body)
-            #expect(api.status == 422, "\(path) \(body)")
-            let expected = (api.problem?.errors ?? []).map { "/records/0/data\($0.pointer) \($0.code)" }
-            #expect(!expected.isEmpty)
-            let data = body.merging(extra) { $1 }.merging(["id": CatalogID().rawValue]) { $1 }
-            let imported = try await catalog.client.send("POST", "/admin/import", json: ["records": [["type": type, "data": data]]])
-            #expect(imported.status == 422)
-            #expect((imported.problem?.errors ?? []).map { "\($0.pointer) \($0.code)" } == expected, "\(type) \(body)")
+    @Test(arguments: TestEngine.all) func bodiesAndImportRecordsAreRefusedAlike(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let catalog = try TestCatalog(seed: false)
+            let item = try await catalog.api.playableItems.create(PlayableItemInput(title: "Item", streamURL: URL(string: "https://example.com/v")!)).value.id
+            for (path, type, body, extra) in Self.cases(item: item) {
+                let api = try await catalog.client.send("POST", path, json: body)
+                #expect(api.status == 422, "\(path) \(body)")
+                let expected = (api.problem?.errors ?? []).map { "/records/0/data\($0.pointer) \($0.code)" }
+                #expect(!expected.isEmpty)
+                let data = body.merging(extra) { $1 }.merging(["id": CatalogID().rawValue]) { $1 }
+                let imported = try await catalog.client.send("POST", "/admin/import", json: ["records": [["type": type, "data": data]]])
+                #expect(imported.status == 422)
+                #expect((imported.problem?.errors ?? []).map { "\($0.pointer) \($0.code)" } == expected, "\(type) \(body)")
+            }
+            #expect(try await catalog.api.games.list().items.isEmpty, "nothing refused was imported")
         }
-        #expect(try await catalog.api.games.list().items.isEmpty, "nothing refused was imported")
     }
 }

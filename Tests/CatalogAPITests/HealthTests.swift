@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import ServiceTestSupport
 import TestSupport
 import Testing
 
@@ -8,14 +9,16 @@ import Testing
 
 /// `/healthz` and `/readyz`.
 @Suite struct HealthTests {
-    @Test func livenessAndReadiness() async throws {
-        let catalog = try TestCatalog(seed: false)
-        let live = try await catalog.client.get("/healthz")
-        #expect(live.status == 200)
-        #expect(live.text == "ok")
-        let ready = try await catalog.client.get("/readyz")
-        #expect(ready.status == 200)
-        #expect(ready.text == "ready")
+    @Test(arguments: TestEngine.all) func livenessAndReadiness(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let catalog = try TestCatalog(seed: false)
+            let live = try await catalog.client.get("/healthz")
+            #expect(live.status == 200)
+            #expect(live.text == "ok")
+            let ready = try await catalog.client.get("/readyz")
+            #expect(ready.status == 200)
+            #expect(ready.text == "ready")
+        }
     }
 
     @Test func notReadyWhileDrainingOrWithoutTheDatabase() throws {
@@ -32,27 +35,32 @@ import Testing
         #expect((try? Health.readiness(draining: false, databaseReady: true))?.status.code == 200)
     }
 
-    @Test func readinessIsFalseWhenMigrationsArePending() throws {
-        let catalog = try TestCatalog(seed: false)
-        let current = try Migration.load(from: migrationsDirectory, for: TestEngine.engine)
-        #expect(catalog.application.store.isReady(migrations: current))
-        let newer = Migration(version: 9999, fileName: "9999_future.sql", sql: "SELECT 1;", checksum: "")
-        #expect(catalog.application.store.isReady(migrations: current + [newer]) == false)
+    @Test(arguments: TestEngine.all) func readinessIsFalseWhenMigrationsArePending(_ engine: DatabaseEngine) throws {
+        try TestEngine.run(engine) {
+            let catalog = try TestCatalog(seed: false)
+            let current = try Migration.load(from: migrationsDirectory, for: TestEngine.engine)
+            #expect(catalog.application.store.isReady(migrations: current))
+            let newer = Migration(version: 9999, fileName: "9999_future.sql", sql: "SELECT 1;", checksum: "")
+            #expect(catalog.application.store.isReady(migrations: current + [newer]) == false)
+        }
     }
 }
 
 /// `POST /admin/backups`.
 @Suite struct BackupEndpointTests {
-    @Test(.enabled(if: !TestEngine.isSQLite)) func backupsAreNotOfferedOnPostgreSQL() async throws {
-        let catalog = try TestCatalog()
-        let response = try await catalog.client.send("POST", "/admin/backups")
-        #expect(response.status == 501)
-        let problem = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
-        #expect(problem["code"] as? String == "backupsNotOffered")
-        #expect((problem["detail"] as? String)?.contains("pg_dump") == true)
+    @Test(.enabled(if: TestEngine.all.contains(.postgresql), "needs CATALOG_TEST_POSTGRES_URL")) func backupsAreNotOfferedOnPostgreSQL() async throws {
+        try await TestEngine.run(.postgresql) {
+            let catalog = try TestCatalog()
+            let response = try await catalog.client.send("POST", "/admin/backups")
+            #expect(response.status == 501)
+            let problem = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
+            #expect(problem["code"] as? String == "backupsNotOffered")
+            #expect((problem["detail"] as? String)?.contains("pg_dump") == true)
+        }
     }
 
-    @Test(.enabled(if: TestEngine.isSQLite)) func backupsAreWrittenBesideTheDatabaseOneAtATimeAndPruned() async throws {
+    // SQLite only.
+    @Test func backupsAreWrittenBesideTheDatabaseOneAtATimeAndPruned() async throws {
         let catalog = try TestCatalog { $0.backupKeep = 2 }
         let folder = catalog.directory.appendingPathComponent("backups")
         var names: [String] = []

@@ -1,11 +1,13 @@
 import CatalogService
 import Foundation
 import HTTPServer
+import ServiceTestSupport
 import TestSupport
 import Testing
 
 #if canImport(Glibc)
 import Glibc
+import CatalogStore
 #endif
 
 /// Real nginx (Debian's `nginx-light`) in front of the server, as `deploy/nginx-replicas.conf`
@@ -24,7 +26,7 @@ struct ProxyTests {
         init(upstream: Int) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-nginx-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            port = try ExecutableTests.freePort()
+            port = try Executables.freePort()
             let path = directory.path
             let configuration = """
                 worker_processes 1;
@@ -100,31 +102,33 @@ struct ProxyTests {
         }
     }
 
-    @Test func clientsBehindTheBalancerKeepTheirOwnBudgetsAndCaps() async throws {
-        let catalog = try TestCatalog(seed: false) {
-            $0.server.trustedProxies = TrustedProxies([IPNetwork("127.0.0.1")!])
-            $0.server.maxConnectionsPerAddress = 2
-            $0.rateLimits = [
-                .read: RatePolicy(quota: 6, window: 600), .write: RatePolicy(quota: 6, window: 600),
-                .expensive: RatePolicy(quota: 6, window: 600),
-            ]
-        }
-        let upstream = try #require(catalog.client.baseURL.port)
-        let balancer = try await onThread { try Balancer(upstream: upstream) }
-        let port = balancer.port
-        try await onThread {
-            // Two long-polls of one client hold its two places; its third request is refused,
-            // while another client behind the same balancer is served.
-            let held = try (0..<2).map { _ in try Exchange(port: port, from: "127.0.0.2", path: "/v1/changes?wait=2") }
-            usleep(300_000)
-            #expect(try Exchange(port: port, from: "127.0.0.2", path: "/healthz").status() == 503)
-            #expect(try Exchange(port: port, from: "127.0.0.3", path: "/healthz").status() == 200)
-            #expect(held.map { $0.status() } == [200, 200])
-            // One client spends its read budget; the other keeps its own.
-            var statuses: [Int] = []
-            for _ in 0..<6 { statuses.append(try Exchange(port: port, from: "127.0.0.2", path: "/v1/games").status()) }
-            #expect(statuses == [200, 200, 200, 200, 429, 429], "two reads went to the long-polls")
-            #expect(try Exchange(port: port, from: "127.0.0.3", path: "/v1/games").status() == 200)
+    @Test(arguments: TestEngine.all) func clientsBehindTheBalancerKeepTheirOwnBudgetsAndCaps(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let catalog = try TestCatalog(seed: false) {
+                $0.server.trustedProxies = TrustedProxies([IPNetwork("127.0.0.1")!])
+                $0.server.maxConnectionsPerAddress = 2
+                $0.rateLimits = [
+                    .read: RatePolicy(quota: 6, window: 600), .write: RatePolicy(quota: 6, window: 600),
+                    .expensive: RatePolicy(quota: 6, window: 600),
+                ]
+            }
+            let upstream = try #require(catalog.client.baseURL.port)
+            let balancer = try await onThread { try Balancer(upstream: upstream) }
+            let port = balancer.port
+            try await onThread {
+                // Two long-polls of one client hold its two places; its third request is refused,
+                // while another client behind the same balancer is served.
+                let held = try (0..<2).map { _ in try Exchange(port: port, from: "127.0.0.2", path: "/v1/changes?wait=2") }
+                usleep(300_000)
+                #expect(try Exchange(port: port, from: "127.0.0.2", path: "/healthz").status() == 503)
+                #expect(try Exchange(port: port, from: "127.0.0.3", path: "/healthz").status() == 200)
+                #expect(held.map { $0.status() } == [200, 200])
+                // One client spends its read budget; the other keeps its own.
+                var statuses: [Int] = []
+                for _ in 0..<6 { statuses.append(try Exchange(port: port, from: "127.0.0.2", path: "/v1/games").status()) }
+                #expect(statuses == [200, 200, 200, 200, 429, 429], "two reads went to the long-polls")
+                #expect(try Exchange(port: port, from: "127.0.0.3", path: "/v1/games").status() == 200)
+            }
         }
     }
 }

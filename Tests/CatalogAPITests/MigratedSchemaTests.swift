@@ -1,5 +1,6 @@
 import CatalogSchema
 import Foundation
+import ServiceTestSupport
 import Testing
 
 @testable import CatalogStore

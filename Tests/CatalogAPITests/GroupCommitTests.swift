@@ -1,5 +1,6 @@
 import CatalogModels
 import Foundation
+import ServiceTestSupport
 import Synchronization
 import TestSupport
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import ServiceTestSupport
 import TestSupport
 import Testing
 
@@ -8,9 +9,9 @@ import Glibc
 
 /// `catalog-server` with `--tls-certificate` and `--tls-private-key`: startup checks,
 /// the health check, HSTS, and SIGHUP reloads that keep open connections.
-@Suite(.enabled(if: TestEngine.isSQLite)) struct TLSExecutableTests {
+@Suite struct TLSExecutableTests {
     private static func serverRun(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
-        try await onThread { try runCommand(ExecutableTests.executable.path, arguments, environment: environment) }
+        try await onThread { try runCommand(Executables.server.path, arguments, environment: environment) }
     }
 
     /// The lines of `file` once one of them contains `text` (or after 10 s).
@@ -61,9 +62,9 @@ import Glibc
         }
         try install(certificates.certificateFile, certificates.keyFile, keyMode: 0o644)
         #expect(FileManager.default.createFile(atPath: log, contents: nil))
-        let port = try ExecutableTests.freePort()
+        let port = try Executables.freePort()
         let process = ChildProcess()
-        process.executableURL = ExecutableTests.executable
+        process.executableURL = Executables.server
         process.arguments = [
             "--port", String(port), "--database", directory + "/catalog.sqlite", "--migrations", migrationsDirectory.path,
             "--tls-certificate", certificate, "--tls-private-key", key, "--hsts", "--keep-alive-timeout", "60",
@@ -77,7 +78,7 @@ import Glibc
 
         // The health check speaks TLS when the certificate is configured, as in the image.
         let health = try await onThread {
-            try runCommand(ExecutableTests.executable.path, ["healthcheck"], environment: ["CATALOG_PORT": String(port), "CATALOG_TLS_CERTIFICATE": certificate])
+            try runCommand(Executables.server.path, ["healthcheck"], environment: ["CATALOG_PORT": String(port), "CATALOG_TLS_CERTIFICATE": certificate])
         }
         #expect(health.status == 0 && health.output == "healthy\n", "\(health.output)")
 

@@ -1,6 +1,7 @@
 import CatalogModels
 import CatalogStore
 import Foundation
+import ServiceTestSupport
 import Synchronization
 import TestSupport
 import Testing
@@ -11,7 +12,7 @@ import Glibc
 
 /// Two `catalog-server` processes on one PostgreSQL database, as replicas behind a load
 /// balancer: what one writes, the other sees and respects.
-@Suite(.enabled(if: !TestEngine.isSQLite, "replicas share a PostgreSQL database"))
+@Suite(.enabled(if: TestEngine.all.contains(.postgresql), "replicas share a PostgreSQL database: needs CATALOG_TEST_POSTGRES_URL"))
 struct ReplicaTests {
     /// Two servers started at once on a fresh database (both offered the demo catalog).
     final class Replicas: @unchecked Sendable {
@@ -24,7 +25,7 @@ struct ReplicaTests {
 
         init() async throws {
             database = try TestEngine.postgresDatabase(for: directory)
-            key = try await ExecutableTests.bootstrapKey(database: database)
+            key = try await Executables.bootstrapKey(database: database)
             // Started together; each picks its own port (0) and logs it: no race for a free port with other tests.
             let arguments = ["--database", database, "--migrations", migrationsDirectory.path, "--rate-limits", "off"]
             async let first = ServerProcess(arguments, log: directory.appendingPathComponent("replica-0.log"), key: key)
@@ -210,6 +211,6 @@ struct ReplicaTests {
         #expect(answer.text.contains(created[0]))
         let count = created.count
         let events = try await onThread { try stream.events(count) }
-        #expect(EventStreamResilienceTests.resourceIDs(events) == created, "every write, once, in commit order")
+        #expect(EventStreamClient.resourceIDs(events) == created, "every write, once, in commit order")
     }
 }

@@ -2,6 +2,7 @@ import CatalogIdentity
 import CatalogModels
 import CatalogStore
 import Foundation
+import ServiceTestSupport
 import Synchronization
 import TestSupport
 import Testing
@@ -12,58 +13,13 @@ import Glibc
 
 /// The real `catalog-server` executable: it serves, and SIGTERM stops it with exit code 0.
 /// (On SQLite files: the PostgreSQL pass runs the executable in ``ReplicaTests``.)
-@Suite(.enabled(if: TestEngine.isSQLite)) struct ExecutableTests {
-    /// The executable built beside the test bundle.
-    static var executable: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("catalog-server")
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Int32 in
-                bind(fd, pointer, length)
-                return getsockname(fd, pointer, &length)
-            }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    /// Runs `catalog-server keys create` on `database` (a fresh file: it migrates it) and
-    /// returns the admin key it prints, checking that standard output holds nothing else.
-    static func bootstrapKey(database: String) async throws -> String {
-        try await onThread { try blockingBootstrapKey(database: database) }
-    }
-
-    private static func blockingBootstrapKey(database: String) throws -> String {
-        let process = ChildProcess()
-        process.executableURL = executable
-        process.arguments = ["keys", "create", "--role", "admin", "--name", "ops", "--database", database, "--migrations", migrationsDirectory.path]
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try launch(process)
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        _ = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        let lines = printed.split(separator: "\n", omittingEmptySubsequences: false)
-        #expect(lines.count == 2 && lines[1].isEmpty, "one line, the key, and nothing else: \(printed)")
-        let key = String(lines[0])
-        #expect(key.hasPrefix("catalog_") && key.count == 51)
-        return key
-    }
+@Suite struct ExecutableTests {
 
     @Test func theBootstrapKeyIsAnAdminsOnAFreshFile() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-keys-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("catalog.sqlite").path
-        let key = try await Self.bootstrapKey(database: database)
+        let key = try await Executables.bootstrapKey(database: database)
         let store = try CatalogStore(path: database, migrations: Migration.load(from: migrationsDirectory))
         defer { try? store.close() }
         let admins = try store.accounts.users.list(ListRequest(), as: User.self).items
@@ -79,7 +35,7 @@ import Glibc
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-kill-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("catalog.sqlite").path
-        let key = try await Self.bootstrapKey(database: database)
+        let key = try await Executables.bootstrapKey(database: database)
         let server = try await ServerProcess(
             ["--database", database, "--migrations", migrationsDirectory.path, "--no-seed"],
             log: directory.appendingPathComponent("server.log"), key: key)
@@ -104,7 +60,7 @@ import Glibc
         }
         @Sendable func blockingRun(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, errors: String) {
             let process = ChildProcess()
-            process.executableURL = Self.executable
+            process.executableURL = Executables.server
             process.arguments = arguments
             process.environment = environment
             let errors = Pipe()
@@ -144,7 +100,7 @@ import Glibc
 
     @Test func everyFlagsHelpNamesItsOwnVariableWithADefault() async throws {
         let process = ChildProcess()
-        process.executableURL = Self.executable
+        process.executableURL = Executables.server
         process.arguments = ["--help"]
         let output = Pipe()
         process.standardOutput = output
@@ -171,10 +127,10 @@ import Glibc
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-drain-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("catalog.sqlite").path
-        let port = try Self.freePort()
-        let key = try await Self.bootstrapKey(database: database)
+        let port = try Executables.freePort()
+        let key = try await Executables.bootstrapKey(database: database)
         let process = ChildProcess()
-        process.executableURL = Self.executable
+        process.executableURL = Executables.server
         process.arguments = [
             "--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--no-seed",
             "--log-level", "warning",
@@ -231,8 +187,8 @@ import Glibc
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let binary = folder.appendingPathComponent("catalog-server")
-        try FileManager.default.copyItem(at: Self.executable, to: binary)
-        let port = try Self.freePort()
+        try FileManager.default.copyItem(at: Executables.server, to: binary)
+        let port = try Executables.freePort()
         let process = ChildProcess()
         // In the empty folder (`env -C`: see `runCommand`), which is its working directory.
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -247,7 +203,7 @@ import Glibc
             served = try? Data(contentsOf: try #require(URL(string: base + "/openapi.yaml")))
             if served == nil { try await Task.sleep(for: .milliseconds(50)) }
         }
-        #expect(served == (try Data(contentsOf: ContractTests.document)), "the document the build carries, byte for byte")
+        #expect(served == (try Data(contentsOf: Fixtures.contract)), "the document the build carries, byte for byte")
         let games = try Data(contentsOf: try #require(URL(string: base + "/v1/games")))
         #expect(String(decoding: games, as: UTF8.self).contains("\"items\""), "migrated and seeded")
         #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("x.sqlite").path))
@@ -259,12 +215,12 @@ import Glibc
     /// A SIGTERM sent the moment the port accepts (the server may still be setting up its
     /// handling of signals) still drains and stops it, with exit code 0.
     @Test func sigtermAsSoonAsThePortOpensIsNotLost() async throws {
-        let binary = Self.executable
+        let binary = Executables.server
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build catalog-server first (swift build)")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-exec-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         for _ in 0..<3 {
-            let port = try Self.freePort()
+            let port = try Executables.freePort()
             let process = ChildProcess()
             process.executableURL = binary
             process.arguments = [
@@ -296,9 +252,9 @@ import Glibc
     }
 
     @Test func sigtermStopsTheServerWithExitCodeZero() async throws {
-        let binary = Self.executable
+        let binary = Executables.server
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build catalog-server first (swift build)")
-        let port = try Self.freePort()
+        let port = try Executables.freePort()
         let process = ChildProcess()
         process.executableURL = binary
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-exec-\(UUID().uuidString)")

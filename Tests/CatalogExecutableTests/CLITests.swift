@@ -1,0 +1,231 @@
+import CatalogModels
+import CatalogStore
+import Foundation
+import HTTPServer
+import ServiceTestSupport
+import TestSupport
+import Testing
+
+/// The `catalog` command-line client against a real server.
+@Suite struct CLITests {
+    struct Run {
+        let status: Int32
+        let output: String
+        let errors: String
+
+        /// What the CLI printed, decoded; a failure quotes all it printed and its status.
+        func decode<T: Decodable>(_ type: T.Type) throws -> T {
+            do {
+                return try CatalogJSON.makeDecoder().decode(type, from: Data(output.utf8))
+            } catch {
+                throw CLIOutputError(description: "status \(status), standard output \(output.debugDescription), standard error \(errors.debugDescription): \(error)")
+            }
+        }
+    }
+
+    struct CLIOutputError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Runs `catalog` to its end, on a thread of its own; with `trusting`, in a private
+    /// mount namespace whose system CA bundle is that file (URLSession on Linux, through
+    /// libcurl, trusts only the system bundle; this changes nothing outside the child).
+    static func run(_ arguments: [String], server: URL, input: Data? = nil, trusting caFile: String? = nil) async throws -> Run {
+        try await onThread { try blockingRun(arguments, server: server, input: input, trusting: caFile) }
+    }
+
+    private static func blockingRun(_ arguments: [String], server: URL, input: Data?, trusting caFile: String?) throws -> Run {
+        let process = ChildProcess()
+        let catalog = Executables.server.deletingLastPathComponent().appendingPathComponent("catalog")
+        if let caFile {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+            process.arguments =
+                ["--mount", "sh", "-c", #"mount --bind "$0" /etc/ssl/certs/ca-certificates.crt && exec "$@""#, caFile, catalog.path]
+                + arguments
+        } else {
+            process.executableURL = catalog
+            process.arguments = arguments
+        }
+        process.environment = ["CATALOG_URL": server.absoluteString, "CATALOG_API_KEY": TestCatalog.adminKey(for: server) ?? ""]
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        let stdin = Pipe()
+        if input != nil { process.standardInput = stdin }
+        try launch(process)
+        if let input {
+            stdin.fileHandleForWriting.write(input)
+            try stdin.fileHandleForWriting.close()
+        }
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self), errors: String(decoding: err, as: UTF8.self))
+    }
+
+    @Test(arguments: TestEngine.all) func watchPrintsChangesAsTheyHappen(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let catalog = try TestCatalog(seed: true)
+            let server = catalog.client.baseURL
+            let process = ChildProcess()
+            process.executableURL = Executables.server.deletingLastPathComponent().appendingPathComponent("catalog")
+            process.arguments = ["watch", "--table", "--types", "game", "--wait", "5"]
+            process.environment = ["CATALOG_URL": server.absoluteString]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try await onThread { try launch(process) }
+            defer { if process.isRunning { process.terminate() } }
+            let created = try await catalog.client.send("POST", "/v1/games", json: ["name": "Watched", "imageName": "w"])
+            let game = try created.decode(Game.self)
+            // Every demo game, then the new one, as they come; given up after 10 s.
+            let lines = try await onThread { () -> [String] in
+                let watchdog = DispatchWorkItem { process.terminate() }
+                DispatchQueue.global().asyncAfter(deadline: .now() + 10, execute: watchdog)
+                defer { watchdog.cancel() }
+                var text = ""
+                while !text.contains("upsert game \(game.id) v1\n") {
+                    let data = output.fileHandleForReading.availableData
+                    if data.isEmpty { break }
+                    text += String(decoding: data, as: UTF8.self)
+                }
+                return text.split(separator: "\n").map(String.init)
+            }
+            #expect(lines.count == DemoCatalog.games.count + 1, "\(lines)")
+            #expect(lines.last == "upsert game \(game.id) v1")
+            #expect(lines.allSatisfy { $0.hasPrefix("upsert game ") })
+        }
+    }
+
+    @Test(arguments: TestEngine.all) func theClientLibraryWorksOverTLSAndVerifiesTheCertificate(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let certificates = try TestCertificates.shared()
+            let tls = try TLSContext(certificateFile: certificates.certificateFile, privateKeyFile: certificates.keyFile)
+            let catalog = try TestCatalog(seed: false) { $0.server.tls = tls }
+            let server = catalog.client.baseURL
+            #expect(server.scheme == "https")
+            let created = try await Self.run(["games", "create", "--name", "Galaga", "--image-name", "galaga"], server: server, trusting: certificates.caFile)
+            #expect(created.status == 0, "\(created.errors)")
+            let game = try created.decode(Game.self)
+            let fetched = try await Self.run(["games", "get", game.id.rawValue], server: server, trusting: certificates.caFile)
+            #expect(try fetched.decode(Game.self) == game)
+            let listed = try await Self.run(["games", "list", "--table"], server: server, trusting: certificates.caFile)
+            #expect(listed.output.contains("Galaga"))
+            // Without the test CA the certificate is refused, and nothing is sent.
+            let untrusted = try await Self.run(["games", "create", "--name", "Defender", "--image-name", "defender"], server: server)
+            #expect(untrusted.status != 0)
+            #expect(untrusted.errors.lowercased().contains("certificate") || untrusted.errors.contains("SSL"), "\(untrusted.errors)")
+            #expect(try catalog.application.store.games.count() == 1)
+        }
+    }
+
+    @Test(arguments: TestEngine.all) func createGetListAndErrors(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let catalog = try TestCatalog(seed: false)
+            let server = catalog.client.baseURL
+            let created = try await Self.run(["games", "create", "--name", "Pac-Man", "--image-name", "pac-man"], server: server)
+            try #require(created.status == 0, "\(created.errors)")
+            let game = try created.decode(Game.self)
+            #expect(game.name == "Pac-Man")
+
+            let fetched = try await Self.run(["games", "get", game.id.rawValue], server: server)
+            try #require(fetched.status == 0, "\(fetched.errors)")
+            #expect(try fetched.decode(Game.self) == game)
+
+            let table = try await Self.run(["games", "list", "--table"], server: server)
+            #expect(table.output.split(separator: "\n").first?.hasPrefix("id") == true)
+            #expect(table.output.contains("Pac-Man"))
+
+            let invalid = try await Self.run(["games", "create", "--name", "", "--image-name", "x"], server: server)
+            #expect(invalid.status == 1)
+            #expect(invalid.errors.contains("422"))
+            #expect(invalid.output.isEmpty)
+
+            let missing = try await Self.run(["items", "get", CatalogID().rawValue], server: server)
+            #expect(missing.status == 1)
+            #expect(missing.errors.contains("No resource exists with this id."))
+
+            let unreachable = try await Self.run(["games", "list", "--server", "http://127.0.0.1:1"], server: server)
+            #expect(unreachable.status == 1)
+            #expect(unreachable.errors.hasPrefix("catalog: transport"))
+        }
+    }
+
+    @Test(arguments: TestEngine.all) func playlistsAndComments(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let catalog = try TestCatalog(seed: false)
+            let server = catalog.client.baseURL
+            let ids = try await Fixtures.items(catalog.api, 3)
+            let decoder = CatalogJSON.makeDecoder()
+            let created = try await Self.run(["playlists", "create", "--title", "Road trip"], server: server)
+            #expect(created.status == 0, "\(created.errors)")
+            let playlist = try decoder.decode(Playlist.self, from: Data(created.output.utf8))
+            var entries: [PlaylistEntry] = []
+            for id in ids {
+                let added = try await Self.run(["playlists", "add", playlist.id.rawValue, id.rawValue], server: server)
+                #expect(added.status == 0, "\(added.errors)")
+                entries.append(try decoder.decode(PlaylistEntry.self, from: Data(added.output.utf8)))
+            }
+            let moved = try await Self.run(["playlists", "move", playlist.id.rawValue, entries[2].entryId.rawValue, "--to", "0", "--if-match", "\"4\""], server: server)
+            #expect(moved.status == 0, "\(moved.errors)")
+            let stale = try await Self.run(["playlists", "move", playlist.id.rawValue, entries[2].entryId.rawValue, "--to", "1", "--if-match", "\"4\""], server: server)
+            #expect(stale.status == 1)
+            #expect(stale.errors.contains("412"))
+            let removed = try await Self.run(["playlists", "remove", playlist.id.rawValue, entries[0].entryId.rawValue], server: server)
+            #expect(removed.status == 0, "\(removed.errors)")
+            #expect(removed.errors.contains("\"6\""))
+            let shown = try await Self.run(["playlists", "show", playlist.id.rawValue], server: server)
+            let detail = try decoder.decode(Playlist.self, from: Data(shown.output.utf8))
+            #expect(detail.entries?.items.map(\.playableItem.id) == [ids[2], ids[1]])
+            #expect(detail.entries?.items.map(\.position) == [0, 1])
+            let table = try await Self.run(["playlists", "show", playlist.id.rawValue, "--table"], server: server)
+            #expect(table.output.contains("Video 2") && table.output.contains("position"))
+
+            let comment = try await Self.run(["comments", "post", ids[0].rawValue, "--body", "Lovely"], server: server)
+            #expect(comment.status == 0, "\(comment.errors)")
+            let parent = try decoder.decode(CatalogModels.Comment.self, from: Data(comment.output.utf8))
+            let reply = try await Self.run(["comments", "post", ids[0].rawValue, "--body", "Agreed", "--reply-to", parent.id.rawValue], server: server)
+            #expect(reply.status == 0, "\(reply.errors)")
+            let listed = try decoder.decode(Page<CatalogModels.Comment>.self, from: Data(await Self.run(["comments", "list", ids[0].rawValue], server: server).output.utf8))
+            #expect(listed.items.map(\.replyCount) == [1])
+            _ = try await Self.run(["comments", "post", ids[0].rawValue, "--body", "Second"], server: server)
+            let every = try decoder.decode(
+                Page<CatalogModels.Comment>.self,
+                from: Data(await Self.run(["comments", "list", ids[0].rawValue, "--all", "--limit", "1"], server: server).output.utf8))
+            #expect(every.items.map(\.body) == ["Second", "Lovely"], "--all follows the cursor, newest first")
+            #expect(every.items.allSatisfy { $0.author == "Admin" }, "the author is the caller")
+            #expect(every.nextCursor == nil)
+            let replies = try await Self.run(["comments", "replies", parent.id.rawValue, "--table"], server: server)
+            #expect(replies.output.contains("Admin") && replies.output.contains("Agreed"))
+            let nested = try await Self.run(
+                [
+                    "comments", "post", ids[0].rawValue, "--body", "x", "--reply-to",
+                    (try decoder.decode(CatalogModels.Comment.self, from: Data(reply.output.utf8))).id.rawValue,
+                ], server: server)
+            #expect(nested.status == 1)
+            #expect(nested.errors.contains("422"))
+        }
+    }
+
+    @Test(arguments: TestEngine.all) func exportThenImportTwice(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let source = try TestCatalog()
+            let target = try TestCatalog(seed: false)
+            let exported = try await Self.run(["export"], server: source.client.baseURL)
+            #expect(exported.status == 0, "\(exported.errors)")
+            let lines = exported.output.split(separator: "\n")
+            #expect(lines.count > 40)
+            #expect(exported.errors.contains("exported \(lines.count) records"))
+            let decoder = CatalogJSON.makeDecoder()
+            let first = try await Self.run(["import"], server: target.client.baseURL, input: Data(exported.output.utf8))
+            #expect(first.status == 0, "\(first.errors)")
+            #expect(try decoder.decode(ImportSummary.self, from: Data(first.output.utf8)) == ImportSummary(created: lines.count))
+            let second = try await Self.run(["import", "--batch", "7"], server: target.client.baseURL, input: Data(exported.output.utf8))
+            #expect(try decoder.decode(ImportSummary.self, from: Data(second.output.utf8)) == ImportSummary(unchanged: lines.count))
+            #expect(try await Self.run(["export"], server: target.client.baseURL).output == exported.output)
+            let garbage = try await Self.run(["import"], server: target.client.baseURL, input: Data("{\"type\":\"game\"}\n".utf8))
+            #expect(garbage.status == 1)
+            #expect(garbage.errors.contains("line 1"))
+        }
+    }
+}
