@@ -34,6 +34,9 @@ protocol CommitWriter: AnyObject, Sendable {
     func settle()
     /// Runs after each commit, once every answer has been handed on (maintenance).
     func didCommit()
+    /// Runs once the writer has no more work, before the loop says it stopped: closes
+    /// what the writer holds, so nothing of the engine runs on its thread after ``GroupCommit/stop()``.
+    func finished()
 }
 
 /// The queued writes of an engine, and the writer threads that commit them in groups: one
@@ -174,6 +177,7 @@ final class GroupCommit<Writer: CommitWriter>: @unchecked Sendable {
             let batch: [Job]
             switch next(unsettled: unsettled) {
             case .stop:
+                writer.finished()
                 condition.lock()
                 running -= 1
                 condition.broadcast()

@@ -16,6 +16,8 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     let commits = CommitSignal()
     /// Whether the thread listening for the change log's notifications goes on.
     private let listening = Atomic<Bool>(true)
+    /// Signalled once that thread has closed its connection and ended (``close()`` waits for it).
+    private let listenerEnded = DispatchSemaphore(value: 0)
 
     var dialect: any SQLDialect { PostgreSQLDialect() }
 
@@ -69,6 +71,10 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
                 usleep(min(failures, 20) * 100_000)
             }
         }
+        // Closed here, before the store says it is closed: a process that exits then must
+        // not find this thread still inside libpq.
+        connection = nil
+        listenerEnded.signal()
     }
 
     /// Readers never write, and give up on a lock they would wait for long.
@@ -136,10 +142,14 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     /// The advisory lock key of migrations (`catalog` in ASCII).
     private static let migrationLock: Int64 = 0x63_61_74_61_6C_6F_67
 
+    /// Finishes queued writes and closes every connection, the listener's too: nothing of
+    /// libpq runs on any of the engine's threads once it returns.
     func close() throws {
-        listening.store(false, ordering: .relaxed)
+        guard listening.exchange(false, ordering: .relaxed) else { return }
         writes.stop()
         readers.close()
+        // The listener notices within its wait (250 ms), or after a connection attempt.
+        listenerEnded.wait()
     }
 
     /// `url` without its password (in the user-information part or a `password=` parameter).

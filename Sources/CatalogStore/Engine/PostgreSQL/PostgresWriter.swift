@@ -59,4 +59,7 @@ final class PostgresWriter: CommitWriter, @unchecked Sendable {
     func settle() {}
 
     func didCommit() {}
+
+    /// Closes the connection.
+    func finished() { connection = nil }
 }

@@ -62,6 +62,9 @@ final class SQLiteWriter: CommitWriter, @unchecked Sendable {
         try? transaction { db in try searchIndex.apply(db) }
     }
 
+    /// Nothing: the pool is the database's, closed by it.
+    func finished() {}
+
     /// Restarts the WAL when a checkpoint asked for it and no backup reads it.
     func didCommit() {
         guard checkpointer.backupsRunning.load(ordering: .relaxed) == 0, checkpointer.needsRestart.exchange(false, ordering: .relaxed) else { return }
