@@ -39,11 +39,7 @@ extension Connection {
         }
         phase = .head
         requestStarted = !input.isEmpty
-        if requestStarted {
-            setDeadline(loop.core.headTimeout, .fail(.headTimeout))
-        } else {
-            setDeadline(loop.core.keepAliveTimeout, .close)
-        }
+        deadlines.responded(at: loop.now, nextBegan: requestStarted)
     }
 
     // MARK: Streams
@@ -56,7 +52,7 @@ extension Connection {
         try? Socket.setOption(fd, SOL_SOCKET, SO_SNDBUF, Self.streamSendBuffer)
         phase = .streaming(stream)
         streamChunked = version != .http1_0
-        deadline = 0
+        deadlines.clearPhase()
         input.clear()
         let (pending, ended, finished) = stream.attach(ResponseStream.Target(loop: loop, fd: fd, id: id))
         for bytes in pending { appendChunk(bytes) }
@@ -118,7 +114,7 @@ extension Connection {
         write(loop.core.render(error, path: path, requestID: requestID), context)
         closeAfterFlush = true
         // No further timeout response: the write deadline and lingering bound the rest.
-        deadline = 0
+        deadlines.clearPhase()
     }
 
     func flush() {
@@ -126,9 +122,9 @@ extension Connection {
             switch transmit(output.readable) {
             case let .bytes(count):
                 output.moveReader(by: count)
-                writeDeadline = 0  // an idle bound: progress restarts it
+                deadlines.wrote()  // an idle bound: progress restarts it
             case .wouldBlock:
-                if writeDeadline == 0 { writeDeadline = loop.now + loop.core.bodyTimeout }
+                deadlines.writeBlocked(at: loop.now)
                 accountStreamOutput()
                 return
             case .end, .failed:
@@ -136,7 +132,7 @@ extension Connection {
                 return
             }
         }
-        writeDeadline = 0
+        deadlines.wrote()
         output.shrinkIfEmpty()
         accountStreamOutput()
         if closeAfterFlush {
@@ -162,6 +158,6 @@ extension Connection {
         phase = .lingering
         input.clear()
         input.shrinkIfEmpty()
-        setDeadline(loop.core.lingerTimeout, .close)
+        deadlines.lingering(at: loop.now)
     }
 }

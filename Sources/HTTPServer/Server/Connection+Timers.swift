@@ -9,30 +9,22 @@ import Musl
 
 /// Deadlines, draining and closing.
 extension Connection {
-    func setDeadline(_ milliseconds: Int64, _ action: TimeoutAction) {
-        deadline = loop.now + milliseconds
-        deadlineAction = action
-    }
-
+    /// Does what is due at `now` (``ConnectionDeadlines/due(at:)``).
     func checkDeadlines(now: Int64) {
-        if writeDeadline > 0, now >= writeDeadline {
-            close()
+        switch deadlines.due(at: now) {
+        case nil:
             return
-        }
-        guard deadline > 0, now >= deadline else { return }
-        deadline = 0
-        switch deadlineAction {
-        case .close:
+        case .writeStalled, .expired(.close):
             close()
-        case let .fail(error):
+        case let .expired(.fail(error)):
             failConnection(error, path: nil)
             finishTurn()
-        case .expire:
+        case .expired(.expire):
             guard case let .awaiting(context) = phase, abandonAwaited() else { return }
             loop.core.expiredRequests.add(1, ordering: .relaxed)
             write(loop.core.render(HTTPError.requestExpired, path: context.path, requestID: context.requestID), context)
             closeAfterFlush = true
-            deadline = 0
+            deadlines.clearPhase()
             finishTurn()
         }
     }

@@ -46,14 +46,6 @@ final class Connection {
         var preflight = false
     }
 
-    /// What happens when `deadline` passes.
-    enum TimeoutAction {
-        case close
-        case fail(HTTPError)
-        /// A deferred answer is overdue: answer 503 for it and close.
-        case expire
-    }
-
     let fd: Int32
     let id: UInt64
     let peer: String
@@ -86,9 +78,8 @@ final class Connection {
     var peerClosedInput = false
     var isClosed = false
     var registeredEvents = Epoll.readable
-    var deadline: Int64 = 0
-    var deadlineAction = TimeoutAction.close
-    var writeDeadline: Int64 = 0
+    /// The phase's deadline and the write's (``ConnectionDeadlines``).
+    var deadlines: ConnectionDeadlines
     var requestSequence: UInt64 = 0
     /// The ticket of the request a deferred handler is answering.
     var ticket: RequestTicket?
@@ -127,7 +118,7 @@ final class Connection {
         self.loop = loop
         self.tls = tls
         parser = RequestHeadParser(limits: loop.core.configuration.limits)
-        setDeadline(loop.core.headTimeout, .close)
+        deadlines = ConnectionDeadlines(loop.core.timeouts, openedAt: loop.now)
     }
 
     // MARK: Events
@@ -187,12 +178,8 @@ final class Connection {
             return
         case .head where !requestStarted:
             requestStarted = true
-            if tls != nil, requestSequence == 0 {
-                // The first head's time started with the connection: it includes the handshake.
-                deadlineAction = .fail(.headTimeout)
-            } else {
-                setDeadline(loop.core.headTimeout, .fail(.headTimeout))
-            }
+            // The first head's time started with the connection: it includes the handshake.
+            deadlines.headBegan(at: loop.now, continuesFirst: tls != nil && requestSequence == 0)
         default:
             break
         }

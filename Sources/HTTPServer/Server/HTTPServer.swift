@@ -56,21 +56,17 @@ final class ServerCore: Sendable {
     private let connectionsByAddress = Mutex<[String: Int]>([:])
     /// Bytes of partly received bodies held now, by client address.
     private let bodyBytesByAddress = Mutex<[String: Int]>([:])
-    let headTimeout: Int64
-    let bodyTimeout: Int64
-    let requestTimeout: Int64
-    let keepAliveTimeout: Int64
-    let lingerTimeout: Int64
+    /// The connections' timeouts (``ConnectionDeadlines``), in milliseconds.
+    let timeouts: ConnectionDeadlines.Timeouts
 
     init(configuration: ServerConfiguration, router: Router, renderError: @escaping ErrorRenderer) {
         self.configuration = configuration
         self.router = router
         self.renderError = renderError
-        headTimeout = configuration.headTimeout.milliseconds
-        bodyTimeout = configuration.bodyTimeout.milliseconds
-        requestTimeout = configuration.requestTimeout.milliseconds
-        keepAliveTimeout = configuration.keepAliveTimeout.milliseconds
-        lingerTimeout = configuration.lingerTimeout.milliseconds
+        timeouts = ConnectionDeadlines.Timeouts(
+            head: configuration.headTimeout.milliseconds, body: configuration.bodyTimeout.milliseconds,
+            request: configuration.requestTimeout.milliseconds, keepAlive: configuration.keepAliveTimeout.milliseconds,
+            linger: configuration.lingerTimeout.milliseconds)
         fixedFields = configuration.strictTransportSecurity.map { Array("Strict-Transport-Security: \($0)\r\n".utf8) } ?? []
     }
 
