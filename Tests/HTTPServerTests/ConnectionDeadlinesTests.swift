@@ -28,83 +28,83 @@ import Testing
 
     @Test func aHeadHasTheHeadTimeoutFromItsFirstByteAndIsAnswered408() {
         var deadlines = ConnectionDeadlines(Self.timeouts, openedAt: 0)
-        deadlines.headBegan(at: 4_000, continuesFirst: false)
+        deadlines = deadlines.headBegan(at: 4_000, continuesFirst: false)
         let dues = Self.dues(&deadlines, from: 0, to: 20_000, step: 500)
         #expect(dues.map(\.0) == [14_000])
-        #expect(dues.map(\.1) == [.expired(.fail(.headTimeout))])
+        #expect(dues.map(\.1) == [.expired(.fail(.head))])
     }
 
     @Test func aTLSConnectionsFirstHeadKeepsTheTimeSinceTheConnectionOpened() {
         // The handshake counts: a client that handshakes slowly cannot then trickle a head.
         var deadlines = ConnectionDeadlines(Self.timeouts, openedAt: 0)
-        deadlines.headBegan(at: 9_000, continuesFirst: true)
+        deadlines = deadlines.headBegan(at: 9_000, continuesFirst: true)
         #expect(deadlines.due(at: 9_999) == nil)
-        #expect(deadlines.due(at: 10_000) == .expired(.fail(.headTimeout)))
+        #expect(deadlines.due(at: 10_000) == .expired(.fail(.head)))
     }
 
     @Test func aBodyHasTheBodyTimeoutFromItsHead() {
         var deadlines = ConnectionDeadlines(Self.timeouts, openedAt: 0)
-        deadlines.headBegan(at: 0, continuesFirst: false)
-        deadlines.bodyBegan(at: 9_000)
+        deadlines = deadlines.headBegan(at: 0, continuesFirst: false)
+        deadlines = deadlines.bodyBegan(at: 9_000)
         #expect(deadlines.due(at: 38_999) == nil, "the head's deadline no longer applies")
-        #expect(deadlines.due(at: 39_000) == .expired(.fail(.bodyTimeout)))
+        #expect(deadlines.due(at: 39_000) == .expired(.fail(.body)))
     }
 
     @Test func aDeferredAnswerExpiresAtTheRequestTimeoutOrItsRoutesOwn() {
         var deadlines = ConnectionDeadlines(Self.timeouts, openedAt: 0)
-        deadlines.awaitingAnswer(at: 1_000, timeout: nil)
+        deadlines = deadlines.awaitingAnswer(at: 1_000, timeout: nil)
         #expect(deadlines.due(at: 60_999) == nil)
         #expect(deadlines.due(at: 61_000) == .expired(.expire))
-        deadlines.awaitingAnswer(at: 100_000, timeout: 300_000)
+        deadlines = deadlines.awaitingAnswer(at: 100_000, timeout: 300_000)
         #expect(deadlines.due(at: 399_999) == nil)
         #expect(deadlines.due(at: 400_000) == .expired(.expire))
     }
 
     @Test func afterAResponseTheConnectionIdlesForTheKeepAliveTimeoutOrTheNextHeadHasTheHeadTimeout() {
         var idle = ConnectionDeadlines(Self.timeouts, openedAt: 0)
-        idle.awaitingAnswer(at: 0, timeout: nil)
-        idle.responded(at: 2_000, nextBegan: false)
+        idle = idle.awaitingAnswer(at: 0, timeout: nil)
+        idle = idle.responded(at: 2_000, nextBegan: false)
         #expect(Self.dues(&idle, from: 2_000, to: 100_000, step: 100).map(\.0) == [7_000])
         var pipelined = ConnectionDeadlines(Self.timeouts, openedAt: 0)
-        pipelined.responded(at: 2_000, nextBegan: true)
-        #expect(pipelined.due(at: 12_000) == .expired(.fail(.headTimeout)))
+        pipelined = pipelined.responded(at: 2_000, nextBegan: true)
+        #expect(pipelined.due(at: 12_000) == .expired(.fail(.head)))
     }
 
     @Test func lingeringEndsAtTheLingerTimeout() {
         var deadlines = ConnectionDeadlines(Self.timeouts, openedAt: 0)
-        deadlines.lingering(at: 50_000)
+        deadlines = deadlines.lingering(at: 50_000)
         #expect(deadlines.due(at: 51_999) == nil)
         #expect(deadlines.due(at: 52_000) == .expired(.close))
     }
 
     @Test func aStreamOrAFinalErrorHasNoPhaseDeadlineOnlyTheWrites() {
         var deadlines = ConnectionDeadlines(Self.timeouts, openedAt: 0)
-        deadlines.clearPhase()
+        deadlines = deadlines.clearingPhase()
         #expect(Self.dues(&deadlines, from: 0, to: 1_000_000, step: 1_000).isEmpty)
-        deadlines.writeBlocked(at: 5_000)
+        deadlines = deadlines.writeBlocked(at: 5_000)
         #expect(deadlines.due(at: 35_000) == .writeStalled)
     }
 
     @Test func aWriteWithoutProgressClosesAfterTheBodyTimeoutAndProgressRestartsIt() {
         var deadlines = ConnectionDeadlines(Self.timeouts, openedAt: 0)
-        deadlines.clearPhase()
-        deadlines.writeBlocked(at: 1_000)
+        deadlines = deadlines.clearingPhase()
+        deadlines = deadlines.writeBlocked(at: 1_000)
         // Blocking again does not move the bound: it counts from the first block.
-        deadlines.writeBlocked(at: 20_000)
+        deadlines = deadlines.writeBlocked(at: 20_000)
         #expect(deadlines.due(at: 30_999) == nil)
         #expect(deadlines.due(at: 31_000) == .writeStalled)
         // Progress stops it; the next block starts it again.
-        deadlines.wrote()
+        deadlines = deadlines.wrote()
         #expect(deadlines.due(at: 40_000) == nil)
-        deadlines.writeBlocked(at: 40_000)
+        deadlines = deadlines.writeBlocked(at: 40_000)
         #expect(deadlines.due(at: 69_999) == nil)
         #expect(deadlines.due(at: 70_000) == .writeStalled)
     }
 
     @Test func aStalledWriteComesBeforeThePhasesDeadline() {
         var deadlines = ConnectionDeadlines(Self.timeouts, openedAt: 0)
-        deadlines.awaitingAnswer(at: 0, timeout: 30_000)
-        deadlines.writeBlocked(at: 0)
+        deadlines = deadlines.awaitingAnswer(at: 0, timeout: 30_000)
+        deadlines = deadlines.writeBlocked(at: 0)
         #expect(deadlines.due(at: 30_000) == .writeStalled)
     }
 }

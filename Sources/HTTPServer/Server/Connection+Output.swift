@@ -39,7 +39,7 @@ extension Connection {
         }
         phase = .head
         requestStarted = !input.isEmpty
-        deadlines.responded(at: loop.now, nextBegan: requestStarted)
+        deadlines = deadlines.responded(at: loop.now, nextBegan: requestStarted)
     }
 
     // MARK: Streams
@@ -52,7 +52,7 @@ extension Connection {
         try? Socket.setOption(fd, SOL_SOCKET, SO_SNDBUF, Self.streamSendBuffer)
         phase = .streaming(stream)
         streamChunked = version != .http1_0
-        deadlines.clearPhase()
+        deadlines = deadlines.clearingPhase()
         input.clear()
         let (pending, ended, finished) = stream.attach(ResponseStream.Target(loop: loop, fd: fd, id: id))
         for bytes in pending { appendChunk(bytes) }
@@ -114,7 +114,7 @@ extension Connection {
         write(loop.core.render(error, path: path, requestID: requestID), context)
         closeAfterFlush = true
         // No further timeout response: the write deadline and lingering bound the rest.
-        deadlines.clearPhase()
+        deadlines = deadlines.clearingPhase()
     }
 
     func flush() {
@@ -122,9 +122,9 @@ extension Connection {
             switch transmit(output.readable) {
             case let .bytes(count):
                 output.moveReader(by: count)
-                deadlines.wrote()  // an idle bound: progress restarts it
+                deadlines = deadlines.wrote()  // an idle bound: progress restarts it
             case .wouldBlock:
-                deadlines.writeBlocked(at: loop.now)
+                deadlines = deadlines.writeBlocked(at: loop.now)
                 accountStreamOutput()
                 return
             case .end, .failed:
@@ -132,7 +132,7 @@ extension Connection {
                 return
             }
         }
-        deadlines.wrote()
+        deadlines = deadlines.wrote()
         output.shrinkIfEmpty()
         accountStreamOutput()
         if closeAfterFlush {
@@ -158,6 +158,6 @@ extension Connection {
         phase = .lingering
         input.clear()
         input.shrinkIfEmpty()
-        deadlines.lingering(at: loop.now)
+        deadlines = deadlines.lingering(at: loop.now)
     }
 }

@@ -37,7 +37,7 @@ extension Connection {
                     limits.maxBody = limit
                     chunkedDecoder = head.framing == .chunked ? ChunkedDecoder(limits: limits) : nil
                     phase = .body(head, admitted: admitted)
-                    deadlines.bodyBegan(at: loop.now)
+                    deadlines = deadlines.bodyBegan(at: loop.now)
                 }
             case let .body(head, admitted):
                 // The bytes of a body still arriving are held against the server-wide budget,
@@ -186,7 +186,7 @@ extension Connection {
     /// Waits for a deferred answer, until the request deadline (the handler's own, if it has one).
     func awaitAnswer(_ context: ResponseContext, timeout: Duration?) {
         phase = .awaiting(context)
-        deadlines.awaitingAnswer(at: loop.now, timeout: timeout?.milliseconds)
+        deadlines = deadlines.awaitingAnswer(at: loop.now, timeout: timeout?.milliseconds)
     }
 
     /// Marks the awaited request abandoned and forgets it; false when none is awaited.

@@ -16,15 +16,15 @@ extension Connection {
             return
         case .writeStalled, .expired(.close):
             close()
-        case let .expired(.fail(error)):
-            failConnection(error, path: nil)
+        case let .expired(.fail(late)):
+            failConnection(late.error, path: nil)
             finishTurn()
         case .expired(.expire):
             guard case let .awaiting(context) = phase, abandonAwaited() else { return }
             loop.core.expiredRequests.add(1, ordering: .relaxed)
             write(loop.core.render(HTTPError.requestExpired, path: context.path, requestID: context.requestID), context)
             closeAfterFlush = true
-            deadlines.clearPhase()
+            deadlines = deadlines.clearingPhase()
             finishTurn()
         }
     }

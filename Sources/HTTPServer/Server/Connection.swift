@@ -179,7 +179,7 @@ final class Connection {
         case .head where !requestStarted:
             requestStarted = true
             // The first head's time started with the connection: it includes the handshake.
-            deadlines.headBegan(at: loop.now, continuesFirst: tls != nil && requestSequence == 0)
+            deadlines = deadlines.headBegan(at: loop.now, continuesFirst: tls != nil && requestSequence == 0)
         default:
             break
         }

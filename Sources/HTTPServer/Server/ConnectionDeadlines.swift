@@ -26,14 +26,23 @@ struct ConnectionDeadlines: Sendable, Equatable {
         var linger: Int64
     }
 
-    /// What passing the phase's deadline does.
+    /// What passing the phase's deadline does. (Plain values, no reference counted ones:
+    /// the state is copied on every event.)
     enum Expiry: Sendable, Equatable {
         /// Closes the connection, answering nothing (nothing was asked).
         case close
-        /// Answers `error` (a 408) and closes.
-        case fail(HTTPError)
+        /// Answers 408 for the head or body that did not arrive in time, and closes.
+        case fail(Late)
         /// A deferred answer is overdue: answers 503 for it and closes.
         case expire
+    }
+
+    /// What arrived too late.
+    enum Late: Sendable, Equatable {
+        case head, body
+
+        /// The answer to it.
+        var error: HTTPError { self == .head ? .headTimeout : .bodyTimeout }
     }
 
     /// What is due at a time.
@@ -64,59 +73,60 @@ struct ConnectionDeadlines: Sendable, Equatable {
         self.expiry = expiry
     }
 
-    // MARK: Events
+    /// A copy with `change` applied. Events return the next state rather than mutate: the
+    /// connection (a class) assigns it, a plain store, where a mutating call on its stored
+    /// property would cost a dynamic exclusivity check on each request.
+    private func with(_ change: (inout ConnectionDeadlines) -> Void) -> ConnectionDeadlines {
+        var next = self
+        change(&next)
+        return next
+    }
+
+    // MARK: Events (each returns the next state)
 
     /// The first byte of a request head came at `now`. The head then has the head timeout
     /// to arrive, answered 408 when it does not; a new TLS connection's first head keeps
     /// the time it had since the connection opened (`continuesFirst`: the handshake counts).
-    mutating func headBegan(at now: Int64, continuesFirst: Bool) {
-        if continuesFirst {
-            expiry = .fail(.headTimeout)
-        } else {
-            set(timeouts.head, .fail(.headTimeout), at: now)
-        }
+    func headBegan(at now: Int64, continuesFirst: Bool) -> ConnectionDeadlines {
+        with { if continuesFirst { $0.expiry = .fail(.head) } else { $0.set($0.timeouts.head, .fail(.head), at: now) } }
     }
 
     /// A head announced a body at `now`: the whole body has the body timeout.
-    mutating func bodyBegan(at now: Int64) {
-        set(timeouts.body, .fail(.bodyTimeout), at: now)
+    func bodyBegan(at now: Int64) -> ConnectionDeadlines {
+        with { $0.set($0.timeouts.body, .fail(.body), at: now) }
     }
 
     /// A deferred handler took the request at `now`: its answer has `timeout` (the
     /// route's own) or the request timeout.
-    mutating func awaitingAnswer(at now: Int64, timeout: Int64?) {
-        set(timeout ?? timeouts.request, .expire, at: now)
+    func awaitingAnswer(at now: Int64, timeout: Int64?) -> ConnectionDeadlines {
+        with { $0.set(timeout ?? $0.timeouts.request, .expire, at: now) }
     }
 
     /// A response was queued at `now`: the next head, already begun (`nextBegan`), has the
     /// head timeout; otherwise the connection may idle for the keep-alive timeout.
-    mutating func responded(at now: Int64, nextBegan: Bool) {
-        if nextBegan {
-            set(timeouts.head, .fail(.headTimeout), at: now)
-        } else {
-            set(timeouts.keepAlive, .close, at: now)
-        }
+    func responded(at now: Int64, nextBegan: Bool) -> ConnectionDeadlines {
+        with { nextBegan ? $0.set($0.timeouts.head, .fail(.head), at: now) : $0.set($0.timeouts.keepAlive, .close, at: now) }
     }
 
     /// The last response is out and input is discarded from `now`, for the linger timeout.
-    mutating func lingering(at now: Int64) {
-        set(timeouts.linger, .close, at: now)
+    func lingering(at now: Int64) -> ConnectionDeadlines {
+        with { $0.set($0.timeouts.linger, .close, at: now) }
     }
 
     /// The phase has no deadline of its own any more: a stream (bounded by the write's),
     /// or a final error answer (bounded by the write's, then the linger).
-    mutating func clearPhase() {
-        phaseDeadline = 0
+    func clearingPhase() -> ConnectionDeadlines {
+        with { $0.phaseDeadline = 0 }
     }
 
     /// A write would block at `now`: unless one already waits, the write's idle bound starts.
-    mutating func writeBlocked(at now: Int64) {
-        if writeDeadline == 0 { writeDeadline = now + timeouts.body }
+    func writeBlocked(at now: Int64) -> ConnectionDeadlines {
+        with { if $0.writeDeadline == 0 { $0.writeDeadline = now + $0.timeouts.body } }
     }
 
     /// A write made progress, or nothing is left to write: the write's bound stops.
-    mutating func wrote() {
-        writeDeadline = 0
+    func wrote() -> ConnectionDeadlines {
+        with { $0.writeDeadline = 0 }
     }
 
     // MARK: Time
