@@ -229,7 +229,8 @@ import Testing
                 let method = String(route.prefix { $0 != " " })
                 for caller in Caller.allCases {
                     let call = try await row.call(world, caller)
-                    let client = APIClient(baseURL: world.catalog.client.baseURL, key: call.key ?? world.key(caller))
+                    // In process: the matrix is about the application's rules, not the wire.
+                    let client = APIClient(inProcess: world.catalog.application.server, key: call.key ?? world.key(caller))
                     let response =
                         if let body = call.body {
                             try await client.send(method, call.path, json: body, contentType: call.contentType)

@@ -140,6 +140,9 @@ package final class TestCatalog: Sendable {
     /// Requests without a credential.
     package var anonymous: APIClient { APIClient(baseURL: client.baseURL) }
 
+    /// The admin's client answered in process, without a socket (``APIClient/init(inProcess:key:)``).
+    package var inProcess: APIClient { APIClient(inProcess: application.server, key: adminKey) }
+
     /// Requests with `key`.
     package func client(key: String) -> APIClient { APIClient(baseURL: client.baseURL, key: key) }
 
@@ -181,7 +184,9 @@ package struct APIResponse: Sendable {
     package var text: String { String(decoding: body, as: UTF8.self) }
 }
 
-/// A thin URLSession wrapper: exact requests, no caching, no redirects followed.
+/// A thin URLSession wrapper: exact requests, no caching, no redirects followed. Or, made
+/// with ``init(inProcess:key:)``, the same requests answered by the server in process,
+/// without a socket (``HTTPServer/respond(to:)``).
 package struct APIClient: Sendable {
     package let baseURL: URL
     /// The API key sent as `Authorization: Bearer …` unless a request names its own.
@@ -193,12 +198,39 @@ package struct APIClient: Sendable {
         return URLSession(configuration: configuration)
     }()
 
+    /// The server that answers in process; `nil`: over the network.
+    private let server: HTTPServer?
+
     package init(baseURL: URL, key: String? = nil) {
         self.baseURL = baseURL
         self.key = key
+        server = nil
+    }
+
+    /// A client whose requests `server` answers in process, from a loopback client address.
+    package init(inProcess server: HTTPServer, key: String? = nil) {
+        baseURL = URL(fileURLWithPath: "/")
+        self.key = key
+        self.server = server
     }
 
     package func send(_ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil) async throws -> APIResponse {
+        if let server {
+            guard let verb = HTTPMethod(rawValue: method) else { throw URLError(.unsupportedURL) }
+            var fields = headers.map { ($0.key, $0.value) }
+            if let key, !headers.keys.contains(where: { $0.lowercased() == "authorization" }) { fields.append(("Authorization", "Bearer \(key)")) }
+            if let body { fields.append(("Content-Length", String(body.count))) }
+            let parts = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+            var request = HTTPRequest(
+                method: verb, path: String(parts[0]), query: parts.count > 1 ? String(parts[1]) : nil, headers: HTTPHeaders(fields),
+                body: body.map(Array.init) ?? [], remoteAddress: "127.0.0.1:1")
+            request.clientAddress = "127.0.0.1"
+            let response = await server.respond(to: request)
+            var answered: [String: String] = [:]
+            for (name, value) in response.headers { answered[name] = answered[name].map { $0 + ", " + value } ?? value }
+            if let cacheControl = response.cacheControl { answered["Cache-Control"] = cacheControl }
+            return APIResponse(status: Int(response.status.code), headers: answered, body: Data(response.body))
+        }
         guard let url = URL(string: baseURL.absoluteString + path) else { throw URLError(.badURL) }
         var request = URLRequest(url: url)
         request.httpMethod = method

@@ -120,11 +120,26 @@ final class RequestTicket: Sendable {
 
 /// Delivers the answer of a deferred handler back to its connection's event loop.
 public struct Responder: Sendable {
-    let loop: EventLoop
-    let fd: Int32
-    let connectionID: UInt64
-    let sequence: UInt64
+    /// Where the answer goes.
+    enum Target: Sendable {
+        /// The request `sequence` of the connection `id` on `fd`, served by `loop`.
+        case connection(EventLoop, fd: Int32, id: UInt64, sequence: UInt64)
+        /// A request answered in process, without a socket (``HTTPServer/respond(to:)``).
+        case inProcess(InProcessExchange)
+    }
+
+    let target: Target
     let ticket: RequestTicket
+
+    init(loop: EventLoop, fd: Int32, connectionID: UInt64, sequence: UInt64, ticket: RequestTicket) {
+        target = .connection(loop, fd: fd, id: connectionID, sequence: sequence)
+        self.ticket = ticket
+    }
+
+    init(_ exchange: InProcessExchange) {
+        target = .inProcess(exchange)
+        ticket = RequestTicket()
+    }
 
     /// Whether nobody waits for the answer any more: the client closed its connection
     /// or the request passed its deadline. Queued work for it can be dropped.
@@ -144,12 +159,21 @@ public struct Responder: Sendable {
     /// queued there: for work that makes the answer, moved off a busy thread. Once the
     /// loop has stopped, `block` runs at once on the calling thread instead.
     public func perform(_ block: @escaping @Sendable () -> Void) {
-        if !loop.execute({ _ in block() }) { block() }
+        switch target {
+        case let .connection(loop, _, _, _):
+            if !loop.execute({ _ in block() }) { block() }
+        case let .inProcess(exchange):
+            exchange.perform(block)
+        }
     }
 
     private func deliver(_ result: Result<HTTPResponse, SendableError>) {
-        let fd = fd, id = connectionID, sequence = sequence
-        loop.execute { loop in loop.connection(fd: fd, id: id)?.complete(sequence: sequence, with: result) }
+        switch target {
+        case let .connection(loop, fd, id, sequence):
+            loop.execute { loop in loop.connection(fd: fd, id: id)?.complete(sequence: sequence, with: result) }
+        case let .inProcess(exchange):
+            exchange.perform { exchange.complete(result) }
+        }
     }
 }
 

@@ -1,0 +1,161 @@
+import Foundation
+import Synchronization
+
+extension HTTPServer {
+    /// Answers `request` as a connection of this server would, without a socket: the
+    /// router (404, 405, `OPTIONS`), the route's admission check and body limit, its
+    /// handler wherever it runs (inline, deferred, on a pool), and errors rendered by the
+    /// server's renderer. What only the wire adds is left out: framing, `Content-Length`,
+    /// `Date`, `X-Request-Id`, CORS fields and the connection's timeouts; a `HEAD` answer
+    /// comes without its body. The server need not be started.
+    ///
+    /// For tests of the application above the HTTP layer, which then need no loopback
+    /// socket; tests of the HTTP layer itself (and end-to-end ones) use sockets.
+    public func respond(to request: HTTPRequest) async -> HTTPResponse {
+        var request = request
+        request.requestID = InProcessExchange.makeRequestID()
+        if request.clientAddress.isEmpty { request.clientAddress = request.remoteAddress }
+        let core = self.core
+        let render: @Sendable (any Error) -> HTTPResponse = { [request] error in
+            core.render(error, path: request.path, requestID: request.requestID)
+        }
+        let response: HTTPResponse
+        do {
+            response = try await Self.answer(request, core: core, render: render)
+        } catch {
+            response = render(error)
+        }
+        guard request.method == .HEAD else { return response }
+        var head = response
+        head.body = []
+        return head
+    }
+
+    private static func answer(
+        _ request: HTTPRequest, core: ServerCore, render: @escaping @Sendable (any Error) -> HTTPResponse
+    ) async throws
+        -> HTTPResponse
+    {
+        var request = request
+        // The parser refuses a body over the server's limit before any route is looked at.
+        let limits = core.configuration.limits
+        if request.body.count > limits.maxBody { throw HTTPError.contentTooLarge(limit: limits.maxBody) }
+        switch try core.router.resolve(method: request.method, path: request.path) {
+        case let .options(allow):
+            var response = HTTPResponse(status: .noContent, headers: [("Allow", allow)])
+            response.cacheControl = "no-store"
+            return response
+        case let .handler(route, parameters):
+            request.pathParameters = parameters
+            let handler = route.handler
+            if !request.body.isEmpty || request.headers["content-length"] != nil || request.headers["transfer-encoding"] != nil {
+                // As from a head: the admission check sees no body, then the body's size counts.
+                if let admission = handler.admission { request.admitted = try admission(HTTPRequest(request, body: [])) }
+                let limit = min(limits.maxBody, handler.maxBody ?? limits.maxBody)
+                if request.body.count > limit { throw HTTPError.contentTooLarge(limit: limit) }
+            }
+            switch handler.kind {
+            case let .inline(handle):
+                return try handle(request)
+            case let .deferred(handle):
+                return await InProcessExchange.awaiting(render: render) { handle(request, $0) }
+            case let .either(handle):
+                var now: HTTPResponse?
+                let later = try await InProcessExchange.awaitingUnlessAnswered(render: render) { responder in
+                    now = try handle(request, responder)
+                    return now != nil
+                }
+                return now ?? later
+            }
+        }
+    }
+}
+
+extension HTTPRequest {
+    /// `request` with `body` and its own id, client and admission (none).
+    fileprivate init(_ request: HTTPRequest, body: [UInt8]) {
+        self.init(
+            method: request.method, path: request.path, query: request.query, version: request.version, headers: request.headers, body: body,
+            remoteAddress: request.remoteAddress)
+        requestID = request.requestID
+        clientAddress = request.clientAddress
+    }
+}
+
+/// One request answered in process (``HTTPServer/respond(to:)``): where its ``Responder``
+/// delivers the answer, once, and runs what it is asked to run (in order, on a queue of
+/// its own, as a connection's loop would).
+final class InProcessExchange: Sendable {
+    private let queue = DispatchQueue(label: "catalog-in-process")
+    /// Who waits for the answer, or the answer that came first; `done` once delivered.
+    private let state = Mutex<(waiting: CheckedContinuation<HTTPResponse, Never>?, answer: HTTPResponse?, done: Bool)>((nil, nil, false))
+    private let render: @Sendable (any Error) -> HTTPResponse
+    private static let sequence = Atomic<UInt64>(0)
+
+    private init(render: @escaping @Sendable (any Error) -> HTTPResponse) {
+        self.render = render
+    }
+
+    /// An id for an in-process request.
+    static func makeRequestID() -> String {
+        "in-process-\(sequence.add(1, ordering: .relaxed).newValue)"
+    }
+
+    /// The answer `start` gives through the responder it is handed.
+    static func awaiting(render: @escaping @Sendable (any Error) -> HTTPResponse, _ start: (Responder) -> Void) async -> HTTPResponse {
+        let exchange = InProcessExchange(render: render)
+        start(Responder(exchange))
+        return await exchange.answered()
+    }
+
+    /// The answer given through the responder `start` is handed, unless `start` answered
+    /// at once (returning true; the result is then the empty response, unused).
+    static func awaitingUnlessAnswered(
+        render: @escaping @Sendable (any Error) -> HTTPResponse, _ start: (Responder) throws -> Bool
+    ) async throws
+        -> HTTPResponse
+    {
+        let exchange = InProcessExchange(render: render)
+        let responder = Responder(exchange)
+        guard try !start(responder) else { return HTTPResponse(status: .noContent) }
+        return await exchange.answered()
+    }
+
+    /// The answer, once delivered (at once when it already was).
+    private func answered() async -> HTTPResponse {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> HTTPResponse? in
+                guard let answer = state.answer else {
+                    state.waiting = continuation
+                    return nil
+                }
+                return answer
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    func perform(_ block: @escaping @Sendable () -> Void) {
+        queue.async(execute: block)
+    }
+
+    /// Delivers the answer (on the exchange's queue); later ones are ignored.
+    func complete(_ result: Result<HTTPResponse, SendableError>) {
+        let response: HTTPResponse
+        switch result {
+        case let .success(answer): response = answer
+        case let .failure(error): response = render(error.error)
+        }
+        let waiting = state.withLock { state -> CheckedContinuation<HTTPResponse, Never>? in
+            guard !state.done else { return nil }
+            state.done = true
+            guard let waiting = state.waiting else {
+                state.answer = response
+                return nil
+            }
+            state.waiting = nil
+            return waiting
+        }
+        waiting?.resume(returning: response)
+    }
+}
