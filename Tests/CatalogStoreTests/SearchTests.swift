@@ -358,17 +358,7 @@ import Testing
             try outside.read { db in try Int.fetchOne(db, sql: "SELECT count(DISTINCT segid) FROM playable_items_fts_idx") ?? -1 }
         }
         func load(_ count: Int, _ word: String) async throws {
-            try await outside.write { db in
-                try db.execute(
-                    sql: """
-                        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-                        INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
-                        SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-8'
-                                     || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
-                               ? || ' ' || i, '', 'https://example.com/' || i || '.m3u8', 1763000000000 + i, 1763000000000 + i, 1
-                        FROM n
-                        """, arguments: [count, word])
-            }
+            try await outside.write { db in try Self.insertItems(db, count, titled: word) }
         }
         try reopened.close()
         try await load(SearchIndexQueue.bulk, "Bulk")
@@ -399,17 +389,7 @@ import Testing
         let outside = try DatabaseQueue(path: scratch.database, configuration: Self.anotherProgram)
         let loaded = SQLiteDialect.searchedQueue + 500
         #expect(SQLiteDialect.searchedQueue < 2_400)
-        try outside.write { db in
-            try db.execute(
-                sql: """
-                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-                    INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
-                    SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-8'
-                                 || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
-                           'Outside ' || i, '', 'https://example.com/' || i || '.m3u8', 1763000000000 + i, 1763000000000 + i, 1
-                    FROM n
-                    """, arguments: [loaded])
-        }
+        try outside.write { db in try Self.insertItems(db, loaded, titled: "Outside") }
         #expect(try queued(outside) == loaded)
         // Few rows match either search: the index finds them, and the queue's first writes.
         func found(_ text: String) throws -> Int { try pages(store, ListRequest(limit: 100, search: text)).count }
@@ -440,6 +420,20 @@ import Testing
     }
 
     /// The ids of every page of `request`, as `list` answers them, following the cursors.
+    /// Inserts `count` items titled `word` and their number, as another program would
+    /// (straight into the table: its triggers queue them for the search index).
+    static func insertItems(_ db: Database, _ count: Int, titled word: String) throws {
+        try db.execute(
+            sql: """
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
+                SELECT lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-8'
+                             || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
+                       ? || ' ' || i, '', 'https://example.com/' || i || '.m3u8', 1763000000000 + i, 1763000000000 + i, 1
+                FROM n
+                """, arguments: [count, word])
+    }
+
     private func pages<Model: Codable & Sendable & Hashable>(_ request: ListRequest, _ store: ResourceStore, as type: Model.Type, id: (Model) -> CatalogID) throws -> [String] {
         var ids: [String] = []
         var request = request
