@@ -220,8 +220,10 @@ final class GroupCommit<Writer: CommitWriter>: @unchecked Sendable {
                 for job in batch {
                     if job.atomic { try writer.savepoint(connection) }
                     do {
-                        outcomes.append(.success(try job.run(connection)))
+                        let completion = try job.run(connection)
+                        // Recorded once released: a failed release is the job's one outcome.
                         if job.atomic { try writer.release(connection) }
+                        outcomes.append(.success(completion))
                     } catch  where writer.abortsBatch(error, atomic: job.atomic) {
                         throw error
                     } catch {

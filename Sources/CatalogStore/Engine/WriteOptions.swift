@@ -37,8 +37,9 @@ public struct WriteOptions: Sendable {
     /// writer's thread right after its commit, before the writer's next batch: for answers
     /// that must take effect before any later write runs, such as forgetting the
     /// credentials a revoked key or a changed role no longer grants.
+    /// Such an answer has effects of its own, so it is not made inside the transaction too.
     public var answeredAtCommit: WriteOptions {
-        WriteOptions(abandonedWhen: isAbandoned, answeringIn: inTransaction)
+        WriteOptions(abandonedWhen: isAbandoned)
     }
 
     /// `work`, made to run the completion inside the transaction after it when
@@ -51,6 +52,8 @@ public struct WriteOptions: Sendable {
         return { db in
             let result = try work(db)
             let capture = TransactionAnswer.Capture(db)
+            // One write per request: a second would share this place with the first.
+            assert(inTransaction.capture == nil, "a TransactionAnswer serves one write")
             inTransaction.capture = capture
             defer { inTransaction.capture = nil }
             completion(.success(result))

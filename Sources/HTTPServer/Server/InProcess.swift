@@ -5,9 +5,12 @@ extension HTTPServer {
     /// Answers `request` as a connection of this server would, without a socket: the
     /// router (404, 405, `OPTIONS`), the route's admission check and body limit, its
     /// handler wherever it runs (inline, deferred, on a pool), and errors rendered by the
-    /// server's renderer. What only the wire adds is left out: framing, `Content-Length`,
-    /// `Date`, `X-Request-Id`, CORS fields and the connection's timeouts; a `HEAD` answer
-    /// comes without its body. The server need not be started.
+    /// server's renderer; a deferred answer not given within the route's request timeout is
+    /// a 503, as on a connection. What only the wire adds is left out: framing,
+    /// `Content-Length`, `Date`, `X-Request-Id`, CORS fields and the connection's other
+    /// timeouts; a `HEAD` answer comes without its body, and a streamed body is ended at
+    /// once (what it sent before it reached the exchange is not kept). The server need not
+    /// be started.
     ///
     /// For tests of the application above the HTTP layer, which then need no loopback
     /// socket; tests of the HTTP layer itself (and end-to-end ones) use sockets.
@@ -25,10 +28,13 @@ extension HTTPServer {
         } catch {
             response = render(error)
         }
-        guard request.method == .HEAD else { return response }
-        var head = response
-        head.body = []
-        return head
+        var answer = response
+        if let stream = answer.stream {
+            stream.connectionClosed()
+            answer.stream = nil
+        }
+        if request.method == .HEAD { answer.body = [] }
+        return answer
     }
 
     private static func answer(
@@ -54,14 +60,15 @@ extension HTTPServer {
                 let limit = min(limits.maxBody, handler.maxBody ?? limits.maxBody)
                 if request.body.count > limit { throw HTTPError.contentTooLarge(limit: limit) }
             }
+            let timeout = handler.timeout?.milliseconds ?? core.timeouts.request
             switch handler.kind {
             case let .inline(handle):
                 return try handle(request)
             case let .deferred(handle):
-                return await InProcessExchange.awaiting(render: render) { handle(request, $0) }
+                return await InProcessExchange.awaiting(render: render, timeout: timeout) { handle(request, $0) }
             case let .either(handle):
                 var now: HTTPResponse?
-                let later = try await InProcessExchange.awaitingUnlessAnswered(render: render) { responder in
+                let later = try await InProcessExchange.awaitingUnlessAnswered(render: render, timeout: timeout) { responder in
                     now = try handle(request, responder)
                     return now != nil
                 }
@@ -101,29 +108,40 @@ final class InProcessExchange: Sendable {
         "in-process-\(sequence.add(1, ordering: .relaxed).newValue)"
     }
 
-    /// The answer `start` gives through the responder it is handed.
-    static func awaiting(render: @escaping @Sendable (any Error) -> HTTPResponse, _ start: (Responder) -> Void) async -> HTTPResponse {
+    /// The answer `start` gives through the responder it is handed, or 503 once `timeout`
+    /// milliseconds have passed without one (the request then counts as abandoned).
+    static func awaiting(
+        render: @escaping @Sendable (any Error) -> HTTPResponse, timeout: Int64, _ start: (Responder) -> Void
+    ) async
+        -> HTTPResponse
+    {
         let exchange = InProcessExchange(render: render)
-        start(Responder(exchange))
-        return await exchange.answered()
+        let responder = Responder(exchange)
+        start(responder)
+        return await exchange.answered(by: responder, within: timeout)
     }
 
     /// The answer given through the responder `start` is handed, unless `start` answered
     /// at once (returning true; the result is then the empty response, unused).
     static func awaitingUnlessAnswered(
-        render: @escaping @Sendable (any Error) -> HTTPResponse, _ start: (Responder) throws -> Bool
-    ) async throws
-        -> HTTPResponse
-    {
+        render: @escaping @Sendable (any Error) -> HTTPResponse, timeout: Int64, _ start: (Responder) throws -> Bool
+    ) async throws -> HTTPResponse {
         let exchange = InProcessExchange(render: render)
         let responder = Responder(exchange)
         guard try !start(responder) else { return HTTPResponse(status: .noContent) }
-        return await exchange.answered()
+        return await exchange.answered(by: responder, within: timeout)
     }
 
-    /// The answer, once delivered (at once when it already was).
-    private func answered() async -> HTTPResponse {
-        await withCheckedContinuation { continuation in
+    /// The answer, once delivered (at once when it already was), or 503 when `timeout`
+    /// milliseconds pass first.
+    private func answered(by responder: Responder, within timeout: Int64) async -> HTTPResponse {
+        let expiry = Task { [self] in
+            try await Task.sleep(for: .milliseconds(timeout))
+            responder.ticket.abandoned.store(true, ordering: .relaxed)
+            complete(.failure(SendableError(HTTPError.requestExpired)))
+        }
+        defer { expiry.cancel() }
+        return await withCheckedContinuation { continuation in
             let ready = state.withLock { state -> HTTPResponse? in
                 guard let answer = state.answer else {
                     state.waiting = continuation

@@ -18,6 +18,8 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     private let listening = Atomic<Bool>(true)
     /// Signalled once that thread has closed its connection and ended (``close()`` waits for it).
     private let listenerEnded = DispatchSemaphore(value: 0)
+    /// Left once ``close()`` has finished: later calls wait for it.
+    private let closed = DispatchGroup()
 
     var dialect: any SQLDialect { PostgreSQLDialect() }
 
@@ -41,6 +43,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
             PostgresWriter { try PostgresConnection(url: url, settings: Self.writerSettings) }
         }
         writes = GroupCommit(writers, name: "catalog-writer", maxBatch: PostgresWriter.maxBatch, commits: commits)
+        closed.enter()
         let thread = Thread { [self] in listen() }
         thread.name = "catalog-listener"
         thread.start()
@@ -145,11 +148,13 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     /// Finishes queued writes and closes every connection, the listener's too: nothing of
     /// libpq runs on any of the engine's threads once it returns.
     func close() throws {
-        guard listening.exchange(false, ordering: .relaxed) else { return }
+        guard listening.exchange(false, ordering: .relaxed) else { return closed.wait() }
         writes.stop()
         readers.close()
-        // The listener notices within its wait (250 ms), or after a connection attempt.
-        listenerEnded.wait()
+        // The listener notices within its wait (250 ms), or after a connection attempt,
+        // which a database that stopped answering may hold up: not for ever.
+        _ = listenerEnded.wait(timeout: .now() + .seconds(10))
+        closed.leave()
     }
 
     /// `url` without its password (in the user-information part or a `password=` parameter).
