@@ -92,10 +92,11 @@ struct Delivery: Sendable {
         try guarding { try finish(body()) }.adding(headers)
     }
 
-    /// Runs `work` on `pool` and delivers its answer: 503 at once when the pool's queue is
-    /// full, nothing when the client has gone before its turn.
-    func run(on pool: WorkPool, _ work: @escaping @Sendable () throws -> HTTPResponse) {
-        let queued = pool.submit {
+    /// Runs `work` on `pool`, in the line of `caller` (its share of the pool, taking turns
+    /// with the others: ``WorkPool``), and delivers its answer: 503 at once when the pool's
+    /// queue or the caller's share is full, nothing when the client has gone before its turn.
+    func run(on pool: WorkPool, for caller: String, _ work: @escaping @Sendable () throws -> HTTPResponse) {
+        let queued = pool.submit(for: caller) {
             guard !responder.isAbandoned else { return release() }
             do { deliver(try answering(work)) } catch { responder.fail(error) }
         }

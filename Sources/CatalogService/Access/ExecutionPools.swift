@@ -32,10 +32,12 @@ enum LargeBodies {
 }
 
 /// The pool for expensive reads: half the cores, so the event loops always keep a core,
-/// and a short queue (a full one answers 503 at once).
+/// and a short queue (a full one answers 503 at once). Callers (a user, or an anonymous
+/// client's address) take turns, each holding at most 8 reads queued or running: one
+/// caller's searches delay another's by a turn, and never fill the queue alone.
 enum ExpensiveReads {
     static let threads = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
-    static let pool = WorkPool(name: "reads", threads: threads, queueLimit: 64)
+    static let pool = WorkPool(name: "reads", threads: threads, queueLimit: 64, perCaller: 8)
     /// The work one expensive read may do before it is interrupted.
     static let allowance: Duration = .seconds(1)
 }

@@ -169,11 +169,12 @@ struct Routes {
             return nil
         case let .blocking(body):
             let responder = delivery.responder
-            delivery.run(on: WorkPool.blocking) { try body(request, caller, { responder.isAbandoned }) }
+            delivery.run(on: WorkPool.blocking, for: RateLimiter.partition(caller, request)) { try body(request, caller, { responder.isAbandoned }) }
             return nil
         case let .read(_, body):
             guard expensive else { return try delivery.answering { try body(request, caller) } }
-            delivery.run(on: ExpensiveReads.pool) {
+            // In the caller's line: one caller's searches cannot fill the pool for the others.
+            delivery.run(on: ExpensiveReads.pool, for: RateLimiter.partition(caller, request)) {
                 ReadBudget.allow(ExpensiveReads.allowance)
                 return try body(request, caller)
             }
