@@ -228,9 +228,32 @@ struct Execution: Sendable {
         return false
     }
 
-    /// Runs the endpoint (``Routes/run(_:_:_:_:expensive:)``).
+    /// Runs the endpoint: its response when it has one now, `nil` when it answers through
+    /// `delivery`. An `expensive` read runs on the expensive reads' pool.
     func run(_ request: HTTPRequest, _ caller: Caller, _ delivery: Delivery, expensive: Bool) throws -> HTTPResponse? {
-        try Routes.run(endpoint, request, caller, delivery, expensive: expensive)
+        switch endpoint {
+        case let .inline(body):
+            return try delivery.answering { try body(request, caller) }
+        case let .later(body):
+            try delivery.guarding { try body(request, caller, delivery.writeOptions) { delivery.complete($0) } }
+            return nil
+        case let .waiting(body):
+            let responder = delivery.responder
+            try delivery.guarding { try body(request, caller, { responder.isAbandoned }) { delivery.complete($0) } }
+            return nil
+        case let .blocking(body):
+            let responder = delivery.responder
+            delivery.run(on: WorkPool.blocking, for: RateLimiter.partition(caller, request)) { try body(request, caller, { responder.isAbandoned }) }
+            return nil
+        case let .read(_, body):
+            guard expensive else { return try delivery.answering { try body(request, caller) } }
+            // In the caller's line: one caller's searches cannot fill the pool for the others.
+            delivery.run(on: ExpensiveReads.pool, for: RateLimiter.partition(caller, request)) {
+                ReadBudget.allow(ExpensiveReads.allowance)
+                return try body(request, caller)
+            }
+            return nil
+        }
     }
 }
 

@@ -141,44 +141,12 @@ struct Routes {
 
     /// The handler of a route anyone may call without a budget (health, readiness, the contract).
     private static func openHandler(_ caching: Caching, maxAge: Int?, _ endpoint: Endpoint) -> HandlerBody {
-        { request, responder in
+        let execution = Execution(endpoint: endpoint, pool: nil)
+        return { request, responder in
             let delivery = Delivery(responder: responder, headers: [], finishing: caching.finishing(request, .anonymous, maxAge: maxAge))
-            return try run(endpoint, request, .anonymous, delivery, expensive: isExpensive(request, endpoint))
+            return try execution.run(request, .anonymous, delivery, expensive: execution.isExpensive(request))
         }
     }
 
     typealias HandlerBody = @Sendable (HTTPRequest, Responder) throws -> HTTPResponse?
-
-    /// Whether `request` is an expensive read of a `.read` endpoint.
-    private static func isExpensive(_ request: HTTPRequest, _ endpoint: Endpoint) -> Bool {
-        Execution(endpoint: endpoint, pool: nil).isExpensive(request)
-    }
-
-    /// Runs `endpoint`: its response when it has one now, `nil` when it answers through
-    /// `delivery`. An `expensive` read runs on the expensive reads' pool.
-    static func run(_ endpoint: Endpoint, _ request: HTTPRequest, _ caller: Caller, _ delivery: Delivery, expensive: Bool) throws -> HTTPResponse? {
-        switch endpoint {
-        case let .inline(body):
-            return try delivery.answering { try body(request, caller) }
-        case let .later(body):
-            try delivery.guarding { try body(request, caller, delivery.writeOptions) { delivery.complete($0) } }
-            return nil
-        case let .waiting(body):
-            let responder = delivery.responder
-            try delivery.guarding { try body(request, caller, { responder.isAbandoned }) { delivery.complete($0) } }
-            return nil
-        case let .blocking(body):
-            let responder = delivery.responder
-            delivery.run(on: WorkPool.blocking, for: RateLimiter.partition(caller, request)) { try body(request, caller, { responder.isAbandoned }) }
-            return nil
-        case let .read(_, body):
-            guard expensive else { return try delivery.answering { try body(request, caller) } }
-            // In the caller's line: one caller's searches cannot fill the pool for the others.
-            delivery.run(on: ExpensiveReads.pool, for: RateLimiter.partition(caller, request)) {
-                ReadBudget.allow(ExpensiveReads.allowance)
-                return try body(request, caller)
-            }
-            return nil
-        }
-    }
 }

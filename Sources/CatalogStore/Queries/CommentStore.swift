@@ -68,10 +68,8 @@ public final class CommentStore: Sendable {
         on itemID: CatalogID, by writer: CatalogID, _ input: CommentInput, options: WriteOptions = WriteOptions(),
         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void
     ) {
-        switch readValues(input, ResourceSchema.comment.creation) {
-        case let .success(values): post(on: itemID, by: writer, values, options: options, completion: completion)
-        case let .failure(error): completion(.failure(error))
-        }
+        guard let values = readValues(input, ResourceSchema.comment.creation, failing: completion) else { return }
+        post(on: itemID, by: writer, values, options: options, completion: completion)
     }
 
     /// Inserts a comment on `itemID` by `writer` (a user, or only a name for comments

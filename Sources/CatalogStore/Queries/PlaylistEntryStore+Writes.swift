@@ -50,10 +50,8 @@ extension PlaylistEntryStore {
         _ input: PlaylistEntryInput, into playlistID: CatalogID, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
         completion: @escaping @Sendable (Result<RenderedEntry, any Error>) -> Void
     ) {
-        switch readValues(input, PlaylistEntrySchema.insertion) {
-        case let .success(values): insert(values, into: playlistID, preconditions: preconditions, options: options, completion: completion)
-        case let .failure(error): completion(.failure(error))
-        }
+        guard let values = readValues(input, PlaylistEntrySchema.insertion, failing: completion) else { return }
+        insert(values, into: playlistID, preconditions: preconditions, options: options, completion: completion)
     }
 
     /// Moves the entry `entryID` to the position `values` hold (read by ``PlaylistEntrySchema/move``).
@@ -113,10 +111,8 @@ extension PlaylistEntryStore {
         _ order: PlaylistOrder, of playlistID: CatalogID, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void
     ) {
-        switch readValues(order, PlaylistEntrySchema.order) {
-        case let .success(values): replace(values, of: playlistID, preconditions: preconditions, options: options, completion: completion)
-        case let .failure(error): completion(.failure(error))
-        }
+        guard let values = readValues(order, PlaylistEntrySchema.order, failing: completion) else { return }
+        replace(values, of: playlistID, preconditions: preconditions, options: options, completion: completion)
     }
 
     /// Replaces the whole order with the item ids `values` hold (read by ``PlaylistEntrySchema/order``).

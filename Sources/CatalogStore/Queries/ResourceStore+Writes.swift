@@ -46,10 +46,8 @@ extension ResourceStore {
     /// Creates a resource from `input`, checked by the same reader and rules as a body
     /// (`invalid` lists what breaks them).
     public func create(_ input: some Encodable, options: WriteOptions = WriteOptions(), completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void) {
-        switch readValues(input, schema.creation) {
-        case let .success(values): create(values, options: options, completion: completion)
-        case let .failure(error): completion(.failure(error))
-        }
+        guard let values = readValues(input, schema.creation, failing: completion) else { return }
+        create(values, options: options, completion: completion)
     }
 
     /// Replaces the resource `id` with `values` (read by ``ResourceSchema/edit``), if `preconditions` hold.
@@ -65,10 +63,8 @@ extension ResourceStore {
         _ id: CatalogID, with input: some Encodable, preconditions: WritePreconditions, options: WriteOptions = WriteOptions(),
         completion: @escaping @Sendable (Result<RenderedResource, any Error>) -> Void
     ) {
-        switch readValues(input, schema.edit) {
-        case let .success(values): replace(id, with: values, preconditions: preconditions, options: options, completion: completion)
-        case let .failure(error): completion(.failure(error))
-        }
+        guard let values = readValues(input, schema.edit, failing: completion) else { return }
+        replace(id, with: values, preconditions: preconditions, options: options, completion: completion)
     }
 
     /// Changes the resource `id` to what `transform` makes of its current editable

@@ -251,6 +251,17 @@ func readValues(_ input: some Encodable, _ shape: DocumentShape) -> Result<Field
     return errors.isEmpty ? .success(values) : .failure(.invalid(errors.listed))
 }
 
+/// `input` read by `shape` (``readValues(_:_:)``), for a typed write: `nil` once its errors
+/// have gone to `completion`.
+func readValues<T>(_ input: some Encodable, _ shape: DocumentShape, failing completion: @Sendable (Result<T, any Error>) -> Void) -> FieldValues? {
+    switch readValues(input, shape) {
+    case let .success(values): return values
+    case let .failure(error):
+        completion(.failure(error))
+        return nil
+    }
+}
+
 /// `INSERT INTO table (columns) VALUES (?, …)`.
 func insertStatement(_ table: String, _ columns: [String]) -> String {
     "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"

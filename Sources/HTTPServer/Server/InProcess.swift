@@ -65,14 +65,12 @@ extension HTTPServer {
             case let .inline(handle):
                 return try handle(request)
             case let .deferred(handle):
-                return await InProcessExchange.awaiting(render: render, timeout: timeout) { handle(request, $0) }
-            case let .either(handle):
-                var now: HTTPResponse?
-                let later = try await InProcessExchange.awaitingUnlessAnswered(render: render, timeout: timeout) { responder in
-                    now = try handle(request, responder)
-                    return now != nil
+                return try await InProcessExchange.answer(render: render, timeout: timeout) { responder in
+                    handle(request, responder)
+                    return nil
                 }
-                return now ?? later
+            case let .either(handle):
+                return try await InProcessExchange.answer(render: render, timeout: timeout) { try handle(request, $0) }
             }
         }
     }
@@ -108,27 +106,15 @@ final class InProcessExchange: Sendable {
         "in-process-\(sequence.add(1, ordering: .relaxed).newValue)"
     }
 
-    /// The answer `start` gives through the responder it is handed, or 503 once `timeout`
-    /// milliseconds have passed without one (the request then counts as abandoned).
-    static func awaiting(
-        render: @escaping @Sendable (any Error) -> HTTPResponse, timeout: Int64, _ start: (Responder) -> Void
-    ) async
-        -> HTTPResponse
-    {
-        let exchange = InProcessExchange(render: render)
-        let responder = Responder(exchange)
-        start(responder)
-        return await exchange.answered(by: responder, within: timeout)
-    }
-
-    /// The answer given through the responder `start` is handed, unless `start` answered
-    /// at once (returning true; the result is then the empty response, unused).
-    static func awaitingUnlessAnswered(
-        render: @escaping @Sendable (any Error) -> HTTPResponse, timeout: Int64, _ start: (Responder) throws -> Bool
+    /// The answer `start` gives now (what it returns), or else through the responder it is
+    /// handed, or 503 once `timeout` milliseconds have passed without one (the request then
+    /// counts as abandoned).
+    static func answer(
+        render: @escaping @Sendable (any Error) -> HTTPResponse, timeout: Int64, _ start: (Responder) throws -> HTTPResponse?
     ) async throws -> HTTPResponse {
         let exchange = InProcessExchange(render: render)
         let responder = Responder(exchange)
-        guard try !start(responder) else { return HTTPResponse(status: .noContent) }
+        if let now = try start(responder) { return now }
         return await exchange.answered(by: responder, within: timeout)
     }
 
