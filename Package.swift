@@ -47,6 +47,24 @@ let package = Package(
         .target(name: "CPostgres"),
         // OpenSSL's libcrypto (libssl-dev), found with pkg-config.
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // What the catalog asks of libvips (libvips-dev), behind a C interface free of glib's
+        // types: a header's size, a rendition, a small picture's pixels; only four loaders may
+        // run. glib's headers are named here, not found with pkg-config, whose `-pthread`
+        // SwiftPM refuses with a warning on every build.
+        .target(
+            name: "CImage",
+            cSettings: [
+                .unsafeFlags([
+                    "-I/usr/include/glib-2.0", "-I/usr/lib/x86_64-linux-gnu/glib-2.0/include", "-I/usr/lib/aarch64-linux-gnu/glib-2.0/include",
+                ])
+            ],
+            linkerSettings: [.linkedLibrary("vips"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]),
+        // libcurl (libcurl4-openssl-dev): one signed exchange with S3-compatible storage.
+        .target(name: "CCurl", linkerSettings: [.linkedLibrary("curl")]),
+        // Images without HTTP or a database: the formats told from their bytes, uploads
+        // checked and normalized, renditions, BlurHash, and where the bytes are kept (the
+        // media store: a local directory, or S3-compatible object storage).
+        .target(name: "CatalogMedia", dependencies: ["CCurl", "CImage", "CatalogIdentity", "CatalogModels", "CatalogSchema"]),
         // Credentials without HTTP or storage: API key secrets, SHA-256, constant-time
         // comparison, and JWT verification against a JWKS, all on libcrypto.
         .target(name: "CatalogIdentity", dependencies: ["CCrypto", "CatalogSchema"]),
@@ -74,7 +92,7 @@ let package = Package(
         .target(
             name: "CatalogService",
             dependencies: [
-                "CatalogIdentity", "CatalogModels", "CatalogSchema", "CatalogStore", "HTTPServer",
+                "CatalogIdentity", "CatalogMedia", "CatalogModels", "CatalogSchema", "CatalogStore", "HTTPServer",
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Server"])),
             ],
             plugins: ["EmbedFiles"]
@@ -121,15 +139,17 @@ let package = Package(
         // loopback port over either engine, an HTTP client, child server processes.
         .target(
             name: "ServiceTestSupport",
-            dependencies: ["CatalogService", "CatalogStore", "CatalogModels", "CatalogClient", "CatalogIdentity", "HTTPServer", "TestSupport"],
+            dependencies: [
+                "CatalogService", "CatalogStore", "CatalogMedia", "CatalogModels", "CatalogClient", "CatalogIdentity", "HTTPServer", "TestSupport",
+            ],
             path: "Tests/ServiceTestSupport"
         ),
         // The API through a served catalog: routes, access, caching, the feed, the contract.
         .testTarget(
             name: "CatalogAPITests",
             dependencies: [
-                "ServiceTestSupport", "CatalogService", "CatalogSchema", "CatalogStore", "CatalogModels", "CatalogClient", "CatalogIdentity", "HTTPServer",
-                "TestSupport", .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["Server"])),
+                "ServiceTestSupport", "CatalogService", "CatalogSchema", "CatalogStore", "CatalogMedia", "CatalogModels", "CatalogClient", "CatalogIdentity",
+                "HTTPServer", "TestSupport", .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["Server"])),
             ]
         ),
         // The client library (CatalogClient, CatalogSync, exports) against a served catalog.

@@ -10,6 +10,8 @@ public struct Game: Codable, Sendable, Hashable, Identifiable {
     public var description: String
     /// The name of the image asset the apps show for it, such as `space-invaders`.
     public var imageName: String
+    /// The artwork uploaded for it (`PUT /v1/games/{id}/image`), when there is one.
+    public var image: ImageReference?
     /// When the game was created.
     public var createdAt: Date
     /// When the game last changed.
@@ -18,11 +20,15 @@ public struct Game: Codable, Sendable, Hashable, Identifiable {
     public var version: Int
 
     /// Creates a game value.
-    public init(id: CatalogID, name: String, description: String, imageName: String, createdAt: Date, updatedAt: Date, version: Int) {
+    public init(
+        id: CatalogID, name: String, description: String, imageName: String, image: ImageReference? = nil, createdAt: Date, updatedAt: Date,
+        version: Int
+    ) {
         self.id = id
         self.name = name
         self.description = description
         self.imageName = imageName
+        self.image = image
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.version = version

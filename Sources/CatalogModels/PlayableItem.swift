@@ -12,6 +12,8 @@ public struct PlayableItem: Codable, Sendable, Hashable, Identifiable {
     public var streamURL: URL
     /// An optional poster image.
     public var thumbnailURL: URL?
+    /// The poster uploaded for it (`PUT /v1/playable-items/{id}/image`), when there is one.
+    public var image: ImageReference?
     /// The running time in seconds, when known.
     public var durationSeconds: Double?
     /// The first page of top-level comments, newest first: present only when asked for
@@ -29,7 +31,7 @@ public struct PlayableItem: Codable, Sendable, Hashable, Identifiable {
 
     /// Creates an item value.
     public init(
-        id: CatalogID, title: String, description: String, streamURL: URL, thumbnailURL: URL? = nil,
+        id: CatalogID, title: String, description: String, streamURL: URL, thumbnailURL: URL? = nil, image: ImageReference? = nil,
         durationSeconds: Double? = nil, comments: Page<Comment>? = nil, playlists: Page<Playlist>? = nil,
         createdAt: Date, updatedAt: Date, version: Int
     ) {
@@ -38,6 +40,7 @@ public struct PlayableItem: Codable, Sendable, Hashable, Identifiable {
         self.description = description
         self.streamURL = streamURL
         self.thumbnailURL = thumbnailURL
+        self.image = image
         self.durationSeconds = durationSeconds
         self.comments = comments
         self.playlists = playlists

@@ -14,6 +14,8 @@ public struct Playlist: Codable, Sendable, Hashable, Identifiable {
     public var ownerId: CatalogID?
     /// `public`: everyone sees it; `private`: only its owner, editors and admins do.
     public var visibility: Visibility
+    /// The cover uploaded for it (`PUT /v1/playlists/{id}/image`), when there is one.
+    public var image: ImageReference?
     /// The first page of entries, present only when asked for with `include=entries`.
     public var entries: Page<PlaylistEntry>?
     /// When the playlist was created.
@@ -26,7 +28,7 @@ public struct Playlist: Codable, Sendable, Hashable, Identifiable {
     /// Creates a playlist value.
     public init(
         id: CatalogID, title: String, description: String, entryCount: Int, ownerId: CatalogID? = nil, visibility: Visibility = .public,
-        entries: Page<PlaylistEntry>? = nil, createdAt: Date, updatedAt: Date, version: Int
+        image: ImageReference? = nil, entries: Page<PlaylistEntry>? = nil, createdAt: Date, updatedAt: Date, version: Int
     ) {
         self.id = id
         self.title = title
@@ -34,6 +36,7 @@ public struct Playlist: Codable, Sendable, Hashable, Identifiable {
         self.entryCount = entryCount
         self.ownerId = ownerId
         self.visibility = visibility
+        self.image = image
         self.entries = entries
         self.createdAt = createdAt
         self.updatedAt = updatedAt

@@ -24,6 +24,8 @@ public struct User: Codable, Sendable, Hashable, Identifiable {
     public var displayName: String
     /// The picture, an https URL.
     public var avatarURL: URL?
+    /// The avatar uploaded for it (`PUT /v1/users/{id}/image`), when there is one.
+    public var image: ImageReference?
     /// The email address; shown only to the user and to admins.
     public var email: String?
     /// What the user may do; shown only to the user and to admins (`nil` to others, so
@@ -38,12 +40,13 @@ public struct User: Codable, Sendable, Hashable, Identifiable {
 
     /// Creates a user value.
     public init(
-        id: CatalogID, displayName: String, avatarURL: URL? = nil, email: String? = nil, role: Role?, createdAt: Date, updatedAt: Date,
+        id: CatalogID, displayName: String, avatarURL: URL? = nil, image: ImageReference? = nil, email: String? = nil, role: Role?, createdAt: Date, updatedAt: Date,
         version: Int
     ) {
         self.id = id
         self.displayName = displayName
         self.avatarURL = avatarURL
+        self.image = image
         self.email = email
         self.role = role
         self.createdAt = createdAt

@@ -1,4 +1,5 @@
 import CatalogIdentity
+import CatalogMedia
 import CatalogModels
 import CatalogStore
 import Foundation
@@ -45,6 +46,22 @@ public struct CatalogConfiguration: Sendable {
     /// How long the change feed keeps deletions, and how old a sync token may be before it
     /// gets 410 `syncTokenExpired`.
     public var changeRetention: Duration = .seconds(30 * 86_400)
+    /// Where images are kept: `s3://bucket[/prefix]?endpoint=…&region=…` for S3-compatible
+    /// storage (credentials from `AWS_*`); `nil` (the default) for ``mediaDirectory``.
+    public var mediaStore: String?
+    /// The local directory of images when there is no ``mediaStore``; `media` beside the
+    /// database when `nil`.
+    public var mediaDirectory: String?
+    /// Where renditions are cached on local disk; `image-cache` beside the database when `nil`.
+    public var imageCacheDirectory: String?
+    /// The most bytes the rendition cache holds on disk.
+    public var imageCacheBytes = 1 << 30
+    /// The most bytes of renditions held in memory.
+    public var imageMemoryBytes = 64 << 20
+    /// How long an image no resource shows is kept before the sweep removes it.
+    public var imageGrace: Duration = .seconds(86_400)
+    /// The most bytes a member's uploaded images may hold (editors and admins are not limited).
+    public var imageQuotaBytes = 100_000_000
 
     /// The defaults above.
     public init() {}
@@ -90,6 +107,10 @@ public final class CatalogApplication: Sendable {
     public let streamBudget: StreamBudget
     /// Whether this start loaded the demo catalog.
     public let seeded: Bool
+    /// The images: media store, renditions and their cache.
+    let images: ImageLibrary
+    /// What removes images nothing shows any more.
+    let imageSweep: ImageSweep
     /// The release of this build.
     public static let version = "0.4.0"
 
@@ -104,6 +125,23 @@ public final class CatalogApplication: Sendable {
         store = try CatalogStore(location, migrations: migrations, readers: readingThreads + ExpensiveReads.threads + 2)
         seeded = configuration.seedDemoCatalog ? try store.seedDemoCatalogIfEmpty() : false
         let metrics = Metrics(version: Self.version, engine: location.engine, engineVersion: store.engineVersion)
+        guard ImagePipeline.start() else { throw MediaStoreError("libvips did not start.") }
+        let mediaStore: any MediaStore =
+            if let address = configuration.mediaStore {
+                try S3MediaStore(S3MediaStore.Address(address))
+            } else {
+                try LocalMediaStore(directory: configuration.mediaDirectory ?? Self.besideDatabase("media", configuration.databasePath))
+            }
+        images = ImageLibrary(
+            store: mediaStore,
+            cache: try RenditionCache(
+                directory: configuration.imageCacheDirectory ?? Self.besideDatabase("image-cache", configuration.databasePath),
+                diskBudget: configuration.imageCacheBytes, memoryBudget: configuration.imageMemoryBytes))
+        imageSweep = ImageSweep(records: store.images, library: images, grace: configuration.imageGrace)
+        metrics.observeImages { [images] in
+            let usage = images.cache.usage
+            return (images.renditionsMade, usage.disk, usage.memory)
+        }
         var serverConfiguration = configuration.server
         if !configuration.corsAllowedOrigins.isEmpty {
             serverConfiguration.cors = CORSPolicy(
@@ -144,7 +182,9 @@ public final class CatalogApplication: Sendable {
         let feed = ChangeFeed(
             log: store.changes, hub: changeHub, retention: configuration.changeRetention, catalog: try store.changes.catalogID(),
             streamBudget: streamBudget, limiter: limiter)
-        Self.register(in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups, feed: feed)
+        Self.register(
+            in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups, feed: feed,
+            images: ImageEndpoints(library: images, privateReads: configuration.requireAuthForReads, memberQuota: configuration.imageQuotaBytes))
         routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }
         let render: ErrorRenderer = { ErrorMapping.render($0, context: $1) }
         server = try HTTPServer(configuration: serverConfiguration, router: routes.router, errorRenderer: render)
@@ -165,13 +205,27 @@ public final class CatalogApplication: Sendable {
 
     /// Where backups go when no folder is configured: `backups` beside the database.
     public static func defaultBackupDirectory(databasePath: String) -> String {
-        URL(fileURLWithPath: databasePath).deletingLastPathComponent().appendingPathComponent("backups").path
+        besideDatabase("backups", databasePath)
+    }
+
+    /// The folder `name` beside the SQLite file `databasePath`, or in `./data` for a
+    /// PostgreSQL database.
+    static func besideDatabase(_ name: String, _ databasePath: String) -> String {
+        guard case .file = DatabaseLocation(databasePath) else { return "./data/" + name }
+        return URL(fileURLWithPath: databasePath).deletingLastPathComponent().appendingPathComponent(name).path
+    }
+
+    /// Removes the images no resource has shown for `grace` (the server sweeps every hour
+    /// with its configured grace): how many unreferenced images and unrecorded originals went.
+    @discardableResult
+    public func sweepImages(grace: Duration? = nil) throws -> (unreferenced: Int, orphans: Int) {
+        try (grace.map { ImageSweep(records: store.images, library: images, grace: $0) } ?? imageSweep).run()
     }
 
     /// Every route the service serves, with who may call it.
     static func register(
         in routes: inout Routes, _ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference,
-        metrics: Metrics, backups: Backups, feed: ChangeFeed
+        metrics: Metrics, backups: Backups, feed: ChangeFeed, images: ImageEndpoints
     ) {
         routes.add(.GET, "/healthz", .open, usesDatabase: false, .inline { _, _ in Health.liveness })
         routes.add(
@@ -191,12 +245,16 @@ public final class CatalogApplication: Sendable {
             .later { request, _, options, done in try imports.apply(request, options, done) })
         // Every declared resource with the routes every resource gets; the others' own below.
         for resource in store.resources where resource.schema.standardRoutes {
-            ResourceEndpoints(resource, catalog: store, metrics: metrics).register(in: &routes)
+            let endpoints = ResourceEndpoints(resource, catalog: store, metrics: metrics)
+            endpoints.register(in: &routes)
+            images.registerUploads(for: endpoints, in: &routes)
         }
+        images.registerUploads(for: ResourceEndpoints(store.accounts.users, catalog: store, metrics: metrics), in: &routes)
+        images.registerServing(in: &routes)
         let playlists = ResourceEndpoints(store.playlists, catalog: store, metrics: metrics)
         PlaylistEntries(store: store.entries, endpoints: playlists, itemFields: FieldSet(store.items)).register(in: &routes)
         Comments(store, metrics: metrics).register(in: &routes)
-        Accounts(store, metrics: metrics, authenticator: routes.authenticator).register(in: &routes)
+        Accounts(store, metrics: metrics, authenticator: routes.authenticator, images: images.library).register(in: &routes)
         feed.register(in: &routes)
     }
 
@@ -226,8 +284,10 @@ public final class CatalogApplication: Sendable {
         return port
     }
 
-    /// Serves until SIGTERM or SIGINT, then drains and closes the database.
+    /// Serves until SIGTERM or SIGINT, then drains and closes the database; sweeps the
+    /// images nothing shows every hour meanwhile.
     public func runUntilSignal() throws {
+        imageSweep.start(every: .seconds(3600))
         server.runUntilSignal()
         metricsServer?.shutdown()
         changeHub.stop()

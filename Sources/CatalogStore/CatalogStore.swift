@@ -61,6 +61,8 @@ public final class CatalogStore: Sendable {
     public let idempotency: IdempotencyStore
     /// The change log behind the feed.
     public let changes: ChangeLog
+    /// The stored images resources show.
+    public let images: ImageRecords
     /// The migrations this open applied (empty when the schema was already current).
     public let appliedMigrations: [String]
     /// Where the data lives.
@@ -115,7 +117,8 @@ public final class CatalogStore: Sendable {
         playlists = store(.playlist)
         entries = PlaylistEntryStore(database: database, playlists: playlists, items: items)
         comments = CommentStore(resources: store(.comment))
-        accounts = AccountStore(database: database)
+        images = ImageRecords(database: database, schemas: ResourceSchema.all + [.user])
+        accounts = AccountStore(database: database, images: images)
         idempotency = IdempotencyStore(database: database)
         // The change log renders each declared resource through its store, and entries as entries.
         var renderers: [String: ChangeLog.Renderer] = [ChangeFeedSchema.entryType: { [entries] db, ids in try entries.changed(db, ids) }]

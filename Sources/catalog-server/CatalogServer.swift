@@ -44,6 +44,10 @@ struct CatalogServer: ParsableCommand {
     @Option(help: ServerSettings.backupDir.help) var backupDir: String?
     @Option(help: ServerSettings.backupKeep.help) var backupKeep: String?
     @Option(help: ServerSettings.changeRetention.help) var changeRetention: String?
+    @Option(help: ServerSettings.mediaStore.help) var mediaStore: String?
+    @Option(help: ServerSettings.mediaDirectory.help) var mediaDirectory: String?
+    @Option(help: ServerSettings.imageCacheDirectory.help) var imageCacheDirectory: String?
+    @Option(help: ServerSettings.imageCacheSize.help) var imageCacheSize: String?
     @Flag(help: ServerSettings.requireAuthForReads.help) var requireAuthForReads = false
     @Option(help: ServerSettings.jwksFile.help) var jwksFile: String?
     @Option(help: ServerSettings.jwtIssuers.help) var jwtIssuer: [String] = []
@@ -172,6 +176,10 @@ struct CatalogServer: ParsableCommand {
         configuration.backupDirectory = try S.backupDir.read(settings, backupDir)
         configuration.backupKeep = try S.backupKeep.read(settings, backupKeep)
         configuration.changeRetention = try S.changeRetention.read(settings, changeRetention)
+        configuration.mediaStore = try S.mediaStore.read(settings, mediaStore)
+        configuration.mediaDirectory = try S.mediaDirectory.read(settings, mediaDirectory)
+        configuration.imageCacheDirectory = try S.imageCacheDirectory.read(settings, imageCacheDirectory)
+        configuration.imageCacheBytes = try S.imageCacheSize.read(settings, imageCacheSize)
         configuration.requireAuthForReads = try S.requireAuthForReads.read(settings, flagGiven: requireAuthForReads)
         if let file = try S.jwksFile.read(settings, jwksFile) {
             let issuers = try S.jwtIssuers.read(settings, jwtIssuer), audiences = try S.jwtAudiences.read(settings, jwtAudience)

@@ -36,7 +36,7 @@ enum ServerSettings {
     static let maxBufferedBodyBytesPerAddress = Setting<Int>.integer(
         "CATALOG_MAX_BUFFERED_BODY_BYTES_PER_ADDRESS", default: 4 << 20, in: 1...(1 << 40),
         "Most bytes of partly received request bodies one client address holds at once, its share of --max-buffered-body-bytes",
-        shownDefault: "4194304; at least --max-body-size")
+        shownDefault: "4194304; at least the largest body a route takes: --max-body-size, or 20000000 for an image")
     static let maxBodySize = Setting<Int>.integer("CATALOG_MAX_BODY_SIZE", default: 1 << 20, in: 1...(1 << 30), "Largest request body in bytes")
     static let maxUnsentStreamBytes = Setting<Int>.integer(
         "CATALOG_MAX_UNSENT_STREAM_BYTES", default: 64 << 20, in: (1 << 20)...(1 << 40),
@@ -89,6 +89,17 @@ enum ServerSettings {
     static let changeRetention = Setting<Duration>.period(
         "CATALOG_CHANGE_RETENTION", default: .seconds(30 * 86_400), shownDefault: "30d",
         "How long the change feed keeps deletions and accepts a sync token, such as 30d, 12h or 3600s")
+
+    static let mediaStore = Setting<String?>.optionalText(
+        "CATALOG_MEDIA_STORE",
+        "Where images are kept when several servers share a PostgreSQL database: s3://BUCKET[/PREFIX]?endpoint=URL&region=REGION, with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+        shownDefault: "--media-directory")
+    static let mediaDirectory = Setting<String?>.optionalText(
+        "CATALOG_MEDIA_DIRECTORY", "The local folder of images when there is no --media-store", shownDefault: "media beside the database")
+    static let imageCacheDirectory = Setting<String?>.optionalText(
+        "CATALOG_IMAGE_CACHE_DIRECTORY", "The local folder where image renditions are cached", shownDefault: "image-cache beside the database")
+    static let imageCacheSize = Setting<Int>.integer(
+        "CATALOG_IMAGE_CACHE_SIZE", default: 1 << 30, in: (1 << 20)...(1 << 50), "Most bytes the rendition cache keeps on disk, least recently used out first")
 
     // MARK: Identity
 

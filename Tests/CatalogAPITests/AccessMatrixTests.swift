@@ -21,6 +21,13 @@ import Testing
         var body: Any?
         var contentType = "application/json"
         var key: String?
+        /// A body of bytes (an image), sent with ``contentType``.
+        var data: [UInt8]?
+    }
+
+    /// A call that uploads a small PNG to `path`.
+    static func upload(_ path: String) -> Call {
+        Call(path: path, contentType: "image/png", data: TestImages.png(width: 8, height: 8))
     }
 
     /// The world the calls act on: users of every kind and resources the owner owns.
@@ -33,6 +40,8 @@ import Testing
         let playlist: CatalogID
         let comment: CatalogID
         let ownerKeyID: CatalogID
+        /// An image the item shows.
+        let imageHash: String
 
         init() async throws {
             catalog = try TestCatalog(seed: false)
@@ -45,6 +54,9 @@ import Testing
             _ = try await ownerAPI.entries(of: playlist).replace(with: [item, item])
             comment = try await ownerAPI.comments.post(on: item, CommentInput(body: "Mine")).value.id
             ownerKeyID = try await ownerAPI.apiKeys.list().items[0].id
+            let shown = try await catalog.client.send(
+                "PUT", "/v1/playable-items/\(item)/image", headers: ["Content-Type": "image/png"], body: Data(TestImages.png(width: 4, height: 4)))
+            imageHash = try shown.decode(PlayableItem.self).image?.hash ?? ""
         }
 
         var ownerAPI: CatalogClient { CatalogClient(baseURL: catalog.client.baseURL, credentials: .apiKey(owner.key), timeout: 10) }
@@ -160,6 +172,12 @@ import Testing
             ),
             "GET /v1/comments/{id}/replies": (same(200), { world, _ in Call(path: "/v1/comments/\(world.comment)/replies") }),
             "GET /v1/changes": (same(200), { _, _ in Call(path: "/v1/changes?types=game&limit=5") }),
+            "GET /v1/images/{hash}": (same(200), { world, _ in Call(path: "/v1/images/\(world.imageHash)?w=64&format=webp") }),
+            "PUT /v1/playlists/{id}/image": (owners(200), { world, _ in upload("/v1/playlists/\(world.playlist)/image") }),
+            "DELETE /v1/playlists/{id}/image": (owners(204), { world, _ in Call(path: "/v1/playlists/\(world.playlist)/image") }),
+            // A user's avatar is the user's and admins' to set.
+            "PUT /v1/users/{id}/image": ([401, 200, 403, 403, 200], { world, _ in upload("/v1/users/\(world.owner.id)/image") }),
+            "DELETE /v1/users/{id}/image": ([401, 204, 403, 403, 204], { world, _ in Call(path: "/v1/users/\(world.owner.id)/image") }),
 
             "GET /v1/users": (admins(200), { _, _ in Call(path: "/v1/users") }),
             "POST /v1/users": (admins(201), { _, _ in Call(path: "/v1/users", body: ["displayName": "Made"]) }),
@@ -210,6 +228,10 @@ import Testing
             rows["PUT \(path)/{id}"] = (editors(200), { world, _ in Call(path: try await fresh(world), body: body) })
             rows["PATCH \(path)/{id}"] = (editors(200), { world, _ in Call(path: try await fresh(world), body: [:], contentType: patch) })
             rows["DELETE \(path)/{id}"] = (editors(204), { world, _ in Call(path: try await fresh(world)) })
+            if path != "/v1/locations" {
+                rows["PUT \(path)/{id}/image"] = (editors(200), { world, _ in upload(try await fresh(world) + "/image") })
+                rows["DELETE \(path)/{id}/image"] = (editors(204), { world, _ in Call(path: try await fresh(world) + "/image") })
+            }
         }
         return rows
     }
@@ -232,7 +254,9 @@ import Testing
                     // In process: the matrix is about the application's rules, not the wire.
                     let client = APIClient(inProcess: world.catalog.application.server, key: call.key ?? world.key(caller))
                     let response =
-                        if let body = call.body {
+                        if let data = call.data {
+                            try await client.send(method, call.path, headers: ["Content-Type": call.contentType], body: Data(data))
+                        } else if let body = call.body {
                             try await client.send(method, call.path, json: body, contentType: call.contentType)
                         } else {
                             try await client.send(method, call.path)

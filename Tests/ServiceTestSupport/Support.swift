@@ -115,6 +115,8 @@ package final class TestCatalog: Sendable {
             ? try TestEngine.postgresDatabase(for: directory) : directory.appendingPathComponent("catalog.sqlite").path
         configuration.seedDemoCatalog = seed
         configuration.rateLimits = nil  // tests that measure budgets set their own
+        configuration.mediaDirectory = directory.appendingPathComponent("media").path
+        configuration.imageCacheDirectory = directory.appendingPathComponent("image-cache").path
         configure(&configuration)
         application = try CatalogApplication(configuration: configuration)
         let port = try application.start()

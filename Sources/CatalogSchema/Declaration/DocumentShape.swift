@@ -203,7 +203,9 @@ package struct DocumentShape: Sendable {
         case (.integer, _): return mistyped("an integer")
         case (.boolean, _): return mistyped("a boolean")
         case (.ids, _), (.documents, _): return mistyped("an array")
-        case (.resource, _): return mistyped("an object")
+        case let (.image, .object(members)):
+            return ImageMember.read(members, at: field.pointer).map { .value(.text($0)) } ?? fail(ImageMember.invalid)
+        case (.resource, _), (.image, _): return mistyped("an object")
         }
     }
 

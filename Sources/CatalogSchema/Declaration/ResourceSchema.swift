@@ -33,6 +33,9 @@ package final class ResourceSchema: Sendable {
     package let scopes: [ScopeKind]
     /// Who owns each resource and whom it is hidden from, for resources users own.
     package let ownership: Ownership?
+    /// The image the resource shows, when it has one (``ImageSlot``): its `image` member
+    /// and `PUT`/`DELETE path/{id}/image`.
+    package let image: ImageSlot?
     /// A boolean column that, when true, makes the resource uneditable (409), with why.
     package let frozen: (column: String, detail: String)?
     /// Rules across the fields of an import record (its pointers relative to the record's data).
@@ -49,14 +52,15 @@ package final class ResourceSchema: Sendable {
         type: String, noun: String, path: String, standardRoutes: Bool = true, table: String, fields: [SchemaField], searchTable: String? = nil,
         geographic: Bool = false,
         cachesRenderings: Bool = false, includes: [String] = [], filters: [String: @Sendable (CatalogID) -> ListScope] = [:], scopes: [ScopeKind] = [],
-        ownership: Ownership? = nil, frozen: (column: String, detail: String)? = nil, recordRules: @escaping @Sendable (FieldValues) -> [FieldError] = { _ in [] }
+        ownership: Ownership? = nil, image: ImageSlot? = nil, frozen: (column: String, detail: String)? = nil,
+        recordRules: @escaping @Sendable (FieldValues) -> [FieldError] = { _ in [] }
     ) {
         self.type = type
         self.noun = noun
         self.path = path
         self.standardRoutes = standardRoutes
         self.table = table
-        let members = [SchemaField.stamps[0]] + fields + SchemaField.stamps.dropFirst()
+        let members = [SchemaField.stamps[0]] + fields + (image == nil ? [] : [SchemaField.image]) + SchemaField.stamps.dropFirst()
         self.members = members
         self.searchTable = searchTable
         self.geographic = geographic
@@ -65,6 +69,7 @@ package final class ResourceSchema: Sendable {
         self.filters = filters
         self.scopes = scopes
         self.ownership = ownership
+        self.image = image
         self.frozen = frozen
         self.recordRules = recordRules
         // Members a document does not accept are refused as read-only, but for what a query
@@ -117,6 +122,37 @@ extension SchemaField {
 
     /// Their names.
     static let stampNames: Set<String> = Set(stamps.map(\.name))
+
+    /// The image of a resource that has one: only its own routes set it; import records carry it.
+    static let image = SchemaField("image", .column(ImageSlot.column), .image, access: .serverSet, required: false, nullable: true, import: .data)
+}
+
+/// The image a resource shows, declared on it: what it is to the resource (in messages and
+/// the contract) and who may set it. Its routes are `PUT` and `DELETE path/{id}/image`
+/// (the bytes as the body); documents show it as `image` (``ImageReference``).
+package struct ImageSlot: Sendable {
+    /// Who may set or remove a resource's image.
+    package enum Setters: Sendable {
+        /// Whoever may edit the resource (its owner, editors and admins; editors for
+        /// resources without owners).
+        case editors
+        /// The user the resource is, and admins (a user's avatar).
+        case itself
+    }
+
+    /// What the image is to the resource, such as `artwork`.
+    package let name: String
+    package let setters: Setters
+
+    package init(_ name: String, setBy setters: Setters = .editors) {
+        self.name = name
+        self.setters = setters
+    }
+
+    /// The column holding the image's JSON object.
+    package static let column = "image"
+    /// The column computed from it: the image's URL (which resources reference an image).
+    package static let urlColumn = "image_url"
 }
 
 /// The owner of resources users own (comments, playlists): its only writer besides

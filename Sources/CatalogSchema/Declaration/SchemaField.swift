@@ -28,6 +28,9 @@ package struct SchemaField: Sendable {
         case documents(DocumentShape, maxCount: Int)
         /// Another resource's whole document, embedded (rendered only).
         case resource(ResourceSchema)
+        /// The image a resource shows (``ImageReference``), kept as its JSON object: set by
+        /// the resource's image routes; import records carry it.
+        case image
     }
 
     /// Where a field's value comes from when a document is rendered.

@@ -9,5 +9,5 @@ extension ResourceSchema {
             .text("description", rule: GameInput.descriptionRule, default: "", search: 1),
             .text("imageName", column: "image_name", rule: GameInput.imageNameRule),
         ],
-        searchTable: "games_fts")
+        searchTable: "games_fts", image: ImageSlot("artwork"))
 }

@@ -13,5 +13,6 @@ extension ResourceSchema {
             .url("thumbnailURL", column: "thumbnail_url", required: false),
             .number("durationSeconds", column: "duration_seconds", rule: PlayableItemInput.durationRule, required: false),
         ],
-        searchTable: "playable_items_fts", cachesRenderings: true, includes: ["comments", "playlists"])
+        searchTable: "playable_items_fts", cachesRenderings: true, includes: ["comments", "playlists"],
+        image: ImageSlot("poster"))
 }

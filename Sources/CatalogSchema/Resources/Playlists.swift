@@ -20,6 +20,7 @@ extension ResourceSchema {
         ownership: Ownership(
             owner: "owner_id", hiddenWhen: (column: "visibility", value: Visibility.private.rawValue),
             quota: PlaylistInput.maxPerUser),
+        image: ImageSlot("cover"),
         recordRules: { record in
             guard case let .documents(entries)? = record["entries"] else { return [] }
             var seen = Set<String>()

@@ -11,7 +11,8 @@ extension ResourceSchema {
             .text("avatarURL", column: "avatar_url", rule: UserInput.avatarURLRule, required: false),
             .text("email", rule: UserInput.emailRule, required: false),
             .choice("role", rule: Role.rule, default: Role.member.rawValue),
-        ])
+        ],
+        image: ImageSlot("avatar", setBy: .itself))
 
     /// The members of a user that only the user and admins see.
     package static let privateUserFields: Set<String> = ["email", "role"]

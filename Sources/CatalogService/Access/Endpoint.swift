@@ -13,6 +13,9 @@ enum Endpoint: Sendable {
     /// calling thread (its reads run on a pool of its own), so once its caller is known it
     /// starts where the request arrived.
     case waiting(@Sendable (HTTPRequest, Caller, _ isAbandoned: @escaping @Sendable () -> Bool, @escaping Completion) throws -> Void)
+    /// Answers now when it can, on the event loop (a response from memory), and otherwise
+    /// (returning `nil`) starts work elsewhere that answers later through the completion.
+    case inlineOrLater(@Sendable (HTTPRequest, Caller, @escaping Completion) throws -> HTTPResponse?)
     /// Runs on the pool reserved for blocking work (a backup); the last argument says
     /// whether the client has gone (long work stops early then).
     case blocking(@Sendable (HTTPRequest, Caller, _ isAbandoned: @escaping @Sendable () -> Bool) throws -> HTTPResponse)

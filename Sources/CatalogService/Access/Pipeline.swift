@@ -3,7 +3,7 @@ import CatalogStore
 import HTTPServer
 
 /// The way a request to a route that needs a caller goes, made once per route
-/// (``Routes/add(_:_:_:rate:timeout:usesDatabase:maxBody:caching:replaysAnswers:_:)``):
+/// (``Routes/add(_:_:_:rate:timeout:usesDatabase:maxBody:bodyPassesServerLimit:caching:replaysAnswers:_:)``):
 /// its stages are values, held in the order a request passes them, each with one job.
 /// Their methods are called directly (no chain of closures, no protocol): the inline
 /// path costs what the work costs.
@@ -237,6 +237,9 @@ struct Execution: Sendable {
         case let .later(body):
             try delivery.guarding { try body(request, caller, delivery.writeOptions) { delivery.complete($0) } }
             return nil
+        case let .inlineOrLater(body):
+            guard let response = try delivery.guarding({ try body(request, caller) { delivery.complete($0) } }) else { return nil }
+            return try delivery.answering { response }
         case let .waiting(body):
             let responder = delivery.responder
             try delivery.guarding { try body(request, caller, { responder.isAbandoned }) { delivery.complete($0) } }

@@ -6,7 +6,7 @@ import HTTPServer
 /// The service's routes, each registered with who may call it (``Access``). Every route
 /// is listed in ``table``, which the role × route test walks.
 ///
-/// What a request passes, in this order (``add(_:_:_:rate:timeout:usesDatabase:maxBody:caching:replaysAnswers:_:)``
+/// What a request passes, in this order (``add(_:_:_:rate:timeout:usesDatabase:maxBody:bodyPassesServerLimit:caching:replaysAnswers:_:)``
 /// composes it once per route):
 /// 1. **Admission, from the head** (on the event loop, before a body byte is buffered):
 ///    the route's body limit (413), and a caller known without reading the database
@@ -63,13 +63,14 @@ struct Routes {
     /// A route that never touches the database (`usesDatabase: false`) always runs where
     /// its endpoint says. Its bodies are at most `maxBody` bytes (``BodyLimits``), and its
     /// caller's credential and role are checked from the head, before a body is read.
-    /// `caching` says how its answers may be stored, when not as its method and access say
+    /// With `bodyPassesServerLimit`, `maxBody` holds even where it is more than the server's
+    /// `--max-body-size` (image uploads). `caching` says how its answers may be stored, when not as its method and access say
     /// (``Caching/default(_:_:)``). A `POST` replays its answer to a retry with the same
     /// `Idempotency-Key` unless `replaysAnswers` is false (an answer with a secret).
     mutating func add(
         _ method: HTTPMethod, _ pattern: String, _ access: Access, rate: RateClass? = nil, timeout: Duration? = nil,
-        usesDatabase: Bool = true, maxBody: Int = BodyLimits.document, caching: Caching? = nil, replaysAnswers: Bool = true,
-        _ endpoint: Endpoint
+        usesDatabase: Bool = true, maxBody: Int = BodyLimits.document, bodyPassesServerLimit: Bool = false, caching: Caching? = nil,
+        replaysAnswers: Bool = true, _ endpoint: Endpoint
     ) {
         table.append((method, pattern, access))
         // A waiting endpoint starts where the request arrives: it must have no claim on an
@@ -97,7 +98,7 @@ struct Routes {
             // Reading a large body (parsing it, checking every member) is no event loop's work.
             body = Self.offLoop(body, on: LargeBodies.pool, when: { $0.body.count > LargeBodies.onLoop })
         }
-        var handler = Handler.either(body).limitingBody(to: maxBody)
+        var handler = bodyPassesServerLimit ? Handler.either(body).allowingBody(upTo: maxBody) : Handler.either(body).limitingBody(to: maxBody)
         if let pipeline {
             let rate = rate ?? (method == .GET || method == .HEAD ? .read : .write)
             handler = handler.admitting { request in try pipeline.admit(request, rate: rate) }

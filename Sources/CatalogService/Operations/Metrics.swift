@@ -89,6 +89,13 @@ final class Metrics: Sendable {
         changeFeed.withLock { $0 = counts }
     }
 
+    private let images = Mutex<(@Sendable () -> (made: Int, diskBytes: Int, memoryBytes: Int))?>(nil)
+
+    /// Reports the image renditions made and the rendition cache's size from `counts`.
+    func observeImages(_ counts: @escaping @Sendable () -> (made: Int, diskBytes: Int, memoryBytes: Int)) {
+        images.withLock { $0 = counts }
+    }
+
     /// The exposition text.
     func render(server: ServerReference) -> String {
         let snapshot = state.withLock { $0 }
@@ -115,6 +122,15 @@ final class Metrics: Sendable {
         for (reason, count) in server.rejections { rejected[reason] = UInt64(count) }
         for (reason, count) in rejected.sorted(by: { $0.key < $1.key }) {
             out += "catalog_http_rejected_total{reason=\(Self.quoted(reason))} \(count)\n"
+        }
+        if let counts = images.withLock({ $0 })?() {
+            out += "# HELP catalog_image_renditions_made_total Image renditions made (not served from the cache).\n"
+            out += "# TYPE catalog_image_renditions_made_total counter\n"
+            out += "catalog_image_renditions_made_total \(counts.made)\n"
+            out += "# HELP catalog_image_cache_bytes Bytes of renditions cached, on disk and in memory.\n"
+            out += "# TYPE catalog_image_cache_bytes gauge\n"
+            out += "catalog_image_cache_bytes{tier=\"disk\"} \(counts.diskBytes)\n"
+            out += "catalog_image_cache_bytes{tier=\"memory\"} \(counts.memoryBytes)\n"
         }
         if let counts = changeFeed.withLock({ $0 })?() {
             out += "# HELP catalog_change_feed_waiting Long-polls of GET /v1/changes waiting for a change.\n"

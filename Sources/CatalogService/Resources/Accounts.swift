@@ -14,10 +14,13 @@ struct Accounts: Sendable {
     let users: ResourceEndpoints
     let keys: ResourceEndpoints
     let authenticator: Authenticator
+    /// Where a deleted account's avatar goes from.
+    let images: ImageLibrary
     /// What `PATCH /v1/me` accepts: the profile, not the role.
     private let profile: DocumentShape
 
-    init(_ catalog: CatalogStore, metrics: Metrics, authenticator: Authenticator) {
+    init(_ catalog: CatalogStore, metrics: Metrics, authenticator: Authenticator, images: ImageLibrary) {
+        self.images = images
         store = catalog.accounts
         self.authenticator = authenticator
         var users = ResourceEndpoints(catalog.accounts.users, catalog: catalog, metrics: metrics)
@@ -91,9 +94,12 @@ struct Accounts: Sendable {
     private func deleteUser(_ id: CatalogID, _ request: HTTPRequest, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let preconditions = try ETag.preconditions(request)
         // Forgotten at the commit, before any later write runs: not once this loop gets to it.
-        store.deleteUser(id, preconditions: preconditions, options: options.answeredAtCommit) { [authenticator] result in
-            if case .success = result { authenticator.forget(user: id) }
-            done(result.map { HTTPResponse(status: .noContent) })
+        store.deleteUser(id, preconditions: preconditions, options: options.answeredAtCommit) { [authenticator, images] result in
+            if case let .success(forgotten) = result {
+                authenticator.forget(user: id)
+                images.discard(forgotten)
+            }
+            done(result.map { _ in HTTPResponse(status: .noContent) })
         }
     }
 

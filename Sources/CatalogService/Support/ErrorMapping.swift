@@ -1,3 +1,4 @@
+import CatalogMedia
 import CatalogModels
 import CatalogStore
 import Foundation
@@ -98,8 +99,37 @@ enum ErrorMapping {
                     detail: "The query needs more work than one request may take; narrow it (longer search words, a smaller radius or box).",
                     headers: [("Retry-After", "5")])
             }
+        case let error as ImageRefusal:
+            return imageError(error)
+        case is MediaStoreError:
+            return APIError(
+                status: .serviceUnavailable, code: "mediaStoreUnavailable", detail: "The media store did not answer as it should; retry shortly.",
+                headers: [("Retry-After", "5")])
         default:
             return APIError(status: .internalServerError, code: "internalError", detail: "The server failed to process the request.")
+        }
+    }
+
+    /// Why an upload was refused: each the client's to fix.
+    private static func imageError(_ refusal: ImageRefusal) -> APIError {
+        let accepted = "a JPEG, PNG, WebP, HEIC or AVIF image"
+        switch refusal {
+        case let .tooLarge(bytes):
+            return APIError(
+                status: .contentTooLarge, code: "contentTooLarge", detail: "The image has \(bytes) bytes; at most \(ImageRules.maxBytes) are accepted.")
+        case .unsupported:
+            return APIError(
+                status: .unsupportedMediaType, code: "unsupportedImage", detail: "The body is not \(accepted) (told from its bytes, not its Content-Type).")
+        case let .mismatched(declared, actual):
+            return APIError(
+                status: .unsupportedMediaType, code: "contentTypeMismatch",
+                detail: "The body is \(actual.contentType), not \(declared.contentType) as its Content-Type says.")
+        case let .tooManyPixels(width, height):
+            return APIError(
+                status: .unprocessableContent, code: "imageTooLarge",
+                detail: "The image is \(width) × \(height) pixels; at most \(ImageRules.maxPixels / 1_000_000) megapixels are accepted.")
+        case .undecodable:
+            return APIError(status: .unprocessableContent, code: "imageUndecodable", detail: "The image is truncated or corrupt: it cannot be decoded.")
         }
     }
 }

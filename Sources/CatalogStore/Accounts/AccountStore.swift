@@ -27,11 +27,13 @@ public final class AccountStore: Sendable {
     /// API keys, without their secrets (`/v1/api-keys`).
     public let keys: ResourceStore
     private let database: any SQLDatabase
+    private let images: ImageRecords
     private let insertKeySQL: String
     private let keyCreationMembers: [Int]
 
-    init(database: any SQLDatabase) {
+    init(database: any SQLDatabase, images: ImageRecords) {
         self.database = database
+        self.images = images
         users = ResourceStore(
             .user, database: database,
             relations: Relations(didUpdate: { db, id in
@@ -188,14 +190,21 @@ public final class AccountStore: Sendable {
 
     /// Deletes the user `id`, if `preconditions` hold: its keys go with it, its private
     /// playlists are deleted and its public ones lose their owner, and its comments stay
-    /// readable, their writer shown as deleted.
+    /// readable, their writer shown as deleted. Its avatar and its private playlists'
+    /// covers are forgotten when nothing else shows them: the completion has their hashes,
+    /// for their bytes to be removed from the media store.
     public func deleteUser(
         _ id: CatalogID, preconditions: WritePreconditions = WritePreconditions(), options: WriteOptions = WriteOptions(),
-        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+        completion: @escaping @Sendable (Result<[String], any Error>) -> Void
     ) {
-        users.submit(options, atomic: true, completion) { db in
+        users.submit(options, atomic: true, completion) { [images] db in
             let current = try db.fetchValue("SELECT version FROM users WHERE id = ?" + db.dialect.forDelete, [id.rawValue]).int
             try preconditions.check(current: current)
+            var shown = try images.imageHash(db, table: "users", id: id).map { [$0] } ?? []
+            let covers = try db.query(
+                "SELECT \(ImageSlot.urlColumn) FROM playlists WHERE owner_id = ? AND visibility = ? AND \(ImageSlot.urlColumn) IS NOT NULL",
+                [id.rawValue, Visibility.private.rawValue])
+            while try covers.step() { shown.append(String(String(decoding: covers.text(0), as: UTF8.self).dropFirst(ImageMember.path.count))) }
             let now = Timestamp.milliseconds(Date())
             let writer = ResourceSchema.commentWriter, greatest = db.dialect.greatest
             try db.execute(
@@ -208,6 +217,7 @@ public final class AccountStore: Sendable {
                 "UPDATE playlists SET owner_id = NULL, version = version + 1, updated_at = \(greatest)(?, created_at) WHERE owner_id = ?",
                 [now, id.rawValue])
             try db.execute("DELETE FROM users WHERE id = ?", [id.rawValue])
+            return try Set(shown).filter { hash in try images.forgetIfUnreferenced(db, hash) }.sorted()
         }
     }
 

@@ -77,6 +77,8 @@ public final class ResourceStore: Sendable {
     /// `RETURNING`: about 0.9 µs of the writer's 24 a create (`Benchmarks/writer.sh`).
     let boundInsert: (sql: String, arguments: [Int?])?
     let updateSQL: String
+    /// Sets the image's JSON (``ResourceSchema/image``), as a change of the resource.
+    let imageSQL: String
     /// ` RETURNING …`: the renderer's columns, for writes that render the row they write.
     let returning: String
     /// The members a creation and an edit write, by index, in the order of their SQL.
@@ -118,9 +120,14 @@ public final class ResourceStore: Sendable {
         self.returning = returning
         let columns = ["id"] + creation.map(\.column) + ["created_at", "updated_at", "version"] + (schema.ownership.map { [$0.owner] } ?? [])
         insertSQL = insertStatement(schema.table, columns) + returning
-        boundInsert = Self.boundArguments(renderer, inserted: columns).map { (insertStatement(schema.table, columns), $0) }
+        // Columns only the server sets, later, are NULL in a created row (an image).
+        let nullAtCreation = Set(schema.members.filter { $0.access == .serverSet && $0.nullable && $0.defaultValue == nil }.compactMap(\.column))
+        boundInsert = Self.boundArguments(renderer, inserted: columns, null: nullAtCreation).map { (insertStatement(schema.table, columns), $0) }
         let assignments = edit.map { "\($0.column) = ?" } + ["updated_at = \(database.dialect.greatest)(?, created_at)", "version = version + 1"]
         updateSQL = "UPDATE \(schema.table) SET \(assignments.joined(separator: ", ")) WHERE id = ?" + returning
+        imageSQL =
+            "UPDATE \(schema.table) SET \(ImageSlot.column) = ?, updated_at = \(database.dialect.greatest)(?, created_at), version = version + 1 WHERE id = ?"
+            + returning
         renderedSelectSQL = "SELECT \(Self.selectList(renderer, distance: nil)) FROM \(schema.table) t WHERE id = ?"
         renderedManySQL = "SELECT \(Self.selectList(renderer, distance: nil)) FROM \(schema.table) t WHERE id IN (SELECT j.value FROM "
         if let ownership = schema.ownership, let hidden = ownership.hiddenWhen {
@@ -148,13 +155,13 @@ public final class ResourceStore: Sendable {
     }
 
     /// For each column `renderer` reads, its place among the `inserted` columns (`nil` for
-    /// the distance column, NULL outside a distance-ordered list); `nil` when it reads
-    /// any other column (an embedded object's, a revision).
-    private static func boundArguments(_ renderer: RowRenderer, inserted: [String]) -> [Int?]? {
+    /// the distance column, NULL outside a distance-ordered list, and for the `null`
+    /// columns); `nil` when it reads any other column (an embedded object's, a revision).
+    private static func boundArguments(_ renderer: RowRenderer, inserted: [String], null: Set<String>) -> [Int?]? {
         let unknown = "\u{0}"
         var places: [Int?] = []
         for column in renderer.selectList(own: \.column, nested: { _ in unknown }) {
-            if column == ResourceSchema.distanceColumn {
+            if column == ResourceSchema.distanceColumn || (null.contains(column) && !inserted.contains(column)) {
                 places.append(nil)
             } else if let place = inserted.firstIndex(of: column) {
                 places.append(place)

@@ -12,6 +12,8 @@ struct RenderedField: Sendable {
         case boolean
         /// Milliseconds since 1970, written as an RFC 3339 string.
         case timestamp
+        /// A JSON document the server wrote (an image's object), written as it is.
+        case json
         /// Another resource's object, rendered by its renderer from its own columns
         /// (selected where this field's column would be).
         indirect case object(RowRenderer)
@@ -44,6 +46,7 @@ struct RenderedField: Sendable {
         case .integer: kind = .integer
         case .boolean: kind = .boolean
         case .timestamp: kind = .timestamp
+        case .image: kind = .json
         case let .resource(schema): kind = .object(RowRenderer(schema.members))
         case .ids, .documents: return nil
         }
@@ -90,7 +93,7 @@ struct RowRenderer: Sendable {
     /// the key's place in ``keyBytes``, the kind and the first column.
     private struct Slot {
         enum Kind {
-            case text, real, integer, boolean, timestamp
+            case text, real, integer, boolean, timestamp, json
             /// An embedded object, rendered by ``RowRenderer/objectRenderers`` at this index.
             case object(Int)
         }
@@ -139,6 +142,7 @@ struct RowRenderer: Sendable {
             case .integer: kind = .integer
             case .boolean: kind = .boolean
             case .timestamp: kind = .timestamp
+            case .json: kind = .json
             case let .object(renderer):
                 kind = .object(objectRenderers.count)
                 objectRenderers.append(renderer)
@@ -241,6 +245,8 @@ struct RowRenderer: Sendable {
                         if rows.integer(column) == 0 { writer.raw("false") } else { writer.raw("true") }
                     case .timestamp:
                         writer.timestamp(milliseconds: rows.integer(column))
+                    case .json:
+                        writer.raw(rows.text(column))
                     case .object:
                         break
                     }

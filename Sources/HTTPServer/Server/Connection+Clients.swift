@@ -109,7 +109,7 @@ extension Connection {
             if case let .handler(route, _) = try loop.core.router.resolve(method: method, path: head.path) {
                 let handler = route.handler
                 if let admission = handler.admission { admitted = try admission(request(head, body: [])) }
-                limit = min(parser.limits.maxBody, handler.maxBody ?? parser.limits.maxBody)
+                limit = handler.bodyLimit(server: loop.core.configuration.limits.maxBody)
             }
             if case let .length(length) = head.framing, length > limit { throw HTTPError.contentTooLarge(limit: limit) }
             return (limit, admitted)

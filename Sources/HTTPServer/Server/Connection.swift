@@ -117,7 +117,7 @@ final class Connection {
         if proxySource == .proxyProtocol { proxyHeader = [] }
         self.loop = loop
         self.tls = tls
-        parser = RequestHeadParser(limits: loop.core.configuration.limits)
+        parser = RequestHeadParser(limits: loop.core.parserLimits)
         deadlines = ConnectionDeadlines(loop.core.timeouts, openedAt: loop.now)
     }
 

@@ -58,6 +58,9 @@ final class ServerCore: Sendable {
     private let bodyBytesByAddress = Mutex<[String: Int]>([:])
     /// The connections' timeouts (``ConnectionDeadlines``), in milliseconds.
     let timeouts: ConnectionDeadlines.Timeouts
+    /// The parser's limits: the server's, with a body as large as the largest any route
+    /// reads (``Handler/allowingBody(upTo:)``); each route's own is checked from the head.
+    let parserLimits: ParserLimits
 
     init(configuration: ServerConfiguration, router: Router, renderError: @escaping ErrorRenderer) {
         self.configuration = configuration
@@ -67,6 +70,9 @@ final class ServerCore: Sendable {
             head: configuration.headTimeout.milliseconds, body: configuration.bodyTimeout.milliseconds,
             request: configuration.requestTimeout.milliseconds, keepAlive: configuration.keepAliveTimeout.milliseconds,
             linger: configuration.lingerTimeout.milliseconds)
+        var parserLimits = configuration.limits
+        parserLimits.maxBody = router.routes.reduce(configuration.limits.maxBody) { max($0, $1.handler.bodyLimit(server: configuration.limits.maxBody)) }
+        self.parserLimits = parserLimits
         fixedFields = configuration.strictTransportSecurity.map { Array("Strict-Transport-Security: \($0)\r\n".utf8) } ?? []
     }
 
@@ -91,7 +97,7 @@ final class ServerCore: Sendable {
     /// Takes `bytes` from the body buffer budget for `client`; false (taking nothing) when
     /// they do not fit in the whole budget or in that address's share of it.
     func reserveBody(_ bytes: Int, for client: String) -> Bool {
-        let share = max(configuration.maxBufferedBodyBytesPerAddress, configuration.limits.maxBody)
+        let share = max(configuration.maxBufferedBodyBytesPerAddress, parserLimits.maxBody)
         let fits = bodyBytesByAddress.withLock { held in
             let total = held[client, default: 0] + bytes
             guard total <= share else { return false }

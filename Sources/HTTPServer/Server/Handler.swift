@@ -25,6 +25,8 @@ public struct Handler: Sendable {
     private(set) var timeout: Duration?
     /// The largest body the route reads; `nil`: the server's ``ParserLimits/maxBody``.
     private(set) var maxBody: Int?
+    /// Whether ``maxBody`` may pass the server's limit (``allowingBody(upTo:)``).
+    private(set) var maxBodyPassesServerLimit = false
     /// What a request with a body must pass once its head has arrived, before any body
     /// byte is buffered (see ``admitting(_:)``).
     private(set) var admission: (@Sendable (HTTPRequest) throws -> (any AnyObject & Sendable)?)?
@@ -48,6 +50,21 @@ public struct Handler: Sendable {
         var handler = self
         handler.maxBody = bytes
         return handler
+    }
+
+    /// This handler reading bodies of at most `bytes`, even where that is more than the
+    /// server's ``ParserLimits/maxBody`` (an image upload): 413 beyond, as for
+    /// ``limitingBody(to:)``.
+    public func allowingBody(upTo bytes: Int) -> Handler {
+        var handler = limitingBody(to: bytes)
+        handler.maxBodyPassesServerLimit = true
+        return handler
+    }
+
+    /// The largest body the route reads, where the server's limit is `server`.
+    func bodyLimit(server: Int) -> Int {
+        guard let maxBody else { return server }
+        return maxBodyPassesServerLimit ? maxBody : min(server, maxBody)
     }
 
     /// This handler checking each request that has a body with `check` once its head has

@@ -44,7 +44,7 @@ extension HTTPServer {
     {
         var request = request
         // The parser refuses a body over the server's limit before any route is looked at.
-        let limits = core.configuration.limits
+        let limits = core.parserLimits
         if request.body.count > limits.maxBody { throw HTTPError.contentTooLarge(limit: limits.maxBody) }
         switch try core.router.resolve(method: request.method, path: request.path) {
         case let .options(allow):
@@ -57,7 +57,7 @@ extension HTTPServer {
             if !request.body.isEmpty || request.headers["content-length"] != nil || request.headers["transfer-encoding"] != nil {
                 // As from a head: the admission check sees no body, then the body's size counts.
                 if let admission = handler.admission { request.admitted = try admission(HTTPRequest(request, body: [])) }
-                let limit = min(limits.maxBody, handler.maxBody ?? limits.maxBody)
+                let limit = handler.bodyLimit(server: core.configuration.limits.maxBody)
                 if request.body.count > limit { throw HTTPError.contentTooLarge(limit: limit) }
             }
             let timeout = handler.timeout?.milliseconds ?? core.timeouts.request

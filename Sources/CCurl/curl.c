@@ -1,0 +1,119 @@
+#include "CCurl.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_once_t started = PTHREAD_ONCE_INIT;
+static int start_result = -1;
+
+static void start_once(void) {
+    start_result = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
+}
+
+int ccurl_start(void) {
+    pthread_once(&started, start_once);
+    return start_result;
+}
+
+typedef struct {
+    const unsigned char *data;
+    size_t length;
+    size_t offset;
+} upload;
+
+static size_t read_body(char *buffer, size_t size, size_t count, void *context) {
+    upload *source = context;
+    size_t room = size * count;
+    size_t left = source->length - source->offset;
+    size_t n = left < room ? left : room;
+    if (n > 0) memcpy(buffer, source->data + source->offset, n);
+    source->offset += n;
+    return n;
+}
+
+typedef struct {
+    ccurl_response *response;
+    size_t limit;
+    size_t capacity;
+} download;
+
+static size_t write_body(char *data, size_t size, size_t count, void *context) {
+    download *sink = context;
+    size_t n = size * count;
+    ccurl_response *response = sink->response;
+    if (response->body_length + n > sink->limit) {
+        response->truncated = 1;
+        return 0;  // stops the transfer
+    }
+    if (response->body_length + n > sink->capacity) {
+        size_t capacity = sink->capacity == 0 ? 16384 : sink->capacity;
+        while (capacity < response->body_length + n) capacity *= 2;
+        unsigned char *grown = realloc(response->body, capacity);
+        if (grown == NULL) return 0;
+        response->body = grown;
+        sink->capacity = capacity;
+    }
+    memcpy(response->body + response->body_length, data, n);
+    response->body_length += n;
+    return n;
+}
+
+int ccurl_perform(
+    const char *method, const char *url, const char *sigv4, const char *credentials, const char *const *headers, size_t header_count,
+    const unsigned char *body, size_t body_length, size_t response_limit, long timeout_ms, ccurl_response *response) {
+    memset(response, 0, sizeof(*response));
+    if (ccurl_start() != 0) {
+        strncpy(response->error, "libcurl did not start", sizeof(response->error) - 1);
+        return -1;
+    }
+    CURL *curl = curl_easy_init();
+    if (curl == NULL) {
+        strncpy(response->error, "curl_easy_init failed", sizeof(response->error) - 1);
+        return -1;
+    }
+    char error[CURL_ERROR_SIZE] = {0};
+    struct curl_slist *list = NULL;
+    for (size_t i = 0; i < header_count; i++) list = curl_slist_append(list, headers[i]);
+    upload source = {body, body_length, 0};
+    download sink = {response, response_limit, 0};
+
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
+    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4);
+    curl_easy_setopt(curl, CURLOPT_USERPWD, credentials);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
+    if (strcmp(method, "PUT") == 0) {
+        curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(curl, CURLOPT_READFUNCTION, read_body);
+        curl_easy_setopt(curl, CURLOPT_READDATA, &source);
+        curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)body_length);
+    } else if (strcmp(method, "HEAD") == 0) {
+        curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    } else if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+    }
+    CURLcode result = curl_easy_perform(curl);
+    if (result == CURLE_OK || (result == CURLE_WRITE_ERROR && response->truncated)) {
+        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response->status);
+    } else {
+        strncpy(response->error, error[0] ? error : curl_easy_strerror(result), sizeof(response->error) - 1);
+    }
+    curl_slist_free_all(list);
+    curl_easy_cleanup(curl);
+    return response->status == 0 ? -1 : 0;
+}
+
+void ccurl_response_free(ccurl_response *response) {
+    free(response->body);
+    response->body = NULL;
+    response->body_length = 0;
+}

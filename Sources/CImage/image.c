@@ -1,0 +1,170 @@
+#include "CImage.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <vips/vips.h>
+
+static pthread_once_t started = PTHREAD_ONCE_INIT;
+static int start_result = -1;
+
+static void start_once(void) {
+    if (VIPS_INIT("catalog") != 0) return;
+    vips_concurrency_set(1);
+    vips_cache_set_max(0);
+    vips_cache_set_max_mem(0);
+    vips_cache_set_max_files(0);
+    vips_block_untrusted_set(TRUE);
+    vips_operation_block_set("VipsForeignLoad", TRUE);
+    vips_operation_block_set("VipsForeignLoadJpegBuffer", FALSE);
+    vips_operation_block_set("VipsForeignLoadPngBuffer", FALSE);
+    vips_operation_block_set("VipsForeignLoadWebpBuffer", FALSE);
+    vips_operation_block_set("VipsForeignLoadHeifBuffer", FALSE);
+    start_result = 0;
+}
+
+int cimage_start(void) {
+    pthread_once(&started, start_once);
+    return start_result;
+}
+
+/// The type name of the loader that must read `format`.
+static const char *loader(cimage_format format) {
+    switch (format) {
+    case CIMAGE_JPEG: return "VipsForeignLoadJpegBuffer";
+    case CIMAGE_PNG: return "VipsForeignLoadPngBuffer";
+    case CIMAGE_WEBP: return "VipsForeignLoadWebpBuffer";
+    case CIMAGE_HEIC:
+    case CIMAGE_AVIF: return "VipsForeignLoadHeifBuffer";
+    }
+    return NULL;
+}
+
+/// Whether libvips would read `buffer` with the loader of `format` (and nothing else).
+static int loads_as(const void *buffer, size_t length, cimage_format format) {
+    const char *expected = loader(format);
+    const char *found = vips_foreign_find_load_buffer(buffer, length);
+    if (expected == NULL || found == NULL) return 0;
+    return strcmp(found, expected) == 0;
+}
+
+int cimage_header(const void *buffer, size_t length, cimage_format format, int *width, int *height) {
+    if (cimage_start() != 0 || !loads_as(buffer, length, format)) return -1;
+    VipsImage *image = vips_image_new_from_buffer(buffer, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    if (image == NULL) return -1;
+    int swap = vips_image_get_orientation_swap(image);
+    *width = swap ? vips_image_get_height(image) : vips_image_get_width(image);
+    *height = swap ? vips_image_get_width(image) : vips_image_get_height(image);
+    g_object_unref(image);
+    return 0;
+}
+
+/// `image` opened from `buffer` shrunk to fit `width` × `height` (never enlarged), upright,
+/// in sRGB; cropped to fill when `cover`. A truncated input fails.
+static VipsImage *thumbnail(const void *buffer, size_t length, cimage_format format, int width, int height, int cover) {
+    if (cimage_start() != 0 || !loads_as(buffer, length, format)) return NULL;
+    VipsImage *image = NULL;
+    int failed = vips_thumbnail_buffer(
+        (void *)buffer, length, &image, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
+        cover ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, "option_string", "fail_on=truncated", NULL);
+    return failed ? NULL : image;
+}
+
+/// `*image` without its alpha band, flattened onto white; 0 on success.
+static int flatten(VipsImage **image) {
+    if (!vips_image_hasalpha(*image)) return 0;
+    VipsImage *flat = NULL;
+    VipsArrayDouble *white = vips_array_double_newv(1, 255.0);
+    int failed = vips_flatten(*image, &flat, "background", white, NULL);
+    vips_area_unref(VIPS_AREA(white));
+    if (failed) return -1;
+    g_object_unref(*image);
+    *image = flat;
+    return 0;
+}
+
+/// `*image` as 8-bit sRGB (3 bands, or 4 with alpha); 0 on success.
+static int srgb8(VipsImage **image) {
+    VipsImage *converted = NULL;
+    if (vips_colourspace(*image, &converted, VIPS_INTERPRETATION_sRGB, NULL)) return -1;
+    g_object_unref(*image);
+    *image = converted;
+    if (vips_image_get_format(*image) == VIPS_FORMAT_UCHAR) return 0;
+    VipsImage *cast = NULL;
+    if (vips_cast_uchar(*image, &cast, NULL)) return -1;
+    g_object_unref(*image);
+    *image = cast;
+    return 0;
+}
+
+static int save(VipsImage *image, cimage_format to, int quality, void **output, size_t *length) {
+    switch (to) {
+    case CIMAGE_JPEG:
+        return vips_jpegsave_buffer(image, output, length, "Q", quality, "strip", TRUE, "optimize_coding", TRUE, NULL);
+    case CIMAGE_PNG:
+        return vips_pngsave_buffer(image, output, length, "strip", TRUE, "compression", 6, NULL);
+    case CIMAGE_WEBP:
+        return vips_webpsave_buffer(image, output, length, "Q", quality, "strip", TRUE, NULL);
+    case CIMAGE_HEIC:
+        return vips_heifsave_buffer(
+            image, output, length, "Q", quality, "strip", TRUE, "compression", VIPS_FOREIGN_HEIF_COMPRESSION_HEVC, NULL);
+    case CIMAGE_AVIF:
+        return vips_heifsave_buffer(
+            image, output, length, "Q", quality, "strip", TRUE, "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, "effort", 2, NULL);
+    }
+    return -1;
+}
+
+int cimage_render(
+    const void *buffer, size_t length, cimage_format from, int width, int height, int cover, cimage_format to, int quality,
+    void **output, size_t *output_length, int *output_width, int *output_height) {
+    VipsImage *image = thumbnail(buffer, length, from, width, height, cover);
+    if (image == NULL) return -1;
+    int failed = srgb8(&image);
+    if (!failed && to == CIMAGE_JPEG) failed = flatten(&image);
+    if (!failed) failed = save(image, to, quality, output, output_length);
+    if (!failed) {
+        *output_width = vips_image_get_width(image);
+        *output_height = vips_image_get_height(image);
+    }
+    g_object_unref(image);
+    return failed ? -1 : 0;
+}
+
+int cimage_pixels(const void *buffer, size_t length, cimage_format format, int side, unsigned char *pixels, int *width, int *height) {
+    VipsImage *image = thumbnail(buffer, length, format, side, side, 0);
+    if (image == NULL) return -1;
+    int failed = srgb8(&image) || flatten(&image);
+    if (!failed && vips_image_get_bands(image) > 3) {
+        VipsImage *three = NULL;
+        failed = vips_extract_band(image, &three, 0, "n", 3, NULL);
+        if (!failed) {
+            g_object_unref(image);
+            image = three;
+        }
+    }
+    if (!failed && vips_image_get_bands(image) != 3) failed = -1;
+    size_t size = 0;
+    void *memory = failed ? NULL : vips_image_write_to_memory(image, &size);
+    if (memory != NULL) {
+        *width = vips_image_get_width(image);
+        *height = vips_image_get_height(image);
+        if (size == (size_t)*width * (size_t)*height * 3 && *width <= side && *height <= side) {
+            memcpy(pixels, memory, size);
+        } else {
+            failed = -1;
+        }
+        g_free(memory);
+    } else {
+        failed = -1;
+    }
+    g_object_unref(image);
+    return failed ? -1 : 0;
+}
+
+char *cimage_error(void) {
+    return vips_error_buffer_copy();
+}
+
+void cimage_free(void *pointer) {
+    g_free(pointer);
+}

@@ -1,0 +1,136 @@
+import CImage
+import CatalogIdentity
+import CatalogModels
+
+/// Why an upload is refused: each is the client's mistake, never the server's.
+package enum ImageRefusal: Error, Sendable, Equatable {
+    /// More bytes than ``ImageRules/maxBytes``.
+    case tooLarge(bytes: Int)
+    /// Not one of the accepted formats, told from its bytes (SVG, GIF, HTML, …).
+    case unsupported
+    /// The bytes are one format, the `Content-Type` says another.
+    case mismatched(declared: ImageFormat, actual: ImageFormat)
+    /// More pixels than ``ImageRules/maxPixels``, as its header says.
+    case tooManyPixels(width: Int, height: Int)
+    /// Truncated or corrupt: its decoder gave up.
+    case undecodable
+}
+
+/// An upload made ready to keep: upright, in sRGB, without metadata (EXIF, GPS, XMP,
+/// comments, anything after the picture), in its own format, with what documents show of it.
+package struct NormalizedImage: Sendable {
+    package let bytes: [UInt8]
+    package let format: ImageFormat
+    package let width: Int
+    package let height: Int
+    package let blurHash: String
+    /// The SHA-256 of ``bytes``, in lowercase hex: the image's name everywhere.
+    package let hash: String
+}
+
+/// What a request for a rendition asks for (`GET /v1/images/{hash}?w=&h=&fit=&format=&q=`).
+package struct RenditionSpec: Sendable, Hashable {
+    package var width: Int?
+    package var height: Int?
+    package var fit: ImageFit
+    package var format: ImageFormat
+    package var quality: Int
+
+    package init(width: Int?, height: Int?, fit: ImageFit, format: ImageFormat, quality: Int) {
+        self.width = width
+        self.height = height
+        self.fit = fit
+        self.format = format
+        self.quality = quality
+    }
+
+    /// A name unique to the rendition, safe as a file name: `w640-h0-contain-q80.webp`.
+    package var name: String {
+        "w\(width ?? 0)-h\(height ?? 0)-\(fit.rawValue)-q\(quality).\(format.rawValue)"
+    }
+}
+
+/// The image work, on libvips (through CImage): every call blocks its thread for as long
+/// as decoding and encoding take, so callers run it on a pool, never on an event loop.
+package enum ImagePipeline {
+    /// The side of the picture a BlurHash is computed from.
+    static let blurSide = 32
+    /// The quality originals are kept at, by format.
+    static func keptQuality(_ format: ImageFormat) -> Int {
+        switch format {
+        case .jpeg, .webp: 90
+        case .png: 100
+        case .heic, .avif: 80
+        }
+    }
+
+    /// Starts libvips (once); false when it cannot start.
+    package static func start() -> Bool { cimage_start() == 0 }
+
+    /// The format of `bytes`, checked against what the client said it is (`declared`),
+    /// and its upright size from its header: refused before anything is decoded.
+    package static func inspect(_ bytes: [UInt8], declared: ImageFormat) throws(ImageRefusal) -> (format: ImageFormat, width: Int, height: Int) {
+        guard bytes.count <= ImageRules.maxBytes else { throw .tooLarge(bytes: bytes.count) }
+        guard let format = ImageFormat.sniff(bytes) else { throw .unsupported }
+        guard format == declared else { throw .mismatched(declared: declared, actual: format) }
+        var width: Int32 = 0, height: Int32 = 0
+        let read = bytes.withUnsafeBytes { cimage_header($0.baseAddress, $0.count, format.cFormat, &width, &height) }
+        guard read == 0, width > 0, height > 0 else {
+            clearError()
+            throw .undecodable
+        }
+        guard Int(width) * Int(height) <= ImageRules.maxPixels else { throw .tooManyPixels(width: Int(width), height: Int(height)) }
+        return (format, Int(width), Int(height))
+    }
+
+    /// `bytes` (an upload the client says is `declared`) checked and made ready to keep.
+    package static func normalize(_ bytes: [UInt8], declared: ImageFormat) throws(ImageRefusal) -> NormalizedImage {
+        let (format, width, height) = try inspect(bytes, declared: declared)
+        let spec = RenditionSpec(width: width, height: height, fit: .contain, format: format, quality: keptQuality(format))
+        let kept = try render(bytes, format: format, spec)
+        var pixels = [UInt8](repeating: 0, count: blurSide * blurSide * 3)
+        var blurWidth: Int32 = 0, blurHeight: Int32 = 0
+        let shrunk = kept.bytes.withUnsafeBytes { kept in
+            pixels.withUnsafeMutableBufferPointer { pixels in
+                cimage_pixels(kept.baseAddress, kept.count, format.cFormat, Int32(blurSide), pixels.baseAddress, &blurWidth, &blurHeight)
+            }
+        }
+        guard shrunk == 0, blurWidth > 0, blurHeight > 0 else {
+            clearError()
+            throw .undecodable
+        }
+        let components = BlurHash.components(width: kept.width, height: kept.height)
+        let blurHash = BlurHash.encode(pixels: pixels, width: Int(blurWidth), height: Int(blurHeight), x: components.x, y: components.y)
+        return NormalizedImage(
+            bytes: kept.bytes, format: format, width: kept.width, height: kept.height, blurHash: blurHash, hash: Crypto.hex(Crypto.sha256(kept.bytes)))
+    }
+
+    /// A rendition of `original` (a kept image of `format`) as `spec` asks.
+    package static func render(_ original: [UInt8], format: ImageFormat, _ spec: RenditionSpec) throws(ImageRefusal) -> (bytes: [UInt8], width: Int, height: Int) {
+        // Without a bound, a side is limited by the other (libvips' largest coordinate).
+        let unbounded: Int32 = 10_000_000
+        var output: UnsafeMutableRawPointer?
+        var length = 0
+        var width: Int32 = 0, height: Int32 = 0
+        let status = original.withUnsafeBytes { input in
+            cimage_render(
+                input.baseAddress, input.count, format.cFormat, spec.width.map(Int32.init) ?? unbounded, spec.height.map(Int32.init) ?? unbounded,
+                spec.fit == .cover && spec.width != nil && spec.height != nil ? 1 : 0, spec.format.cFormat, Int32(spec.quality), &output, &length,
+                &width, &height)
+        }
+        guard status == 0, let output else {
+            clearError()
+            throw .undecodable
+        }
+        defer { cimage_free(output) }
+        return (Array(UnsafeRawBufferPointer(start: output, count: length)), Int(width), Int(height))
+    }
+
+    /// The last libvips error, taken (so it does not pile up in libvips' buffer).
+    @discardableResult
+    package static func clearError() -> String {
+        guard let message = cimage_error() else { return "" }
+        defer { cimage_free(message) }
+        return String(cString: message)
+    }
+}

@@ -1,0 +1,41 @@
+import CatalogModels
+
+/// The `image` member of a document as the store keeps it: the compact JSON of an
+/// ``ImageReference``, keys sorted (as every rendering sorts them), written by the server
+/// and read back from import records, whose every member is checked.
+package enum ImageMember {
+    /// The path images are served under; an image's `url` is this and its hash.
+    package static let path = "/v1/images/"
+
+    /// The JSON kept for `reference`.
+    package static func json(_ reference: ImageReference) -> String {
+        "{\"blurHash\":\"\(reference.blurHash)\",\"contentType\":\"\(reference.contentType)\",\"height\":\(reference.height),"
+            + "\"url\":\"\(reference.url)\",\"width\":\(reference.width)}"
+    }
+
+    /// The reference `members` (an import record's) describe, as kept; `nil` unless every
+    /// member is there, of the right type and within its rule, and no other is.
+    package static func read(_ members: [String: JSONValue], at pointer: String) -> String? {
+        guard Set(members.keys) == ["url", "width", "height", "blurHash", "contentType"],
+            case let .string(url)? = members["url"], url.hasPrefix(path), isHash(url.dropFirst(path.count)),
+            case let .number(width)? = members["width"], case let .number(height)? = members["height"],
+            width.rounded() == width, height.rounded() == height, (1...65535).contains(width), (1...65535).contains(height),
+            case let .string(blurHash)? = members["blurHash"], (6...100).contains(blurHash.utf8.count), blurHash.utf8.allSatisfy(isBase83),
+            case let .string(contentType)? = members["contentType"], ImageFormat(contentType: contentType)?.contentType == contentType
+        else { return nil }
+        return json(ImageReference(url: url, width: Int(width), height: Int(height), blurHash: blurHash, contentType: contentType))
+    }
+
+    /// Why an image member was refused.
+    package static let invalid = Violation(
+        .invalidFormat, "Must be an image as documents show it: url (/v1/images/ and a SHA-256), width, height, blurHash and contentType.")
+
+    /// Whether `text` is a SHA-256 in lowercase hex.
+    package static func isHash(_ text: some StringProtocol) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
+    private static func isBase83(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || Array("#$%*+,-.:;=?@[]^_{|}~".utf8).contains(byte)
+    }
+}

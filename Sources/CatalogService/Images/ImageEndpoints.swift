@@ -1,0 +1,185 @@
+import CatalogMedia
+import CatalogModels
+import CatalogSchema
+import CatalogStore
+import Foundation
+import HTTPServer
+
+/// The routes of images: `PUT` and `DELETE …/{id}/image` on every resource that declares
+/// one (``ResourceSchema/image``), and `GET /v1/images/{hash}` with its renditions.
+struct ImageEndpoints: Sendable {
+    let library: ImageLibrary
+    /// Whether reads need a credential (`--require-auth-for-reads`): images are then
+    /// `private` to caches too.
+    let privateReads: Bool
+
+    /// The most bytes of images a member's uploads may hold (editors and admins are not limited).
+    let memberQuota: Int
+
+    // MARK: Uploads
+
+    /// `PUT` and `DELETE path/{id}/image` for the resource `endpoints` serves.
+    func registerUploads(for endpoints: ResourceEndpoints, in routes: inout Routes) {
+        guard let slot = endpoints.store.schema.image else { return }
+        let path = endpoints.path + "/{id}/image"
+        let access: Access = slot.setters == .itself ? .member : endpoints.writers
+        let mayChange: @Sendable (CatalogID, Caller) throws -> Void = { id, caller in
+            switch slot.setters {
+            case .editors: try endpoints.checkMayChange(id, caller)
+            case .itself:
+                guard caller.is(id) || caller.has(.admin) else { throw APIError.forbidden("Only the user and admins may change a user's \(slot.name).") }
+            }
+        }
+        routes.add(
+            .PUT, path, access, rate: .expensive, maxBody: ImageRules.maxBytes, bodyPassesServerLimit: true,
+            endpoints.write { [library, memberQuota] request, caller, options, done in
+                let id = try ResourceEndpoints.id(request)
+                try mayChange(id, caller)
+                let preconditions = try ETag.preconditions(request)
+                let declared = try Self.declaredFormat(request)
+                let store = endpoints.store
+                let queued = library.ingest(request.body, declared: declared, for: RateLimiter.partition(caller, request)) { result in
+                    switch result {
+                    case let .failure(error): done(.failure(error))
+                    case let .success(image):
+                        let reference = ImageReference(
+                            url: ImageMember.path + image.hash, width: image.width, height: image.height, blurHash: image.blurHash,
+                            contentType: image.format.contentType)
+                        let upload = ImageUpload(byteSize: image.bytes.count, uploader: caller.userID, quota: caller.has(.editor) ? nil : memberQuota)
+                        store.setImage(id, to: reference, upload: upload, preconditions: preconditions, options: options) { done(ResourceEndpoints.updated($0)) }
+                    }
+                }
+                guard queued else { throw WorkPool.busy }
+            })
+        routes.add(
+            .DELETE, path, access,
+            endpoints.write { request, caller, options, done in
+                let id = try ResourceEndpoints.id(request)
+                try mayChange(id, caller)
+                endpoints.store.setImage(id, to: nil, preconditions: try ETag.preconditions(request), options: options) { result in
+                    done(result.map { HTTPResponse(status: .noContent, headers: [("ETag", ETag.header($0.version))]) })
+                }
+            })
+    }
+
+    /// The format the request's `Content-Type` names; 415 for anything else.
+    static func declaredFormat(_ request: HTTPRequest) throws(APIError) -> ImageFormat {
+        guard let field = request.headers["content-type"], let format = ImageFormat(contentType: field) else {
+            throw APIError(
+                status: .unsupportedMediaType, code: "unsupportedMediaType",
+                detail: "An image is sent as its bytes with Content-Type image/jpeg, image/png, image/webp, image/heic or image/avif.")
+        }
+        return format
+    }
+
+    // MARK: Serving
+
+    /// `GET /v1/images/{hash}`: the original, or a rendition (`w`, `h`, `fit`, `format`, `q`).
+    func registerServing(in routes: inout Routes) {
+        routes.add(
+            .GET, ImageMember.path + "{hash}", .read, usesDatabase: false,
+            .inlineOrLater { [self] request, caller, done in
+                let (hash, spec, negotiated) = try Self.parse(request)
+                if let served = library.cached(hash, spec) { return try response(served, hash: hash, spec: spec, negotiated: negotiated, request) }
+                library.rendition(hash, spec, for: RateLimiter.partition(caller, request)) { result in
+                    done(
+                        result.flatMap { served in
+                            Result {
+                                guard let served else { throw APIError(status: .notFound, code: "notFound", detail: "No image has this hash.") }
+                                return try response(served, hash: hash, spec: spec, negotiated: negotiated, request)
+                            }
+                        })
+                }
+                return nil
+            })
+    }
+
+    /// The image's hash and the rendition the query asks for (`nil`: the original), and
+    /// whether its format was negotiated (`format=auto`).
+    static func parse(_ request: HTTPRequest) throws(APIError) -> (String, RenditionSpec?, Bool) {
+        let hash = request.pathParameters["hash"] ?? ""
+        guard ImageMember.isHash(hash) else {
+            throw APIError(status: .badRequest, code: "invalidHash", detail: "An image is named by its SHA-256: 64 lowercase hexadecimal digits.")
+        }
+        guard request.query != nil else { return (hash, nil, false) }
+        let values = try QueryParameters.parse(request, accepted: ["w", "h", "fit", "format", "q"])
+        let ladder = ImageRules.widths.map(String.init).joined(separator: ", ")
+        func side(_ name: String) throws(APIError) -> Int? {
+            guard let text = values[name] else { return nil }
+            guard let value = Int(text), ImageRules.widths.contains(value), text == String(value) else {
+                throw .invalidParameter(name, "must be one of \(ladder) : renditions come in these sizes only.")
+            }
+            return value
+        }
+        let width = try side("w"), height = try side("h")
+        var fit = ImageFit.contain
+        if let text = values["fit"] {
+            guard let value = ImageFit(rawValue: text) else { throw .invalidParameter("fit", "must be contain or cover.") }
+            guard width != nil, height != nil else { throw .invalidParameter("fit", "needs both w and h.") }
+            fit = value
+        }
+        var quality = ImageRules.defaultQuality
+        if let text = values["q"] {
+            guard let value = Int(text), ImageRules.qualities.contains(value), text == String(value) else {
+                throw .invalidParameter("q", "must be one of \(ImageRules.qualities.map(String.init).joined(separator: ", ")).")
+            }
+            quality = value
+        }
+        var format = ImageFormat.jpeg
+        var negotiated = false
+        if let text = values["format"] {
+            if text == "auto" {
+                negotiated = true
+                format = negotiate(request.headers["accept"] ?? "")
+            } else {
+                guard let value = ImageFormat(rawValue: text), ImageFormat.renditions.contains(value) else {
+                    throw .invalidParameter("format", "must be jpeg, webp, avif or auto.")
+                }
+                format = value
+            }
+        }
+        return (hash, RenditionSpec(width: width, height: height, fit: fit, format: format, quality: quality), negotiated)
+    }
+
+    /// The best format `accept` takes: AVIF, then WebP, then JPEG (which every client takes).
+    /// A type with `q=0` is refused.
+    static func negotiate(_ accept: String) -> ImageFormat {
+        var types: Set<String> = []
+        for item in accept.lowercased().split(separator: ",") {
+            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+            let refused = parts.dropFirst().contains { parameter in
+                parameter.hasPrefix("q=") && (Double(parameter.dropFirst(2)) ?? 1) == 0
+            }
+            if !refused, let type = parts.first { types.insert(type) }
+        }
+        if types.contains("image/avif") { return .avif }
+        if types.contains("image/webp") { return .webp }
+        return .jpeg
+    }
+
+    /// The answer serving `served`: immutable when its format was asked for, a day's
+    /// `max-age` varying by `Accept` when negotiated; never anything a browser would run.
+    private func response(
+        _ served: ImageLibrary.Served, hash: String, spec: RenditionSpec?, negotiated: Bool, _ request: HTTPRequest
+    ) throws
+        -> HTTPResponse
+    {
+        let tag = "\"\(hash.prefix(32))-\(spec?.name ?? "original")\""
+        var headers: [(name: String, value: String)] = [
+            ("ETag", tag), ("X-Content-Type-Options", "nosniff"), ("Content-Security-Policy", "default-src 'none'"),
+        ]
+        var vary = privateReads ? ["Authorization"] : []
+        if negotiated { vary.append("Accept") }
+        if !vary.isEmpty { headers.append(("Vary", vary.joined(separator: ", "))) }
+        let scope = privateReads ? "private" : "public"
+        let control = negotiated ? "\(scope), max-age=3600" : "\(scope), max-age=31536000, immutable"
+        var response: HTTPResponse
+        if try ETag.noneMatch(request.headers.values(for: "if-none-match"), tag: tag) {
+            response = HTTPResponse(status: .notModified, headers: headers)
+        } else {
+            response = HTTPResponse(status: .ok, headers: [("Content-Type", served.format.contentType)] + headers, body: served.bytes)
+        }
+        response.cacheControl = control
+        return response
+    }
+}

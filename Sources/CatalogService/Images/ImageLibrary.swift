@@ -1,0 +1,136 @@
+import CatalogMedia
+import CatalogModels
+import CatalogSchema
+import Foundation
+import HTTPServer
+import Logging
+import Synchronization
+
+/// The service's images: uploads made ready and kept in the media store, and renditions
+/// made by libvips, cached on local disk (``RenditionCache``) and made once however many
+/// clients ask at the same moment. Every decode, encode and store access runs on its own
+/// pool, callers taking turns; a full pool answers 503 with `Retry-After`.
+final class ImageLibrary: Sendable {
+    /// An image's bytes as served, with their type.
+    struct Served: Sendable {
+        let bytes: [UInt8]
+        let format: ImageFormat
+    }
+
+    let store: any MediaStore
+    let cache: RenditionCache
+    private let pool: WorkPool
+    /// The requests waiting for a rendition being made, by its cache key.
+    private let flights = Mutex<[String: [@Sendable (Result<Served, any Error>) -> Void]]>([:])
+    private let made = Atomic<Int>(0)
+    private let logger = Logger(label: "catalog.images")
+
+    /// The threads that decode and encode: half the cores, so the event loops always keep
+    /// one. A caller holds at most 4 of the 32 places in its queue.
+    static func makePool() -> WorkPool {
+        WorkPool(name: "images", threads: max(1, ProcessInfo.processInfo.activeProcessorCount / 2), queueLimit: 32, perCaller: 4)
+    }
+
+    init(store: any MediaStore, cache: RenditionCache, pool: WorkPool = makePool()) {
+        self.store = store
+        self.cache = cache
+        self.pool = pool
+    }
+
+    /// Renditions made since start (not served from the cache).
+    var renditionsMade: Int { made.load(ordering: .relaxed) }
+
+    /// Checks and normalizes an upload (`bytes`, which the client says are `declared`) and
+    /// keeps it in the media store, on the pool in `caller`'s line; `completion` gets the
+    /// image kept, or why it was refused.
+    /// - Returns: false when the pool is full (nothing was done).
+    func ingest(
+        _ bytes: [UInt8], declared: ImageFormat, for caller: String, completion: @escaping @Sendable (Result<NormalizedImage, any Error>) -> Void
+    )
+        -> Bool
+    {
+        pool.submit(for: caller) { [self] in
+            completion(
+                Result {
+                    let image = try ImagePipeline.normalize(bytes, declared: declared)
+                    try store.put(MediaKey.original(image.hash), image.bytes)
+                    cache.put(Self.key(image.hash, nil), image.bytes)
+                    return image
+                })
+        }
+    }
+
+    /// The rendition `spec` of the image `hash` (its original when `nil`) when memory holds
+    /// it: what an event loop may serve.
+    func cached(_ hash: String, _ spec: RenditionSpec?) -> Served? {
+        guard let bytes = cache.cached(Self.key(hash, spec)), let format = spec?.format ?? ImageFormat.sniff(bytes) else { return nil }
+        return Served(bytes: bytes, format: format)
+    }
+
+    /// The rendition `spec` of the image `hash` (its original when `nil`), from the cache
+    /// or made on the pool in `caller`'s line; one making serves every request for it that
+    /// arrives meanwhile. `nil` in the completion: no such image.
+    func rendition(_ hash: String, _ spec: RenditionSpec?, for caller: String, completion: @escaping @Sendable (Result<Served?, any Error>) -> Void) {
+        let key = Self.key(hash, spec)
+        let leads = flights.withLock { flights in
+            let leads = flights[key] == nil
+            flights[key, default: []].append { result in
+                switch result {
+                case let .success(served): completion(.success(served))
+                case let .failure(error as Missing): completion(error.hash == hash ? .success(nil) : .failure(error))
+                case let .failure(error): completion(.failure(error))
+                }
+            }
+            return leads
+        }
+        guard leads else { return }
+        let queued = pool.submit(for: caller) { [self] in land(key, Result { try make(hash, spec, key) }) }
+        if !queued { land(key, .failure(WorkPool.busy)) }
+    }
+
+    /// Removes the images `hashes` from the media store and the cache (on the pool, after
+    /// their records are gone), logging what fails: the sweep finds them again.
+    func discard(_ hashes: [String]) {
+        guard !hashes.isEmpty else { return }
+        let queued = WorkPool.blocking.submit { [self] in
+            for hash in hashes {
+                cache.remove(hash: hash)
+                do { try store.delete(MediaKey.original(hash)) } catch { logger.warning("Could not remove image \(hash): \(error)") }
+            }
+        }
+        if !queued { logger.warning("The blocking pool is full: \(hashes.count) images stay until the sweep removes them.") }
+    }
+
+    /// An image that is not stored.
+    private struct Missing: Error {
+        let hash: String
+    }
+
+    private func make(_ hash: String, _ spec: RenditionSpec?, _ key: String) throws -> Served {
+        if let bytes = cache.get(key), let format = spec?.format ?? ImageFormat.sniff(bytes) { return Served(bytes: bytes, format: format) }
+        let originalKey = Self.key(hash, nil)
+        var original = cache.get(originalKey)
+        if original == nil {
+            guard let fetched = try store.get(MediaKey.original(hash), limit: ImageRules.maxBytes * 4) else { throw Missing(hash: hash) }
+            cache.put(originalKey, fetched)
+            original = fetched
+        }
+        guard let original, let format = ImageFormat.sniff(original) else { throw Missing(hash: hash) }
+        guard let spec else { return Served(bytes: original, format: format) }
+        let rendition = try ImagePipeline.render(original, format: format, spec)
+        made.add(1, ordering: .relaxed)
+        cache.put(key, rendition.bytes)
+        return Served(bytes: rendition.bytes, format: spec.format)
+    }
+
+    /// Answers every request waiting for `key`.
+    private func land(_ key: String, _ result: Result<Served, any Error>) {
+        let waiting = flights.withLock { $0.removeValue(forKey: key) } ?? []
+        for answer in waiting { answer(result) }
+    }
+
+    /// The cache key of a rendition (`original` for the original).
+    static func key(_ hash: String, _ spec: RenditionSpec?) -> String {
+        hash + "/" + (spec?.name ?? "original")
+    }
+}
