@@ -127,6 +127,7 @@ let package = Package(
         .testTarget(name: "CatalogModelsTests", dependencies: ["CatalogModels"]),
         .testTarget(name: "CatalogSchemaTests", dependencies: ["CatalogSchema", "CatalogModels"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
+        .testTarget(name: "CatalogMediaTests", dependencies: ["CatalogMedia", "CatalogModels"]),
         .testTarget(
             name: "CatalogStoreTests",
             dependencies: [
@@ -165,7 +166,9 @@ let package = Package(
         // Two catalog-server processes on one PostgreSQL database.
         .testTarget(
             name: "CatalogReplicaTests",
-            dependencies: ["ServiceTestSupport", "CatalogService", "CatalogStore", "CatalogModels", "CatalogClient", "TestSupport"]
+            dependencies: [
+                "ServiceTestSupport", "CatalogService", "CatalogStore", "CatalogMedia", "CatalogIdentity", "CatalogModels", "CatalogClient", "TestSupport",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

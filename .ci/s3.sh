@@ -23,10 +23,11 @@ cat > "$dir/s3.json" <<'JSON'
 {"identities": [{"name": "catalog", "credentials": [{"accessKey": "catalog", "secretKey": "catalog-secret"}],
   "actions": ["Admin", "Read", "List", "Tagging", "Write"]}]}
 JSON
-# Small volumes, few of them: a test server, not a store of record.
+# Small volumes: a test server, not a store of record. Tests share one bucket, each under a prefix
+# of its own (a bucket is a SeaweedFS collection, with volumes of its own).
 weed server -dir="$dir/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
     -master.port=$((base + 1)) -master.port.grpc=$((base + 10001)) -master.volumeSizeLimitMB=64 \
-    -volume.port=$((base + 2)) -volume.port.grpc=$((base + 10002)) -volume.max=16 \
+    -volume.port=$((base + 2)) -volume.port.grpc=$((base + 10002)) -volume.max=100 \
     -filer.port=$((base + 3)) -filer.port.grpc=$((base + 10003)) \
     -s3 -s3.port="$base" -s3.port.grpc=$((base + 10004)) -s3.port.iceberg=0 -s3.port.lance=0 -s3.config="$dir/s3.json" \
     >"$dir/weed.log" 2>&1 &

@@ -162,11 +162,13 @@ package final class RenditionCache: Sendable {
     /// tenths of each budget, once over it.
     private func evict() {
         let doomed: [String] = state.withLock { state in
-            guard state.diskBytes > diskBudget || state.memoryBytes > memoryBudget else { return [] }
+            // Each budget, once passed, is brought down alone: a full memory drops no file.
+            let diskFull = state.diskBytes > diskBudget, memoryFull = state.memoryBytes > memoryBudget
+            guard diskFull || memoryFull else { return [] }
             var doomed: [String] = []
             for (key, entry) in state.entries.sorted(by: { $0.value.used < $1.value.used }) {
-                let overDisk = state.diskBytes > diskBudget / 10 * 9
-                let overMemory = state.memoryBytes > memoryBudget / 10 * 9
+                let overDisk = diskFull && state.diskBytes > diskBudget / 10 * 9
+                let overMemory = memoryFull && state.memoryBytes > memoryBudget / 10 * 9
                 guard overDisk || overMemory else { break }
                 if overDisk {
                     state.entries[key] = nil

@@ -130,8 +130,8 @@ package struct S3MediaStore: MediaStore {
     {
         var lines = headers + ["x-amz-content-sha256: " + Crypto.hex(Crypto.sha256(body))]
         if let sessionToken { lines.append("x-amz-security-token: " + sessionToken) }
-        // libcurl's own `Expect: 100-continue` would cost a round trip per upload.
-        lines.append("Expect:")
+        // No `Expect:` to turn off libcurl's `100-continue`: libcurl 7.88 signs the empty field
+        // it then does not send, and the store refuses the signature.
         let sigv4 = "aws:amz:\(address.region):s3"
         var response = ccurl_response()
         let cLines = lines.map { strdup($0) }

@@ -1,3 +1,5 @@
+import CatalogIdentity
+import CatalogMedia
 import CatalogModels
 import CatalogStore
 import Foundation
@@ -23,13 +25,20 @@ struct ReplicaTests {
         var processes: [ChildProcess] { servers.map(\.process) }
         var clients: [APIClient] { servers.map(\.client) }
 
-        init() async throws {
+        /// With `mediaStore` (an `s3://` address), both keep images there; else each in a
+        /// folder of its own.
+        init(mediaStore: String? = nil, environment: [String: String] = [:]) async throws {
             database = try TestEngine.postgresDatabase(for: directory)
             key = try await Executables.bootstrapKey(database: database)
             // Started together; each picks its own port (0) and logs it: no race for a free port with other tests.
             let arguments = ["--database", database, "--migrations", migrationsDirectory.path, "--rate-limits", "off"]
-            async let first = ServerProcess(arguments, log: directory.appendingPathComponent("replica-0.log"), key: key)
-            async let second = ServerProcess(arguments, log: directory.appendingPathComponent("replica-1.log"), key: key)
+            func media(_ index: Int) -> [String] {
+                (mediaStore.map { ["--media-store", $0] } ?? ["--media-directory", directory.appendingPathComponent("media-\(index)").path])
+                    + ["--image-cache-directory", directory.appendingPathComponent("image-cache-\(index)").path]
+            }
+            let environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            async let first = ServerProcess(arguments + media(0), environment: environment, log: directory.appendingPathComponent("replica-0.log"), key: key)
+            async let second = ServerProcess(arguments + media(1), environment: environment, log: directory.appendingPathComponent("replica-1.log"), key: key)
             servers = try await [first, second]
         }
 
@@ -66,6 +75,25 @@ struct ReplicaTests {
             let ids = Set(try await client.all("/v1/games?limit=100", as: Game.self).map(\.id))
             #expect(created.isSubset(of: ids))
         }
+    }
+
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["CATALOG_TEST_S3_ENDPOINT"] != nil, "needs CATALOG_TEST_S3_ENDPOINT (.ci/s3.sh)"))
+    func anImageUploadedThroughOneReplicaIsServedByTheOther() async throws {
+        let endpoint = try #require(ProcessInfo.processInfo.environment["CATALOG_TEST_S3_ENDPOINT"])
+        let credentials = ["AWS_ACCESS_KEY_ID": "catalog", "AWS_SECRET_ACCESS_KEY": "catalog-secret"]
+        let address = "s3://catalog-tests/replicas-\(UUID().uuidString.lowercased())?endpoint=\(endpoint)"
+        try S3MediaStore(S3MediaStore.Address(address), environment: credentials).createBucket()
+        let replicas = try await Replicas(mediaStore: address, environment: credentials)
+        let game = try await replicas.client(0).send("POST", "/v1/games", json: ["name": "Shared", "imageName": "shared"]).decode(Game.self)
+        let uploaded = try await replicas.client(0).send(
+            "PUT", "/v1/games/\(game.id)/image", headers: ["Content-Type": "image/png"], body: Data(TestImages.png(width: 120, height: 80)))
+        let image = try #require(try uploaded.decode(Game.self).image, "\(uploaded.text)")
+        // The other replica has never seen it: it reads the original from the bucket.
+        #expect(try await replicas.client(1).get("/v1/games/\(game.id)").decode(Game.self).image == image)
+        let original = try await replicas.client(1).get(image.url)
+        #expect(original.status == 200 && Crypto.hex(Crypto.sha256(Array(original.body))) == image.hash)
+        let rendition = try await replicas.client(1).get(image.url + "?w=64&format=webp")
+        #expect(rendition.status == 200 && rendition.header("Content-Type") == "image/webp")
     }
 
     @Test func concurrentConditionalReordersHaveOneWinner() async throws {
