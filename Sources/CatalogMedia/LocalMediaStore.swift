@@ -82,6 +82,28 @@ package struct LocalMediaStore: MediaStore {
         }
     }
 
+    /// Puts every original of this store into the store at `directory` (made when
+    /// missing): hard links where both are on one disk (originals never change, so a link is
+    /// a copy), copies elsewhere; those already there are left. - Returns: how many it holds.
+    package func copyOriginals(to directory: String) throws(MediaStoreError) -> Int {
+        let target = try LocalMediaStore(directory: directory)
+        let originals = try list(prefix: MediaKey.originals)
+        for (key, _) in originals where !FileManager.default.fileExists(atPath: target.url(key).path) {
+            do {
+                try FileManager.default.createDirectory(at: target.url(key).deletingLastPathComponent(), withIntermediateDirectories: true)
+                if link(url(key).path, target.url(key).path) != 0 {
+                    guard let bytes = try get(key, limit: .max) else { continue }
+                    try target.put(key, bytes)
+                }
+            } catch let error as MediaStoreError {
+                throw error
+            } catch {
+                throw MediaStoreError("Cannot copy \(key) to \(directory): \(error.localizedDescription)")
+            }
+        }
+        return originals.count
+    }
+
     /// Writes `bytes` to a new file at `path` and `fsync`s it.
     static func writeSynced(_ bytes: [UInt8], to path: String) throws(MediaStoreError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)

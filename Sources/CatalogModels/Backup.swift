@@ -6,11 +6,16 @@ public struct Backup: Codable, Sendable, Hashable {
     public var bytes: Int
     /// The result of `PRAGMA integrity_check` on the copy: `ok`.
     public var integrityCheck: String
+    /// How many image originals were copied beside it (into the folder named as the copy
+    /// with `.media` in place of `.sqlite`); absent when images are kept in S3, whose
+    /// bucket versioning keeps them instead.
+    public var images: Int?
 
     /// Creates a backup description.
-    public init(name: String, bytes: Int, integrityCheck: String) {
+    public init(name: String, bytes: Int, integrityCheck: String, images: Int? = nil) {
         self.name = name
         self.bytes = bytes
         self.integrityCheck = integrityCheck
+        self.images = images
     }
 }

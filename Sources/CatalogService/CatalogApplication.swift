@@ -184,7 +184,7 @@ public final class CatalogApplication: Sendable {
             streamBudget: streamBudget, limiter: limiter)
         Self.register(
             in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups, feed: feed,
-            images: ImageEndpoints(library: images, privateReads: configuration.requireAuthForReads, memberQuota: configuration.imageQuotaBytes))
+            images: ImageEndpoints(library: images, records: store.images, privateReads: configuration.requireAuthForReads, memberQuota: configuration.imageQuotaBytes))
         routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }
         let render: ErrorRenderer = { ErrorMapping.render($0, context: $1) }
         server = try HTTPServer(configuration: serverConfiguration, router: routes.router, errorRenderer: render)

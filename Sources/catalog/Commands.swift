@@ -75,3 +75,45 @@ struct DeleteCommand<R: CLIResource>: AsyncParsableCommand {
         try await Output.run { try await R.resource(connection.client()).delete(id, ifMatch: ifMatch) }
     }
 }
+
+/// `image set ID FILE` and `image remove ID`: a resource's image (artwork, poster, cover, avatar).
+struct ImageCommand<R: CLIResource>: AsyncParsableCommand where R.Model: ShowsImage {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(commandName: "image", abstract: "The \(R.noun)'s image.", subcommands: [SetImage<R>.self, RemoveImage<R>.self])
+    }
+}
+
+struct SetImage<R: CLIResource>: AsyncParsableCommand where R.Model: ShowsImage {
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            commandName: "set", abstract: "Upload a JPEG, PNG, WebP, HEIC or AVIF file (at most 20 MB) as the \(R.noun)'s image.")
+    }
+
+    @OptionGroup var connection: Connection
+    @Argument(help: ArgumentHelp("The \(R.noun)'s id.")) var id: String
+    @Argument(help: "The image file.") var file: String
+    @Option(help: ArgumentHelp("Only if the \(R.noun) is still at this ETag.")) var ifMatch: String?
+
+    func run() async throws {
+        let id = try Output.id(id)
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch { throw ValidationError("Cannot read \(file): \(error.localizedDescription)") }
+        guard let format = ImageFormat.sniff(data) else { throw ValidationError("\(file) is not a JPEG, PNG, WebP, HEIC or AVIF image.") }
+        try await Output.run {
+            try Output.one(try await R.resource(connection.client()).setImage(of: id, data, format: format, ifMatch: ifMatch), connection: connection, fields: R.fields)
+        }
+    }
+}
+
+struct RemoveImage<R: CLIResource>: AsyncParsableCommand where R.Model: ShowsImage {
+    static var configuration: CommandConfiguration { CommandConfiguration(commandName: "remove", abstract: "Remove the \(R.noun)'s image.") }
+
+    @OptionGroup var connection: Connection
+    @Argument(help: ArgumentHelp("The \(R.noun)'s id.")) var id: String
+    @Option(help: ArgumentHelp("Only if the \(R.noun) is still at this ETag.")) var ifMatch: String?
+
+    func run() async throws {
+        let id = try Output.id(id)
+        try await Output.run { try await R.resource(connection.client()).removeImage(of: id, ifMatch: ifMatch) }
+    }
+}

@@ -6,7 +6,10 @@ import Foundation
 struct Playlists: AsyncParsableCommand, CLIResource {
     static let configuration = CommandConfiguration(
         abstract: "Playlists and their entries.",
-        subcommands: [ListCommand<Playlists>.self, Show.self, Create.self, Add.self, Move.self, Remove.self, DeleteCommand<Playlists>.self])
+        subcommands: [
+            ListCommand<Playlists>.self, Show.self, Create.self, Add.self, Move.self, Remove.self, DeleteCommand<Playlists>.self,
+            ImageCommand<Playlists>.self,
+        ])
     static let noun = "playlist"
 
     static func resource(_ client: CatalogClient) -> ResourceClient<Playlist, PlaylistInput> { client.playlists }
@@ -14,7 +17,7 @@ struct Playlists: AsyncParsableCommand, CLIResource {
     static func fields(_ playlist: Playlist) -> [(String, String)] {
         [
             ("id", playlist.id.rawValue), ("title", playlist.title), ("description", playlist.description),
-            ("entryCount", "\(playlist.entryCount)"), ("version", "\(playlist.version)"),
+            ("entryCount", "\(playlist.entryCount)"), ("image", playlist.image?.url ?? ""), ("version", "\(playlist.version)"),
         ]
     }
 

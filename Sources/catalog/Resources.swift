@@ -5,13 +5,19 @@ import Foundation
 
 struct Games: AsyncParsableCommand, CLIResource {
     static let configuration = CommandConfiguration(
-        abstract: "Arcade games.", subcommands: [ListCommand<Games>.self, GetCommand<Games>.self, Create.self, DeleteCommand<Games>.self])
+        abstract: "Arcade games.",
+        subcommands: [
+            ListCommand<Games>.self, GetCommand<Games>.self, Create.self, DeleteCommand<Games>.self, ImageCommand<Games>.self,
+        ])
     static let noun = "game"
 
     static func resource(_ client: CatalogClient) -> ResourceClient<Game, GameInput> { client.games }
 
     static func fields(_ game: Game) -> [(String, String)] {
-        [("id", game.id.rawValue), ("name", game.name), ("imageName", game.imageName), ("description", game.description), ("version", "\(game.version)")]
+        [
+            ("id", game.id.rawValue), ("name", game.name), ("imageName", game.imageName), ("image", game.image?.url ?? ""),
+            ("description", game.description), ("version", "\(game.version)"),
+        ]
     }
 
     typealias Filters = SearchFilter
@@ -34,7 +40,10 @@ struct Games: AsyncParsableCommand, CLIResource {
 
 struct Items: AsyncParsableCommand, CLIResource {
     static let configuration = CommandConfiguration(
-        abstract: "Playable items (streaming videos).", subcommands: [ListCommand<Items>.self, GetCommand<Items>.self, Create.self, DeleteCommand<Items>.self])
+        abstract: "Playable items (streaming videos).",
+        subcommands: [
+            ListCommand<Items>.self, GetCommand<Items>.self, Create.self, DeleteCommand<Items>.self, ImageCommand<Items>.self,
+        ])
     static let noun = "item"
 
     static func resource(_ client: CatalogClient) -> ResourceClient<PlayableItem, PlayableItemInput> { client.playableItems }
@@ -42,7 +51,7 @@ struct Items: AsyncParsableCommand, CLIResource {
     static func fields(_ item: PlayableItem) -> [(String, String)] {
         [
             ("id", item.id.rawValue), ("title", item.title), ("streamURL", item.streamURL.absoluteString),
-            ("thumbnailURL", item.thumbnailURL?.absoluteString ?? ""), ("durationSeconds", item.durationSeconds.map { "\($0)" } ?? ""),
+            ("thumbnailURL", item.thumbnailURL?.absoluteString ?? ""), ("image", item.image?.url ?? ""), ("durationSeconds", item.durationSeconds.map { "\($0)" } ?? ""),
             ("description", item.description), ("version", "\(item.version)"),
         ]
     }

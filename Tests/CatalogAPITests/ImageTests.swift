@@ -100,10 +100,14 @@ import Testing
         let game = try await Self.game(catalog)
         let image = try #require(
             try await Self.upload(catalog.client, game + "/image", TestImages.png(width: 40, height: 40), type: "image/png").decode(Game.self).image)
-        for query in ["w=300", "w=0", "w=064", "h=100000", "fit=cover&w=64", "format=png", "format=gif", "q=75", "size=64", "w=64&w=128"] {
+        for query in ["w=300", "w=0", "w=064", "h=100000", "fit=fill&w=64", "format=png", "format=gif", "q=75", "size=64", "w=64&w=128"] {
             let answer = try await catalog.client.get(image.url + "?" + query)
             #expect(answer.status == 400 && answer.problem?.code == "invalidParameter", "\(query): \(answer.text)")
         }
+        // Cropping needs both sides: with one, `fit` changes nothing, not even the cache entry.
+        let widthOnly = try await catalog.client.get(image.url + "?w=64&fit=cover")
+        let contained = try await catalog.client.get(image.url + "?w=64")
+        #expect(widthOnly.status == 200 && widthOnly.header("ETag") == contained.header("ETag"))
         let ladder = try await catalog.client.get(image.url + "?w=300")
         #expect(ladder.problem?.detail?.contains("64, 96, 128") == true)
         #expect(try await catalog.client.get("/v1/images/" + String(repeating: "A", count: 64)).problem?.code == "invalidHash")

@@ -9,6 +9,7 @@ import HTTPServer
 /// one (``ResourceSchema/image``), and `GET /v1/images/{hash}` with its renditions.
 struct ImageEndpoints: Sendable {
     let library: ImageLibrary
+    let records: ImageRecords
     /// Whether reads need a credential (`--require-auth-for-reads`): images are then
     /// `private` to caches too.
     let privateReads: Bool
@@ -32,21 +33,28 @@ struct ImageEndpoints: Sendable {
         }
         routes.add(
             .PUT, path, access, rate: .expensive, maxBody: ImageRules.maxBytes, bodyPassesServerLimit: true,
-            endpoints.write { [library, memberQuota] request, caller, options, done in
+            endpoints.write { [library, records, memberQuota] request, caller, options, done in
                 let id = try ResourceEndpoints.id(request)
                 try mayChange(id, caller)
                 let preconditions = try ETag.preconditions(request)
                 let declared = try Self.declaredFormat(request)
-                let store = endpoints.store
-                let queued = library.ingest(request.body, declared: declared, for: RateLimiter.partition(caller, request)) { result in
-                    switch result {
-                    case let .failure(error): done(.failure(error))
-                    case let .success(image):
-                        let reference = ImageReference(
-                            url: ImageMember.path + image.hash, width: image.width, height: image.height, blurHash: image.blurHash,
-                            contentType: image.format.contentType)
-                        let upload = ImageUpload(byteSize: image.bytes.count, uploader: caller.userID, quota: caller.has(.editor) ? nil : memberQuota)
-                        store.setImage(id, to: reference, upload: upload, preconditions: preconditions, options: options) { done(ResourceEndpoints.updated($0)) }
+                let line = RateLimiter.partition(caller, request)
+                let quota = caller.has(.editor) ? nil : memberQuota
+                // Checked and normalized, recorded (the quota; the sweep then leaves it be),
+                // kept, and only then shown: a crash between two steps leaves an image nothing
+                // shows, never a resource showing an image that is not there.
+                let queued = library.normalize(request.body, declared: declared, for: line) { normalized in
+                    guard case let .success(image) = normalized else { return done(normalized.map { _ in HTTPResponse(status: .ok) }) }
+                    let reference = ImageReference(
+                        url: ImageMember.path + image.hash, width: image.width, height: image.height, blurHash: image.blurHash,
+                        contentType: image.format.contentType)
+                    records.record(reference, ImageUpload(byteSize: image.bytes.count, uploader: caller.userID, quota: quota)) { recorded in
+                        guard case .success = recorded else { return done(recorded.map { HTTPResponse(status: .ok) }) }
+                        let kept = library.keep(image, for: line) { kept in
+                            guard case .success = kept else { return done(kept.map { HTTPResponse(status: .ok) }) }
+                            endpoints.store.setImage(id, to: reference, preconditions: preconditions, options: options) { done(ResourceEndpoints.updated($0)) }
+                        }
+                        if !kept { done(.failure(WorkPool.busy)) }
                     }
                 }
                 guard queued else { throw WorkPool.busy }
@@ -115,8 +123,8 @@ struct ImageEndpoints: Sendable {
         var fit = ImageFit.contain
         if let text = values["fit"] {
             guard let value = ImageFit(rawValue: text) else { throw .invalidParameter("fit", "must be contain or cover.") }
-            guard width != nil, height != nil else { throw .invalidParameter("fit", "needs both w and h.") }
-            fit = value
+            // Cropping needs both sides; with one, the rendition is the same either way (and one cache entry).
+            if width != nil, height != nil { fit = value }
         }
         var quality = ImageRules.defaultQuality
         if let text = values["q"] {

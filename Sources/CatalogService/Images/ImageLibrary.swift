@@ -40,22 +40,23 @@ final class ImageLibrary: Sendable {
     /// Renditions made since start (not served from the cache).
     var renditionsMade: Int { made.load(ordering: .relaxed) }
 
-    /// Checks and normalizes an upload (`bytes`, which the client says are `declared`) and
-    /// keeps it in the media store, on the pool in `caller`'s line; `completion` gets the
-    /// image kept, or why it was refused.
+    /// Checks and normalizes an upload (`bytes`, which the client says are `declared`) on
+    /// the pool, in `caller`'s line; `completion` gets the image to keep, or why it was refused.
     /// - Returns: false when the pool is full (nothing was done).
-    func ingest(
+    func normalize(
         _ bytes: [UInt8], declared: ImageFormat, for caller: String, completion: @escaping @Sendable (Result<NormalizedImage, any Error>) -> Void
-    )
-        -> Bool
-    {
+    ) -> Bool {
+        pool.submit(for: caller) { completion(Result { try ImagePipeline.normalize(bytes, declared: declared) }) }
+    }
+
+    /// Keeps `image` in the media store (once it is recorded), on the pool in `caller`'s line.
+    /// - Returns: false when the pool is full (nothing was done).
+    func keep(_ image: NormalizedImage, for caller: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) -> Bool {
         pool.submit(for: caller) { [self] in
             completion(
                 Result {
-                    let image = try ImagePipeline.normalize(bytes, declared: declared)
                     try store.put(MediaKey.original(image.hash), image.bytes)
                     cache.put(Self.key(image.hash, nil), image.bytes)
-                    return image
                 })
         }
     }

@@ -5,14 +5,15 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Removes what no resource shows any more, once a grace period has passed: images
-/// recorded but unreferenced (a replaced artwork, a deleted item's poster), and originals
-/// in the media store without a record (an upload whose write never committed: a crash
-/// between the two leaves such an orphan, never a reference to nothing).
+/// Removes what no resource shows any more, once a grace period has passed since it last
+/// was (a replaced artwork, a deleted item's poster: clients holding older documents keep
+/// their URLs that long, and backups their images), and originals in the media store
+/// without a record (an upload whose write never committed: a crash between the two leaves
+/// such an orphan, never a reference to nothing).
 final class ImageSweep: Sendable {
     let records: ImageRecords
     let library: ImageLibrary
-    /// How long an unreferenced image stays (an upload in flight references it within seconds).
+    /// How long an image stays once nothing shows it (or since its upload, for one never shown).
     let grace: Duration
     private let logger = Logger(label: "catalog.images")
 
@@ -47,7 +48,7 @@ final class ImageSweep: Sendable {
             // A candidate referenced again is skipped: stop once a pass forgets nothing.
             if batch.isEmpty || candidates.count < 1000 { break }
         }
-        remove(forgotten)
+        for hash in forgotten { library.cache.remove(hash: hash) }
         let stored = try library.store.list(prefix: MediaKey.originals).filter { $0.modified < cutoff }
             .map { String($0.key.dropFirst(MediaKey.originals.count)) }.filter { ImageMember.isHash($0) }
         var orphans: [String] = []
@@ -66,7 +67,8 @@ final class ImageSweep: Sendable {
     private func forget(_ hash: String, before cutoff: Int64) throws -> Bool {
         let done = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<Bool, any Error>>(.success(false))
-        records.forget(hash, before: cutoff) { result in
+        let store = library.store
+        records.forget(hash, before: cutoff, removing: { try store.delete(MediaKey.original(hash)) }) { result in
             outcome.withLock { $0 = result }
             done.signal()
         }

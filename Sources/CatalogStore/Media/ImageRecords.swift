@@ -33,11 +33,18 @@ public final class ImageRecords: Sendable {
         unreferenced = tables.map { "NOT EXISTS (SELECT 1 FROM \($0) WHERE \(ImageSlot.urlColumn) = ?)" }.joined(separator: " AND ")
     }
 
-    /// Records the stored original `image` (`upload`), in a write (before the resource that
-    /// shows it references it): made now, or, when it is recorded already, made again now (so
-    /// the sweep's grace period starts again). With a quota, the uploader's images, this one
-    /// included, may hold at most that many bytes.
-    static func record(_ db: any SQLConnection, _ image: ImageReference, _ upload: ImageUpload) throws {
+    /// Records the original `image` (`upload`) before its bytes are kept and before a
+    /// resource shows it, touched now: when it is recorded already, only touched, so the
+    /// sweep leaves it (and its bytes) alone for the grace period, whatever it had decided.
+    /// With a quota, the uploader's images, this one included, may hold at most that many
+    /// bytes (``StoreError/quotaExceeded(_:)``).
+    package func record(_ image: ImageReference, _ upload: ImageUpload, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        database.submit(WriteOptions(), atomic: false, { db in try Self.record(db, image, upload) }) { result in
+            completion(result.mapError { $0 is any EngineError ? StoreError.from($0) : $0 })
+        }
+    }
+
+    private static func record(_ db: any SQLConnection, _ image: ImageReference, _ upload: ImageUpload) throws {
         let byteSize = upload.byteSize, uploader = upload.uploader
         if let quota = upload.quota, let uploader {
             let held =
@@ -50,8 +57,8 @@ public final class ImageRecords: Sendable {
         }
         try db.execute(
             """
-            INSERT INTO images (hash, content_type, byte_size, width, height, blur_hash, uploaded_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (hash) DO UPDATE SET created_at = excluded.created_at
+            INSERT INTO images (hash, content_type, byte_size, width, height, blur_hash, uploaded_by, touched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (hash) DO UPDATE SET touched_at = excluded.touched_at
             """,
             [
                 image.hash, image.contentType, byteSize, image.width, image.height, image.blurHash, uploader?.rawValue,
@@ -59,12 +66,13 @@ public final class ImageRecords: Sendable {
             ])
     }
 
-    /// The images recorded before `cutoff` (milliseconds) that no resource references: the sweep's candidates.
+    /// The images touched before `cutoff` (milliseconds: uploaded, or last shown by a
+    /// resource) that no resource shows: the sweep's candidates.
     public func unreferenced(before cutoff: Int64, limit: Int = 1000) throws(StoreError) -> [String] {
         try guarded {
             try database.read { db in
                 let rows = try db.query(
-                    "SELECT hash FROM images WHERE created_at < ? ORDER BY created_at LIMIT ?", [cutoff, limit])
+                    "SELECT hash FROM images WHERE touched_at < ? ORDER BY touched_at LIMIT ?", [cutoff, limit])
                 var hashes: [String] = []
                 while try rows.step() { hashes.append(String(decoding: rows.text(0), as: UTF8.self)) }
                 return try hashes.filter { hash in try self.isUnreferenced(db, hash) }
@@ -72,15 +80,21 @@ public final class ImageRecords: Sendable {
         }
     }
 
-    /// Forgets the image `hash` when it is still unreferenced and recorded before `cutoff`
-    /// (an upload of the same bytes since has recorded it anew); whether it did.
-    public func forget(_ hash: String, before cutoff: Int64, completion: @escaping @Sendable (Result<Bool, any Error>) -> Void) {
+    /// Forgets the image `hash` when it is still unreferenced and untouched since `cutoff`
+    /// (an upload of the same bytes since has touched it), `removing` its bytes inside the
+    /// same transaction, before it commits: an upload of the same bytes records them after,
+    /// and so keeps them again after (``record(_:_:completion:)``). Whether it did.
+    public func forget(
+        _ hash: String, before cutoff: Int64, removing: @escaping @Sendable () throws -> Void,
+        completion: @escaping @Sendable (Result<Bool, any Error>) -> Void
+    ) {
         database.submit(
             WriteOptions(), atomic: true,
             { db in
-                guard try db.exists("SELECT 1 FROM images WHERE hash = ? AND created_at < ?" + db.dialect.forDelete, [hash, cutoff]),
+                guard try db.exists("SELECT 1 FROM images WHERE hash = ? AND touched_at < ?" + db.dialect.forDelete, [hash, cutoff]),
                     try self.isUnreferenced(db, hash)
                 else { return false }
+                try removing()
                 try db.execute("DELETE FROM images WHERE hash = ?", [hash])
                 return true
             }
