@@ -36,6 +36,16 @@ for _ in $(seq 1 100); do
 done
 (cd "$app" && ./catalog-server healthcheck)
 curl -sf "http://127.0.0.1:$port/openapi.yaml" | cmp -s - openapi.yaml || { echo "/openapi.yaml differs from openapi.yaml" >&2; exit 1; }
+# An image (a PNG written by Python's zlib), so the backup has one to carry.
+python3 - "$data/upload.png" <<'PY'
+import struct, sys, zlib
+def chunk(kind, data): return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+rows = b"".join(b"\x00" + bytes(v for x in range(32) for v in (x * 8, y * 8, 128)) for y in range(32))
+open(sys.argv[1], "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 32, 32, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+PY
+game=$(curl -sf -H "Authorization: Bearer $CATALOG_API_KEY" -H 'Content-Type: application/json' -d '{"name":"Pictured","imageName":"p"}' "http://127.0.0.1:$port/v1/games" | jq -r .id)
+hash=$(curl -sf -X PUT -H "Authorization: Bearer $CATALOG_API_KEY" -H 'Content-Type: image/png' --data-binary @"$data/upload.png" "http://127.0.0.1:$port/v1/games/$game/image" | jq -r '.image.url' | sed 's|.*/||')
+[[ "$hash" =~ ^[0-9a-f]{64}$ ]] || { echo "the image upload answered no image" >&2; exit 1; }
 # Online backup through the running server; a restore must refuse while it runs.
 if (cd "$app" && ./catalog-server keys create --role admin --name second >/dev/null 2>&1); then
     echo "keys create ran while the server held the database" >&2
@@ -50,7 +60,10 @@ kill -TERM "$pid"
 wait "$pid"
 status=$?
 pid=
+# The images come back with the database.
+rm -rf "$data/media"
 (cd "$app" && ./catalog-server restore --from "$data/backup.sqlite")
+[ -f "$data/media/originals/$hash" ] || { echo "the restore did not bring back image $hash" >&2; exit 1; }
 grep -q "listening on http://0.0.0.0:$port" "$data/server.log"
 echo "image commands: SIGTERM exit status $status"
 [ "$status" -eq 0 ]

@@ -60,6 +60,15 @@ extension CatalogClient {
         }
     }
 
+    /// Sends the original of an image exported from another catalog (`data`, as
+    /// `GET /v1/images/{hash}` served it there, ``ImageReference/hash``) to this one, which
+    /// keeps it as it is once it has checked it (`PUT /admin/images/{hash}`; 422 when `data`
+    /// is not what `hash` names): records showing the image can then be imported. Admins only.
+    public func importImage(_ data: Data, hash: String) async throws(CatalogClientError) -> ImageReference {
+        guard let format = ImageFormat.sniff(data) else { throw .invalidResponse("The data is not a JPEG, PNG, WebP, HEIC or AVIF image.") }
+        return try decode(ImageReference.self, from: await send("PUT", "/admin/images/\(hash)", body: data, contentType: format.contentType).data)
+    }
+
     /// Applies up to ``ImportRequest/maxRecords`` records in one transaction on the server
     /// (`POST /admin/import`), ids, times and versions preserved; records already there
     /// with the same content are left alone.

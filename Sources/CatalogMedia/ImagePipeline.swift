@@ -88,9 +88,22 @@ package enum ImagePipeline {
         let (format, width, height) = try inspect(bytes, declared: declared)
         let spec = RenditionSpec(width: width, height: height, fit: .contain, format: format, quality: keptQuality(format))
         let kept = try render(bytes, format: format, spec)
+        return try describe(kept.bytes, format: format, width: kept.width, height: kept.height)
+    }
+
+    /// `bytes`, an original kept by a catalog (an export's), checked as an upload is and
+    /// decoded whole, to keep as they are (their hash is their name already).
+    package static func verify(_ bytes: [UInt8], declared: ImageFormat) throws(ImageRefusal) -> NormalizedImage {
+        let (format, width, height) = try inspect(bytes, declared: declared)
+        return try describe(bytes, format: format, width: width, height: height)
+    }
+
+    /// `kept` described: its BlurHash (from a picture at most ``blurSide`` wide, which
+    /// decodes it whole) and its hash.
+    private static func describe(_ kept: [UInt8], format: ImageFormat, width: Int, height: Int) throws(ImageRefusal) -> NormalizedImage {
         var pixels = [UInt8](repeating: 0, count: blurSide * blurSide * 3)
         var blurWidth: Int32 = 0, blurHeight: Int32 = 0
-        let shrunk = kept.bytes.withUnsafeBytes { kept in
+        let shrunk = kept.withUnsafeBytes { kept in
             pixels.withUnsafeMutableBufferPointer { pixels in
                 cimage_pixels(kept.baseAddress, kept.count, format.cFormat, Int32(blurSide), pixels.baseAddress, &blurWidth, &blurHeight)
             }
@@ -99,10 +112,9 @@ package enum ImagePipeline {
             clearError()
             throw .undecodable
         }
-        let components = BlurHash.components(width: kept.width, height: kept.height)
+        let components = BlurHash.components(width: width, height: height)
         let blurHash = BlurHash.encode(pixels: pixels, width: Int(blurWidth), height: Int(blurHeight), x: components.x, y: components.y)
-        return NormalizedImage(
-            bytes: kept.bytes, format: format, width: kept.width, height: kept.height, blurHash: blurHash, hash: Crypto.hex(Crypto.sha256(kept.bytes)))
+        return NormalizedImage(bytes: kept, format: format, width: width, height: height, blurHash: blurHash, hash: Crypto.hex(Crypto.sha256(kept)))
     }
 
     /// A rendition of `original` (a kept image of `format`) as `spec` asks.

@@ -11,6 +11,16 @@ public enum CatalogRecord: Codable, Sendable, Hashable {
     case playlist(PlaylistRecord)
     case comment(Comment)
 
+    /// The image the record's resource shows, if any.
+    public var image: ImageReference? {
+        switch self {
+        case let .game(game): game.image
+        case let .playableItem(item): item.image
+        case let .playlist(playlist): playlist.image
+        case .location, .comment: nil
+        }
+    }
+
     /// The `type` member of each kind, in the order an export writes them.
     public static let types = ["game", "location", "playableItem", "playlist", "comment"]
 
@@ -74,6 +84,8 @@ public struct PlaylistRecord: Codable, Sendable, Hashable {
     public var ownerId: CatalogID?
     /// Who sees it.
     public var visibility: Visibility
+    /// Its cover, when it has one (the target must hold the image: `catalog import --images`).
+    public var image: ImageReference?
     /// Its entries, in position order.
     public var entries: [Entry]
     /// When it was created.
@@ -85,21 +97,22 @@ public struct PlaylistRecord: Codable, Sendable, Hashable {
 
     /// Creates a record.
     public init(
-        id: CatalogID, title: String, description: String, ownerId: CatalogID? = nil, visibility: Visibility = .public, entries: [Entry],
-        createdAt: Date, updatedAt: Date, version: Int
+        id: CatalogID, title: String, description: String, ownerId: CatalogID? = nil, visibility: Visibility = .public, image: ImageReference? = nil,
+        entries: [Entry], createdAt: Date, updatedAt: Date, version: Int
     ) {
         self.id = id
         self.title = title
         self.description = description
         self.ownerId = ownerId
         self.visibility = visibility
+        self.image = image
         self.entries = entries
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.version = version
     }
 
-    private enum CodingKeys: String, CodingKey { case id, title, description, ownerId, visibility, entries, createdAt, updatedAt, version }
+    private enum CodingKeys: String, CodingKey { case id, title, description, ownerId, visibility, image, entries, createdAt, updatedAt, version }
 
     /// Decodes a record; exports made before accounts have no owner or visibility (public).
     public init(from decoder: any Decoder) throws {
@@ -109,6 +122,7 @@ public struct PlaylistRecord: Codable, Sendable, Hashable {
         description = try container.decode(String.self, forKey: .description)
         ownerId = try container.decodeIfPresent(CatalogID.self, forKey: .ownerId)
         visibility = try container.decodeIfPresent(Visibility.self, forKey: .visibility) ?? .public
+        image = try container.decodeIfPresent(ImageReference.self, forKey: .image)
         entries = try container.decode([Entry].self, forKey: .entries)
         createdAt = try container.decode(Date.self, forKey: .createdAt)
         updatedAt = try container.decode(Date.self, forKey: .updatedAt)
@@ -119,7 +133,7 @@ public struct PlaylistRecord: Codable, Sendable, Hashable {
     public init(_ playlist: Playlist, entries: [PlaylistEntry]) {
         self.init(
             id: playlist.id, title: playlist.title, description: playlist.description, ownerId: playlist.ownerId, visibility: playlist.visibility,
-            entries: entries.map { Entry(entryId: $0.entryId, playableItemId: $0.playableItem.id, addedAt: $0.addedAt) },
+            image: playlist.image, entries: entries.map { Entry(entryId: $0.entryId, playableItemId: $0.playableItem.id, addedAt: $0.addedAt) },
             createdAt: playlist.createdAt, updatedAt: playlist.updatedAt, version: playlist.version)
     }
 }

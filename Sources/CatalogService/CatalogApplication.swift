@@ -130,7 +130,7 @@ public final class CatalogApplication: Sendable {
             if let address = configuration.mediaStore {
                 try S3MediaStore(S3MediaStore.Address(address))
             } else {
-                try LocalMediaStore(directory: configuration.mediaDirectory ?? Self.besideDatabase("media", configuration.databasePath))
+                try LocalMediaStore(directory: configuration.mediaDirectory ?? Self.defaultMediaDirectory(databasePath: configuration.databasePath))
             }
         images = ImageLibrary(
             store: mediaStore,
@@ -163,7 +163,8 @@ public final class CatalogApplication: Sendable {
         let backups = Backups(
             store: store,
             directory: configuration.backupDirectory
-                ?? Self.defaultBackupDirectory(databasePath: configuration.databasePath), keep: configuration.backupKeep)
+                ?? Self.defaultBackupDirectory(databasePath: configuration.databasePath), keep: configuration.backupKeep,
+            media: mediaStore as? LocalMediaStore)
         if let settings = configuration.identityTokens {
             tokens = (TokenVerifier(keys: try settings.loadKeys(), issuers: settings.issuers, audiences: settings.audiences), settings)
         } else {
@@ -206,6 +207,25 @@ public final class CatalogApplication: Sendable {
     /// Where backups go when no folder is configured: `backups` beside the database.
     public static func defaultBackupDirectory(databasePath: String) -> String {
         besideDatabase("backups", databasePath)
+    }
+
+    /// The folder of images beside the backup `path` (`….sqlite` → `….media`).
+    public static func backupMediaFolder(of path: String) -> String {
+        Backups.mediaFolder(of: path)
+    }
+
+    /// Puts the images kept beside the backup `path` (``backupMediaFolder(of:)``) into the
+    /// image folder `mediaDirectory`: how many the backup holds, or `nil` when it has none
+    /// beside it (a backup from before images, or of a server keeping them in S3).
+    public static func restoreImages(from path: String, to mediaDirectory: String) throws -> Int? {
+        let folder = backupMediaFolder(of: path)
+        guard FileManager.default.fileExists(atPath: folder) else { return nil }
+        return try LocalMediaStore(directory: folder).copyOriginals(to: mediaDirectory)
+    }
+
+    /// Where images are kept when no folder (and no S3 store) is configured: `media` beside the database.
+    public static func defaultMediaDirectory(databasePath: String) -> String {
+        besideDatabase("media", databasePath)
     }
 
     /// The folder `name` beside the SQLite file `databasePath`, or in `./data` for a
@@ -251,6 +271,7 @@ public final class CatalogApplication: Sendable {
         }
         images.registerUploads(for: ResourceEndpoints(store.accounts.users, catalog: store, metrics: metrics), in: &routes)
         images.registerServing(in: &routes)
+        images.registerImports(in: &routes)
         let playlists = ResourceEndpoints(store.playlists, catalog: store, metrics: metrics)
         PlaylistEntries(store: store.entries, endpoints: playlists, itemFields: FieldSet(store.items)).register(in: &routes)
         Comments(store, metrics: metrics).register(in: &routes)

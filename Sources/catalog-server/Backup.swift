@@ -4,8 +4,9 @@ import Foundation
 
 /// `catalog-server backup --to FILE`: asks the running server (on 127.0.0.1:$CATALOG_PORT)
 /// for an online backup, then moves the copy from the server's backup folder (the same
-/// `--backup-dir`, or `backups` beside the same `--database`) to FILE. No second process
-/// opens the live database.
+/// `--backup-dir`, or `backups` beside the same `--database`) to FILE, and its images
+/// (when kept on local disk) to the folder beside it (`FILE` without `.sqlite`, and
+/// `.media`). No second process opens the live database.
 struct Backup: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Have the running server write a consistent copy of its database to FILE.")
 
@@ -22,6 +23,8 @@ struct Backup: ParsableCommand {
 
     func run() throws {
         guard !FileManager.default.fileExists(atPath: to) else { Settings.fail("\(to) already exists") }
+        let images = CatalogApplication.backupMediaFolder(of: to)
+        guard !FileManager.default.fileExists(atPath: images) else { Settings.fail("\(images) already exists") }
         let (port, tls) = try Settings.localServer(tls: tls)
         let (key, folder) = try Settings.resolving { settings throws(SettingError) -> (String?, String) in
             let key = try ServerSettings.apiKey.read(settings, apiKey)
@@ -46,6 +49,16 @@ struct Backup: ParsableCommand {
         } catch {
             Settings.fail("the backup is \(name) in the server's backup folder but could not be moved from \(folder) to \(to): \(error.localizedDescription)")
         }
-        say("backup written to \(to) (\(created["bytes"] ?? "?") bytes, integrity ok)")
+        let media = URL(fileURLWithPath: folder).appendingPathComponent(CatalogApplication.backupMediaFolder(of: name)).path
+        var imagesNote = ""
+        if let count = created["images"] as? Int, FileManager.default.fileExists(atPath: media) {
+            do {
+                try FileManager.default.moveItem(atPath: media, toPath: images)
+            } catch {
+                Settings.fail("the images are in \(media) but could not be moved to \(images): \(error.localizedDescription)")
+            }
+            imagesNote = ", \(count) images in \(images)"
+        }
+        say("backup written to \(to) (\(created["bytes"] ?? "?") bytes, integrity ok\(imagesNote))")
     }
 }

@@ -7,16 +7,25 @@ struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write the whole catalog to standard output as NDJSON, one resource per line (for `catalog import`).")
     @OptionGroup var connection: Connection
+    @Option(help: "Also write the original of every image the records show into this folder, each named by its hash (for `catalog import --images`).")
+    var images: String?
 
     func run() async throws {
         try await Output.run {
             let encoder = CatalogJSON.makeEncoder()
-            var count = 0
-            for try await record in try connection.client().exportRecords() {
+            let client = try connection.client()
+            var count = 0, written = 0
+            if let images { try FileManager.default.createDirectory(atPath: images, withIntermediateDirectories: true) }
+            for try await record in client.exportRecords() {
                 FileHandle.standardOutput.write(try encoder.encode(record) + Data("\n".utf8))
                 count += 1
+                guard let images, let image = record.image else { continue }
+                let file = URL(fileURLWithPath: images).appendingPathComponent(image.hash)
+                guard !FileManager.default.fileExists(atPath: file.path) else { continue }
+                try await client.imageData(image).write(to: file, options: .atomic)
+                written += 1
             }
-            FileHandle.standardError.write(Data("exported \(count) records\n".utf8))
+            FileHandle.standardError.write(Data("exported \(count) records\(images.map { ", \(written) images into \($0)" } ?? "")\n".utf8))
         }
     }
 }
@@ -26,6 +35,8 @@ struct Import: AsyncParsableCommand {
         abstract: "Read NDJSON records (from `catalog export`) on standard input and apply them, ids preserved; running it twice changes nothing.")
     @OptionGroup var connection: Connection
     @Option(help: "Records per request (1…1000); each batch is applied atomically.") var batch = 500
+    @Option(help: "The folder `catalog export --images` wrote: the images the records show are sent first (admins).")
+    var images: String?
 
     /// The most bytes of records one request carries (with room for the envelope).
     static let batchBytes = 768 * 1024
@@ -58,6 +69,15 @@ struct Import: AsyncParsableCommand {
         }
         try await Output.run {
             let client = try connection.client()
+            if let images {
+                var sent: Set<String> = []
+                for record in batches.joined() {
+                    guard let image = record.image, sent.insert(image.hash).inserted else { continue }
+                    let file = URL(fileURLWithPath: images).appendingPathComponent(image.hash)
+                    guard let data = try? Data(contentsOf: file) else { throw ValidationError("\(file.path) is missing: the image of a record.") }
+                    _ = try await client.importImage(data, hash: image.hash)
+                }
+            }
             var total = ImportSummary()
             for records in batches where !records.isEmpty {
                 let summary = try await client.importRecords(records)

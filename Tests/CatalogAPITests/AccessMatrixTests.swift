@@ -173,6 +173,14 @@ import Testing
             "GET /v1/comments/{id}/replies": (same(200), { world, _ in Call(path: "/v1/comments/\(world.comment)/replies") }),
             "GET /v1/changes": (same(200), { _, _ in Call(path: "/v1/changes?types=game&limit=5") }),
             "GET /v1/images/{hash}": (same(200), { world, _ in Call(path: "/v1/images/\(world.imageHash)?w=64&format=webp") }),
+            // The original the item shows, sent again as another catalog's would be.
+            "PUT /admin/images/{hash}": (
+                admins(200),
+                { world, _ in
+                    let original = Array(try await world.catalog.client.get("/v1/images/\(world.imageHash)").body)
+                    return Call(path: "/admin/images/\(world.imageHash)", contentType: "image/png", data: original)
+                }
+            ),
             "PUT /v1/playlists/{id}/image": (owners(200), { world, _ in upload("/v1/playlists/\(world.playlist)/image") }),
             "DELETE /v1/playlists/{id}/image": (owners(204), { world, _ in Call(path: "/v1/playlists/\(world.playlist)/image") }),
             // A user's avatar is the user's and admins' to set.

@@ -1,3 +1,5 @@
+import CatalogIdentity
+import CatalogModels
 import Foundation
 import HTTPServer
 import ServiceTestSupport
@@ -60,6 +62,25 @@ import Testing
     }
 
     // SQLite only.
+    @Test func aBackupHoldsTheImagesItShowsAndARestorePutsThemBack() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let game = try await catalog.client.send("POST", "/v1/games", json: ["name": "G", "imageName": "g"]).decode(Game.self)
+        let shown = try await catalog.client.send(
+            "PUT", "/v1/games/\(game.id)/image", headers: ["Content-Type": "image/png"], body: Data(TestImages.png(width: 12, height: 12)))
+        let image = try #require(try shown.decode(Game.self).image)
+        let created = try await catalog.client.send("POST", "/admin/backups").decode(Backup.self)
+        #expect(created.images == 1)
+        let backup = catalog.directory.appendingPathComponent("backups").appendingPathComponent(created.name).path
+        let media = CatalogApplication.backupMediaFolder(of: backup)
+        #expect(FileManager.default.fileExists(atPath: media + "/originals/" + image.hash))
+        // Restored elsewhere: the database's image is there again.
+        let elsewhere = catalog.directory.appendingPathComponent("restored-media").path
+        #expect(try CatalogApplication.restoreImages(from: backup, to: elsewhere) == 1)
+        let restored = try Data(contentsOf: URL(fileURLWithPath: elsewhere + "/originals/" + image.hash))
+        #expect(Crypto.hex(Crypto.sha256(Array(restored))) == image.hash)
+        #expect(try CatalogApplication.restoreImages(from: catalog.directory.appendingPathComponent("none.sqlite").path, to: elsewhere) == nil)
+    }
+
     @Test func backupsAreWrittenBesideTheDatabaseOneAtATimeAndPruned() async throws {
         let catalog = try TestCatalog { $0.backupKeep = 2 }
         let folder = catalog.directory.appendingPathComponent("backups")
@@ -68,14 +89,15 @@ import Testing
             let response = try await catalog.client.send("POST", "/admin/backups")
             #expect(response.status == 201)
             let created = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
-            #expect(Set(created.keys) == ["name", "bytes", "integrityCheck"], "no server path in the answer")
+            #expect(Set(created.keys) == ["name", "bytes", "integrityCheck", "images"], "no server path in the answer")
             let name = try #require(created["name"] as? String)
             #expect(!name.contains("/"))
             #expect(created["integrityCheck"] as? String == "ok")
             names.append(name)
         }
-        // The newest two are kept.
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == Array(names.suffix(2)).sorted())
+        // The newest two are kept, with their images.
+        let kept = names.suffix(2).flatMap { [$0, CatalogApplication.backupMediaFolder(of: $0)] }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == kept.sorted())
         #expect(try await catalog.client.send("GET", "/admin/backups").status == 405)
 
         // Two at once: one is written, the other is refused while it runs.

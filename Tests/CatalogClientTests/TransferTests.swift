@@ -72,6 +72,38 @@ import Testing
         }
     }
 
+    @Test(arguments: TestEngine.all) func imagesTravelWithTheirRecordsWhenSentFirst(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let source = try TestCatalog(seed: false)
+            let game = try await source.api.games.create(GameInput(name: "Pictured", imageName: "p")).value
+            let png = Data(TestImages.png(width: 40, height: 30))
+            let shown = try await source.api.games.setImage(of: game.id, png, format: .png)
+            let image = try #require(shown.value.image)
+            #expect(shown.value.version == 2)
+            let playlist = try await source.api.playlists.create(PlaylistInput(title: "Covered")).value
+            let covered = try await source.api.playlists.setImage(of: playlist.id, png, format: .png).value
+            #expect(covered.image == image, "the same bytes, the same image")
+            let records = try await Self.export(source.api)
+            #expect(records.compactMap(\.image) == [image, image])
+
+            // Without the image, the records that show it are refused, naming them.
+            let target = try TestCatalog(seed: false)
+            await expectProblem(422, "validationFailed") { try await target.api.importRecords(records) }
+            let refused = try await target.client.send(
+                "POST", "/admin/import", json: ["records": [try JSONSerialization.jsonObject(with: CatalogJSON.makeEncoder().encode(records[0]))]])
+            #expect(refused.problem?.errors?.map(\.pointer) == ["/records/0/data/image"])
+            // Its bytes, checked against their name, then the records.
+            let original = try await source.api.imageData(image)
+            await expectProblem(422, "hashMismatch") { try await target.api.importImage(original, hash: String(repeating: "0", count: 64)) }
+            #expect(try await target.api.importImage(original, hash: image.hash) == image)
+            #expect(try await target.api.importRecords(records) == ImportSummary(created: 2))
+            #expect(try await target.api.games.get(game.id).value.image == image)
+            #expect(try await target.api.imageData(image) == original)
+            let thumbnail = try await target.api.imageData(image, points: 20, scale: 3, format: .webp)
+            #expect(ImageFormat.sniff(thumbnail) == .webp)
+        }
+    }
+
     @Test(arguments: TestEngine.all) func invalidRecordsAreRefusedWholeNamingTheRecord(_ engine: DatabaseEngine) async throws {
         try await TestEngine.run(engine) {
             let catalog = try TestCatalog(seed: false)

@@ -26,6 +26,13 @@ package enum ImageMember {
         return json(ImageReference(url: url, width: Int(width), height: Int(height), blurHash: blurHash, contentType: contentType))
     }
 
+    /// The hash of the image whose kept JSON is `json` (``json(_:)``), if it names one.
+    package static func hash(stored json: String) -> String? {
+        guard let start = json.range(of: "\"url\":\"" + path) else { return nil }
+        let hash = json[start.upperBound...].prefix(64)
+        return isHash(hash) ? String(hash) : nil
+    }
+
     /// Why an image member was refused.
     package static let invalid = Violation(
         .invalidFormat, "Must be an image as documents show it: url (/v1/images/ and a SHA-256), width, height, blurHash and contentType.")

@@ -1,3 +1,4 @@
+import CatalogIdentity
 import CatalogMedia
 import CatalogModels
 import CatalogSchema
@@ -33,31 +34,16 @@ struct ImageEndpoints: Sendable {
         }
         routes.add(
             .PUT, path, access, rate: .expensive, maxBody: ImageRules.maxBytes, bodyPassesServerLimit: true,
-            endpoints.write { [library, records, memberQuota] request, caller, options, done in
+            endpoints.write { [self] request, caller, options, done in
                 let id = try ResourceEndpoints.id(request)
                 try mayChange(id, caller)
                 let preconditions = try ETag.preconditions(request)
                 let declared = try Self.declaredFormat(request)
-                let line = RateLimiter.partition(caller, request)
                 let quota = caller.has(.editor) ? nil : memberQuota
-                // Checked and normalized, recorded (the quota; the sweep then leaves it be),
-                // kept, and only then shown: a crash between two steps leaves an image nothing
-                // shows, never a resource showing an image that is not there.
-                let queued = library.normalize(request.body, declared: declared, for: line) { normalized in
-                    guard case let .success(image) = normalized else { return done(normalized.map { _ in HTTPResponse(status: .ok) }) }
-                    let reference = ImageReference(
-                        url: ImageMember.path + image.hash, width: image.width, height: image.height, blurHash: image.blurHash,
-                        contentType: image.format.contentType)
-                    records.record(reference, ImageUpload(byteSize: image.bytes.count, uploader: caller.userID, quota: quota)) { recorded in
-                        guard case .success = recorded else { return done(recorded.map { HTTPResponse(status: .ok) }) }
-                        let kept = library.keep(image, for: line) { kept in
-                            guard case .success = kept else { return done(kept.map { HTTPResponse(status: .ok) }) }
-                            endpoints.store.setImage(id, to: reference, preconditions: preconditions, options: options) { done(ResourceEndpoints.updated($0)) }
-                        }
-                        if !kept { done(.failure(WorkPool.busy)) }
-                    }
+                try ingest(request, declared: declared, verbatim: false, uploader: caller.userID, quota: quota, line: RateLimiter.partition(caller, request), done) {
+                    reference in
+                    endpoints.store.setImage(id, to: reference, preconditions: preconditions, options: options) { done(ResourceEndpoints.updated($0)) }
                 }
-                guard queued else { throw WorkPool.busy }
             })
         routes.add(
             .DELETE, path, access,
@@ -68,6 +54,50 @@ struct ImageEndpoints: Sendable {
                     done(result.map { HTTPResponse(status: .noContent, headers: [("ETag", ETag.header($0.version))]) })
                 }
             })
+    }
+
+    /// `PUT /admin/images/{hash}`: an original from another catalog (an export's), kept as
+    /// it is once it passes what an upload passes and decodes whole, so records naming it
+    /// can be imported (`catalog import --images`).
+    func registerImports(in routes: inout Routes) {
+        routes.add(
+            .PUT, "/admin/images/{hash}", .admin, rate: .expensive, maxBody: ImageRules.maxBytes, bodyPassesServerLimit: true,
+            .later { [self] request, caller, _, done in
+                let hash = request.pathParameters["hash"] ?? ""
+                guard ImageMember.isHash(hash) else { throw APIError.invalidHash }
+                let declared = try Self.declaredFormat(request)
+                guard Crypto.hex(Crypto.sha256(request.body)) == hash else {
+                    throw APIError(status: .unprocessableContent, code: "hashMismatch", detail: "The body's SHA-256 is not the hash the path names.")
+                }
+                try ingest(request, declared: declared, verbatim: true, uploader: nil, quota: nil, line: RateLimiter.partition(caller, request), done) { reference in
+                    done(Result { HTTPResponse(status: .ok, headers: [("Content-Type", JSONResponse.contentType)], body: Array(try JSONResponse.encoder.encode(reference))) })
+                }
+            })
+    }
+
+    /// Takes in the image the request's body is: checked and normalized (or, `verbatim`,
+    /// checked and decoded whole), recorded (`uploader`'s, within `quota`; the sweep then leaves it be),
+    /// kept, and only then handed to `show`: a crash between two steps leaves an image
+    /// nothing shows, never a resource showing an image that is not there. Each step's
+    /// failure, and a full pool, answers through `done`.
+    private func ingest(
+        _ request: HTTPRequest, declared: ImageFormat, verbatim: Bool, uploader: CatalogID?, quota: Int?, line: String, _ done: @escaping Completion,
+        show: @escaping @Sendable (ImageReference) -> Void
+    ) throws {
+        let queued = library.normalize(request.body, declared: declared, verbatim: verbatim, for: line) { [library, records] normalized in
+            guard case let .success(image) = normalized else { return done(normalized.map { _ in HTTPResponse(status: .ok) }) }
+            let reference = ImageReference(
+                url: ImageMember.path + image.hash, width: image.width, height: image.height, blurHash: image.blurHash, contentType: image.format.contentType)
+            records.record(reference, ImageUpload(byteSize: image.bytes.count, uploader: uploader, quota: quota)) { recorded in
+                guard case .success = recorded else { return done(recorded.map { HTTPResponse(status: .ok) }) }
+                let kept = library.keep(image, for: line) { kept in
+                    guard case .success = kept else { return done(kept.map { HTTPResponse(status: .ok) }) }
+                    show(reference)
+                }
+                if !kept { done(.failure(WorkPool.busy)) }
+            }
+        }
+        guard queued else { throw WorkPool.busy }
     }
 
     /// The format the request's `Content-Type` names; 415 for anything else.
@@ -106,9 +136,7 @@ struct ImageEndpoints: Sendable {
     /// whether its format was negotiated (`format=auto`).
     static func parse(_ request: HTTPRequest) throws(APIError) -> (String, RenditionSpec?, Bool) {
         let hash = request.pathParameters["hash"] ?? ""
-        guard ImageMember.isHash(hash) else {
-            throw APIError(status: .badRequest, code: "invalidHash", detail: "An image is named by its SHA-256: 64 lowercase hexadecimal digits.")
-        }
+        guard ImageMember.isHash(hash) else { throw APIError.invalidHash }
         guard request.query != nil else { return (hash, nil, false) }
         let values = try QueryParameters.parse(request, accepted: ["w", "h", "fit", "format", "q"])
         let ladder = ImageRules.widths.map(String.init).joined(separator: ", ")
@@ -190,4 +218,9 @@ struct ImageEndpoints: Sendable {
         response.cacheControl = control
         return response
     }
+}
+
+extension APIError {
+    /// 400: a path's image hash that is not one.
+    static let invalidHash = APIError(status: .badRequest, code: "invalidHash", detail: "An image is named by its SHA-256: 64 lowercase hexadecimal digits.")
 }

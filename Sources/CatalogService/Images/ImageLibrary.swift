@@ -43,10 +43,15 @@ final class ImageLibrary: Sendable {
     /// Checks and normalizes an upload (`bytes`, which the client says are `declared`) on
     /// the pool, in `caller`'s line; `completion` gets the image to keep, or why it was refused.
     /// - Returns: false when the pool is full (nothing was done).
+    /// `verbatim`: the bytes are kept as they are, once checked and decoded whole (an
+    /// original from another catalog, whose name is their hash).
     func normalize(
-        _ bytes: [UInt8], declared: ImageFormat, for caller: String, completion: @escaping @Sendable (Result<NormalizedImage, any Error>) -> Void
+        _ bytes: [UInt8], declared: ImageFormat, verbatim: Bool = false, for caller: String,
+        completion: @escaping @Sendable (Result<NormalizedImage, any Error>) -> Void
     ) -> Bool {
-        pool.submit(for: caller) { completion(Result { try ImagePipeline.normalize(bytes, declared: declared) }) }
+        pool.submit(for: caller) {
+            completion(Result { verbatim ? try ImagePipeline.verify(bytes, declared: declared) : try ImagePipeline.normalize(bytes, declared: declared) })
+        }
     }
 
     /// Keeps `image` in the media store (once it is recorded), on the pool in `caller`'s line.

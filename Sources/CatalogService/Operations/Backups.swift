@@ -1,3 +1,4 @@
+import CatalogMedia
 import CatalogModels
 import CatalogStore
 import Foundation
@@ -6,20 +7,31 @@ import Synchronization
 
 /// `POST /admin/backups`: a consistent copy of the live database, written by the server
 /// itself through SQLite's online backup API (no second process ever opens the live
-/// file), into the backup folder. One at a time (409 while one runs); refused (507) when
-/// the folder's disk has less than twice the database's size free; the newest
+/// file), into the backup folder, with the images' originals beside it (`NAME.media`,
+/// hard links where the disk allows: originals never change) when they are kept on local
+/// disk; taken after the copy, they hold every image it shows (the sweep keeps an image a
+/// day after anything last showed it). One at a time (409 while one runs); refused (507)
+/// when the folder's disk has less than twice the database's size free; the newest
 /// ``keep`` copies are kept; a copy whose client has gone stops and is removed.
 final class Backups: Sendable {
     let store: CatalogStore
     let directory: String
     /// How many copies the folder keeps; older ones are deleted after each backup.
     let keep: Int
+    /// Where images are kept, when on local disk (S3 buckets keep theirs with versioning).
+    let media: LocalMediaStore?
     private let running = Mutex(false)
 
-    init(store: CatalogStore, directory: String, keep: Int) {
+    init(store: CatalogStore, directory: String, keep: Int, media: LocalMediaStore?) {
         self.store = store
         self.directory = directory
         self.keep = keep
+        self.media = media
+    }
+
+    /// The folder of images beside the copy `name` (`….sqlite` → `….media`).
+    static func mediaFolder(of name: String) -> String {
+        (name.hasSuffix(".sqlite") ? String(name.dropLast(7)) : name) + ".media"
     }
 
     func create(isAbandoned: @escaping @Sendable () -> Bool) throws -> HTTPResponse {
@@ -35,9 +47,11 @@ final class Backups: Sendable {
         let needed = 2 * store.sizeOnDisk
         if let free = Self.freeBytes(directory), free < needed { throw APIError.insufficientStorage(free: free, needed: needed) }
         let name = "catalog-" + Timestamp.string(from: Date()).replacingOccurrences(of: ":", with: "-") + "-" + String(CatalogID().rawValue.suffix(8)) + ".sqlite"
-        let bytes = try store.backup(to: URL(fileURLWithPath: directory).appendingPathComponent(name).path, isCancelled: isAbandoned)
+        let folder = URL(fileURLWithPath: directory)
+        let bytes = try store.backup(to: folder.appendingPathComponent(name).path, isCancelled: isAbandoned)
+        let images = try media?.copyOriginals(to: folder.appendingPathComponent(Self.mediaFolder(of: name)).path)
         prune()
-        let body = try JSONResponse.encoder.encode(Backup(name: name, bytes: bytes, integrityCheck: "ok"))
+        let body = try JSONResponse.encoder.encode(Backup(name: name, bytes: bytes, integrityCheck: "ok", images: images))
         return HTTPResponse(status: .created, headers: [("Content-Type", JSONResponse.contentType)], body: Array(body))
     }
 
@@ -47,6 +61,7 @@ final class Backups: Sendable {
             .filter { $0.hasPrefix("catalog-") && $0.hasSuffix(".sqlite") }.sorted()
         for name in copies.dropLast(keep) {
             try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: directory).appendingPathComponent(name).path)
+            try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: directory).appendingPathComponent(Self.mediaFolder(of: name)).path)
         }
     }
 
