@@ -30,7 +30,8 @@ BENCH_WORKERS=${BENCH_WORKERS:-1}
 
 # bench_nginx DOCROOT PORT LOCATIONS... : starts nginx serving static files with keep-alive.
 # Each LOCATION is "URI FILE CONTENT_TYPE"; when FILE is a directory, URI is a prefix
-# served from that root (the file for /a/b is ROOT/a/b).
+# served from that root (the file for /a/b is ROOT/a/b). BENCH_NGINX_HEADERS, when set, is
+# added to every location (`add_header …;` directives: the fields our answer carries).
 bench_nginx() {
     local root=$1 port=$2; shift 2
     local conf="$root/nginx.conf" locations=("$@")
@@ -54,9 +55,9 @@ bench_nginx() {
         for location in "$@"; do
             set -- $location
             if [ -d "$2" ]; then
-                echo "    location $1 { default_type \"$3\"; root $2; }"
+                echo "    location $1 { default_type \"$3\"; root $2; ${BENCH_NGINX_HEADERS:-} }"
             else
-                echo "    location = $1 { default_type \"$3\"; alias $2; }"
+                echo "    location = $1 { default_type \"$3\"; alias $2; ${BENCH_NGINX_HEADERS:-} }"
             fi
         done
         echo "  } }"

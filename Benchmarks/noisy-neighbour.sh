@@ -46,6 +46,8 @@
 #                    HTTP/1.1, keep-alive upstream); the victim and the attackers connect to nginx
 #                    (port 1000 above the pattern's server); each attacker holds 130 long-polls
 #                    (GET /v1/changes?since=<the feed's end>&wait=30) and runs get-flood
+#   image-uploads    one member (every attacker holds its key) uploads a 1600 × 1200 JPEG as its
+#                    avatar, 4 pipelined at a time per attacker, as fast as possible
 # many-errors, anonymous-bodies, feed-pages, idle-streams and behind-proxy also note what the
 # server's metrics say near the window's end: event streams, long-polls waiting, connections
 # open, and the refusals so far by reason.
@@ -82,7 +84,7 @@ for arg in "$@"; do
     esac
 done
 all_patterns=(baseline get-flood metrics-labels search near big-comments slow-body buffered-bodies backups writer deferred-queue
-              many-errors anonymous-bodies playlist-moves feed-pages idle-streams behind-proxy)
+              many-errors anonymous-bodies playlist-moves feed-pages idle-streams behind-proxy image-uploads)
 if [ ${#patterns[@]} -eq 0 ] && [ -n "${NOISY_PATTERNS:-}" ]; then IFS=', ' read -r -a patterns <<<"$NOISY_PATTERNS"; fi
 [ ${#patterns[@]} -gt 0 ] || patterns=("${all_patterns[@]}")
 for pattern in "${patterns[@]}"; do

@@ -35,7 +35,7 @@ PLAYLIST_LIMIT = 5000  # the most entries a playlist holds
 PATTERNS = ["baseline", "get-flood", "metrics-labels", "search", "near", "big-comments",
             "slow-body", "buffered-bodies", "backups", "writer", "deferred-queue",
             "many-errors", "anonymous-bodies", "playlist-moves", "feed-pages", "idle-streams",
-            "behind-proxy"]
+            "behind-proxy", "image-uploads"]
 # Patterns whose victim alternates its GET with POST /v1/games (its own editor key).
 VICTIM_WRITES = ("writer", "anonymous-bodies", "playlist-moves")
 # Patterns whose server metrics (streams, long-polls, connections, refusals) are read near

@@ -161,6 +161,39 @@ int cimage_pixels(const void *buffer, size_t length, cimage_format format, int s
     return failed ? -1 : 0;
 }
 
+int cimage_artwork(
+    int width, int height, const unsigned char from[3], const unsigned char to[3], const int *circles, int circle_count,
+    const unsigned char *colors, int color_count, void **output, size_t *output_length) {
+    if (cimage_start() != 0 || width < 1 || height < 1) return -1;
+    VipsImage *xy = NULL, *mean = NULL, *gradient = NULL, *picture = NULL;
+    int failed = vips_xyz(&xy, width, height, NULL) || vips_bandmean(xy, &mean, NULL);
+    if (!failed) {
+        // (x + y) / 2 runs from 0 to (width + height) / 2: each band goes from `from` to `to`.
+        double scale[3], offset[3];
+        for (int band = 0; band < 3; band++) {
+            scale[band] = ((double)to[band] - (double)from[band]) * 2.0 / (double)(width + height);
+            offset[band] = from[band];
+        }
+        failed = vips_linear(mean, &gradient, scale, offset, 3, "uchar", TRUE, NULL);
+    }
+    if (!failed) {
+        picture = vips_image_copy_memory(gradient);
+        failed = picture == NULL;
+    }
+    for (int i = 0; !failed && i < circle_count; i++) {
+        const int *circle = circles + 4 * i;
+        int color = circle[3] % (color_count > 0 ? color_count : 1);
+        double ink[3] = {colors[3 * color], colors[3 * color + 1], colors[3 * color + 2]};
+        failed = vips_draw_circle(picture, ink, 3, circle[0], circle[1], circle[2], "fill", TRUE, NULL);
+    }
+    if (!failed) failed = vips_jpegsave_buffer(picture, output, output_length, "Q", 90, "strip", TRUE, "optimize_coding", TRUE, NULL);
+    if (xy) g_object_unref(xy);
+    if (mean) g_object_unref(mean);
+    if (gradient) g_object_unref(gradient);
+    if (picture) g_object_unref(picture);
+    return failed ? -1 : 0;
+}
+
 char *cimage_error(void) {
     return vips_error_buffer_copy();
 }

@@ -17,6 +17,8 @@ public struct CatalogConfiguration: Sendable {
     public var migrationsDirectory: URL?
     /// Whether to load the demo catalog into an empty database.
     public var seedDemoCatalog = true
+    /// Whether the demo catalog, when loaded, gets the pictures it makes for itself.
+    public var seedDemoArtwork = true
     /// A file to serve at `GET /openapi.yaml` instead of the document the build carries
     /// (the default).
     public var openAPIDocument: URL?
@@ -138,6 +140,7 @@ public final class CatalogApplication: Sendable {
                 directory: configuration.imageCacheDirectory ?? Self.besideDatabase("image-cache", configuration.databasePath),
                 diskBudget: configuration.imageCacheBytes, memoryBudget: configuration.imageMemoryBytes))
         imageSweep = ImageSweep(records: store.images, library: images, grace: configuration.imageGrace)
+        if seeded, configuration.seedDemoArtwork { DemoImages.add(to: store, library: images) }
         metrics.observeImages { [images] in
             let usage = images.cache.usage
             return (images.renditionsMade, usage.disk, usage.memory)

@@ -248,6 +248,25 @@ import Testing
         }
     }
 
+    @Test func theDemoCatalogShowsPicturesItMadeItselfTheSameEachTime() async throws {
+        let first = try TestCatalog { $0.seedDemoArtwork = true }
+        let second = try TestCatalog { $0.seedDemoArtwork = true }
+        for catalog in [first, second] {
+            let games = try await catalog.client.all("/v1/games?limit=100", as: Game.self)
+            let items = try await catalog.client.all("/v1/playable-items?limit=100", as: PlayableItem.self)
+            let playlists = try await catalog.client.all("/v1/playlists?limit=100", as: Playlist.self)
+            #expect(games.allSatisfy { $0.image?.width == 960 && $0.image?.height == 540 && $0.version == 2 })
+            #expect(items.allSatisfy { $0.image?.contentType == "image/jpeg" })
+            #expect(playlists.allSatisfy { $0.image?.width == $0.image?.height })
+            let poster = try #require(items.first?.image)
+            #expect(try await catalog.client.get(poster.url + "?w=192&format=webp").status == 200)
+        }
+        let names = { (catalog: TestCatalog) in try await catalog.client.all("/v1/games?limit=100", as: Game.self).map { [$0.name, $0.image?.hash ?? ""] } }
+        #expect(try await names(first) == (try await names(second)), "each title gets the same picture")
+        let hashes = Set(try await first.client.all("/v1/playable-items?limit=100", as: PlayableItem.self).compactMap(\.image?.hash))
+        #expect(hashes.count == DemoCatalog.items.count, "each title its own")
+    }
+
     @Test func theBlurHashIsWhatTheReferenceEncoderMakes() async throws {
         let catalog = try TestCatalog(seed: false)
         let game = try await Self.game(catalog)

@@ -114,6 +114,7 @@ package final class TestCatalog: Sendable {
             TestEngine.engine == .postgresql
             ? try TestEngine.postgresDatabase(for: directory) : directory.appendingPathComponent("catalog.sqlite").path
         configuration.seedDemoCatalog = seed
+        configuration.seedDemoArtwork = false  // tests that look at the demo's pictures ask for them
         configuration.rateLimits = nil  // tests that measure budgets set their own
         configuration.mediaDirectory = directory.appendingPathComponent("media").path
         configuration.imageCacheDirectory = directory.appendingPathComponent("image-cache").path

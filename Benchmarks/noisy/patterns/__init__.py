@@ -17,6 +17,7 @@ from noisy.patterns import playlist_moves
 from noisy.patterns import feed_pages
 from noisy.patterns import idle_streams
 from noisy.patterns import behind_proxy
+from noisy.patterns import image_uploads
 
 # Each pattern's module, by the name noisy-neighbour.sh knows it by.
 MODULES = {
@@ -36,6 +37,7 @@ MODULES = {
     "feed-pages": feed_pages,
     "idle-streams": idle_streams,
     "behind-proxy": behind_proxy,
+    "image-uploads": image_uploads,
 }
 ATTACKS = {name: module.attack for name, module in MODULES.items()}
 # The set-ups of the patterns that have one: each takes the driver's context (the port, the

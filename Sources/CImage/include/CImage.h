@@ -38,6 +38,14 @@ int cimage_render(
 /// one after another) in `pixels` (room for `side` × `side` × 3). 0 on success.
 int cimage_pixels(const void *buffer, size_t length, cimage_format format, int side, unsigned char *pixels, int *width, int *height);
 
+/// A picture of `width` × `height` made from numbers alone (the demo catalog's artwork): a
+/// diagonal gradient from `from` to `to` (RGB), with `circle_count` discs drawn on it, each
+/// four numbers in `circles` (centre x, centre y, radius, and an index into `colors`, RGB
+/// triples), saved as a JPEG. 0 on success, with `*output` as for ``cimage_render``.
+int cimage_artwork(
+    int width, int height, const unsigned char from[3], const unsigned char to[3], const int *circles, int circle_count,
+    const unsigned char *colors, int color_count, void **output, size_t *output_length);
+
 /// The last error of this thread's libvips calls (to release with ``cimage_free``), or NULL.
 char *cimage_error(void);
 
