@@ -67,6 +67,11 @@ package final class RenditionCache: Sendable {
         state.withLock { ($0.diskBytes, $0.memoryBytes, $0.entries.count) }
     }
 
+    /// Whether the cache holds `key`, on disk or in memory (no disk is read).
+    package func contains(_ key: String) -> Bool {
+        state.withLock { $0.entries[key] != nil }
+    }
+
     /// The bytes under `key` when memory holds them (no disk is read): a hit counts as a use.
     package func cached(_ key: String) -> [UInt8]? {
         state.withLock { state in

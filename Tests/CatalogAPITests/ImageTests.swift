@@ -2,6 +2,7 @@ import CatalogIdentity
 import CatalogMedia
 import CatalogModels
 import CatalogSchema
+import CatalogService
 import CatalogStore
 import Foundation
 import ServiceTestSupport
@@ -191,6 +192,25 @@ import Testing
         // If-Match guards an upload like any write.
         let stale = try await client.send("PUT", "/v1/users/\(member.id)/image", headers: ["Content-Type": "image/png", "If-Match": "\"1\""], body: Data(small))
         #expect(stale.status == 412)
+    }
+
+    @Test func aRenditionNeverMadeSpendsTheExpensiveBudgetAndACachedOneARead() async throws {
+        let catalog = try TestCatalog(seed: false) {
+            $0.rateLimits = [.read: RatePolicy(quota: 1000, window: 600), .write: RatePolicy(quota: 1000, window: 600), .expensive: RatePolicy(quota: 3, window: 600)]
+        }
+        let game = try await Self.game(catalog)
+        // The upload spends one expensive token of the admin's three.
+        let image = try #require(
+            try await Self.upload(catalog.client, game + "/image", TestImages.png(width: 64, height: 64), type: "image/png").decode(Game.self).image)
+        let anonymous = APIClient(baseURL: catalog.client.baseURL)
+        for width in [64, 96, 128] {
+            #expect(try await anonymous.get(image.url + "?w=\(width)&format=webp").status == 200)
+        }
+        let refused = try await anonymous.get(image.url + "?w=192&format=webp")
+        #expect(refused.status == 429 && refused.header("Retry-After") != nil)
+        // What is made is a read: served again and again.
+        for _ in 0..<5 { #expect(try await anonymous.get(image.url + "?w=64&format=webp").status == 200) }
+        #expect(try await anonymous.get(image.url).status == 200, "the original was kept in the cache at upload")
     }
 
     @Test func oneRenditionIsMadeOnceHoweverManyAskAtOnce() async throws {

@@ -228,4 +228,37 @@ import Testing
             #expect(garbage.errors.contains("line 1"))
         }
     }
+
+    @Test func imagesAreSetRemovedAndCarriedByExportAndImport() async throws {
+        let source = try TestCatalog(seed: false)
+        let target = try TestCatalog(seed: false)
+        let folder = source.directory.appendingPathComponent("cli-images")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent("artwork.webp")
+        try Data(TestImages.image(.webp, width: 48, height: 36)).write(to: file)
+        let game = try await Self.run(["games", "create", "--name", "Pictured", "--image-name", "p"], server: source.client.baseURL).decode(Game.self)
+        let set = try await Self.run(["games", "image", "set", game.id.rawValue, file.path], server: source.client.baseURL)
+        let shown = try set.decode(Game.self)
+        #expect(shown.image?.contentType == "image/webp" && shown.image?.width == 48)
+        let notAnImage = folder.appendingPathComponent("notes.txt")
+        try Data("not a picture".utf8).write(to: notAnImage)
+        let refused = try await Self.run(["games", "image", "set", game.id.rawValue, notAnImage.path], server: source.client.baseURL)
+        #expect(refused.status != 0 && refused.errors.contains("is not a JPEG, PNG, WebP, HEIC or AVIF image"))
+
+        // Export with the originals; an import without them is refused, with them it lands.
+        let images = folder.appendingPathComponent("exported").path
+        let exported = try await Self.run(["export", "--images", images], server: source.client.baseURL)
+        #expect(exported.status == 0 && exported.errors.contains("1 images into"), "\(exported.errors)")
+        let hash = try #require(shown.image?.hash)
+        #expect(FileManager.default.fileExists(atPath: images + "/" + hash))
+        let without = try await Self.run(["import"], server: target.client.baseURL, input: Data(exported.output.utf8))
+        #expect(without.status == 1 && without.errors.contains("422"))
+        let with = try await Self.run(["import", "--images", images], server: target.client.baseURL, input: Data(exported.output.utf8))
+        #expect(with.status == 0, "\(with.errors)")
+        #expect(try await target.api.games.get(game.id).value.image == shown.image)
+
+        let removed = try await Self.run(["games", "image", "remove", game.id.rawValue], server: source.client.baseURL)
+        #expect(removed.status == 0)
+        #expect(try await source.api.games.get(game.id).value.image == nil)
+    }
 }

@@ -15,7 +15,9 @@ enum Endpoint: Sendable {
     case waiting(@Sendable (HTTPRequest, Caller, _ isAbandoned: @escaping @Sendable () -> Bool, @escaping Completion) throws -> Void)
     /// Answers now when it can, on the event loop (a response from memory), and otherwise
     /// (returning `nil`) starts work elsewhere that answers later through the completion.
-    case inlineOrLater(@Sendable (HTTPRequest, Caller, @escaping Completion) throws -> HTTPResponse?)
+    /// A request `isExpensive` says will make that work (a rendition never made) spends
+    /// from the expensive budget.
+    case inlineOrLater(isExpensive: @Sendable (HTTPRequest) -> Bool, @Sendable (HTTPRequest, Caller, @escaping Completion) throws -> HTTPResponse?)
     /// Runs on the pool reserved for blocking work (a backup); the last argument says
     /// whether the client has gone (long work stops early then).
     case blocking(@Sendable (HTTPRequest, Caller, _ isAbandoned: @escaping @Sendable () -> Bool) throws -> HTTPResponse)

@@ -224,8 +224,10 @@ struct Execution: Sendable {
 
     /// Whether `request` is an expensive read of a `.read` endpoint.
     func isExpensive(_ request: HTTPRequest) -> Bool {
-        if case let .read(isExpensive, _) = endpoint { return isExpensive(request) }
-        return false
+        switch endpoint {
+        case let .read(isExpensive, _), let .inlineOrLater(isExpensive, _): return isExpensive(request)
+        default: return false
+        }
     }
 
     /// Runs the endpoint: its response when it has one now, `nil` when it answers through
@@ -237,7 +239,7 @@ struct Execution: Sendable {
         case let .later(body):
             try delivery.guarding { try body(request, caller, delivery.writeOptions) { delivery.complete($0) } }
             return nil
-        case let .inlineOrLater(body):
+        case let .inlineOrLater(_, body):
             guard let response = try delivery.guarding({ try body(request, caller) { delivery.complete($0) } }) else { return nil }
             return try delivery.answering { response }
         case let .waiting(body):

@@ -116,7 +116,11 @@ struct ImageEndpoints: Sendable {
     func registerServing(in routes: inout Routes) {
         routes.add(
             .GET, ImageMember.path + "{hash}", .read, usesDatabase: false,
-            .inlineOrLater { [self] request, caller, done in
+            .inlineOrLater(
+                // Making a rendition (or fetching an original from the store) is expensive; a
+                // cached one is a read. A request that is not one (a 400) costs a read.
+                isExpensive: { [library] request in (try? Self.parse(request)).map { !library.isCached($0.0, $0.1) } ?? false }
+            ) { [self] request, caller, done in
                 let (hash, spec, negotiated) = try Self.parse(request)
                 if let served = library.cached(hash, spec) { return try response(served, hash: hash, spec: spec, negotiated: negotiated, request) }
                 library.rendition(hash, spec, for: RateLimiter.partition(caller, request)) { result in

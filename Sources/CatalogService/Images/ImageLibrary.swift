@@ -66,6 +66,12 @@ final class ImageLibrary: Sendable {
         }
     }
 
+    /// Whether the rendition `spec` of the image `hash` (its original when `nil`) is cached,
+    /// on disk or in memory: serving it costs no decoding.
+    func isCached(_ hash: String, _ spec: RenditionSpec?) -> Bool {
+        cache.contains(Self.key(hash, spec))
+    }
+
     /// The rendition `spec` of the image `hash` (its original when `nil`) when memory holds
     /// it: what an event loop may serve.
     func cached(_ hash: String, _ spec: RenditionSpec?) -> Served? {
