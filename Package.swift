@@ -58,9 +58,11 @@ let package = Package(
                     "-I/usr/include/glib-2.0", "-I/usr/lib/x86_64-linux-gnu/glib-2.0/include", "-I/usr/lib/aarch64-linux-gnu/glib-2.0/include",
                 ])
             ],
-            linkerSettings: [.linkedLibrary("vips"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]),
+            // libvips is loaded at first use (dlopen), not linked: see image.c.
+            linkerSettings: [.linkedLibrary("dl")]),
         // libcurl (libcurl4-openssl-dev): one signed exchange with S3-compatible storage.
-        .target(name: "CCurl", linkerSettings: [.linkedLibrary("curl")]),
+        // libcurl is loaded at first use (dlopen), not linked: see curl.c.
+        .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
         // Images without HTTP or a database: the formats told from their bytes, uploads
         // checked and normalized, renditions, BlurHash, and where the bytes are kept (the
         // media store: a local directory, or S3-compatible object storage).

@@ -1,15 +1,53 @@
 #include "CCurl.h"
 
+// Plain prototypes (curl's type-checking macros would take `lib.curl_easy_setopt(` for themselves).
+#define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+// libcurl is loaded when S3 is first spoken to (dlopen), not when the server starts: it and
+// the libraries it needs (GnuTLS, Kerberos, LDAP, SSH, …) are not mapped by a server that
+// keeps its images on local disk. Each function is called through a pointer of its own
+// prototype, from curl.h.
+#define CCURL_FUNCTIONS(X) \
+    X(curl_global_init) \
+    X(curl_easy_init) \
+    X(curl_easy_setopt) \
+    X(curl_easy_perform) \
+    X(curl_easy_getinfo) \
+    X(curl_easy_strerror) \
+    X(curl_slist_append) \
+    X(curl_slist_free_all) \
+    X(curl_easy_cleanup)
+
+#define POINTER(name) __typeof__(&name) name;
+static struct {
+    CCURL_FUNCTIONS(POINTER)
+} lib;
+
 static pthread_once_t started = PTHREAD_ONCE_INIT;
 static int start_result = -1;
+static char load_failure[256] = "libcurl.so.4 was not loaded";
 
 static void start_once(void) {
-    start_result = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
+    void *handle = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        const char *error = dlerror();
+        snprintf(load_failure, sizeof(load_failure), "%s", error != NULL ? error : "libcurl.so.4 could not be loaded");
+        return;
+    }
+#define RESOLVE(name) \
+    if ((*(void **)&lib.name = dlsym(handle, #name)) == NULL) { \
+        snprintf(load_failure, sizeof(load_failure), "libcurl.so.4 has no %s", #name); \
+        return; \
+    }
+    CCURL_FUNCTIONS(RESOLVE)
+    start_result = lib.curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
+    if (start_result != 0) snprintf(load_failure, sizeof(load_failure), "curl_global_init failed");
 }
 
 int ccurl_start(void) {
@@ -65,50 +103,50 @@ int ccurl_perform(
     const unsigned char *body, size_t body_length, size_t response_limit, long timeout_ms, ccurl_response *response) {
     memset(response, 0, sizeof(*response));
     if (ccurl_start() != 0) {
-        strncpy(response->error, "libcurl did not start", sizeof(response->error) - 1);
+        strncpy(response->error, load_failure, sizeof(response->error) - 1);
         return -1;
     }
-    CURL *curl = curl_easy_init();
+    CURL *curl = lib.curl_easy_init();
     if (curl == NULL) {
         strncpy(response->error, "curl_easy_init failed", sizeof(response->error) - 1);
         return -1;
     }
     char error[CURL_ERROR_SIZE] = {0};
     struct curl_slist *list = NULL;
-    for (size_t i = 0; i < header_count; i++) list = curl_slist_append(list, headers[i]);
+    for (size_t i = 0; i < header_count; i++) list = lib.curl_slist_append(list, headers[i]);
     upload source = {body, body_length, 0};
     download sink = {response, response_limit, 0};
 
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
-    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4);
-    curl_easy_setopt(curl, CURLOPT_USERPWD, credentials);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
+    lib.curl_easy_setopt(curl, CURLOPT_URL, url);
+    lib.curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+    lib.curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    lib.curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+    lib.curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    lib.curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+    lib.curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
+    lib.curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4);
+    lib.curl_easy_setopt(curl, CURLOPT_USERPWD, credentials);
+    lib.curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
+    lib.curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, write_body);
+    lib.curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
     if (strcmp(method, "PUT") == 0) {
-        curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(curl, CURLOPT_READFUNCTION, read_body);
-        curl_easy_setopt(curl, CURLOPT_READDATA, &source);
-        curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)body_length);
+        lib.curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+        lib.curl_easy_setopt(curl, CURLOPT_READFUNCTION, read_body);
+        lib.curl_easy_setopt(curl, CURLOPT_READDATA, &source);
+        lib.curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)body_length);
     } else if (strcmp(method, "HEAD") == 0) {
-        curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+        lib.curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
     } else if (strcmp(method, "GET") != 0) {
-        curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+        lib.curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
     }
-    CURLcode result = curl_easy_perform(curl);
+    CURLcode result = lib.curl_easy_perform(curl);
     if (result == CURLE_OK || (result == CURLE_WRITE_ERROR && response->truncated)) {
-        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response->status);
+        lib.curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response->status);
     } else {
-        strncpy(response->error, error[0] ? error : curl_easy_strerror(result), sizeof(response->error) - 1);
+        strncpy(response->error, error[0] ? error : lib.curl_easy_strerror(result), sizeof(response->error) - 1);
     }
-    curl_slist_free_all(list);
-    curl_easy_cleanup(curl);
+    lib.curl_slist_free_all(list);
+    lib.curl_easy_cleanup(curl);
     return response->status == 0 ? -1 : 0;
 }
 

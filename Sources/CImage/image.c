@@ -1,24 +1,90 @@
 #include "CImage.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <vips/vips.h>
 
+// libvips is loaded when an image is first worked on (dlopen), not when the server starts:
+// it and the hundred-odd libraries it needs take about 25 MiB a process that shows no image
+// never maps. Each function is called through a pointer of its own prototype (from
+// libvips' headers, so a mismatch does not compile), variadic ones included.
+#define CIMAGE_FUNCTIONS(X) \
+    X(vips_init) \
+    X(vips_concurrency_set) \
+    X(vips_cache_set_max) \
+    X(vips_cache_set_max_mem) \
+    X(vips_cache_set_max_files) \
+    X(vips_block_untrusted_set) \
+    X(vips_operation_block_set) \
+    X(vips_foreign_find_load_buffer) \
+    X(vips_image_new_from_buffer) \
+    X(vips_image_get_orientation_swap) \
+    X(vips_image_get_width) \
+    X(vips_image_get_height) \
+    X(vips_image_get_bands) \
+    X(vips_image_get_format) \
+    X(vips_thumbnail_buffer) \
+    X(vips_image_hasalpha) \
+    X(vips_array_double_newv) \
+    X(vips_area_unref) \
+    X(vips_flatten) \
+    X(vips_colourspace) \
+    X(vips_cast_uchar) \
+    X(vips_jpegsave_buffer) \
+    X(vips_pngsave_buffer) \
+    X(vips_webpsave_buffer) \
+    X(vips_heifsave_buffer) \
+    X(vips_extract_band) \
+    X(vips_image_write_to_memory) \
+    X(vips_error_buffer_copy) \
+    X(vips_xyz) \
+    X(vips_bandmean) \
+    X(vips_linear) \
+    X(vips_image_copy_memory) \
+    X(vips_draw_circle) \
+    X(g_object_unref) \
+    X(g_free)
+
+#define POINTER(name) __typeof__(&name) name;
+static struct {
+    CIMAGE_FUNCTIONS(POINTER)
+} lib;
+
 static pthread_once_t started = PTHREAD_ONCE_INIT;
 static int start_result = -1;
+/// Why libvips could not be loaded, when it could not.
+static char load_failure[256] = "libvips.so.42 was not loaded";
 
 static void start_once(void) {
-    if (VIPS_INIT("catalog") != 0) return;
-    vips_concurrency_set(1);
-    vips_cache_set_max(0);
-    vips_cache_set_max_mem(0);
-    vips_cache_set_max_files(0);
-    vips_block_untrusted_set(TRUE);
-    vips_operation_block_set("VipsForeignLoad", TRUE);
-    vips_operation_block_set("VipsForeignLoadJpegBuffer", FALSE);
-    vips_operation_block_set("VipsForeignLoadPngBuffer", FALSE);
-    vips_operation_block_set("VipsForeignLoadWebpBuffer", FALSE);
-    vips_operation_block_set("VipsForeignLoadHeifBuffer", FALSE);
+    void *handle = dlopen("libvips.so.42", RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        const char *error = dlerror();
+        snprintf(load_failure, sizeof(load_failure), "%s", error != NULL ? error : "libvips.so.42 could not be loaded");
+        return;
+    }
+#define RESOLVE(name) \
+    if ((*(void **)&lib.name = dlsym(handle, #name)) == NULL) { \
+        snprintf(load_failure, sizeof(load_failure), "libvips.so.42 has no %s", #name); \
+        return; \
+    }
+    CIMAGE_FUNCTIONS(RESOLVE)
+    if (lib.vips_init("catalog") != 0) {
+        snprintf(load_failure, sizeof(load_failure), "vips_init failed");
+        return;
+    }
+    lib.vips_concurrency_set(1);
+    lib.vips_cache_set_max(0);
+    lib.vips_cache_set_max_mem(0);
+    lib.vips_cache_set_max_files(0);
+    lib.vips_block_untrusted_set(TRUE);
+    lib.vips_operation_block_set("VipsForeignLoad", TRUE);
+    lib.vips_operation_block_set("VipsForeignLoadJpegBuffer", FALSE);
+    lib.vips_operation_block_set("VipsForeignLoadPngBuffer", FALSE);
+    lib.vips_operation_block_set("VipsForeignLoadWebpBuffer", FALSE);
+    lib.vips_operation_block_set("VipsForeignLoadHeifBuffer", FALSE);
     start_result = 0;
 }
 
@@ -42,19 +108,19 @@ static const char *loader(cimage_format format) {
 /// Whether libvips would read `buffer` with the loader of `format` (and nothing else).
 static int loads_as(const void *buffer, size_t length, cimage_format format) {
     const char *expected = loader(format);
-    const char *found = vips_foreign_find_load_buffer(buffer, length);
+    const char *found = lib.vips_foreign_find_load_buffer(buffer, length);
     if (expected == NULL || found == NULL) return 0;
     return strcmp(found, expected) == 0;
 }
 
 int cimage_header(const void *buffer, size_t length, cimage_format format, int *width, int *height) {
     if (cimage_start() != 0 || !loads_as(buffer, length, format)) return -1;
-    VipsImage *image = vips_image_new_from_buffer(buffer, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+    VipsImage *image = lib.vips_image_new_from_buffer(buffer, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
     if (image == NULL) return -1;
-    int swap = vips_image_get_orientation_swap(image);
-    *width = swap ? vips_image_get_height(image) : vips_image_get_width(image);
-    *height = swap ? vips_image_get_width(image) : vips_image_get_height(image);
-    g_object_unref(image);
+    int swap = lib.vips_image_get_orientation_swap(image);
+    *width = swap ? lib.vips_image_get_height(image) : lib.vips_image_get_width(image);
+    *height = swap ? lib.vips_image_get_width(image) : lib.vips_image_get_height(image);
+    lib.g_object_unref(image);
     return 0;
 }
 
@@ -63,7 +129,7 @@ int cimage_header(const void *buffer, size_t length, cimage_format format, int *
 static VipsImage *thumbnail(const void *buffer, size_t length, cimage_format format, int width, int height, int cover) {
     if (cimage_start() != 0 || !loads_as(buffer, length, format)) return NULL;
     VipsImage *image = NULL;
-    int failed = vips_thumbnail_buffer(
+    int failed = lib.vips_thumbnail_buffer(
         (void *)buffer, length, &image, width, "height", height, "size", VIPS_SIZE_DOWN, "crop",
         cover ? VIPS_INTERESTING_CENTRE : VIPS_INTERESTING_NONE, "option_string", "fail_on=truncated", NULL);
     return failed ? NULL : image;
@@ -71,13 +137,13 @@ static VipsImage *thumbnail(const void *buffer, size_t length, cimage_format for
 
 /// `*image` without its alpha band, flattened onto white; 0 on success.
 static int flatten(VipsImage **image) {
-    if (!vips_image_hasalpha(*image)) return 0;
+    if (!lib.vips_image_hasalpha(*image)) return 0;
     VipsImage *flat = NULL;
-    VipsArrayDouble *white = vips_array_double_newv(1, 255.0);
-    int failed = vips_flatten(*image, &flat, "background", white, NULL);
-    vips_area_unref(VIPS_AREA(white));
+    VipsArrayDouble *white = lib.vips_array_double_newv(1, 255.0);
+    int failed = lib.vips_flatten(*image, &flat, "background", white, NULL);
+    lib.vips_area_unref(VIPS_AREA(white));
     if (failed) return -1;
-    g_object_unref(*image);
+    lib.g_object_unref(*image);
     *image = flat;
     return 0;
 }
@@ -85,13 +151,13 @@ static int flatten(VipsImage **image) {
 /// `*image` as 8-bit sRGB (3 bands, or 4 with alpha); 0 on success.
 static int srgb8(VipsImage **image) {
     VipsImage *converted = NULL;
-    if (vips_colourspace(*image, &converted, VIPS_INTERPRETATION_sRGB, NULL)) return -1;
-    g_object_unref(*image);
+    if (lib.vips_colourspace(*image, &converted, VIPS_INTERPRETATION_sRGB, NULL)) return -1;
+    lib.g_object_unref(*image);
     *image = converted;
-    if (vips_image_get_format(*image) == VIPS_FORMAT_UCHAR) return 0;
+    if (lib.vips_image_get_format(*image) == VIPS_FORMAT_UCHAR) return 0;
     VipsImage *cast = NULL;
-    if (vips_cast_uchar(*image, &cast, NULL)) return -1;
-    g_object_unref(*image);
+    if (lib.vips_cast_uchar(*image, &cast, NULL)) return -1;
+    lib.g_object_unref(*image);
     *image = cast;
     return 0;
 }
@@ -99,16 +165,16 @@ static int srgb8(VipsImage **image) {
 static int save(VipsImage *image, cimage_format to, int quality, void **output, size_t *length) {
     switch (to) {
     case CIMAGE_JPEG:
-        return vips_jpegsave_buffer(image, output, length, "Q", quality, "strip", TRUE, "optimize_coding", TRUE, NULL);
+        return lib.vips_jpegsave_buffer(image, output, length, "Q", quality, "strip", TRUE, "optimize_coding", TRUE, NULL);
     case CIMAGE_PNG:
-        return vips_pngsave_buffer(image, output, length, "strip", TRUE, "compression", 6, NULL);
+        return lib.vips_pngsave_buffer(image, output, length, "strip", TRUE, "compression", 6, NULL);
     case CIMAGE_WEBP:
-        return vips_webpsave_buffer(image, output, length, "Q", quality, "strip", TRUE, NULL);
+        return lib.vips_webpsave_buffer(image, output, length, "Q", quality, "strip", TRUE, NULL);
     case CIMAGE_HEIC:
-        return vips_heifsave_buffer(
+        return lib.vips_heifsave_buffer(
             image, output, length, "Q", quality, "strip", TRUE, "compression", VIPS_FOREIGN_HEIF_COMPRESSION_HEVC, NULL);
     case CIMAGE_AVIF:
-        return vips_heifsave_buffer(
+        return lib.vips_heifsave_buffer(
             image, output, length, "Q", quality, "strip", TRUE, "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, "effort", 2, NULL);
     }
     return -1;
@@ -123,10 +189,10 @@ int cimage_render(
     if (!failed && to == CIMAGE_JPEG) failed = flatten(&image);
     if (!failed) failed = save(image, to, quality, output, output_length);
     if (!failed) {
-        *output_width = vips_image_get_width(image);
-        *output_height = vips_image_get_height(image);
+        *output_width = lib.vips_image_get_width(image);
+        *output_height = lib.vips_image_get_height(image);
     }
-    g_object_unref(image);
+    lib.g_object_unref(image);
     return failed ? -1 : 0;
 }
 
@@ -134,30 +200,30 @@ int cimage_pixels(const void *buffer, size_t length, cimage_format format, int s
     VipsImage *image = thumbnail(buffer, length, format, side, side, 0);
     if (image == NULL) return -1;
     int failed = srgb8(&image) || flatten(&image);
-    if (!failed && vips_image_get_bands(image) > 3) {
+    if (!failed && lib.vips_image_get_bands(image) > 3) {
         VipsImage *three = NULL;
-        failed = vips_extract_band(image, &three, 0, "n", 3, NULL);
+        failed = lib.vips_extract_band(image, &three, 0, "n", 3, NULL);
         if (!failed) {
-            g_object_unref(image);
+            lib.g_object_unref(image);
             image = three;
         }
     }
-    if (!failed && vips_image_get_bands(image) != 3) failed = -1;
+    if (!failed && lib.vips_image_get_bands(image) != 3) failed = -1;
     size_t size = 0;
-    void *memory = failed ? NULL : vips_image_write_to_memory(image, &size);
+    void *memory = failed ? NULL : lib.vips_image_write_to_memory(image, &size);
     if (memory != NULL) {
-        *width = vips_image_get_width(image);
-        *height = vips_image_get_height(image);
+        *width = lib.vips_image_get_width(image);
+        *height = lib.vips_image_get_height(image);
         if (size == (size_t)*width * (size_t)*height * 3 && *width <= side && *height <= side) {
             memcpy(pixels, memory, size);
         } else {
             failed = -1;
         }
-        g_free(memory);
+        lib.g_free(memory);
     } else {
         failed = -1;
     }
-    g_object_unref(image);
+    lib.g_object_unref(image);
     return failed ? -1 : 0;
 }
 
@@ -166,7 +232,7 @@ int cimage_artwork(
     const unsigned char *colors, int color_count, void **output, size_t *output_length) {
     if (cimage_start() != 0 || width < 1 || height < 1) return -1;
     VipsImage *xy = NULL, *mean = NULL, *gradient = NULL, *picture = NULL;
-    int failed = vips_xyz(&xy, width, height, NULL) || vips_bandmean(xy, &mean, NULL);
+    int failed = lib.vips_xyz(&xy, width, height, NULL) || lib.vips_bandmean(xy, &mean, NULL);
     if (!failed) {
         // (x + y) / 2 runs from 0 to (width + height) / 2: each band goes from `from` to `to`.
         double scale[3], offset[3];
@@ -174,30 +240,34 @@ int cimage_artwork(
             scale[band] = ((double)to[band] - (double)from[band]) * 2.0 / (double)(width + height);
             offset[band] = from[band];
         }
-        failed = vips_linear(mean, &gradient, scale, offset, 3, "uchar", TRUE, NULL);
+        failed = lib.vips_linear(mean, &gradient, scale, offset, 3, "uchar", TRUE, NULL);
     }
     if (!failed) {
-        picture = vips_image_copy_memory(gradient);
+        picture = lib.vips_image_copy_memory(gradient);
         failed = picture == NULL;
     }
     for (int i = 0; !failed && i < circle_count; i++) {
         const int *circle = circles + 4 * i;
         int color = circle[3] % (color_count > 0 ? color_count : 1);
         double ink[3] = {colors[3 * color], colors[3 * color + 1], colors[3 * color + 2]};
-        failed = vips_draw_circle(picture, ink, 3, circle[0], circle[1], circle[2], "fill", TRUE, NULL);
+        failed = lib.vips_draw_circle(picture, ink, 3, circle[0], circle[1], circle[2], "fill", TRUE, NULL);
     }
-    if (!failed) failed = vips_jpegsave_buffer(picture, output, output_length, "Q", 90, "strip", TRUE, "optimize_coding", TRUE, NULL);
-    if (xy) g_object_unref(xy);
-    if (mean) g_object_unref(mean);
-    if (gradient) g_object_unref(gradient);
-    if (picture) g_object_unref(picture);
+    if (!failed) failed = lib.vips_jpegsave_buffer(picture, output, output_length, "Q", 90, "strip", TRUE, "optimize_coding", TRUE, NULL);
+    if (xy) lib.g_object_unref(xy);
+    if (mean) lib.g_object_unref(mean);
+    if (gradient) lib.g_object_unref(gradient);
+    if (picture) lib.g_object_unref(picture);
     return failed ? -1 : 0;
 }
 
 char *cimage_error(void) {
-    return vips_error_buffer_copy();
+    if (start_result != 0) return strdup(load_failure);
+    char *message = lib.vips_error_buffer_copy();
+    char *copy = message != NULL ? strdup(message) : NULL;
+    lib.g_free(message);
+    return copy;
 }
 
 void cimage_free(void *pointer) {
-    g_free(pointer);
+    if (pointer != NULL && start_result == 0) lib.g_free(pointer);
 }

@@ -1,6 +1,7 @@
 import CImage
 import CatalogIdentity
 import CatalogModels
+import Foundation
 
 /// Why an upload is refused: each is the client's mistake, never the server's.
 package enum ImageRefusal: Error, Sendable, Equatable {
@@ -30,11 +31,14 @@ package struct NormalizedImage: Sendable {
 
 /// What a request for a rendition asks for (`GET /v1/images/{hash}?w=&h=&fit=&format=&q=`).
 package struct RenditionSpec: Sendable, Hashable {
-    package var width: Int?
-    package var height: Int?
-    package var fit: ImageFit
-    package var format: ImageFormat
-    package var quality: Int
+    package let width: Int?
+    package let height: Int?
+    package let fit: ImageFit
+    package let format: ImageFormat
+    package let quality: Int
+    /// A name unique to the rendition, safe as a file name: `w640-h0-contain-q80.webp`
+    /// (made once: it keys the cache and tags the answer of every request).
+    package let name: String
 
     package init(width: Int?, height: Int?, fit: ImageFit, format: ImageFormat, quality: Int) {
         self.width = width
@@ -42,11 +46,10 @@ package struct RenditionSpec: Sendable, Hashable {
         self.fit = fit
         self.format = format
         self.quality = quality
-    }
-
-    /// A name unique to the rendition, safe as a file name: `w640-h0-contain-q80.webp`.
-    package var name: String {
-        "w\(width ?? 0)-h\(height ?? 0)-\(fit.rawValue)-q\(quality).\(format.rawValue)"
+        var name = "w" + String(width ?? 0)
+        name += "-h" + String(height ?? 0)
+        name += "-" + fit.rawValue + "-q" + String(quality) + "." + format.rawValue
+        self.name = name
     }
 }
 
@@ -64,8 +67,14 @@ package enum ImagePipeline {
         }
     }
 
-    /// Starts libvips (once); false when it cannot start.
+    /// Loads and starts libvips (once, at the first image worked on: a server that shows no
+    /// image never maps it); false when it cannot.
     package static func start() -> Bool { cimage_start() == 0 }
+
+    /// Loads libvips, or says why it cannot be (the server's fault, never the client's).
+    package static func requireStarted() throws(MediaStoreError) {
+        guard start() else { throw MediaStoreError("libvips cannot be loaded: \(clearError())") }
+    }
 
     /// The format of `bytes`, checked against what the client said it is (`declared`),
     /// and its upright size from its header: refused before anything is decoded.
@@ -142,7 +151,7 @@ package enum ImagePipeline {
     @discardableResult
     package static func clearError() -> String {
         guard let message = cimage_error() else { return "" }
-        defer { cimage_free(message) }
+        defer { free(message) }
         return String(cString: message)
     }
 }

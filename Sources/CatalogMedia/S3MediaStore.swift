@@ -55,7 +55,7 @@ package struct S3MediaStore: MediaStore {
         guard let key = environment["AWS_ACCESS_KEY_ID"], let secret = environment["AWS_SECRET_ACCESS_KEY"], !key.isEmpty, !secret.isEmpty else {
             throw MediaStoreError("An S3 media store needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.")
         }
-        guard ccurl_start() == 0 else { throw MediaStoreError("libcurl did not start.") }
+        guard ccurl_start() == 0 else { throw MediaStoreError("libcurl (libcurl.so.4, Debian's libcurl4) cannot be loaded.") }
         self.address = address
         credentials = key + ":" + secret
         sessionToken = environment["AWS_SESSION_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }

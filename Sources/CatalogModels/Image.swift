@@ -71,13 +71,13 @@ public enum ImageFormat: String, Codable, Sendable, CaseIterable {
     public static func sniff(_ data: some RandomAccessCollection<UInt8>) -> ImageFormat? {
         let head = Array(data.prefix(64))
         func starts(_ bytes: [UInt8], at offset: Int = 0) -> Bool {
-            head.count >= offset + bytes.count && Array(head[offset..<(offset + bytes.count)]) == bytes
+            head.count >= offset + bytes.count && head[offset..<(offset + bytes.count)].elementsEqual(bytes)
         }
         if starts([0xFF, 0xD8, 0xFF]) { return .jpeg }
         if starts([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return .png }
-        if starts(Array("RIFF".utf8)), starts(Array("WEBP".utf8), at: 8) { return .webp }
+        if starts([0x52, 0x49, 0x46, 0x46]), starts([0x57, 0x45, 0x42, 0x50], at: 8) { return .webp }  // RIFF, WEBP
         // ISO base media (HEIF): a `ftyp` box whose brands say HEIC or AVIF.
-        guard starts(Array("ftyp".utf8), at: 4), head.count >= 16 else { return nil }
+        guard starts([0x66, 0x74, 0x79, 0x70], at: 4), head.count >= 16 else { return nil }  // ftyp
         let boxSize = min(head.count, Int(head[0]) << 24 | Int(head[1]) << 16 | Int(head[2]) << 8 | Int(head[3]))
         var brands: [String] = []
         var offset = 8

@@ -127,7 +127,6 @@ public final class CatalogApplication: Sendable {
         store = try CatalogStore(location, migrations: migrations, readers: readingThreads + ExpensiveReads.threads + 2)
         seeded = configuration.seedDemoCatalog ? try store.seedDemoCatalogIfEmpty() : false
         let metrics = Metrics(version: Self.version, engine: location.engine, engineVersion: store.engineVersion)
-        guard ImagePipeline.start() else { throw MediaStoreError("libvips did not start.") }
         let mediaStore: any MediaStore =
             if let address = configuration.mediaStore {
                 try S3MediaStore(S3MediaStore.Address(address))

@@ -18,7 +18,7 @@ typedef struct {
     char error[256];
 } ccurl_response;
 
-/// Starts libcurl once for the process. 0 on success.
+/// Loads libcurl (libcurl.so.4, with dlopen) and starts it, once for the process. 0 on success.
 int ccurl_start(void);
 
 /// Sends `method` to `url` with `body` (may be NULL) and the `header_count` header lines

@@ -16,8 +16,10 @@ typedef enum {
     CIMAGE_AVIF = 5,
 } cimage_format;
 
-/// Starts libvips once for the process: one thread per operation (the caller's pool sets
-/// the parallelism), no operation cache, and only the accepted loaders. 0 on success.
+/// Loads libvips (libvips.so.42, with dlopen: a process that never works on an image never
+/// maps it) and starts it, once for the process: one thread per operation (the caller's pool
+/// sets the parallelism), no operation cache, and only the accepted loaders. 0 on success;
+/// ``cimage_error`` then says why not.
 int cimage_start(void);
 
 /// The size of the image in `buffer` as shown (after its EXIF orientation), read from its
@@ -46,10 +48,10 @@ int cimage_artwork(
     int width, int height, const unsigned char from[3], const unsigned char to[3], const int *circles, int circle_count,
     const unsigned char *colors, int color_count, void **output, size_t *output_length);
 
-/// The last error of this thread's libvips calls (to release with ``cimage_free``), or NULL.
+/// The last error of libvips (or why it could not be loaded), to release with `free`, or NULL.
 char *cimage_error(void);
 
-/// Releases what libvips allocated for the caller.
+/// Releases what libvips allocated for the caller (a rendition's bytes).
 void cimage_free(void *pointer);
 
 #endif

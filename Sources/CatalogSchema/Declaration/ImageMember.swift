@@ -37,9 +37,22 @@ package enum ImageMember {
     package static let invalid = Violation(
         .invalidFormat, "Must be an image as documents show it: url (/v1/images/ and a SHA-256), width, height, blurHash and contentType.")
 
+    /// Whether `text` is a SHA-256 in lowercase hex. (Concrete, not generic over
+    /// `StringProtocol`: every image request checks one, and a generic call from another
+    /// module walks the bytes through witness tables, some 25,000 instructions.)
+    package static func isHash(_ text: String) -> Bool {
+        isHash(text.utf8)
+    }
+
     /// Whether `text` is a SHA-256 in lowercase hex.
-    package static func isHash(_ text: some StringProtocol) -> Bool {
-        text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    package static func isHash(_ text: Substring) -> Bool {
+        isHash(text.utf8)
+    }
+
+    private static func isHash(_ bytes: some Collection<UInt8>) -> Bool {
+        guard bytes.count == 64 else { return false }
+        for byte in bytes where !((0x30...0x39).contains(byte) || (0x61...0x66).contains(byte)) { return false }
+        return true
     }
 
     private static func isBase83(_ byte: UInt8) -> Bool {

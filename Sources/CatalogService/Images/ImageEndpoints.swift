@@ -142,12 +142,11 @@ struct ImageEndpoints: Sendable {
         let hash = request.pathParameters["hash"] ?? ""
         guard ImageMember.isHash(hash) else { throw APIError.invalidHash }
         guard request.query != nil else { return (hash, nil, false) }
-        let values = try QueryParameters.parse(request, accepted: ["w", "h", "fit", "format", "q"])
-        let ladder = ImageRules.widths.map(String.init).joined(separator: ", ")
+        let values = try QueryParameters.parse(request, accepted: Self.parameters)
         func side(_ name: String) throws(APIError) -> Int? {
             guard let text = values[name] else { return nil }
-            guard let value = Int(text), ImageRules.widths.contains(value), text == String(value) else {
-                throw .invalidParameter(name, "must be one of \(ladder) : renditions come in these sizes only.")
+            guard let value = number(text), ImageRules.widths.contains(value) else {
+                throw .invalidParameter(name, "must be one of \(Self.ladder): renditions come in these sizes only.")
             }
             return value
         }
@@ -160,7 +159,7 @@ struct ImageEndpoints: Sendable {
         }
         var quality = ImageRules.defaultQuality
         if let text = values["q"] {
-            guard let value = Int(text), ImageRules.qualities.contains(value), text == String(value) else {
+            guard let value = number(text), ImageRules.qualities.contains(value) else {
                 throw .invalidParameter("q", "must be one of \(ImageRules.qualities.map(String.init).joined(separator: ", ")).")
             }
             quality = value
@@ -179,6 +178,19 @@ struct ImageEndpoints: Sendable {
             }
         }
         return (hash, RenditionSpec(width: width, height: height, fit: fit, format: format, quality: quality), negotiated)
+    }
+
+    /// The parameters of a rendition.
+    private static let parameters: Set<String> = ["w", "h", "fit", "format", "q"]
+    /// The ladder of sizes, as a 400 names it.
+    private static let ladder = ImageRules.widths.map(String.init).joined(separator: ", ")
+
+    /// `text` as a number written as the ladders write them (digits, no leading zero); `nil` otherwise.
+    private static func number(_ text: String) -> Int? {
+        guard let first = text.utf8.first, first != UInt8(ascii: "0"), text.utf8.count <= 4,
+            text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+        else { return nil }
+        return Int(text)
     }
 
     /// The best format `accept` takes: AVIF, then WebP, then JPEG (which every client takes).
@@ -204,7 +216,7 @@ struct ImageEndpoints: Sendable {
     ) throws
         -> HTTPResponse
     {
-        let tag = "\"\(hash.prefix(32))-\(spec?.name ?? "original")\""
+        let tag = "\"" + hash.prefix(32) + "-" + (spec?.name ?? "original") + "\""
         var headers: [(name: String, value: String)] = [
             ("ETag", tag), ("X-Content-Type-Options", "nosniff"), ("Content-Security-Policy", "default-src 'none'"),
         ]

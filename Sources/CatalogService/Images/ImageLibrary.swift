@@ -50,7 +50,12 @@ final class ImageLibrary: Sendable {
         completion: @escaping @Sendable (Result<NormalizedImage, any Error>) -> Void
     ) -> Bool {
         pool.submit(for: caller) {
-            completion(Result { verbatim ? try ImagePipeline.verify(bytes, declared: declared) : try ImagePipeline.normalize(bytes, declared: declared) })
+            completion(
+                self.logged(
+                    Result {
+                        try ImagePipeline.requireStarted()
+                        return verbatim ? try ImagePipeline.verify(bytes, declared: declared) : try ImagePipeline.normalize(bytes, declared: declared)
+                    }))
         }
     }
 
@@ -59,10 +64,11 @@ final class ImageLibrary: Sendable {
     func keep(_ image: NormalizedImage, for caller: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) -> Bool {
         pool.submit(for: caller) { [self] in
             completion(
-                Result {
-                    try store.put(MediaKey.original(image.hash), image.bytes)
-                    cache.put(Self.key(image.hash, nil), image.bytes)
-                })
+                logged(
+                    Result {
+                        try store.put(MediaKey.original(image.hash), image.bytes)
+                        cache.put(Self.key(image.hash, nil), image.bytes)
+                    }))
         }
     }
 
@@ -96,7 +102,7 @@ final class ImageLibrary: Sendable {
             return leads
         }
         guard leads else { return }
-        let queued = pool.submit(for: caller) { [self] in land(key, Result { try make(hash, spec, key) }) }
+        let queued = pool.submit(for: caller) { [self] in land(key, logged(Result { try make(hash, spec, key) })) }
         if !queued { land(key, .failure(WorkPool.busy)) }
     }
 
@@ -111,6 +117,13 @@ final class ImageLibrary: Sendable {
             }
         }
         if !queued { logger.warning("The blocking pool is full: \(hashes.count) images stay until the sweep removes them.") }
+    }
+
+    /// `result`, its failure logged when it is the server's (the media store, libvips):
+    /// the client is told only that it may retry.
+    private func logged<T>(_ result: Result<T, any Error>) -> Result<T, any Error> {
+        if case let .failure(error as MediaStoreError) = result { logger.error("Images: \(error)") }
+        return result
     }
 
     /// An image that is not stored.
@@ -129,6 +142,7 @@ final class ImageLibrary: Sendable {
         }
         guard let original, let format = ImageFormat.sniff(original) else { throw Missing(hash: hash) }
         guard let spec else { return Served(bytes: original, format: format) }
+        try ImagePipeline.requireStarted()
         let rendition = try ImagePipeline.render(original, format: format, spec)
         made.add(1, ordering: .relaxed)
         cache.put(key, rendition.bytes)
