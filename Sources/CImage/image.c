@@ -26,6 +26,7 @@
     X(vips_image_get_height) \
     X(vips_image_get_bands) \
     X(vips_image_get_format) \
+    X(vips_format_sizeof) \
     X(vips_thumbnail_buffer) \
     X(vips_image_hasalpha) \
     X(vips_array_double_newv) \
@@ -113,13 +114,15 @@ static int loads_as(const void *buffer, size_t length, cimage_format format) {
     return strcmp(found, expected) == 0;
 }
 
-int cimage_header(const void *buffer, size_t length, cimage_format format, int *width, int *height) {
+int cimage_header(const void *buffer, size_t length, cimage_format format, int *width, int *height, int *bands, int *sample_bytes) {
     if (cimage_start() != 0 || !loads_as(buffer, length, format)) return -1;
     VipsImage *image = lib.vips_image_new_from_buffer(buffer, length, "", "access", VIPS_ACCESS_SEQUENTIAL, NULL);
     if (image == NULL) return -1;
     int swap = lib.vips_image_get_orientation_swap(image);
     *width = swap ? lib.vips_image_get_height(image) : lib.vips_image_get_width(image);
     *height = swap ? lib.vips_image_get_width(image) : lib.vips_image_get_height(image);
+    *bands = lib.vips_image_get_bands(image);
+    *sample_bytes = (int)lib.vips_format_sizeof(lib.vips_image_get_format(image));
     lib.g_object_unref(image);
     return 0;
 }
@@ -230,7 +233,7 @@ int cimage_pixels(const void *buffer, size_t length, cimage_format format, int s
 int cimage_artwork(
     int width, int height, const unsigned char from[3], const unsigned char to[3], const int *circles, int circle_count,
     const unsigned char *colors, int color_count, void **output, size_t *output_length) {
-    if (cimage_start() != 0 || width < 1 || height < 1) return -1;
+    if (cimage_start() != 0 || width < 1 || height < 1 || color_count < 1 || colors == NULL) return -1;
     VipsImage *xy = NULL, *mean = NULL, *gradient = NULL, *picture = NULL;
     int failed = lib.vips_xyz(&xy, width, height, NULL) || lib.vips_bandmean(xy, &mean, NULL);
     if (!failed) {
@@ -248,7 +251,7 @@ int cimage_artwork(
     }
     for (int i = 0; !failed && i < circle_count; i++) {
         const int *circle = circles + 4 * i;
-        int color = circle[3] % (color_count > 0 ? color_count : 1);
+        int color = (int)((unsigned)circle[3] % (unsigned)color_count);
         double ink[3] = {colors[3 * color], colors[3 * color + 1], colors[3 * color + 2]};
         failed = lib.vips_draw_circle(picture, ink, 3, circle[0], circle[1], circle[2], "fill", TRUE, NULL);
     }

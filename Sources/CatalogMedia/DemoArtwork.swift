@@ -12,7 +12,7 @@ package enum DemoArtwork {
         let palette = (0..<3).flatMap { _ in generator.color(lightness: 0.85) }
         let shortest = min(width, height)
         let circles = (0..<5).flatMap { index in
-            [generator.next() % width, generator.next() % height, shortest / 10 + generator.next() % (shortest / 3), index]
+            [generator.next() % width, generator.next() % height, shortest / 10 + generator.next() % max(1, shortest / 3), index]
         }.map(Int32.init)
         var output: UnsafeMutableRawPointer?
         var length = 0

@@ -11,8 +11,11 @@ package enum ImageRefusal: Error, Sendable, Equatable {
     case unsupported
     /// The bytes are one format, the `Content-Type` says another.
     case mismatched(declared: ImageFormat, actual: ImageFormat)
-    /// More pixels than ``ImageRules/maxPixels``, as its header says.
+    /// More pixels than ``ImageRules/maxPixels``, a side over ``ImageRules/maxSide``, or
+    /// more than ``ImageRules/maxDecodedBytes`` decoded, as its header says.
     case tooManyPixels(width: Int, height: Int)
+    /// More than ``ImageRules/maxBytes`` once kept (upright, sRGB, without metadata).
+    case tooLargeOnceKept(bytes: Int)
     /// Truncated or corrupt: its decoder gave up.
     case undecodable
 }
@@ -82,13 +85,16 @@ package enum ImagePipeline {
         guard bytes.count <= ImageRules.maxBytes else { throw .tooLarge(bytes: bytes.count) }
         guard let format = ImageFormat.sniff(bytes) else { throw .unsupported }
         guard format == declared else { throw .mismatched(declared: declared, actual: format) }
-        var width: Int32 = 0, height: Int32 = 0
-        let read = bytes.withUnsafeBytes { cimage_header($0.baseAddress, $0.count, format.cFormat, &width, &height) }
+        var width: Int32 = 0, height: Int32 = 0, bands: Int32 = 0, sampleBytes: Int32 = 0
+        let read = bytes.withUnsafeBytes { cimage_header($0.baseAddress, $0.count, format.cFormat, &width, &height, &bands, &sampleBytes) }
         guard read == 0, width > 0, height > 0 else {
             clearError()
             throw .undecodable
         }
-        guard Int(width) * Int(height) <= ImageRules.maxPixels else { throw .tooManyPixels(width: Int(width), height: Int(height)) }
+        let pixels = Int(width) * Int(height)
+        guard pixels <= ImageRules.maxPixels, max(width, height) <= ImageRules.maxSide,
+            pixels * Int(max(1, bands)) * Int(max(1, sampleBytes)) <= ImageRules.maxDecodedBytes
+        else { throw .tooManyPixels(width: Int(width), height: Int(height)) }
         return (format, Int(width), Int(height))
     }
 
@@ -97,6 +103,7 @@ package enum ImagePipeline {
         let (format, width, height) = try inspect(bytes, declared: declared)
         let spec = RenditionSpec(width: width, height: height, fit: .contain, format: format, quality: keptQuality(format))
         let kept = try render(bytes, format: format, spec)
+        guard kept.bytes.count <= ImageRules.maxBytes else { throw .tooLargeOnceKept(bytes: kept.bytes.count) }
         return try describe(kept.bytes, format: format, width: kept.width, height: kept.height)
     }
 

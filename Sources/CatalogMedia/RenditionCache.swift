@@ -136,6 +136,11 @@ package final class RenditionCache: Sendable {
         evict()
     }
 
+    /// The images the cache holds renditions of (the hashes of its keys).
+    package func hashes() -> [String] {
+        Array(Set(state.withLock { $0.entries.keys.map { String($0.prefix(64)) } }))
+    }
+
     /// Forgets every rendition of the image `hash`, on disk and in memory.
     package func remove(hash: String) {
         let removed: [String] = state.withLock { state in

@@ -86,8 +86,9 @@ package struct S3MediaStore: MediaStore {
         var found: [(key: String, modified: Int64)] = []
         var token: String?
         repeat {
+            // In name order, as SigV4's canonical query is (libcurl 7.88 signs it as given).
             var query = "list-type=2&prefix=" + Self.escape(address.prefix + prefix)
-            if let token { query += "&continuation-token=" + Self.escape(token) }
+            if let token { query = "continuation-token=" + Self.escape(token) + "&" + query }
             let answer = try exchange("GET", path: "/\(address.bucket)/?\(query)", limit: 16 << 20)
             guard answer.status == 200, !answer.truncated else { throw failure("LIST", prefix, answer) }
             let page = ListPage(String(decoding: answer.body, as: UTF8.self))

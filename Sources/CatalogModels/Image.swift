@@ -114,6 +114,11 @@ public enum ImageRules {
     public static let maxBytes = 20_000_000
     /// The most pixels an upload may have (read from its header, before it is decoded).
     public static let maxPixels = 40_000_000
+    /// The most pixels of either side (what every rendition format can hold).
+    public static let maxSide = 16_383
+    /// The most bytes an upload may take once decoded (pixels × bands × bytes per sample,
+    /// from its header): 40 megapixels of 8-bit RGBA; a 16-bit image may have half as many.
+    public static let maxDecodedBytes = 160_000_000
 
     /// The smallest width of the ladder that is at least `pixels` (the largest, beyond it).
     public static func ladderWidth(atLeast pixels: Int) -> Int {

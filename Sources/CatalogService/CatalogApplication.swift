@@ -187,7 +187,8 @@ public final class CatalogApplication: Sendable {
             streamBudget: streamBudget, limiter: limiter)
         Self.register(
             in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups, feed: feed,
-            images: ImageEndpoints(library: images, records: store.images, privateReads: configuration.requireAuthForReads, memberQuota: configuration.imageQuotaBytes))
+            images: ImageEndpoints(library: images, records: store.images, privateReads: configuration.requireAuthForReads, memberQuota: configuration.imageQuotaBytes),
+            imageSweep: imageSweep)
         routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }
         let render: ErrorRenderer = { ErrorMapping.render($0, context: $1) }
         server = try HTTPServer(configuration: serverConfiguration, router: routes.router, errorRenderer: render)
@@ -247,7 +248,7 @@ public final class CatalogApplication: Sendable {
     /// Every route the service serves, with who may call it.
     static func register(
         in routes: inout Routes, _ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference,
-        metrics: Metrics, backups: Backups, feed: ChangeFeed, images: ImageEndpoints
+        metrics: Metrics, backups: Backups, feed: ChangeFeed, images: ImageEndpoints, imageSweep: ImageSweep
     ) {
         routes.add(.GET, "/healthz", .open, usesDatabase: false, .inline { _, _ in Health.liveness })
         routes.add(
@@ -277,7 +278,7 @@ public final class CatalogApplication: Sendable {
         let playlists = ResourceEndpoints(store.playlists, catalog: store, metrics: metrics)
         PlaylistEntries(store: store.entries, endpoints: playlists, itemFields: FieldSet(store.items)).register(in: &routes)
         Comments(store, metrics: metrics).register(in: &routes)
-        Accounts(store, metrics: metrics, authenticator: routes.authenticator, images: images.library).register(in: &routes)
+        Accounts(store, metrics: metrics, authenticator: routes.authenticator, imageSweep: imageSweep).register(in: &routes)
         feed.register(in: &routes)
     }
 

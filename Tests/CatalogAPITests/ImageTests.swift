@@ -68,6 +68,12 @@ import Testing
             #expect(head.status == 200 && head.body.isEmpty && head.header("Content-Length") == String(webp.body.count))
             let covered = try await catalog.client.get(image.url + "?w=64&h=64&fit=cover&format=jpeg&q=50")
             #expect(try Self.size(covered.body, .jpeg) == (64, 64))
+            // A side not asked for is the ladder's largest at most: no request re-encodes a whole original.
+            let wide = try #require(
+                try await Self.upload(catalog.client, try await Self.game(catalog) + "/image", TestImages.png(width: 3000, height: 100), type: "image/png")
+                    .decode(Game.self).image)
+            #expect(try Self.size(try await catalog.client.get(wide.url + "?format=webp").body, .webp) == (2048, 68))
+            #expect(try Self.size(try await catalog.client.get(wide.url + "?h=64&format=webp").body, .webp) == (1920, 64))
             let larger = try await catalog.client.get(image.url + "?w=2048")
             let largerSize = try Self.size(larger.body, .jpeg)
             #expect(larger.header("Content-Type") == "image/jpeg" && largerSize == (300, 200))
@@ -138,6 +144,8 @@ import Testing
         let frame = try #require(giant.indices.first { giant[$0] == 0xFF && [0xC0, 0xC2].contains(giant[$0 + 1]) })
         giant.replaceSubrange((frame + 5)..<(frame + 9), with: [0xFD, 0xE8, 0xFD, 0xE8])
         try await refused(giant, "image/jpeg", 422, "imageTooLarge")
+        // A side no rendition format can hold, though few pixels.
+        try await refused(TestImages.pngClaiming(width: 20_000, height: 10), "image/png", 422, "imageTooLarge")
         // Truncated: the header reads, the picture does not.
         let whole = try TestImages.image(.jpeg, width: 256, height: 256)
         try await refused(Array(whole.prefix(whole.count / 2)), "image/jpeg", 422, "imageUndecodable")

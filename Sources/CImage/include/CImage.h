@@ -22,9 +22,10 @@ typedef enum {
 /// ``cimage_error`` then says why not.
 int cimage_start(void);
 
-/// The size of the image in `buffer` as shown (after its EXIF orientation), read from its
-/// header only, by the loader of `format` (nothing else may read it). 0 on success.
-int cimage_header(const void *buffer, size_t length, cimage_format format, int *width, int *height);
+/// The size of the image in `buffer` as shown (after its EXIF orientation), its bands and
+/// the bytes of one sample, read from its header only, by the loader of `format` (nothing
+/// else may read it). 0 on success.
+int cimage_header(const void *buffer, size_t length, cimage_format format, int *width, int *height, int *bands, int *sample_bytes);
 
 /// A rendition of the image in `buffer` (read by the loader of `from`): upright, in sRGB,
 /// no larger than `width` × `height` (never enlarged), cropped to fill both when `cover`,

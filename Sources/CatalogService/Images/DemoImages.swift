@@ -38,21 +38,8 @@ enum DemoImages {
         let image = try ImagePipeline.normalize(DemoArtwork.jpeg(for: title, width: size.width, height: size.height), declared: .jpeg)
         let reference = ImageReference(
             url: ImageMember.path + image.hash, width: image.width, height: image.height, blurHash: image.blurHash, contentType: image.format.contentType)
-        try wait { store.images.record(reference, ImageUpload(byteSize: image.bytes.count, uploader: nil, quota: nil), completion: $0) }
+        try waitForCompletion { store.images.record(reference, ImageUpload(byteSize: image.bytes.count, uploader: nil, quota: nil), completion: $0) }
         try library.store.put(MediaKey.original(image.hash), image.bytes)
-        _ = try wait { resource.setImage(id, to: reference, preconditions: WritePreconditions(), completion: $0) }
-    }
-
-    /// What `start` hands its completion, waited for.
-    private static func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> Void) -> Void) throws -> T {
-        let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<T, any Error>?>(nil)
-        start { result in
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        guard let result = outcome.withLock({ $0 }) else { preconditionFailure("a completion ran without a result") }
-        return try result.get()
+        _ = try waitForCompletion { resource.setImage(id, to: reference, preconditions: WritePreconditions(), completion: $0) }
     }
 }

@@ -41,7 +41,7 @@ struct ImageEndpoints: Sendable {
                 let declared = try Self.declaredFormat(request)
                 let quota = caller.has(.editor) ? nil : memberQuota
                 try ingest(request, declared: declared, verbatim: false, uploader: caller.userID, quota: quota, line: RateLimiter.partition(caller, request), done) {
-                    reference in
+                    reference, done in
                     endpoints.store.setImage(id, to: reference, preconditions: preconditions, options: options) { done(ResourceEndpoints.updated($0)) }
                 }
             })
@@ -69,7 +69,8 @@ struct ImageEndpoints: Sendable {
                 guard Crypto.hex(Crypto.sha256(request.body)) == hash else {
                     throw APIError(status: .unprocessableContent, code: "hashMismatch", detail: "The body's SHA-256 is not the hash the path names.")
                 }
-                try ingest(request, declared: declared, verbatim: true, uploader: nil, quota: nil, line: RateLimiter.partition(caller, request), done) { reference in
+                try ingest(request, declared: declared, verbatim: true, uploader: nil, quota: nil, line: RateLimiter.partition(caller, request), done) {
+                    reference, done in
                     done(Result { HTTPResponse(status: .ok, headers: [("Content-Type", JSONResponse.contentType)], body: Array(try JSONResponse.encoder.encode(reference))) })
                 }
             })
@@ -79,11 +80,18 @@ struct ImageEndpoints: Sendable {
     /// checked and decoded whole), recorded (`uploader`'s, within `quota`; the sweep then leaves it be),
     /// kept, and only then handed to `show`: a crash between two steps leaves an image
     /// nothing shows, never a resource showing an image that is not there. Each step's
-    /// failure, and a full pool, answers through `done`.
+    /// failure, and a full pool, answers through `done`. The body counts against the
+    /// uploads held at once (``ImageLibrary/maxUploadBytes``: 503 beyond) until answered.
     private func ingest(
-        _ request: HTTPRequest, declared: ImageFormat, verbatim: Bool, uploader: CatalogID?, quota: Int?, line: String, _ done: @escaping Completion,
-        show: @escaping @Sendable (ImageReference) -> Void
+        _ request: HTTPRequest, declared: ImageFormat, verbatim: Bool, uploader: CatalogID?, quota: Int?, line: String, _ answer: @escaping Completion,
+        show: @escaping @Sendable (ImageReference, @escaping Completion) -> Void
     ) throws {
+        let bytes = request.body.count
+        guard library.reserve(upload: bytes) else { throw WorkPool.busy }
+        let done: Completion = { [library] result in
+            library.release(upload: bytes)
+            answer(result)
+        }
         let queued = library.normalize(request.body, declared: declared, verbatim: verbatim, for: line) { [library, records] normalized in
             guard case let .success(image) = normalized else { return done(normalized.map { _ in HTTPResponse(status: .ok) }) }
             let reference = ImageReference(
@@ -92,12 +100,15 @@ struct ImageEndpoints: Sendable {
                 guard case .success = recorded else { return done(recorded.map { HTTPResponse(status: .ok) }) }
                 let kept = library.keep(image, for: line) { kept in
                     guard case .success = kept else { return done(kept.map { HTTPResponse(status: .ok) }) }
-                    show(reference)
+                    show(reference, done)
                 }
                 if !kept { done(.failure(WorkPool.busy)) }
             }
         }
-        guard queued else { throw WorkPool.busy }
+        guard queued else {
+            library.release(upload: bytes)
+            throw WorkPool.busy
+        }
     }
 
     /// The format the request's `Content-Type` names; 415 for anything else.
@@ -177,7 +188,10 @@ struct ImageEndpoints: Sendable {
                 format = value
             }
         }
-        return (hash, RenditionSpec(width: width, height: height, fit: fit, format: format, quality: quality), negotiated)
+        // A side not asked for is bounded by the ladder's largest: no request re-encodes a
+        // 40-megapixel original whole.
+        let largest = ImageRules.widths[ImageRules.widths.count - 1]
+        return (hash, RenditionSpec(width: width ?? largest, height: height ?? largest, fit: fit, format: format, quality: quality), negotiated)
     }
 
     /// The parameters of a rendition.
@@ -209,7 +223,7 @@ struct ImageEndpoints: Sendable {
         return .jpeg
     }
 
-    /// The answer serving `served`: immutable when its format was asked for, a day's
+    /// The answer serving `served`: immutable when its format was asked for, an hour's
     /// `max-age` varying by `Accept` when negotiated; never anything a browser would run.
     private func response(
         _ served: ImageLibrary.Served, hash: String, spec: RenditionSpec?, negotiated: Bool, _ request: HTTPRequest

@@ -23,6 +23,11 @@ final class ImageLibrary: Sendable {
     /// The requests waiting for a rendition being made, by its cache key.
     private let flights = Mutex<[String: [@Sendable (Result<Served, any Error>) -> Void]]>([:])
     private let made = Atomic<Int>(0)
+    /// Bytes of uploads taken in and not yet answered (each held until its answer).
+    private let uploadBytes = Atomic<Int>(0)
+    /// The most bytes of uploads held at once, whatever the pool's queue holds: a few
+    /// of the largest.
+    static let maxUploadBytes = 5 * ImageRules.maxBytes
     private let logger = Logger(label: "catalog.images")
 
     /// The threads that decode and encode: half the cores, so the event loops always keep
@@ -39,6 +44,21 @@ final class ImageLibrary: Sendable {
 
     /// Renditions made since start (not served from the cache).
     var renditionsMade: Int { made.load(ordering: .relaxed) }
+
+    /// Takes `bytes` of an upload from the budget of uploads held at once; false (taking
+    /// nothing) when they do not fit. Given back with ``release(upload:)``.
+    func reserve(upload bytes: Int) -> Bool {
+        if uploadBytes.add(bytes, ordering: .relaxed).newValue > Self.maxUploadBytes {
+            uploadBytes.subtract(bytes, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    /// Gives back what ``reserve(upload:)`` took.
+    func release(upload bytes: Int) {
+        uploadBytes.subtract(bytes, ordering: .relaxed)
+    }
 
     /// Checks and normalizes an upload (`bytes`, which the client says are `declared`) on
     /// the pool, in `caller`'s line; `completion` gets the image to keep, or why it was refused.
@@ -106,19 +126,6 @@ final class ImageLibrary: Sendable {
         if !queued { land(key, .failure(WorkPool.busy)) }
     }
 
-    /// Removes the images `hashes` from the media store and the cache (on the pool, after
-    /// their records are gone), logging what fails: the sweep finds them again.
-    func discard(_ hashes: [String]) {
-        guard !hashes.isEmpty else { return }
-        let queued = WorkPool.blocking.submit { [self] in
-            for hash in hashes {
-                cache.remove(hash: hash)
-                do { try store.delete(MediaKey.original(hash)) } catch { logger.warning("Could not remove image \(hash): \(error)") }
-            }
-        }
-        if !queued { logger.warning("The blocking pool is full: \(hashes.count) images stay until the sweep removes them.") }
-    }
-
     /// `result`, its failure logged when it is the server's (the media store, libvips):
     /// the client is told only that it may retry.
     private func logged<T>(_ result: Result<T, any Error>) -> Result<T, any Error> {
@@ -143,7 +150,13 @@ final class ImageLibrary: Sendable {
         guard let original, let format = ImageFormat.sniff(original) else { throw Missing(hash: hash) }
         guard let spec else { return Served(bytes: original, format: format) }
         try ImagePipeline.requireStarted()
-        let rendition = try ImagePipeline.render(original, format: format, spec)
+        let rendition: (bytes: [UInt8], width: Int, height: Int)
+        do {
+            rendition = try ImagePipeline.render(original, format: format, spec)
+        } catch {
+            // A kept original that does not render is the server's failure, not the client's.
+            throw MediaStoreError("libvips could not make \(spec.name) of \(hash): \(error)")
+        }
         made.add(1, ordering: .relaxed)
         cache.put(key, rendition.bytes)
         return Served(bytes: rendition.bytes, format: spec.format)

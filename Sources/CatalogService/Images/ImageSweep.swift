@@ -35,51 +35,58 @@ final class ImageSweep: Sendable {
         thread.start()
     }
 
-    /// One sweep, blocking: what it removed.
+    /// One sweep, blocking: what it removed. Unreferenced images page by page (oldest
+    /// first), then originals in the store without a record, then renditions this server
+    /// still caches of images no longer recorded (removed through another replica).
     @discardableResult
     func run() throws -> (unreferenced: Int, orphans: Int) {
         let cutoff = Int64(Date().timeIntervalSince1970 * 1000) - grace.components.seconds * 1000
-        var forgotten: [String] = []
+        var removed = 0
+        var position: (touched: Int64, hash: String)?
         while true {
-            let candidates = try records.unreferenced(before: cutoff)
-            var batch: [String] = []
-            for hash in candidates where try forget(hash, before: cutoff) { batch.append(hash) }
-            forgotten += batch
-            // A candidate referenced again is skipped: stop once a pass forgets nothing.
-            if batch.isEmpty || candidates.count < 1000 { break }
+            let page = try records.unreferenced(before: cutoff, after: position)
+            for candidate in page where try remove(candidate.hash, before: cutoff) { removed += 1 }
+            guard page.count == 500, let last = page.last else { break }
+            position = last
         }
-        for hash in forgotten { library.cache.remove(hash: hash) }
         let stored = try library.store.list(prefix: MediaKey.originals).filter { $0.modified < cutoff }
             .map { String($0.key.dropFirst(MediaKey.originals.count)) }.filter { ImageMember.isHash($0) }
-        var orphans: [String] = []
+        var orphans = 0
         for start in stride(from: 0, to: stored.count, by: 500) {
             let slice = Array(stored[start..<min(start + 500, stored.count)])
             let recorded = try records.recorded(slice)
-            orphans += slice.filter { !recorded.contains($0) }
+            for hash in slice where !recorded.contains(hash) {
+                if try remove(hash, before: cutoff) { orphans += 1 }
+            }
         }
-        remove(orphans)
-        if !forgotten.isEmpty || !orphans.isEmpty {
-            logger.info("The image sweep removed \(forgotten.count) unreferenced images and \(orphans.count) without a record.")
+        let cached = library.cache.hashes()
+        for start in stride(from: 0, to: cached.count, by: 500) {
+            let slice = Array(cached[start..<min(start + 500, cached.count)])
+            let recorded = try records.recorded(slice)
+            for hash in slice where !recorded.contains(hash) { library.cache.remove(hash: hash) }
         }
-        return (forgotten.count, orphans.count)
+        if removed > 0 || orphans > 0 {
+            logger.info("The image sweep removed \(removed) images nothing shows and \(orphans) without a record.")
+        }
+        return (removed, orphans)
     }
 
-    private func forget(_ hash: String, before cutoff: Int64) throws -> Bool {
-        let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<Bool, any Error>>(.success(false))
-        let store = library.store
-        records.forget(hash, before: cutoff, removing: { try store.delete(MediaKey.original(hash)) }) { result in
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        return try outcome.withLock { $0 }.get()
-    }
-
-    private func remove(_ hashes: [String]) {
+    /// Removes the images `hashes` now, blocking, if nothing shows them (an account's avatar
+    /// once the account is gone: its deletion made them due). Failures are logged; the next
+    /// sweep tries again.
+    func removeNow(_ hashes: [String]) {
         for hash in hashes {
-            library.cache.remove(hash: hash)
-            do { try library.store.delete(MediaKey.original(hash)) } catch { logger.warning("Could not remove image \(hash): \(error)") }
+            do { _ = try remove(hash, before: 1) } catch { logger.warning("Could not remove image \(hash): \(error)") }
         }
+    }
+
+    /// Claims the image `hash` (shown by nothing and untouched since `cutoff`, or without a
+    /// record), removes its bytes and cached renditions, and drops its record; whether it did.
+    private func remove(_ hash: String, before cutoff: Int64) throws -> Bool {
+        guard try waitForCompletion({ records.claim(hash, before: cutoff, completion: $0) }) else { return false }
+        library.cache.remove(hash: hash)
+        try library.store.delete(MediaKey.original(hash))
+        try waitForCompletion { records.drop(hash, completion: $0) }
+        return true
     }
 }

@@ -34,28 +34,12 @@ struct Imports: Sendable {
             }
         }
         guard errors.isEmpty else { throw APIError.validation(errors) }
-        try checkImagesAreStored(records)
         store.importRecords(records, options: options) { result in
             done(
                 result.flatMap { summary in
                     Result { HTTPResponse(status: .ok, headers: [("Content-Type", JSONResponse.contentType)], body: Array(try JSONResponse.encoder.encode(summary))) }
                 })
         }
-    }
-
-    /// 422 naming each record that shows an image this catalog does not hold: an import
-    /// never makes a resource show what is not there.
-    private func checkImagesAreStored(_ records: [ImportRecord]) throws {
-        let shown = records.enumerated().compactMap { index, record in
-            record.values["image"]?.text.flatMap(ImageMember.hash(stored:)).map { (index, $0) }
-        }
-        guard !shown.isEmpty else { return }
-        let stored = try store.images.recorded(shown.map(\.1))
-        let missing = shown.filter { !stored.contains($0.1) }.map { index, _ in
-            Violation(.notFound, "No image with this hash is stored here: send the images first (catalog import --images, or PUT /admin/images/{hash}).")
-                .at("/records/\(index)/data/image")
-        }
-        guard missing.isEmpty else { throw APIError.validation(missing) }
     }
 
     /// Why a record cannot be imported: every failing member, with its pointer.

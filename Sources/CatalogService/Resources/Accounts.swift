@@ -14,13 +14,13 @@ struct Accounts: Sendable {
     let users: ResourceEndpoints
     let keys: ResourceEndpoints
     let authenticator: Authenticator
-    /// Where a deleted account's avatar goes from.
-    let images: ImageLibrary
+    /// What removes a deleted account's avatar.
+    let imageSweep: ImageSweep
     /// What `PATCH /v1/me` accepts: the profile, not the role.
     private let profile: DocumentShape
 
-    init(_ catalog: CatalogStore, metrics: Metrics, authenticator: Authenticator, images: ImageLibrary) {
-        self.images = images
+    init(_ catalog: CatalogStore, metrics: Metrics, authenticator: Authenticator, imageSweep: ImageSweep) {
+        self.imageSweep = imageSweep
         store = catalog.accounts
         self.authenticator = authenticator
         var users = ResourceEndpoints(catalog.accounts.users, catalog: catalog, metrics: metrics)
@@ -94,10 +94,11 @@ struct Accounts: Sendable {
     private func deleteUser(_ id: CatalogID, _ request: HTTPRequest, _ options: WriteOptions, _ done: @escaping Completion) throws {
         let preconditions = try ETag.preconditions(request)
         // Forgotten at the commit, before any later write runs: not once this loop gets to it.
-        store.deleteUser(id, preconditions: preconditions, options: options.answeredAtCommit) { [authenticator, images] result in
-            if case let .success(forgotten) = result {
+        store.deleteUser(id, preconditions: preconditions, options: options.answeredAtCommit) { [authenticator, imageSweep] result in
+            if case let .success(released) = result {
                 authenticator.forget(user: id)
-                images.discard(forgotten)
+                // Its avatar goes now, off the loop (else the next sweep takes it).
+                if !released.isEmpty { WorkPool.blocking.submit { imageSweep.removeNow(released) } }
             }
             done(result.map { _ in HTTPResponse(status: .noContent) })
         }

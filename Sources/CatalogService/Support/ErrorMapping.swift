@@ -127,7 +127,13 @@ enum ErrorMapping {
         case let .tooManyPixels(width, height):
             return APIError(
                 status: .unprocessableContent, code: "imageTooLarge",
-                detail: "The image is \(width) × \(height) pixels; at most \(ImageRules.maxPixels / 1_000_000) megapixels are accepted.")
+                detail:
+                    "The image is \(width) × \(height) pixels; at most \(ImageRules.maxPixels / 1_000_000) megapixels, \(ImageRules.maxSide) pixels a side "
+                    + "and \(ImageRules.maxDecodedBytes / 1_000_000) MB decoded are accepted.")
+        case let .tooLargeOnceKept(bytes):
+            return APIError(
+                status: .unprocessableContent, code: "imageTooLarge",
+                detail: "Kept upright, in sRGB and without metadata, the image takes \(bytes) bytes; at most \(ImageRules.maxBytes) are kept.")
         case .undecodable:
             return APIError(status: .unprocessableContent, code: "imageUndecodable", detail: "The image is truncated or corrupt: it cannot be decoded.")
         }

@@ -191,8 +191,8 @@ public final class AccountStore: Sendable {
     /// Deletes the user `id`, if `preconditions` hold: its keys go with it, its private
     /// playlists are deleted and its public ones lose their owner, and its comments stay
     /// readable, their writer shown as deleted. Its avatar and its private playlists'
-    /// covers are forgotten when nothing else shows them: the completion has their hashes,
-    /// for their bytes to be removed from the media store.
+    /// covers, when nothing else shows them, are made due for removal at once: the
+    /// completion has their hashes, for the sweep to remove them (``ImageRecords``).
     public func deleteUser(
         _ id: CatalogID, preconditions: WritePreconditions = WritePreconditions(), options: WriteOptions = WriteOptions(),
         completion: @escaping @Sendable (Result<[String], any Error>) -> Void
@@ -217,7 +217,7 @@ public final class AccountStore: Sendable {
                 "UPDATE playlists SET owner_id = NULL, version = version + 1, updated_at = \(greatest)(?, created_at) WHERE owner_id = ?",
                 [now, id.rawValue])
             try db.execute("DELETE FROM users WHERE id = ?", [id.rawValue])
-            return try Set(shown).filter { hash in try images.forgetIfUnreferenced(db, hash) }.sorted()
+            return try Set(shown).filter { hash in try images.release(db, hash) }.sorted()
         }
     }
 

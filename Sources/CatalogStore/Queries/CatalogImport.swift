@@ -43,6 +43,7 @@ extension CatalogStore {
         database.submit(
             options, atomic: true, heavy: true,
             { db in
+                try ImageRecords.touchShown(db, records)
                 var summary = ImportSummary()
                 for (index, record) in records.enumerated() {
                     let rules = relations[record.schema.type]?.importing ?? ImportRules()

@@ -35,6 +35,7 @@ extension Connection {
                     if head.expectsContinue, input.isEmpty { output.append(ResponseWriter.continueLine) }
                     var limits = parser.limits
                     limits.maxBody = limit
+                    bodyLimit = limit
                     chunkedDecoder = head.framing == .chunked ? ChunkedDecoder(limits: limits) : nil
                     phase = .body(head, admitted: admitted)
                     deadlines = deadlines.bodyBegan(at: loop.now)
@@ -46,7 +47,7 @@ extension Connection {
                 if case let .length(length) = head.framing { held = min(held, length) }
                 if held > reservedBodyBytes {
                     if reservedBodyBytes == 0 { reservedBodyClient = requestClient }
-                    guard loop.core.reserveBody(held - reservedBodyBytes, for: reservedBodyClient) else {
+                    guard loop.core.reserveBody(held - reservedBodyBytes, for: reservedBodyClient, limit: bodyLimit) else {
                         // Not drained: reading the refused body would cost what the limit saves.
                         failConnection(HTTPError.bodyBufferFull, path: head.path)
                         abortAfterFlush = true

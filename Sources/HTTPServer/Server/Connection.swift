@@ -63,6 +63,8 @@ final class Connection {
     var requestClient = ""
     /// The client address the body budget this connection holds is counted under.
     var reservedBodyClient = ""
+    /// The largest body the request being read may have (its route's limit).
+    var bodyLimit = 0
     unowned let loop: EventLoop
     let input = ByteBuffer(capacity: 8 * 1024)
     let output = ByteBuffer(capacity: 4 * 1024)

@@ -94,10 +94,12 @@ final class ServerCore: Sendable {
         }
     }
 
-    /// Takes `bytes` from the body buffer budget for `client`; false (taking nothing) when
-    /// they do not fit in the whole budget or in that address's share of it.
-    func reserveBody(_ bytes: Int, for client: String) -> Bool {
-        let share = max(configuration.maxBufferedBodyBytesPerAddress, parserLimits.maxBody)
+    /// Takes `bytes` from the body buffer budget for `client`, whose body may have `limit`
+    /// bytes; false (taking nothing) when they do not fit in the whole budget or in that
+    /// address's share of it (at least one body of the route's limit: only a route that
+    /// takes large bodies lets an address hold that much).
+    func reserveBody(_ bytes: Int, for client: String, limit: Int) -> Bool {
+        let share = max(configuration.maxBufferedBodyBytesPerAddress, limit)
         let fits = bodyBytesByAddress.withLock { held in
             let total = held[client, default: 0] + bytes
             guard total <= share else { return false }

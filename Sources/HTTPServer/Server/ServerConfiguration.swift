@@ -46,8 +46,9 @@ public struct ServerConfiguration: Sendable {
     /// The most of ``maxBufferedBodyBytes`` the bodies of one client address (an IPv6
     /// client's /64) may hold at once: its fair share, so that one address stalling many
     /// bodies cannot refuse everyone else's (a body that would go over is answered 503 like
-    /// one over the whole budget). At least ``ParserLimits/maxBody`` counts, so one body
-    /// of the largest size always fits.
+    /// one over the whole budget). At least the body limit of the request's route counts, so
+    /// one body of its largest size always fits (only routes that take large bodies, such
+    /// as image uploads, let an address hold more than this).
     public var maxBufferedBodyBytesPerAddress = 4 << 20
     /// The proxies in front of the server whose word on the client's address is believed
     /// (`Forwarded`, `X-Forwarded-For` or the PROXY protocol, as they say); `nil` (the
