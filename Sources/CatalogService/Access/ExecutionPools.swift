@@ -31,6 +31,14 @@ enum LargeBodies {
     static let pool = WorkPool(name: "bodies", threads: max(1, ProcessInfo.processInfo.activeProcessorCount / 2), queueLimit: 64, perCaller: 8)
 }
 
+/// The pool where images are decoded and encoded (uploads, renditions, originals fetched
+/// from the store): half the cores, so the event loops always keep one, and a short queue
+/// (a full one answers 503 at once); a caller holds at most 4 of its 32 places. Started at
+/// the first image worked on, like libvips itself.
+enum ImageWork {
+    static let pool = WorkPool(name: "images", threads: max(1, ProcessInfo.processInfo.activeProcessorCount / 2), queueLimit: 32, perCaller: 4)
+}
+
 /// The pool for expensive reads: half the cores, so the event loops always keep a core,
 /// and a short queue (a full one answers 503 at once). Callers (a user, or an anonymous
 /// client's address) take turns, each holding at most 8 reads queued or running: one

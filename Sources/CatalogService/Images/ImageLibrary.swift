@@ -19,7 +19,8 @@ final class ImageLibrary: Sendable {
 
     let store: any MediaStore
     let cache: RenditionCache
-    private let pool: WorkPool
+    /// Where images are decoded and encoded (``ImageWork``).
+    private var pool: WorkPool { ImageWork.pool }
     /// The requests waiting for a rendition being made, by its cache key.
     private let flights = Mutex<[String: [@Sendable (Result<Served, any Error>) -> Void]]>([:])
     private let made = Atomic<Int>(0)
@@ -30,16 +31,9 @@ final class ImageLibrary: Sendable {
     static let maxUploadBytes = 5 * ImageRules.maxBytes
     private let logger = Logger(label: "catalog.images")
 
-    /// The threads that decode and encode: half the cores, so the event loops always keep
-    /// one. A caller holds at most 4 of the 32 places in its queue.
-    static func makePool() -> WorkPool {
-        WorkPool(name: "images", threads: max(1, ProcessInfo.processInfo.activeProcessorCount / 2), queueLimit: 32, perCaller: 4)
-    }
-
-    init(store: any MediaStore, cache: RenditionCache, pool: WorkPool = makePool()) {
+    init(store: any MediaStore, cache: RenditionCache) {
         self.store = store
         self.cache = cache
-        self.pool = pool
     }
 
     /// Renditions made since start (not served from the cache).

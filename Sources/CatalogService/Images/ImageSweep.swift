@@ -23,16 +23,13 @@ final class ImageSweep: Sendable {
         self.grace = grace
     }
 
-    /// Sweeps every `interval` on a thread of its own, until the process ends.
+    /// Sweeps every `interval` until the process ends, on a thread Dispatch lends for the
+    /// sweep (no thread waits in between).
     func start(every interval: Duration) {
-        let thread = Thread { [self] in
-            while true {
-                Thread.sleep(forTimeInterval: Double(interval.components.seconds))
-                do { try run() } catch { logger.warning("The image sweep failed: \(error)") }
-            }
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .seconds(Int(interval.components.seconds))) { [self] in
+            do { try run() } catch { logger.warning("The image sweep failed: \(error)") }
+            start(every: interval)
         }
-        thread.name = "image-sweep"
-        thread.start()
     }
 
     /// One sweep, blocking: what it removed. Unreferenced images page by page (oldest
