@@ -7,19 +7,52 @@ import Synchronization
 /// ones also held in memory within a budget of their own. It is a cache: a file lost is
 /// made again, so files are renamed into place but never `fsync`ed. Keys are
 /// `{sha256}/{rendition name}`; what it holds survives a restart (the directory is read
-/// again at start).
+/// again at start). Every operation under its lock is O(1) (``RecencyList``, an index by
+/// image), whatever it holds: event loops take that lock for each image they serve.
 package final class RenditionCache: Sendable {
     private struct Entry {
         var size: Int
-        var used: UInt64
         var bytes: [UInt8]?
     }
 
     private struct State {
         var entries: [String: Entry] = [:]
-        var clock: UInt64 = 0
+        /// Every entry, by recency of use.
+        var onDisk = RecencyList()
+        /// The entries whose bytes are in memory, by recency of use.
+        var inMemory = RecencyList()
+        /// The keys of each image's renditions, by its hash.
+        var byImage: [String: Set<String>] = [:]
         var diskBytes = 0
         var memoryBytes = 0
+
+        /// A use of `key`, which exists.
+        mutating func use(_ key: String, inMemory held: Bool) {
+            onDisk.touch(key)
+            if held { inMemory.touch(key) }
+        }
+
+        /// A new entry of `size` bytes on disk, the most recently used.
+        mutating func add(_ key: String, size: Int) {
+            entries[key] = Entry(size: size, bytes: nil)
+            onDisk.touch(key)
+            diskBytes += size
+            byImage[String(key.prefix(64)), default: []].insert(key)
+        }
+
+        /// Forgets `key`; its entry, if it had one.
+        @discardableResult
+        mutating func forget(_ key: String) -> Entry? {
+            guard let entry = entries.removeValue(forKey: key) else { return nil }
+            onDisk.remove(key)
+            inMemory.remove(key)
+            diskBytes -= entry.size
+            memoryBytes -= entry.bytes?.count ?? 0
+            let image = String(key.prefix(64))
+            byImage[image]?.remove(key)
+            if byImage[image]?.isEmpty == true { byImage[image] = nil }
+            return entry
+        }
     }
 
     /// The largest rendition held in memory.
@@ -53,16 +86,12 @@ package final class RenditionCache: Sendable {
             }
         }
         state.withLock { state in
-            for file in found.sorted(by: { $0.used < $1.used }) {
-                state.clock += 1
-                state.entries[file.key] = Entry(size: file.size, used: state.clock, bytes: nil)
-                state.diskBytes += file.size
-            }
+            for file in found.sorted(by: { $0.used < $1.used }) { state.add(file.key, size: file.size) }
         }
         evict()
     }
 
-    /// Bytes on disk and in memory now.
+    /// Bytes on disk and in memory now, and how many renditions.
     package var usage: (disk: Int, memory: Int, entries: Int) {
         state.withLock { ($0.diskBytes, $0.memoryBytes, $0.entries.count) }
     }
@@ -75,10 +104,8 @@ package final class RenditionCache: Sendable {
     /// The bytes under `key` when memory holds them (no disk is read): a hit counts as a use.
     package func cached(_ key: String) -> [UInt8]? {
         state.withLock { state in
-            guard var entry = state.entries[key], let bytes = entry.bytes else { return nil }
-            state.clock += 1
-            entry.used = state.clock
-            state.entries[key] = entry
+            guard let bytes = state.entries[key]?.bytes else { return nil }
+            state.use(key, inMemory: true)
             return bytes
         }
     }
@@ -87,22 +114,15 @@ package final class RenditionCache: Sendable {
     /// file (a small one is then held in memory).
     package func get(_ key: String) -> [UInt8]? {
         let held: [UInt8]?? = state.withLock { state in
-            guard var entry = state.entries[key] else { return .none }
-            state.clock += 1
-            entry.used = state.clock
-            state.entries[key] = entry
+            guard let entry = state.entries[key] else { return .none }
+            state.use(key, inMemory: entry.bytes != nil)
             return .some(entry.bytes)
         }
         guard case let .some(inMemory) = held else { return nil }
         if let inMemory { return inMemory }
         guard let bytes = try? LocalMediaStore(root: directory).get(fileName(key), limit: Int.max) else {
             // Removed behind the cache's back: forgotten.
-            state.withLock { state in
-                if let entry = state.entries.removeValue(forKey: key) {
-                    state.diskBytes -= entry.size
-                    state.memoryBytes -= entry.bytes?.count ?? 0
-                }
-            }
+            state.withLock { _ = $0.forget(key) }
             return nil
         }
         hold(key, bytes)
@@ -124,13 +144,8 @@ package final class RenditionCache: Sendable {
             return
         }
         state.withLock { state in
-            state.clock += 1
-            if let old = state.entries[key] {
-                state.diskBytes -= old.size
-                state.memoryBytes -= old.bytes?.count ?? 0
-            }
-            state.entries[key] = Entry(size: bytes.count, used: state.clock, bytes: nil)
-            state.diskBytes += bytes.count
+            state.forget(key)
+            state.add(key, size: bytes.count)
         }
         hold(key, bytes)
         evict()
@@ -138,19 +153,14 @@ package final class RenditionCache: Sendable {
 
     /// The images the cache holds renditions of (the hashes of its keys).
     package func hashes() -> [String] {
-        Array(Set(state.withLock { $0.entries.keys.map { String($0.prefix(64)) } }))
+        state.withLock { Array($0.byImage.keys) }
     }
 
     /// Forgets every rendition of the image `hash`, on disk and in memory.
     package func remove(hash: String) {
         let removed: [String] = state.withLock { state in
-            let keys = state.entries.keys.filter { $0.hasPrefix(hash + "/") }
-            for key in keys {
-                if let entry = state.entries.removeValue(forKey: key) {
-                    state.diskBytes -= entry.size
-                    state.memoryBytes -= entry.bytes?.count ?? 0
-                }
-            }
+            let keys = Array(state.byImage[hash] ?? [])
+            for key in keys { state.forget(key) }
             return keys
         }
         for key in removed { unlink(directory.appendingPathComponent(fileName(key)).path) }
@@ -160,35 +170,28 @@ package final class RenditionCache: Sendable {
     private func hold(_ key: String, _ bytes: [UInt8]) {
         guard bytes.count <= Self.largestInMemory else { return }
         state.withLock { state in
-            guard var entry = state.entries[key], entry.bytes == nil else { return }
-            entry.bytes = bytes
-            state.entries[key] = entry
+            guard state.entries[key]?.bytes == nil, state.entries[key] != nil else { return }
+            state.entries[key]?.bytes = bytes
+            state.inMemory.touch(key)
             state.memoryBytes += bytes.count
         }
         evict()
     }
 
-    /// Removes the least recently used files (and drops bytes from memory) down to nine
-    /// tenths of each budget, once over it.
+    /// Removes the least recently used files until the disk budget holds, and drops the
+    /// least recently used bytes from memory until its budget holds (a full memory drops
+    /// no file).
     private func evict() {
         let doomed: [String] = state.withLock { state in
-            // Each budget, once passed, is brought down alone: a full memory drops no file.
-            let diskFull = state.diskBytes > diskBudget, memoryFull = state.memoryBytes > memoryBudget
-            guard diskFull || memoryFull else { return [] }
             var doomed: [String] = []
-            for (key, entry) in state.entries.sorted(by: { $0.value.used < $1.value.used }) {
-                let overDisk = diskFull && state.diskBytes > diskBudget / 10 * 9
-                let overMemory = memoryFull && state.memoryBytes > memoryBudget / 10 * 9
-                guard overDisk || overMemory else { break }
-                if overDisk {
-                    state.entries[key] = nil
-                    state.diskBytes -= entry.size
-                    state.memoryBytes -= entry.bytes?.count ?? 0
-                    doomed.append(key)
-                } else if let bytes = entry.bytes {
-                    state.entries[key]?.bytes = nil
-                    state.memoryBytes -= bytes.count
-                }
+            while state.diskBytes > diskBudget, let oldest = state.onDisk.oldest {
+                state.forget(oldest)
+                doomed.append(oldest)
+            }
+            while state.memoryBytes > memoryBudget, let oldest = state.inMemory.oldest {
+                state.inMemory.remove(oldest)
+                state.memoryBytes -= state.entries[oldest]?.bytes?.count ?? 0
+                state.entries[oldest]?.bytes = nil
             }
             return doomed
         }
@@ -205,5 +208,38 @@ package final class RenditionCache: Sendable {
         let hash = name.prefix(64)
         guard ImageMember.isHash(hash), name.dropFirst(64).first == "-", name.count > 65 else { return nil }
         return hash + "/" + name.dropFirst(65)
+    }
+}
+
+/// Keys in order of use, least recent first, each use, insertion and removal O(1): a
+/// doubly linked list threaded through a dictionary of each key's neighbours.
+struct RecencyList {
+    private struct Links {
+        var older: String?
+        var newer: String?
+    }
+
+    private var links: [String: Links] = [:]
+    /// The least recently used key.
+    private(set) var oldest: String?
+    private var newest: String?
+
+    var count: Int { links.count }
+
+    /// Makes `key` the most recently used (adding it when absent).
+    mutating func touch(_ key: String) {
+        if newest == key { return }
+        remove(key)
+        links[key] = Links(older: newest, newer: nil)
+        if let newest { links[newest]?.newer = key }
+        newest = key
+        if oldest == nil { oldest = key }
+    }
+
+    /// Removes `key` (nothing when absent).
+    mutating func remove(_ key: String) {
+        guard let link = links.removeValue(forKey: key) else { return }
+        if let older = link.older { links[older]?.newer = link.newer } else { oldest = link.newer }
+        if let newer = link.newer { links[newer]?.older = link.older } else { newest = link.older }
     }
 }

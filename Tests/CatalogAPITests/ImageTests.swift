@@ -2,11 +2,12 @@ import CatalogIdentity
 import CatalogMedia
 import CatalogModels
 import CatalogSchema
-import CatalogService
 import CatalogStore
 import Foundation
 import ServiceTestSupport
 import Testing
+
+@testable import CatalogService
 
 /// Images on resources, end to end over a real server and real libvips: uploads checked
 /// and kept, originals and renditions served with the caching they promise, refusals of
@@ -219,6 +220,19 @@ import Testing
         // What is made is a read: served again and again.
         for _ in 0..<5 { #expect(try await anonymous.get(image.url + "?w=64&format=webp").status == 200) }
         #expect(try await anonymous.get(image.url).status == 200, "the original was kept in the cache at upload")
+    }
+
+    @Test func theUploadsHeldAtOnceHaveABudget() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("uploads-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let library = ImageLibrary(
+            store: try LocalMediaStore(directory: directory.appendingPathComponent("media").path),
+            cache: try RenditionCache(directory: directory.appendingPathComponent("cache").path, diskBudget: 1 << 20, memoryBudget: 1 << 20))
+        #expect(library.reserve(upload: ImageLibrary.maxUploadBytes - ImageRules.maxBytes))
+        #expect(library.reserve(upload: ImageRules.maxBytes))
+        #expect(!library.reserve(upload: 1), "full: the next upload is answered 503")
+        library.release(upload: ImageRules.maxBytes)
+        #expect(library.reserve(upload: ImageRules.maxBytes))
     }
 
     @Test func oneRenditionIsMadeOnceHoweverManyAskAtOnce() async throws {

@@ -1,7 +1,8 @@
-import CatalogMedia
 import CatalogModels
 import Foundation
 import Testing
+
+@testable import CatalogMedia
 
 /// What the pipeline tells from bytes, and the rendition cache's budgets.
 @Suite struct ImagePipelineTests {
@@ -31,6 +32,23 @@ import Testing
         let reference = ImageReference(url: "/v1/images/" + String(repeating: "a", count: 64), width: 10, height: 10, blurHash: "L00000", contentType: "image/png")
         #expect(reference.path(points: 44, scale: 3, format: .webp) == reference.url + "?w=192&format=webp")
         #expect(reference.path(width: 300, height: 200, fit: .cover, quality: 75) == reference.url + "?w=320&h=256&fit=cover&format=jpeg&q=80")
+    }
+
+    @Test func aRecencyListKeepsKeysInOrderOfUse() {
+        var list = RecencyList()
+        for key in ["a", "b", "c", "d"] { list.touch(key) }
+        list.touch("b")
+        list.remove("c")
+        list.remove("zz")
+        var order: [String] = []
+        while let oldest = list.oldest {
+            order.append(oldest)
+            list.remove(oldest)
+        }
+        #expect(order == ["a", "d", "b"] && list.count == 0)
+        list.touch("x")
+        list.touch("x")
+        #expect(list.oldest == "x" && list.count == 1)
     }
 
     @Test func theCacheKeepsItsBudgetsLeastRecentlyUsedOutFirst() throws {
