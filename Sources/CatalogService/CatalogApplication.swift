@@ -279,6 +279,7 @@ public final class CatalogApplication: Sendable {
         PlaylistEntries(store: store.entries, endpoints: playlists, itemFields: FieldSet(store.items)).register(in: &routes)
         Comments(store, metrics: metrics).register(in: &routes)
         Accounts(store, metrics: metrics, authenticator: routes.authenticator, imageSweep: imageSweep).register(in: &routes)
+        Viewers(progress: store.progress).register(in: &routes)
         feed.register(in: &routes)
     }
 

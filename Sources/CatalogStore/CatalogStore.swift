@@ -63,6 +63,8 @@ public final class CatalogStore: Sendable {
     public let changes: ChangeLog
     /// The stored images resources show.
     public let images: ImageRecords
+    /// Each viewer's progress in each item.
+    public let progress: ProgressStore
     /// The migrations this open applied (empty when the schema was already current).
     public let appliedMigrations: [String]
     /// Where the data lives.
@@ -119,6 +121,7 @@ public final class CatalogStore: Sendable {
         comments = CommentStore(resources: store(.comment))
         images = ImageRecords(database: database, schemas: ResourceSchema.all + [.user])
         accounts = AccountStore(database: database, images: images)
+        progress = ProgressStore(database: database, items: items)
         idempotency = IdempotencyStore(database: database)
         // The change log renders each declared resource through its store, and entries as entries.
         var renderers: [String: ChangeLog.Renderer] = [ChangeFeedSchema.entryType: { [entries] db, ids in try entries.changed(db, ids) }]

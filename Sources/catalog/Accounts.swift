@@ -75,16 +75,76 @@ struct Keys: AsyncParsableCommand {
 
 /// `catalog me`: the profile of the key's user.
 struct Me: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show your profile (the user of --api-key).")
-    @OptionGroup var connection: Connection
+    static let configuration = CommandConfiguration(
+        abstract: "You (the user of --api-key): your profile, your progress in an item, your \"Continue watching\".",
+        subcommands: [Show.self, Progress.self, Continue.self], defaultSubcommand: Show.self)
 
-    func run() async throws {
-        try await Output.run {
-            try Output.one(try await connection.client().me(), connection: connection) { user in
-                [
-                    ("id", user.id.rawValue), ("displayName", user.displayName), ("email", user.email ?? ""), ("avatarURL", user.avatarURL?.absoluteString ?? ""),
-                    ("role", user.role?.rawValue ?? ""), ("version", "\(user.version)"),
-                ]
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show your profile.")
+        @OptionGroup var connection: Connection
+
+        func run() async throws {
+            try await Output.run {
+                try Output.one(try await connection.client().me(), connection: connection) { user in
+                    [
+                        ("id", user.id.rawValue), ("displayName", user.displayName), ("email", user.email ?? ""),
+                        ("avatarURL", user.avatarURL?.absoluteString ?? ""), ("role", user.role?.rawValue ?? ""), ("version", "\(user.version)"),
+                    ]
+                }
+            }
+        }
+    }
+
+    struct Progress: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show your progress in an item, or, with --position, record where you are now (as a player's heartbeat from this device).")
+        @OptionGroup var connection: Connection
+        @Argument(help: "The playable item's id.") var item: String
+        @Option(help: "Where you are, in seconds.") var position: Double?
+        @Option(help: "The item's running time, in seconds, when the item does not say.") var duration: Double?
+        @Flag(help: "Mark the item played.") var played = false
+        @Option(help: "This device's id.") var device = "catalog-cli"
+
+        func run() async throws {
+            let item = try Output.id(item)
+            try await Output.run {
+                let progress = try connection.client().progress
+                if let position {
+                    let heartbeat = ProgressInput(
+                        positionSeconds: position, durationSeconds: duration, clientTime: Date(), deviceId: device, played: played ? true : nil)
+                    try Output.json(try await progress.record(heartbeat, for: item))
+                } else if let found = try await progress.get(item) {
+                    try Output.json(found)
+                } else {
+                    FileHandle.standardError.write(Data("catalog: you have no progress in this item\n".utf8))
+                    throw ExitCode.failure
+                }
+            }
+        }
+    }
+
+    struct Continue: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List your \"Continue watching\": items begun and not finished, most recent first.")
+        @OptionGroup var connection: Connection
+        @Option(help: "Items per page (1…100).") var limit: Int?
+        @Option(help: "Continue after this cursor (the nextCursor of a previous page).") var cursor: String?
+
+        func run() async throws {
+            try await Output.run {
+                let page = try await connection.client().progress.continueWatching(limit: limit, cursor: cursor)
+                if connection.table {
+                    Output.table(
+                        ["id", "title", "position", "duration"],
+                        page.items.map { entry in
+                            [
+                                entry.playableItem.id.rawValue, entry.playableItem.title, String(Int(entry.progress.positionSeconds)),
+                                entry.progress.durationSeconds.map { String(Int($0)) } ?? "",
+                            ]
+                        })
+                    if let next = page.nextCursor { print("next page: --cursor \(next)") }
+                } else {
+                    try Output.json(page)
+                }
             }
         }
     }

@@ -81,6 +81,16 @@ import Testing
             return id
         }
 
+        /// The path of `caller`'s progress in the item, recorded first (nothing for anonymous).
+        func recordProgress(_ caller: Caller) async throws -> Call {
+            let path = "/v1/me/progress/\(item)"
+            if let key = key(caller) {
+                let body: [String: Any] = ["positionSeconds": 42, "clientTime": "2026-11-01T10:00:00.000Z", "deviceId": "phone"]
+                _ = try await APIClient(inProcess: catalog.application.server, key: key).send("PUT", path, json: body)
+            }
+            return Call(path: path)
+        }
+
         func firstEntry(_ playlist: CatalogID) async throws -> CatalogID {
             try await catalog.api.entries(of: playlist).list().items[0].entryId
         }
@@ -207,6 +217,17 @@ import Testing
                     return Call(path: "/v1/me", key: caller == .anonymous ? nil : try world.catalog.user("Leaving", role: role).key)
                 }
             ),
+
+            // A viewer's own progress: each caller reads and forgets what it recorded itself.
+            "PUT /v1/me/progress/{playableItemId}": (
+                members(200),
+                { world, _ in
+                    Call(path: "/v1/me/progress/\(world.item)", body: ["positionSeconds": 42, "clientTime": "2026-11-01T10:00:00.000Z", "deviceId": "phone"])
+                }
+            ),
+            "GET /v1/me/progress/{playableItemId}": ([401, 200, 200, 200, 200], { world, caller in try await world.recordProgress(caller) }),
+            "DELETE /v1/me/progress/{playableItemId}": ([401, 204, 204, 204, 204], { world, caller in try await world.recordProgress(caller) }),
+            "GET /v1/me/continue-watching": (members(200), { _, _ in Call(path: "/v1/me/continue-watching") }),
 
             "GET /v1/api-keys": (members(200), { _, _ in Call(path: "/v1/api-keys") }),
             "POST /v1/api-keys": (members(201), { _, _ in Call(path: "/v1/api-keys", body: ["name": "script"]) }),

@@ -261,4 +261,23 @@ import Testing
         #expect(removed.status == 0)
         #expect(try await source.api.games.get(game.id).value.image == nil)
     }
+
+    @Test func aViewersProgressIsRecordedShownAndListed() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let server = catalog.client.baseURL
+        let item = try await catalog.api.playableItems.create(
+            PlayableItemInput(title: "Sintel", streamURL: URL(string: "https://example.com/s.m3u8")!, durationSeconds: 888)
+        ).value.id
+        let recorded = try await Self.run(["me", "progress", item.rawValue, "--position", "300"], server: server)
+        let answer = try recorded.decode(ProgressAnswer.self)
+        #expect(answer.applied && answer.progress.positionSeconds == 300 && answer.progress.deviceId == "catalog-cli")
+        #expect(try await Self.run(["me", "progress", item.rawValue], server: server).decode(PlaybackProgress.self) == answer.progress)
+        let listed = try await Self.run(["me", "continue"], server: server).decode(Page<ContinueWatchingEntry>.self)
+        #expect(listed.items.map(\.playableItem.id) == [item])
+        let table = try await Self.run(["me", "continue", "--table"], server: server)
+        #expect(table.output.contains("Sintel") && table.output.contains("300"))
+        #expect(try await Self.run(["me"], server: server).decode(User.self).id == catalog.adminID, "catalog me still shows the profile")
+        let none = try await Self.run(["me", "progress", CatalogID().rawValue], server: server)
+        #expect(none.status == 1 && none.errors.contains("no progress"))
+    }
 }

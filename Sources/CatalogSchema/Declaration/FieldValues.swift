@@ -67,4 +67,9 @@ extension FieldValue {
     package var integer: Int64? {
         if case let .integer(value) = self { value } else { nil }
     }
+
+    /// The number, when the value is one.
+    package var real: Double? {
+        if case let .real(value) = self { value } else { nil }
+    }
 }

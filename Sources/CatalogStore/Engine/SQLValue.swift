@@ -22,6 +22,15 @@ enum SQLValue: Sendable, Hashable {
         if case let .text(value) = self { value } else { nil }
     }
 
+    /// The value as a number (an integer one too), if it is one.
+    var double: Double? {
+        switch self {
+        case let .real(value): value
+        case let .integer(value): Double(value)
+        default: nil
+        }
+    }
+
     var bytes: [UInt8]? {
         if case let .blob(value) = self { value } else { nil }
     }
