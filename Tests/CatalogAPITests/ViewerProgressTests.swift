@@ -103,6 +103,30 @@ import Testing
         }
     }
 
+    @Test(arguments: TestEngine.all) func heartbeatsSentAtOnceEndAsTheRuleSays(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let catalog = try TestCatalog(seed: false)
+            let (viewer, _) = try Self.viewer(catalog)
+            let item = try await Self.items(catalog, 1)[0]
+            // Whole seconds: the wire carries milliseconds.
+            let base = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 1000).rounded(.down))
+            let heartbeats = (0..<24).map { index in
+                Self.heartbeat(Double(index * 10), at: base + Double((index * 7) % 24), device: "device-\(index % 3)")
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for heartbeat in heartbeats { group.addTask { _ = try await viewer.progress.record(heartbeat, for: item) } }
+                try await group.waitForAll()
+            }
+            // What the rule makes of them in any one order is where the server must be.
+            var expected: PlaybackProgress?
+            for heartbeat in heartbeats {
+                expected = ProgressRules.apply(heartbeat, receivedAt: Date(), to: expected, item: item, itemDuration: 600).progress
+            }
+            let stored = try #require(try await viewer.progress.get(item))
+            #expect(stored.positionSeconds == expected?.positionSeconds && stored.deviceId == expected?.deviceId && stored.watchedAt == expected?.watchedAt)
+        }
+    }
+
     @Test func heartbeatsAreCheckedAsBodiesAre() async throws {
         let catalog = try TestCatalog(seed: false)
         let (viewer, _) = try Self.viewer(catalog)

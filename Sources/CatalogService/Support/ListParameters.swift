@@ -71,7 +71,9 @@ enum ListParameters {
         list.cursor = try cursor(values)
         if let query = values["q"] {
             // Text without a letter or digit matches nothing (an empty page).
-            guard !query.isEmpty, query.utf8.count <= maxSearchLength * Rules.maxBytesPerCharacter, query.count <= maxSearchLength else {
+            // Counted in Unicode scalars, as the contract's `maxLength` counts (a letter with
+            // combining marks is several).
+            guard !query.isEmpty, query.utf8.count <= maxSearchLength * Rules.maxBytesPerCharacter, query.unicodeScalars.count <= maxSearchLength else {
                 throw .invalidParameter("q", "must be 1 to \(maxSearchLength) characters.")
             }
             list.search = query

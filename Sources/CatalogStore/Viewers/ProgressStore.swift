@@ -32,6 +32,9 @@ public final class ProgressStore: Sendable {
                 guard let row = try db.fetchRow("SELECT duration_seconds FROM playable_items WHERE id = ?", [item.rawValue]) else {
                     throw StoreError.notFound
                 }
+                // One user's heartbeats are decided one after another (PostgreSQL's writers run
+                // side by side): the user's row is locked before its progress is read.
+                _ = try db.exists("SELECT 1 FROM users WHERE id = ?" + db.dialect.forUpdate, [user.rawValue])
                 let stored = try db.fetchRow(
                     "SELECT \(Self.columns) FROM viewer_progress WHERE user_id = ? AND item_id = ?" + db.dialect.forUpdate, [user.rawValue, item.rawValue]
                 ).flatMap(Self.progress)
