@@ -60,7 +60,7 @@ final class Pipeline: Sendable {
     /// there too.
     func handle(_ request: HTTPRequest, _ responder: Responder) throws -> HTTPResponse? {
         // Decided once: what it costs sets both the budget it spends and where it runs.
-        let expensive = execution.isExpensive(request)
+        let expensive = execution.isExpensive(request, budgeted: budget.limiter != nil)
         let rate = budget.rate(request, expensive: expensive)
         // A caller the head's admission check found is not looked up again.
         if let admitted = request.admitted as? Admitted {
@@ -222,10 +222,13 @@ struct Execution: Sendable {
         return pool
     }
 
-    /// Whether `request` is an expensive read of a `.read` endpoint.
-    func isExpensive(_ request: HTTPRequest) -> Bool {
+    /// Whether `request` is an expensive read of a `.read` endpoint (which runs it on its
+    /// pool), or, when it is `budgeted` (rate limits are on), an expensive request of an
+    /// `.inlineOrLater` one (for which it decides only the budget, so it is not asked otherwise).
+    func isExpensive(_ request: HTTPRequest, budgeted: Bool) -> Bool {
         switch endpoint {
-        case let .read(isExpensive, _), let .inlineOrLater(isExpensive, _): return isExpensive(request)
+        case let .read(isExpensive, _): return isExpensive(request)
+        case let .inlineOrLater(isExpensive, _): return budgeted && isExpensive(request)
         default: return false
         }
     }

@@ -145,7 +145,7 @@ struct Routes {
         let execution = Execution(endpoint: endpoint, pool: nil)
         return { request, responder in
             let delivery = Delivery(responder: responder, headers: [], finishing: caching.finishing(request, .anonymous, maxAge: maxAge))
-            return try execution.run(request, .anonymous, delivery, expensive: execution.isExpensive(request))
+            return try execution.run(request, .anonymous, delivery, expensive: execution.isExpensive(request, budgeted: false))
         }
     }
 

@@ -4,7 +4,6 @@ import CatalogSchema
 import CatalogStore
 import Foundation
 import Logging
-import Synchronization
 
 /// The demo catalog's pictures, made by the catalog itself (``DemoArtwork``: no
 /// third-party picture): each game's artwork and each item's poster (16:9), each
@@ -38,8 +37,8 @@ enum DemoImages {
         let image = try ImagePipeline.normalize(DemoArtwork.jpeg(for: title, width: size.width, height: size.height), declared: .jpeg)
         let reference = ImageReference(
             url: ImageMember.path + image.hash, width: image.width, height: image.height, blurHash: image.blurHash, contentType: image.format.contentType)
-        try waitForCompletion { store.images.record(reference, ImageUpload(byteSize: image.bytes.count, uploader: nil, quota: nil), completion: $0) }
+        // A fresh catalog: no sweep can race the bytes kept before their record.
         try library.store.put(MediaKey.original(image.hash), image.bytes)
-        _ = try waitForCompletion { resource.setImage(id, to: reference, preconditions: WritePreconditions(), completion: $0) }
+        try resource.setImageNow(id, to: reference, upload: ImageUpload(byteSize: image.bytes.count, uploader: nil, quota: nil))
     }
 }

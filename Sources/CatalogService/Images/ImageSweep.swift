@@ -3,7 +3,6 @@ import CatalogSchema
 import CatalogStore
 import Foundation
 import Logging
-import Synchronization
 
 /// Removes what no resource shows any more, once a grace period has passed since it last
 /// was (a replaced artwork, a deleted item's poster: clients holding older documents keep
@@ -49,23 +48,23 @@ final class ImageSweep: Sendable {
         let stored = try library.store.list(prefix: MediaKey.originals).filter { $0.modified < cutoff }
             .map { String($0.key.dropFirst(MediaKey.originals.count)) }.filter { ImageMember.isHash($0) }
         var orphans = 0
-        for start in stride(from: 0, to: stored.count, by: 500) {
-            let slice = Array(stored[start..<min(start + 500, stored.count)])
-            let recorded = try records.recorded(slice)
-            for hash in slice where !recorded.contains(hash) {
-                if try remove(hash, before: cutoff) { orphans += 1 }
-            }
-        }
-        let cached = library.cache.hashes()
-        for start in stride(from: 0, to: cached.count, by: 500) {
-            let slice = Array(cached[start..<min(start + 500, cached.count)])
-            let recorded = try records.recorded(slice)
-            for hash in slice where !recorded.contains(hash) { library.cache.remove(hash: hash) }
-        }
+        for hash in try unrecorded(stored) where try remove(hash, before: cutoff) { orphans += 1 }
+        for hash in try unrecorded(library.cache.hashes()) { library.cache.remove(hash: hash) }
         if removed > 0 || orphans > 0 {
             logger.info("The image sweep removed \(removed) images nothing shows and \(orphans) without a record.")
         }
         return (removed, orphans)
+    }
+
+    /// Those of `hashes` without a record, asked 500 at a time.
+    private func unrecorded(_ hashes: [String]) throws -> [String] {
+        var found: [String] = []
+        for start in stride(from: 0, to: hashes.count, by: 500) {
+            let slice = Array(hashes[start..<min(start + 500, hashes.count)])
+            let recorded = try records.recorded(slice)
+            found += slice.filter { !recorded.contains($0) }
+        }
+        return found
     }
 
     /// Removes the images `hashes` now, blocking, if nothing shows them (an account's avatar
@@ -80,10 +79,10 @@ final class ImageSweep: Sendable {
     /// Claims the image `hash` (shown by nothing and untouched since `cutoff`, or without a
     /// record), removes its bytes and cached renditions, and drops its record; whether it did.
     private func remove(_ hash: String, before cutoff: Int64) throws -> Bool {
-        guard try waitForCompletion({ records.claim(hash, before: cutoff, completion: $0) }) else { return false }
+        guard try records.claim(hash, before: cutoff) else { return false }
         library.cache.remove(hash: hash)
         try library.store.delete(MediaKey.original(hash))
-        try waitForCompletion { records.drop(hash, completion: $0) }
+        try records.drop(hash)
         return true
     }
 }

@@ -200,7 +200,7 @@ public final class AccountStore: Sendable {
         users.submit(options, atomic: true, completion) { [images] db in
             let current = try db.fetchValue("SELECT version FROM users WHERE id = ?" + db.dialect.forDelete, [id.rawValue]).int
             try preconditions.check(current: current)
-            var shown = try images.imageHash(db, table: "users", id: id).map { [$0] } ?? []
+            var shown = try images.imageHash(db, table: ResourceSchema.user.table, id: id).map { [$0] } ?? []
             let covers = try db.query(
                 "SELECT \(ImageSlot.urlColumn) FROM playlists WHERE owner_id = ? AND visibility = ? AND \(ImageSlot.urlColumn) IS NOT NULL",
                 [id.rawValue, Visibility.private.rawValue])

@@ -31,7 +31,7 @@ public final class ImageRecords: Sendable {
     /// The tables of resources that show images.
     private let tables: [String]
     private let database: any SQLDatabase
-    /// That the image whose URL is the argument is shown by no resource (one argument per table).
+    /// That the image whose hash is the argument is shown by no resource (one argument per table).
     private let unreferenced: String
     /// The same, of the row `i` of `images` (no argument).
     private let unreferencedRow: String
@@ -42,9 +42,12 @@ public final class ImageRecords: Sendable {
     init(database: any SQLDatabase, schemas: [ResourceSchema]) {
         self.database = database
         tables = schemas.filter { $0.image != nil }.map(\.table)
-        unreferenced = tables.map { "NOT EXISTS (SELECT 1 FROM \($0) WHERE \(ImageSlot.urlColumn) = ?)" }.joined(separator: " AND ")
-        unreferencedRow = tables.map { "NOT EXISTS (SELECT 1 FROM \($0) WHERE \(ImageSlot.urlColumn) = '\(ImageMember.path)' || i.hash)" }
-            .joined(separator: " AND ")
+        let tables = tables
+        func shownByNone(_ hash: String) -> String {
+            tables.map { "NOT EXISTS (SELECT 1 FROM \($0) WHERE \(ImageSlot.urlColumn) = '\(ImageMember.path)' || \(hash))" }.joined(separator: " AND ")
+        }
+        unreferenced = shownByNone("?")
+        unreferencedRow = shownByNone("i.hash")
     }
 
     /// Records the original `image` (`upload`) before its bytes are kept and before a
@@ -58,7 +61,7 @@ public final class ImageRecords: Sendable {
         }
     }
 
-    private static func record(_ db: any SQLConnection, _ image: ImageReference, _ upload: ImageUpload) throws {
+    static func record(_ db: any SQLConnection, _ image: ImageReference, _ upload: ImageUpload) throws {
         let byteSize = upload.byteSize, uploader = upload.uploader
         if let quota = upload.quota, let uploader {
             // Locked first, so that one user's uploads are counted one after another.
@@ -117,11 +120,10 @@ public final class ImageRecords: Sendable {
     /// Marks the image `hash` for removal when it is still shown by nothing and untouched
     /// since `cutoff` (an upload of the same bytes since has touched it), or, when it has no
     /// record (bytes an upload kept before its write failed), records it so marked; whether
-    /// it did: its bytes may then go, and ``drop(_:)`` its row.
-    public func claim(_ hash: String, before cutoff: Int64, completion: @escaping @Sendable (Result<Bool, any Error>) -> Void) {
-        database.submit(
-            WriteOptions(), atomic: true,
-            { db in
+    /// it did: its bytes may then go, and ``drop(_:)`` its row. Blocking: for the sweep.
+    public func claim(_ hash: String, before cutoff: Int64) throws(StoreError) -> Bool {
+        try guarded {
+            try database.write(atomic: true) { db in
                 let touched = try db.fetchValue("SELECT touched_at FROM images WHERE hash = ?" + db.dialect.forUpdate, [hash]).int64
                 guard let touched else {
                     try db.execute(
@@ -133,17 +135,14 @@ public final class ImageRecords: Sendable {
                 try db.execute("UPDATE images SET touched_at = ? WHERE hash = ?", [Self.removing, hash])
                 return true
             }
-        ) { result in completion(result.mapError { $0 is any EngineError ? StoreError.from($0) : $0 }) }
+        }
     }
 
-    /// Deletes the row of the image `hash` once its bytes are gone (``claim(_:before:completion:)``).
-    public func drop(_ hash: String, completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        database.submit(
-            WriteOptions(), atomic: false,
-            { db in
-                try db.execute("DELETE FROM images WHERE hash = ? AND touched_at = ?", [hash, Self.removing])
-            }
-        ) { result in completion(result.mapError { $0 is any EngineError ? StoreError.from($0) : $0 }) }
+    /// Deletes the row of the image `hash` once its bytes are gone (``claim(_:before:)``). Blocking.
+    public func drop(_ hash: String) throws(StoreError) {
+        try guarded {
+            try database.write { db in _ = try db.execute("DELETE FROM images WHERE hash = ? AND touched_at = ?", [hash, Self.removing]) }
+        }
     }
 
     /// Which of `hashes` are recorded.
@@ -159,8 +158,7 @@ public final class ImageRecords: Sendable {
 
     /// Whether no resource references the image `hash`.
     func isUnreferenced(_ db: any SQLConnection, _ hash: String) throws -> Bool {
-        let url = ImageMember.path + hash
-        return try db.exists("SELECT 1 WHERE " + unreferenced, tables.map { _ in url })
+        try db.exists("SELECT 1 WHERE " + unreferenced, tables.map { _ in hash })
     }
 
     /// The hash of the image the row `id` of `table` shows, if any (read in a write, before the row changes).

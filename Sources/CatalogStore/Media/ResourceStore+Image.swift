@@ -22,4 +22,15 @@ extension ResourceStore {
             return try renderWritten(db, imageSQL, [image.map(ImageMember.json), Timestamp.milliseconds(Date()), id.rawValue])
         }
     }
+
+    /// Records `image` (`upload`) and shows it on the resource `id` in one write, waited
+    /// for: for the server's own pictures (the demo catalog's), whose bytes are kept first.
+    package func setImageNow(_ id: CatalogID, to image: ImageReference, upload: ImageUpload) throws(StoreError) {
+        try guarded {
+            try database.write(atomic: true) { [self] db in
+                try ImageRecords.record(db, image, upload)
+                _ = try renderWritten(db, imageSQL, [ImageMember.json(image), Timestamp.milliseconds(Date()), id.rawValue])
+            }
+        }
+    }
 }
