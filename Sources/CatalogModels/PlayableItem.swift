@@ -22,6 +22,13 @@ public struct PlayableItem: Codable, Sendable, Hashable, Identifiable {
     /// The first page of playlists holding the item: present only when asked for with
     /// `include=playlists`.
     public var playlists: Page<Playlist>?
+    /// How many viewers like it (``Rating/like``); kept up to date within a few seconds.
+    public var likeCount: Int
+    /// How many views it has had (``ViewRules``); kept up to date within a few seconds.
+    public var viewCount: Int
+    /// The caller's own progress, favorite and rating: present only when asked for with
+    /// `include=viewerState`.
+    public var viewerState: ViewerState?
     /// When the item was created.
     public var createdAt: Date
     /// When the item last changed.
@@ -32,8 +39,8 @@ public struct PlayableItem: Codable, Sendable, Hashable, Identifiable {
     /// Creates an item value.
     public init(
         id: CatalogID, title: String, description: String, streamURL: URL, thumbnailURL: URL? = nil, image: ImageReference? = nil,
-        durationSeconds: Double? = nil, comments: Page<Comment>? = nil, playlists: Page<Playlist>? = nil,
-        createdAt: Date, updatedAt: Date, version: Int
+        durationSeconds: Double? = nil, comments: Page<Comment>? = nil, playlists: Page<Playlist>? = nil, likeCount: Int = 0, viewCount: Int = 0,
+        viewerState: ViewerState? = nil, createdAt: Date, updatedAt: Date, version: Int
     ) {
         self.id = id
         self.title = title
@@ -44,9 +51,38 @@ public struct PlayableItem: Codable, Sendable, Hashable, Identifiable {
         self.durationSeconds = durationSeconds
         self.comments = comments
         self.playlists = playlists
+        self.likeCount = likeCount
+        self.viewCount = viewCount
+        self.viewerState = viewerState
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.version = version
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, title, description, streamURL, thumbnailURL, image, durationSeconds, comments, playlists, likeCount, viewCount, viewerState
+        case createdAt, updatedAt, version
+    }
+
+    /// Decodes an item; documents from before counts were kept (exports, a device's saved
+    /// catalog) have none, and decode with zero.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(CatalogID.self, forKey: .id)
+        title = try container.decode(String.self, forKey: .title)
+        description = try container.decode(String.self, forKey: .description)
+        streamURL = try container.decode(URL.self, forKey: .streamURL)
+        thumbnailURL = try container.decodeIfPresent(URL.self, forKey: .thumbnailURL)
+        image = try container.decodeIfPresent(ImageReference.self, forKey: .image)
+        durationSeconds = try container.decodeIfPresent(Double.self, forKey: .durationSeconds)
+        comments = try container.decodeIfPresent(Page<Comment>.self, forKey: .comments)
+        playlists = try container.decodeIfPresent(Page<Playlist>.self, forKey: .playlists)
+        likeCount = try container.decodeIfPresent(Int.self, forKey: .likeCount) ?? 0
+        viewCount = try container.decodeIfPresent(Int.self, forKey: .viewCount) ?? 0
+        viewerState = try container.decodeIfPresent(ViewerState.self, forKey: .viewerState)
+        createdAt = try container.decode(Date.self, forKey: .createdAt)
+        updatedAt = try container.decode(Date.self, forKey: .updatedAt)
+        version = try container.decode(Int.self, forKey: .version)
     }
 }
 

@@ -113,6 +113,7 @@ public final class CatalogApplication: Sendable {
     let images: ImageLibrary
     /// What removes images nothing shows any more.
     let imageSweep: ImageSweep
+    let countBatches: CountBatches
     /// The release of this build.
     public static let version = "0.4.0"
 
@@ -139,6 +140,7 @@ public final class CatalogApplication: Sendable {
                 directory: configuration.imageCacheDirectory ?? Self.besideDatabase("image-cache", configuration.databasePath),
                 diskBudget: configuration.imageCacheBytes, memoryBudget: configuration.imageMemoryBytes))
         imageSweep = ImageSweep(records: store.images, library: images, grace: configuration.imageGrace)
+        countBatches = CountBatches(counter: store.counts)
         if seeded, configuration.seedDemoArtwork { DemoImages.add(to: store, library: images) }
         metrics.observeImages { [images] in
             let usage = images.cache.usage
@@ -245,6 +247,13 @@ public final class CatalogApplication: Sendable {
         try (grace.map { ImageSweep(records: store.images, library: images, grace: $0) } ?? imageSweep).run()
     }
 
+    /// Adds the likes and views waiting to the items' counts now (the server does every
+    /// two seconds): the items whose counts changed.
+    @discardableResult
+    public func applyCounts() throws -> Set<CatalogID> {
+        try store.counts.apply()
+    }
+
     /// Every route the service serves, with who may call it.
     static func register(
         in routes: inout Routes, _ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference,
@@ -279,7 +288,7 @@ public final class CatalogApplication: Sendable {
         PlaylistEntries(store: store.entries, endpoints: playlists, itemFields: FieldSet(store.items)).register(in: &routes)
         Comments(store, metrics: metrics).register(in: &routes)
         Accounts(store, metrics: metrics, authenticator: routes.authenticator, imageSweep: imageSweep).register(in: &routes)
-        Viewers(progress: store.progress).register(in: &routes)
+        Viewers(store: store).register(in: &routes)
         feed.register(in: &routes)
     }
 
@@ -306,6 +315,7 @@ public final class CatalogApplication: Sendable {
     public func start() throws -> Int {
         let port = try server.start()
         try metricsServer?.start()
+        countBatches.start()
         return port
     }
 
@@ -316,6 +326,8 @@ public final class CatalogApplication: Sendable {
         server.runUntilSignal()
         metricsServer?.shutdown()
         changeHub.stop()
+        countBatches.stop()
+        try store.counts.apply()
         try store.close()
     }
 
@@ -324,6 +336,7 @@ public final class CatalogApplication: Sendable {
         server.shutdown()
         metricsServer?.shutdown()
         changeHub.stop()
+        countBatches.stop()
         try store.close()
     }
 }

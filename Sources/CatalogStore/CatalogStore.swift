@@ -65,6 +65,12 @@ public final class CatalogStore: Sendable {
     public let images: ImageRecords
     /// Each viewer's progress in each item.
     public let progress: ProgressStore
+    /// Each viewer's favorites.
+    public let favorites: FavoriteStore
+    /// Each viewer's ratings of items.
+    public let ratings: RatingStore
+    /// Views of items, and every viewer's likes and views added up.
+    public let counts: ViewCounter
     /// The migrations this open applied (empty when the schema was already current).
     public let appliedMigrations: [String]
     /// Where the data lives.
@@ -122,6 +128,9 @@ public final class CatalogStore: Sendable {
         images = ImageRecords(database: database, schemas: ResourceSchema.all + [.user])
         accounts = AccountStore(database: database, images: images)
         progress = ProgressStore(database: database, items: items)
+        favorites = FavoriteStore(database: database, resources: [.playableItem: items, .game: games, .playlist: playlists])
+        ratings = RatingStore(database: database)
+        counts = ViewCounter(database: database, items: items)
         idempotency = IdempotencyStore(database: database)
         // The change log renders each declared resource through its store, and entries as entries.
         var renderers: [String: ChangeLog.Renderer] = [ChangeFeedSchema.entryType: { [entries] db, ids in try entries.changed(db, ids) }]
@@ -138,7 +147,7 @@ public final class CatalogStore: Sendable {
 
     /// `comments` in a playable item: its first page of top-level comments, newest first.
     public var itemComments: Embedding {
-        Embedding("comments") { [comments] db, id, _, epoch, writer in
+        Embedding("comments") { [comments] db, id, _, _, epoch, writer in
             try comments.resources.renderList(
                 db,
                 ListRequest(
@@ -149,7 +158,7 @@ public final class CatalogStore: Sendable {
 
     /// `playlists` in a playable item: the first page of the playlists holding it.
     public var itemPlaylists: Embedding {
-        Embedding("playlists") { [playlists] db, id, viewer, epoch, writer in
+        Embedding("playlists") { [playlists] db, id, viewer, _, epoch, writer in
             try playlists.renderList(
                 db, ListRequest(limit: Self.embeddedPageSize, scope: .playlistsContaining(item: id), viewer: viewer), epoch: epoch,
                 into: &writer)
@@ -158,15 +167,34 @@ public final class CatalogStore: Sendable {
 
     /// `entries` in a playlist: its first page of entries.
     public var playlistEntries: Embedding {
-        Embedding("entries") { [entries] db, id, _, epoch, writer in
+        Embedding("entries") { [entries] db, id, _, _, epoch, writer in
             try entries.firstPage(db, playlistID: id, limit: Self.embeddedPageSize, epoch: epoch, into: &writer)
+        }
+    }
+
+    /// `viewerState` in a playable item: the reader's own progress, favorite and rating.
+    public var viewerState: Embedding {
+        Embedding(ViewerSchema.stateInclude, isReaders: true) { [progress, favorites, ratings] db, id, _, reader, _, writer in
+            guard let reader else { throw StoreError.notFound }
+            writer.raw("{\"favorite\":")
+            writer.raw(try favorites.isFavorite(db, .playableItem, id, user: reader) ? "true" : "false")
+            if let found = try progress.progress(db, user: reader, item: id) {
+                writer.raw(",\"progress\":")
+                writer.raw(try CatalogJSON.makeEncoder().encode(found).map { $0 })
+            }
+            writer.raw(",\"rating\":")
+            writer.string(try ratings.rating(db, user: reader, item: id).rating.rawValue)
+            writer.byte(UInt8(ascii: "}"))
         }
     }
 
     /// What `include=` embeds, by resource type, then name: one for each include a
     /// declaration offers (``ResourceSchema/includes``), which a test checks.
     package var embeddings: [String: [String: Embedding]] {
-        [items.schema.type: ["comments": itemComments, "playlists": itemPlaylists], playlists.schema.type: ["entries": playlistEntries]]
+        [
+            items.schema.type: ["comments": itemComments, "playlists": itemPlaylists, ViewerSchema.stateInclude: viewerState],
+            playlists.schema.type: ["entries": playlistEntries],
+        ]
     }
 
     /// What `include=name` embeds in resources of `schema`.

@@ -91,6 +91,13 @@ import Testing
             return Call(path: path)
         }
 
+        /// The path of `caller`'s favorite item, made one first (nothing for anonymous).
+        func favorite(_ caller: Caller) async throws -> Call {
+            let path = "/v1/me/favorites/playable-items/\(item)"
+            if let key = key(caller) { _ = try await APIClient(inProcess: catalog.application.server, key: key).send("PUT", path) }
+            return Call(path: path)
+        }
+
         func firstEntry(_ playlist: CatalogID) async throws -> CatalogID {
             try await catalog.api.entries(of: playlist).list().items[0].entryId
         }
@@ -228,6 +235,16 @@ import Testing
             "GET /v1/me/progress/{playableItemId}": ([401, 200, 200, 200, 200], { world, caller in try await world.recordProgress(caller) }),
             "DELETE /v1/me/progress/{playableItemId}": ([401, 204, 204, 204, 204], { world, caller in try await world.recordProgress(caller) }),
             "GET /v1/me/continue-watching": (members(200), { _, _ in Call(path: "/v1/me/continue-watching") }),
+            // Favorites and ratings: each caller's own. Making one a favorite again is a 204.
+            "PUT /v1/me/favorites/{type}/{id}": (members(201), { world, _ in Call(path: "/v1/me/favorites/playable-items/\(try await world.freshItem())") }),
+            "DELETE /v1/me/favorites/{type}/{id}": ([401, 204, 204, 204, 204], { world, caller in try await world.favorite(caller) }),
+            "GET /v1/me/favorites": (members(200), { _, _ in Call(path: "/v1/me/favorites") }),
+            "PUT /v1/me/ratings/{playableItemId}": (members(200), { world, _ in Call(path: "/v1/me/ratings/\(world.item)", body: ["rating": "like"]) }),
+            "GET /v1/me/ratings/{playableItemId}": (members(200), { world, _ in Call(path: "/v1/me/ratings/\(world.item)") }),
+            // Anyone who reads items reports views.
+            "POST /v1/playable-items/{id}/views": (
+                same(200), { world, _ in Call(path: "/v1/playable-items/\(world.item)/views", body: ["sessionId": "s", "positionSeconds": 40]) }
+            ),
 
             "GET /v1/api-keys": (members(200), { _, _ in Call(path: "/v1/api-keys") }),
             "POST /v1/api-keys": (members(201), { _, _ in Call(path: "/v1/api-keys", body: ["name": "script"]) }),

@@ -16,11 +16,16 @@ import Testing
         let item = PlayableItem(
             id: Self.id, title: "Big Buck Bunny", description: "A rabbit.",
             streamURL: URL(string: "https://example.com/bbb/master.m3u8")!, thumbnailURL: nil,
-            durationSeconds: 596.5, createdAt: Self.created, updatedAt: Self.updated, version: 3)
+            durationSeconds: 596.5, likeCount: 2, viewCount: 17, createdAt: Self.created, updatedAt: Self.updated, version: 3)
         let json =
-            #"{"createdAt":"2026-11-22T00:04:58.751Z","description":"A rabbit.","durationSeconds":596.5,"id":"4b7f8c2e-0f7a-4c64-9a55-0e6bb1c4a6d2","streamURL":"https://example.com/bbb/master.m3u8","title":"Big Buck Bunny","updatedAt":"2026-11-22T00:06:39.007Z","version":3}"#
+            #"{"createdAt":"2026-11-22T00:04:58.751Z","description":"A rabbit.","durationSeconds":596.5,"id":"4b7f8c2e-0f7a-4c64-9a55-0e6bb1c4a6d2","likeCount":2,"streamURL":"https://example.com/bbb/master.m3u8","title":"Big Buck Bunny","updatedAt":"2026-11-22T00:06:39.007Z","version":3,"viewCount":17}"#
         #expect(try encode(item) == json)
         #expect(try CatalogJSON.makeDecoder().decode(PlayableItem.self, from: Data(json.utf8)) == item)
+        // Documents from before counts were kept (an export, a device's saved catalog) decode with none.
+        let older = json.replacingOccurrences(of: #","likeCount":2"#, with: "").replacingOccurrences(of: #","viewCount":17"#, with: "")
+        var uncounted = item
+        (uncounted.likeCount, uncounted.viewCount) = (0, 0)
+        #expect(try CatalogJSON.makeDecoder().decode(PlayableItem.self, from: Data(older.utf8)) == uncounted)
     }
 
     @Test func gameGolden() throws {

@@ -36,6 +36,10 @@ package final class ResourceSchema: Sendable {
     /// The image the resource shows, when it has one (``ImageSlot``): its `image` member
     /// and `PUT`/`DELETE path/{id}/image`.
     package let image: ImageSlot?
+    /// Whether documents show what every viewer adds up to (``SchemaField/counts``: likes
+    /// and views), which change without a new version: such a document's `ETag` is made
+    /// from its content.
+    package let counted: Bool
     /// A boolean column that, when true, makes the resource uneditable (409), with why.
     package let frozen: (column: String, detail: String)?
     /// Rules across the fields of an import record (its pointers relative to the record's data).
@@ -52,7 +56,7 @@ package final class ResourceSchema: Sendable {
         type: String, noun: String, path: String, standardRoutes: Bool = true, table: String, fields: [SchemaField], searchTable: String? = nil,
         geographic: Bool = false,
         cachesRenderings: Bool = false, includes: [String] = [], filters: [String: @Sendable (CatalogID) -> ListScope] = [:], scopes: [ScopeKind] = [],
-        ownership: Ownership? = nil, image: ImageSlot? = nil, frozen: (column: String, detail: String)? = nil,
+        ownership: Ownership? = nil, image: ImageSlot? = nil, counted: Bool = false, frozen: (column: String, detail: String)? = nil,
         recordRules: @escaping @Sendable (FieldValues) -> [FieldError] = { _ in [] }
     ) {
         self.type = type
@@ -60,7 +64,8 @@ package final class ResourceSchema: Sendable {
         self.path = path
         self.standardRoutes = standardRoutes
         self.table = table
-        let members = [SchemaField.stamps[0]] + fields + (image == nil ? [] : [SchemaField.image]) + SchemaField.stamps.dropFirst()
+        let members =
+            [SchemaField.stamps[0]] + fields + (image == nil ? [] : [SchemaField.image]) + (counted ? SchemaField.counts : []) + SchemaField.stamps.dropFirst()
         self.members = members
         self.searchTable = searchTable
         self.geographic = geographic
@@ -70,6 +75,7 @@ package final class ResourceSchema: Sendable {
         self.scopes = scopes
         self.ownership = ownership
         self.image = image
+        self.counted = counted
         self.frozen = frozen
         self.recordRules = recordRules
         // Members a document does not accept are refused as read-only, but for what a query

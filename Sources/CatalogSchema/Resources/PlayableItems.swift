@@ -3,7 +3,8 @@ import CatalogModels
 extension ResourceSchema {
     /// Streaming videos: `/v1/playable-items`, searchable by title and description.
     /// `include=comments,playlists` embeds the first pages of the item's comments and of
-    /// the playlists holding it.
+    /// the playlists holding it; `include=viewerState` the caller's own progress, favorite
+    /// and rating. `likeCount` and `viewCount` add up every viewer's (``ViewerSchema``).
     package static let playableItem = ResourceSchema(
         type: "playableItem", noun: "playable item", path: "/v1/playable-items", table: "playable_items",
         fields: [
@@ -13,6 +14,6 @@ extension ResourceSchema {
             .url("thumbnailURL", column: "thumbnail_url", required: false),
             .number("durationSeconds", column: "duration_seconds", rule: PlayableItemInput.durationRule, required: false),
         ],
-        searchTable: "playable_items_fts", cachesRenderings: true, includes: ["comments", "playlists"],
-        image: ImageSlot("poster"))
+        searchTable: "playable_items_fts", cachesRenderings: true, includes: ["comments", "playlists", ViewerSchema.stateInclude],
+        image: ImageSlot("poster"), counted: true)
 }

@@ -13,6 +13,28 @@ package enum ViewerSchema {
         SchemaField("played", .none, .boolean, required: false, nullable: true),
     ])
 
+    /// `PUT /v1/me/ratings/{playableItemId}` (``RatingInput``).
+    package static let rating = DocumentShape([SchemaField("rating", .none, .text(Rating.rule))])
+
+    /// `POST /v1/playable-items/{id}/views` (``ViewInput``).
+    package static let view = DocumentShape([
+        SchemaField("sessionId", .none, .text(ViewInput.sessionRule)),
+        SchemaField("positionSeconds", .none, .number(ProgressInput.secondsRule)),
+        SchemaField("durationSeconds", .none, .number(ProgressInput.secondsRule), required: false, nullable: true),
+    ])
+
+    /// The `include` that embeds the caller's own ``ViewerState`` in an item.
+    package static let stateInclude = "viewerState"
+
+    /// The resource a favorite of `type` is.
+    package static func schema(of type: FavoriteType) -> ResourceSchema {
+        switch type {
+        case .playableItem: .playableItem
+        case .game: .game
+        case .playlist: .playlist
+        }
+    }
+
     /// The path parameter naming the item of `/v1/me/progress/{…}`.
     package static let itemParameter = "playableItemId"
 
@@ -30,6 +52,25 @@ package enum ViewerSchema {
         (progress.playableItemId, progress.durationSeconds)
     }
 
+    /// A viewer's rating of `item` as its row holds it: `liked` (1 like, 0 dislike) and
+    /// when, or no row (`none`).
+    package static func rating(item: CatalogID, liked: Bool?, at milliseconds: Int64?) -> ItemRating {
+        guard let liked, let milliseconds else { return ItemRating(playableItemId: item, rating: .none) }
+        return ItemRating(playableItemId: item, rating: liked ? .like : .dislike, ratedAt: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+
+    /// Whether `view` has played long enough to count (``ViewRules``), given the item's
+    /// own running time (which comes before the player's).
+    package static func hasPlayedEnough(_ view: ViewInput, itemDuration: Double?) -> Bool {
+        ViewRules.hasPlayedEnough(position: view.positionSeconds, duration: itemDuration ?? view.durationSeconds)
+    }
+
+    /// The view report `values` (read by ``view``) hold.
+    package static func view(_ values: FieldValues) -> ViewInput? {
+        guard let session = values["sessionId"]?.text, let position = values["positionSeconds"]?.real else { return nil }
+        return ViewInput(sessionId: session, positionSeconds: position, durationSeconds: values["durationSeconds"]?.real)
+    }
+
     /// The heartbeat `values` (read by ``heartbeat``) hold.
     package static func heartbeat(_ values: FieldValues) -> ProgressInput? {
         guard let position = values["positionSeconds"]?.real, let time = values["clientTime"]?.integer, let device = values["deviceId"]?.text else {
@@ -38,5 +79,16 @@ package enum ViewerSchema {
         return ProgressInput(
             positionSeconds: position, durationSeconds: values["durationSeconds"]?.real,
             clientTime: Date(timeIntervalSince1970: Double(time) / 1000), deviceId: device, played: values["played"]?.integer.map { $0 != 0 })
+    }
+}
+
+extension SchemaField {
+    /// What every viewer adds up to, in a counted resource (``ResourceSchema/counted``):
+    /// `likeCount` and `viewCount`, zero when created, then set only by the server's
+    /// batches. Import records carry them (an export's counts arrive with it); they are
+    /// written when the import creates the resource, never over a server's own.
+    package static let counts = ["likeCount": "like_count", "viewCount": "view_count"].sorted { $0.key < $1.key }.map { name, column in
+        SchemaField(
+            name, .column(column), .integer(.integer(in: 0...Int.max)), access: .serverSet, required: false, default: .integer(0), import: .insertOnly)
     }
 }

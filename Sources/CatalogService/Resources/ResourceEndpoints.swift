@@ -99,15 +99,18 @@ struct ResourceEndpoints: Sendable {
     /// The resource `id` as `caller` may see it, with the request's `fields` and `include`.
     func show(_ id: CatalogID, _ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
         var shape = try Representation.parse(request, fields: fields, includes: includes)
+        // The reader's own state is for a signed-in reader.
+        if shape.embedding.contains(where: \.isReaders), caller.userID == nil { throw APIError.unauthenticated }
         if let visible = visibleFields?(caller, id), visible != .all {
             shape.fields = shape.fields.intersection(visible)
             shape.isShaped = true
         }
         let started = Self.now()
-        let found = try store.rendered(id, fields: shape.fields, embedding: shape.embedding, viewer: caller.viewer)
+        let found = try store.rendered(id, fields: shape.fields, embedding: shape.embedding, viewer: caller.viewer, reader: caller.userID)
         metrics.observeRead(seconds: Self.now() - started)
         guard let resource = found else { throw APIError.notFound }
-        let tag = shape.isShaped ? ETag.header(resource.version, body: resource.json) : ETag.header(resource.version)
+        // Counts change without a new version: a counted document's tag is made from its content.
+        let tag = shape.isShaped || schema.counted ? ETag.header(resource.version, body: resource.json) : ETag.header(resource.version)
         return Self.response(resource, tag: tag)
     }
 

@@ -34,6 +34,9 @@ protocol SQLDialect: Sendable {
     var forUpdate: String { get }
     /// As ``forUpdate``, for rows the write may delete.
     var forDelete: String { get }
+    /// As ``forDelete``, passing over rows another writer holds (work that several servers
+    /// share: each takes its own rows, none waits).
+    var forDeleteSkippingLocked: String { get }
     /// Appended to the SELECT of a row a write will refer to: it may not be deleted
     /// until the transaction ends (taken before any other lock of the write, in the order
     /// a deletion takes its locks).

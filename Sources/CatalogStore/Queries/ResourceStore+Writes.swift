@@ -26,7 +26,8 @@ extension ResourceStore {
             }
         }
         let ownerArgument: SQLArguments = schema.ownership == nil ? [] : [owner?.rawValue]
-        let inserted = [id.rawValue] + arguments(values, creationMembers) + [time, time, 1] + ownerArgument
+        let countArguments: SQLArguments = schema.counted ? SchemaField.counts.map { _ in 0 } : []
+        let inserted = [id.rawValue] + arguments(values, creationMembers) + [time, time, 1] + ownerArgument + countArguments
         guard let boundInsert else { return try renderWritten(db, insertSQL, inserted) }
         try db.execute(boundInsert.sql, inserted)
         return try rendering.written(BoundRow(boundInsert.arguments.map { $0.map { inserted[$0].sqlValue } ?? .null }))

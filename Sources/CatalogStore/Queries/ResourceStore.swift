@@ -24,12 +24,19 @@ public struct RenderedResource: Sendable {
 public struct Embedding: Sendable {
     /// The member's key, quoted, with its colon.
     let key: [UInt8]
+    /// Whether the member is the reader's own (``reader`` of ``ResourceStore/rendered(_:fields:embedding:viewer:reader:)``):
+    /// an anonymous caller cannot ask for it.
+    public let isReaders: Bool
     /// Writes the member's value for the resource with this id, as the viewer may see it
-    /// (the render-cache epoch read before the snapshot began comes along).
-    let render: @Sendable (any SQLConnection, CatalogID, Viewer, UInt64, inout JSONWriter) throws -> Void
+    /// (the reader, and the render-cache epoch read before the snapshot began, come along).
+    let render: @Sendable (any SQLConnection, CatalogID, Viewer, CatalogID?, UInt64, inout JSONWriter) throws -> Void
 
-    init(_ name: String, render: @escaping @Sendable (any SQLConnection, CatalogID, Viewer, UInt64, inout JSONWriter) throws -> Void) {
+    init(
+        _ name: String, isReaders: Bool = false,
+        render: @escaping @Sendable (any SQLConnection, CatalogID, Viewer, CatalogID?, UInt64, inout JSONWriter) throws -> Void
+    ) {
         key = RenderedField.key(name)
+        self.isReaders = isReaders
         self.render = render
     }
 }
@@ -118,7 +125,9 @@ public final class ResourceStore: Sendable {
         // Writes return the written row, rendered like a read, without a second query.
         let returning = " RETURNING " + Self.selectList(renderer, distance: nil, qualifier: "")
         self.returning = returning
-        let columns = ["id"] + creation.map(\.column) + ["created_at", "updated_at", "version"] + (schema.ownership.map { [$0.owner] } ?? [])
+        let columns =
+            ["id"] + creation.map(\.column) + ["created_at", "updated_at", "version"] + (schema.ownership.map { [$0.owner] } ?? [])
+            + SchemaField.counts.compactMap { schema.counted ? $0.column : nil }
         insertSQL = insertStatement(schema.table, columns) + returning
         // Columns only the server sets, later, are NULL in a created row (an image).
         let nullAtCreation = Set(schema.members.filter { $0.access == .serverSet && $0.nullable && $0.defaultValue == nil }.compactMap(\.column))
@@ -191,9 +200,10 @@ public final class ResourceStore: Sendable {
     /// The resource with `id` as its JSON document, with its version; `nil` when absent.
     /// Rendered straight from the statement: the fast path for `GET /…/{id}`.
     /// With `embedding`, the related lists are read from the same snapshot as the resource.
-    /// A `viewer` other than `.everything` finds hidden resources it does not own absent.
+    /// A `viewer` other than `.everything` finds hidden resources it does not own absent;
+    /// `reader` is the signed-in caller, whose own state embeddings show.
     public func rendered(
-        _ id: CatalogID, fields: FieldMask = .all, embedding: [Embedding] = [], viewer: Viewer = .everything
+        _ id: CatalogID, fields: FieldMask = .all, embedding: [Embedding] = [], viewer: Viewer = .everything, reader: CatalogID? = nil
     ) throws(StoreError)
         -> RenderedResource?
     {
@@ -205,7 +215,7 @@ public final class ResourceStore: Sendable {
             try database.snapshot { db in
                 // Each member is read and written when the resource's row reaches its key.
                 let members = embedding.map { embedding in
-                    EmbeddedMember(key: embedding.key) { writer in try embedding.render(db, id, viewer, epoch, &writer) }
+                    EmbeddedMember(key: embedding.key) { writer in try embedding.render(db, id, viewer, reader, epoch, &writer) }
                 }
                 return try render(db, id, fields: fields, embedded: members.sorted { $0.key.lexicographicallyPrecedes($1.key) }, viewer: viewer)
             }
@@ -227,12 +237,25 @@ public final class ResourceStore: Sendable {
         return try rendering.one(rows, id: id, fields: fields, embedded: embedded)
     }
 
+    /// Whether the resource `id` exists and `viewer` may see it, as `db` reads it.
+    func isVisible(_ db: any SQLConnection, _ id: CatalogID, viewer: Viewer) throws -> Bool {
+        if case let .user(user) = viewer, let visibleFilter, let hidden = schema.ownership?.hiddenWhen {
+            return try db.exists("SELECT 1 FROM \(schema.table) t WHERE id = ? AND " + visibleFilter, [id.rawValue, hidden.value, user?.rawValue ?? ""])
+        }
+        return try db.exists("SELECT 1 FROM \(schema.table) WHERE id = ?", [id.rawValue])
+    }
+
     /// The resources `ids` (whole, as everyone who sees them sees them), by id, in one
-    /// query; those gone are missing.
-    func render(_ db: any SQLConnection, ids: [CatalogID]) throws -> [CatalogID: RenderedResource] {
+    /// query; those gone, and those hidden from `viewer`, are missing.
+    func render(_ db: any SQLConnection, ids: [CatalogID], viewer: Viewer = .everything) throws -> [CatalogID: RenderedResource] {
         guard !ids.isEmpty else { return [:] }
-        let rows = try db.query(renderedManySQL + db.dialect.jsonElements("j") + ")", [JSONArrayParameter.text(ids.lazy.map(\.rawValue), quoted: true)])
-        return try rendering.all(rows)
+        var sql = renderedManySQL + db.dialect.jsonElements("j") + ")"
+        var arguments: SQLArguments = [JSONArrayParameter.text(ids.lazy.map(\.rawValue), quoted: true)]
+        if case let .user(user) = viewer, let visibleFilter, let hidden = schema.ownership?.hiddenWhen {
+            sql += " AND " + visibleFilter
+            arguments += [hidden.value, user?.rawValue ?? ""]
+        }
+        return try rendering.all(db.query(sql, arguments))
     }
 }
 

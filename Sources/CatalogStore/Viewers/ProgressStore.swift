@@ -61,12 +61,13 @@ public final class ProgressStore: Sendable {
 
     /// `user`'s progress in `item`, or `nil` when it has none.
     public func progress(user: CatalogID, item: CatalogID) throws(StoreError) -> PlaybackProgress? {
-        try guarded {
-            try database.read { db in
-                try db.fetchRow("SELECT \(Self.columns) FROM viewer_progress WHERE user_id = ? AND item_id = ?", [user.rawValue, item.rawValue])
-                    .flatMap(Self.progress)
-            }
-        }
+        try guarded { try database.read { db in try progress(db, user: user, item: item) } }
+    }
+
+    /// `user`'s progress in `item` as `db` reads it.
+    func progress(_ db: any SQLConnection, user: CatalogID, item: CatalogID) throws -> PlaybackProgress? {
+        try db.fetchRow("SELECT \(Self.columns) FROM viewer_progress WHERE user_id = ? AND item_id = ?", [user.rawValue, item.rawValue])
+            .flatMap(Self.progress)
     }
 
     /// Forgets `user`'s progress in `item` (its play count too): it leaves "Continue watching".

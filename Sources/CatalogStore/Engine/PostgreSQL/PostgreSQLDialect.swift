@@ -12,6 +12,7 @@ struct PostgreSQLDialect: SQLDialect {
     var least: String { "least" }
     var rowRevision: String? { "xmin" }
     var forUpdate: String { " FOR NO KEY UPDATE" }
+    var forDeleteSkippingLocked: String { " FOR UPDATE SKIP LOCKED" }
     var forDelete: String { " FOR UPDATE" }
     var forKeyShare: String { " FOR KEY SHARE" }
     func caseFoldedKey(_ column: String) -> String { "lower(\(column)) COLLATE \"C\"" }

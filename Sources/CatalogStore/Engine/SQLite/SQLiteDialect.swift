@@ -12,6 +12,7 @@ struct SQLiteDialect: SQLDialect {
     var least: String { "min" }
     var rowRevision: String? { nil }
     var forUpdate: String { "" }
+    var forDeleteSkippingLocked: String { "" }
     var forDelete: String { "" }
     var forKeyShare: String { "" }
     func caseFoldedKey(_ column: String) -> String { column }
