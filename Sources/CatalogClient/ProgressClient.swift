@@ -1,7 +1,7 @@
 import CatalogModels
 import Foundation
 
-/// `/v1/me/progress` and `/v1/me/continue-watching`: where the signed-in viewer is in each
+/// `/v1/me/progress`, `/v1/me/continue-watching` and `/v1/me/up-next`: where the signed-in viewer is in each
 /// item, on every device of theirs.
 public struct ProgressClient: Sendable {
     let client: CatalogClient
@@ -35,6 +35,13 @@ public struct ProgressClient: Sendable {
         if let limit { query.append(URLQueryItem(name: "limit", value: String(limit))) }
         if let cursor { query.append(URLQueryItem(name: "cursor", value: cursor)) }
         return try client.decode(Page<ContinueWatchingEntry>.self, from: await client.send("GET", "/v1/me/continue-watching", query: query).data)
+    }
+
+    /// "Up next": for each playlist the viewer is going through (its own and its favorites),
+    /// the entry after the one it finished most recently, most recently watched first.
+    public func upNext(limit: Int? = nil) async throws(CatalogClientError) -> [UpNextEntry] {
+        let query = limit.map { [URLQueryItem(name: "limit", value: String($0))] } ?? []
+        return try client.decode(Page<UpNextEntry>.self, from: await client.send("GET", "/v1/me/up-next", query: query).data).items
     }
 }
 

@@ -38,6 +38,12 @@ public struct ViewerClient: Sendable {
         try client.decode(ItemRating.self, from: await client.send("GET", "/v1/me/ratings/\(item)").data)
     }
 
+    /// Everything the catalog holds about the viewer, as NDJSON: one `{"data":…,"type":"…"}`
+    /// line each (``AccountExportType``).
+    public func export() async throws(CatalogClientError) -> Data {
+        try await client.send("GET", "/v1/me/export").data
+    }
+
     /// Reports that a player is playing `item`: whether this report counted a view.
     @discardableResult
     public func reportView(_ view: ViewInput, of item: CatalogID) async throws(CatalogClientError) -> Bool {

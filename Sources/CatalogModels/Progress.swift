@@ -161,3 +161,24 @@ public enum ProgressRules {
         return progress.positionSeconds >= begunFraction * duration
     }
 }
+
+/// An entry of "Up next" (`GET /v1/me/up-next`): in a playlist the viewer is going
+/// through, the entry after the last one it finished.
+public struct UpNextEntry: Codable, Sendable, Hashable {
+    /// The entry the viewer finished most recently in the playlist.
+    public var after: CatalogID
+    /// The entry to play next.
+    public var next: PlaylistEntry
+    /// The playlist.
+    public var playlist: Playlist
+    /// When the viewer last played the finished entry's item.
+    public var watchedAt: Date
+
+    /// Creates an entry.
+    public init(after: CatalogID, next: PlaylistEntry, playlist: Playlist, watchedAt: Date) {
+        self.after = after
+        self.next = next
+        self.playlist = playlist
+        self.watchedAt = watchedAt
+    }
+}

@@ -76,8 +76,10 @@ struct Keys: AsyncParsableCommand {
 /// `catalog me`: the profile of the key's user.
 struct Me: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "You (the user of --api-key): your profile, your progress in an item, your \"Continue watching\".",
-        subcommands: [Show.self, Progress.self, Continue.self], defaultSubcommand: Show.self)
+        abstract:
+            "You (the user of --api-key): your profile, your progress in an item, your \"Continue watching\" and \"Up next\", favorites, ratings, and everything held about you.",
+        subcommands: [Show.self, Progress.self, Continue.self, UpNext.self, Favorites.self, Favorite.self, Rate.self, Export.self],
+        defaultSubcommand: Show.self)
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show your profile.")
@@ -146,6 +148,95 @@ struct Me: AsyncParsableCommand {
                     try Output.json(page)
                 }
             }
+        }
+    }
+
+    struct UpNext: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "up-next", abstract: "List your \"Up next\": in each playlist you are going through, the entry after the last you finished.")
+        @OptionGroup var connection: Connection
+        @Option(help: "At most this many playlists (1…100).") var limit: Int?
+
+        func run() async throws {
+            try await Output.run {
+                let entries = try await connection.client().progress.upNext(limit: limit)
+                if connection.table {
+                    Output.table(
+                        ["playlist", "position", "id", "title"],
+                        entries.map { [$0.playlist.title, String($0.next.position), $0.next.playableItem.id.rawValue, $0.next.playableItem.title] })
+                } else {
+                    try Output.json(entries)
+                }
+            }
+        }
+    }
+
+    struct Favorites: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List your favorites, most recent first.")
+        @OptionGroup var connection: Connection
+        @Option(help: "Only this kind: playable-items, games or playlists.") var type: String?
+        @Option(help: "Favorites per page (1…100).") var limit: Int?
+        @Option(help: "Continue after this cursor (the nextCursor of a previous page).") var cursor: String?
+
+        func run() async throws {
+            let kind = try type.map(Favorite.kind)
+            try await Output.run {
+                let page = try await connection.client().viewer.favorites(kind, limit: limit, cursor: cursor)
+                if connection.table {
+                    Output.table(
+                        ["type", "id", "name"],
+                        page.items.map { [$0.type.pathSegment, $0.id.rawValue, $0.playableItem?.title ?? $0.game?.name ?? $0.playlist?.title ?? ""] })
+                    if let next = page.nextCursor { print("next page: --cursor \(next)") }
+                } else {
+                    try Output.json(page)
+                }
+            }
+        }
+    }
+
+    struct Favorite: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Make a resource one of your favorites, or with --remove, no longer one.")
+        @OptionGroup var connection: Connection
+        @Argument(help: "The kind: playable-items, games or playlists.") var type: String
+        @Argument(help: "The resource's id.") var id: String
+        @Flag(help: "Remove it from your favorites.") var remove = false
+
+        static func kind(_ text: String) throws -> FavoriteType {
+            guard let kind = FavoriteType(pathSegment: text) else {
+                throw ValidationError("'\(text)' is not a kind of favorite: playable-items, games or playlists")
+            }
+            return kind
+        }
+
+        func run() async throws {
+            let (kind, id) = (try Self.kind(type), try Output.id(id))
+            try await Output.run {
+                let viewer = try connection.client().viewer
+                if remove { try await viewer.removeFavorite(kind, id) } else { try await viewer.addFavorite(kind, id) }
+            }
+        }
+    }
+
+    struct Rate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Rate an item like, dislike or none (taking a rating back).")
+        @OptionGroup var connection: Connection
+        @Argument(help: "The playable item's id.") var item: String
+        @Argument(help: "like, dislike or none.") var rating: String
+
+        func run() async throws {
+            let item = try Output.id(item)
+            guard let rating = Rating(rawValue: rating) else { throw ValidationError("'\(rating)' is not a rating: like, dislike or none") }
+            try await Output.run { try Output.json(try await connection.client().viewer.rate(item, rating)) }
+        }
+    }
+
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print everything the catalog holds about you, as NDJSON (profile, keys' metadata, comments, playlists, progress, favorites, ratings, views).")
+        @OptionGroup var connection: Connection
+
+        func run() async throws {
+            try await Output.run { FileHandle.standardOutput.write(try await connection.client().viewer.export()) }
         }
     }
 }

@@ -239,6 +239,8 @@ import Testing
             "PUT /v1/me/favorites/{type}/{id}": (members(201), { world, _ in Call(path: "/v1/me/favorites/playable-items/\(try await world.freshItem())") }),
             "DELETE /v1/me/favorites/{type}/{id}": ([401, 204, 204, 204, 204], { world, caller in try await world.favorite(caller) }),
             "GET /v1/me/favorites": (members(200), { _, _ in Call(path: "/v1/me/favorites") }),
+            "GET /v1/me/up-next": (members(200), { _, _ in Call(path: "/v1/me/up-next") }),
+            "GET /v1/me/export": (members(200), { _, _ in Call(path: "/v1/me/export") }),
             "PUT /v1/me/ratings/{playableItemId}": (members(200), { world, _ in Call(path: "/v1/me/ratings/\(world.item)", body: ["rating": "like"]) }),
             "GET /v1/me/ratings/{playableItemId}": (members(200), { world, _ in Call(path: "/v1/me/ratings/\(world.item)") }),
             // Anyone who reads items reports views.

@@ -212,3 +212,88 @@ import Testing
         }
     }
 }
+
+/// "Up next" and the export of everything held about a viewer.
+@Suite struct ViewerUpNextAndExportTests {
+    static func finish(_ viewer: CatalogClient, _ item: CatalogID, at time: Date) async throws {
+        _ = try await viewer.progress.record(ProgressInput(positionSeconds: 590, clientTime: time, deviceId: "tv"), for: item)
+    }
+
+    @Test(arguments: TestEngine.all) func upNextIsTheEntryAfterTheLastFinishedInEachPlaylistBeingWatched(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let catalog = try TestCatalog(seed: false)
+            let (viewer, _) = try ViewerStateTests.viewer(catalog, "Viewer")
+            let (curator, _) = try ViewerStateTests.viewer(catalog, "Curator")
+            let items = try await ViewerProgressTests.items(catalog, 6)
+            // The viewer's own playlist, a favorite of someone else's, and one it merely watched items of.
+            let mine = try await viewer.playlists.create(PlaylistInput(title: "Mine")).value.id
+            _ = try await viewer.entries(of: mine).replace(with: [items[0], items[1], items[2]])
+            let theirs = try await curator.playlists.create(PlaylistInput(title: "Theirs")).value.id
+            _ = try await curator.entries(of: theirs).replace(with: [items[3], items[4], items[0]])
+            let unrelated = try await curator.playlists.create(PlaylistInput(title: "Unrelated")).value.id
+            _ = try await curator.entries(of: unrelated).replace(with: [items[5], items[1]])
+            try await viewer.viewer.addFavorite(.playlist, theirs)
+            #expect(try await viewer.progress.upNext().isEmpty, "nothing finished yet")
+
+            let start = Date(timeIntervalSinceNow: -3600)
+            try await Self.finish(viewer, items[3], at: start)
+            try await Self.finish(viewer, items[0], at: start + 60)
+            try await Self.finish(viewer, items[5], at: start + 120)
+            // Mine: finished 0, next is 1. Theirs: 0 (the last entry) was finished after 3, so
+            // it is finished to the end and left out... until the viewer finishes 3 again later.
+            var upNext = try await viewer.progress.upNext()
+            #expect(upNext.map(\.playlist.id) == [mine])
+            #expect(upNext.first?.next.playableItem.id == items[1] && upNext.first?.next.position == 1)
+            try await Self.finish(viewer, items[3], at: start + 180)
+            upNext = try await viewer.progress.upNext()
+            #expect(upNext.map(\.playlist.id) == [theirs, mine])
+            #expect(upNext.first?.next.playableItem.id == items[4])
+            #expect(abs((upNext.first?.watchedAt ?? .distantPast).timeIntervalSince(start + 180)) < 0.002, "kept to the millisecond")
+            #expect(try await viewer.progress.upNext(limit: 1).map(\.playlist.id) == [theirs])
+            // A favorite playlist made private since is not the viewer's to go through any more.
+            _ = try await curator.playlists.patch(theirs, MergePatch().set("visibility", "private"))
+            #expect(try await viewer.progress.upNext().map(\.playlist.id) == [mine])
+            #expect(try await curator.progress.upNext().isEmpty, "nobody else's")
+        }
+    }
+
+    @Test(arguments: TestEngine.all) func theExportHoldsEverythingAboutTheCallerAndNothingElse(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let catalog = try TestCatalog(seed: false)
+            let (viewer, viewerID) = try ViewerStateTests.viewer(catalog, "Viewer")
+            let (other, _) = try ViewerStateTests.viewer(catalog, "Other")
+            let items = try await ViewerProgressTests.items(catalog, 2)
+            let playlist = try await viewer.playlists.create(PlaylistInput(title: "Mine")).value.id
+            _ = try await viewer.entries(of: playlist).replace(with: [items[0], items[1]])
+            let comment = try await viewer.comments.post(on: items[0], CommentInput(body: "Lovely")).value.id
+            let secret = try await viewer.apiKeys.create(APIKeyInput(name: "script")).secret
+            _ = try await viewer.progress.record(ProgressInput(positionSeconds: 100, clientTime: Date(), deviceId: "phone"), for: items[0])
+            try await viewer.viewer.addFavorite(.playableItem, items[1])
+            try await viewer.viewer.rate(items[0], .like)
+            #expect(try await viewer.viewer.reportView(ViewInput(sessionId: "s", positionSeconds: 40), of: items[0]))
+            // The other viewer's state must not appear.
+            try await other.viewer.rate(items[1], .dislike)
+            _ = try await other.progress.record(ProgressInput(positionSeconds: 5, clientTime: Date(), deviceId: "x"), for: items[1])
+
+            let raw = APIClient(baseURL: catalog.client.baseURL, key: try catalog.user("Raw").key)
+            let answer = try await raw.get("/v1/me/export")
+            #expect(answer.header("Content-Type") == "application/x-ndjson" && answer.header("Cache-Control") == "no-store")
+            let text = String(decoding: try await viewer.viewer.export(), as: UTF8.self)
+            #expect(!text.contains(secret), "no secret")
+            let lines = try text.split(separator: "\n").map { line in
+                try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            }
+            let types = lines.compactMap { $0["type"] as? String }
+            #expect(types == ["user", "apiKey", "apiKey", "comment", "playlist", "playlistEntry", "playlistEntry", "progress", "favorite", "rating", "view"])
+            func data(_ type: String) -> [[String: Any]] { lines.filter { $0["type"] as? String == type }.compactMap { $0["data"] as? [String: Any] } }
+            #expect(data("user").first?["id"] as? String == viewerID.rawValue)
+            #expect(data("comment").first?["id"] as? String == comment.rawValue)
+            #expect(data("playlist").first?["id"] as? String == playlist.rawValue)
+            #expect(data("progress").first?["positionSeconds"] as? Double == 100)
+            #expect(data("favorite").first?["id"] as? String == items[1].rawValue)
+            #expect(data("rating").first?["rating"] as? String == "like")
+            #expect(data("view").first?["playableItemId"] as? String == items[0].rawValue)
+            for key in data("apiKey") { #expect(key["userId"] as? String == viewerID.rawValue) }
+        }
+    }
+}

@@ -280,4 +280,27 @@ import Testing
         let none = try await Self.run(["me", "progress", CatalogID().rawValue], server: server)
         #expect(none.status == 1 && none.errors.contains("no progress"))
     }
+
+    @Test func aViewersFavoritesRatingsAndExport() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let server = catalog.client.baseURL
+        let item = try await catalog.api.playableItems.create(PlayableItemInput(title: "Sintel", streamURL: URL(string: "https://example.com/s.m3u8")!))
+            .value.id
+        #expect(try await Self.run(["me", "favorite", "playable-items", item.rawValue], server: server).status == 0)
+        let listed = try await Self.run(["me", "favorites", "--table"], server: server)
+        #expect(listed.output.contains("Sintel") && listed.output.contains("playable-items"))
+        #expect(try await Self.run(["me", "favorites", "--type", "games"], server: server).decode(Page<Favorite>.self).items.isEmpty)
+        let wrong = try await Self.run(["me", "favorite", "songs", item.rawValue], server: server)
+        #expect(wrong.status != 0 && wrong.errors.contains("not a kind of favorite"))
+        #expect(try await Self.run(["me", "rate", item.rawValue, "like"], server: server).decode(ItemRating.self).rating == .like)
+        #expect(try await Self.run(["me", "rate", item.rawValue, "love"], server: server).status != 0)
+        #expect(try await Self.run(["me", "up-next"], server: server).decode([UpNextEntry].self).isEmpty)
+        let exported = try await Self.run(["me", "export"], server: server)
+        let types = exported.output.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["type"] as? String
+        }
+        #expect(types.first == "user" && types.contains("favorite") && types.contains("rating"))
+        #expect(try await Self.run(["me", "favorite", "playable-items", item.rawValue, "--remove"], server: server).status == 0)
+        #expect(try await Self.run(["me", "favorites"], server: server).decode(Page<Favorite>.self).items.isEmpty)
+    }
 }

@@ -59,6 +59,11 @@ package enum ViewerSchema {
         return ItemRating(playableItemId: item, rating: liked ? .like : .dislike, ratedAt: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
     }
 
+    /// A view counted for a viewer, as its row holds it.
+    package static func countedView(item: CatalogID, at milliseconds: Int64) -> CountedView {
+        CountedView(playableItemId: item, countedAt: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+
     /// Whether `view` has played long enough to count (``ViewRules``), given the item's
     /// own running time (which comes before the player's).
     package static func hasPlayedEnough(_ view: ViewInput, itemDuration: Double?) -> Bool {

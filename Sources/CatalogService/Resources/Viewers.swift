@@ -63,6 +63,23 @@ struct Viewers: Sendable {
                 let page = try progress.continueWatching(user: try caller.user(), limit: ListParameters.limit(values), cursor: ListParameters.cursor(values))
                 return Self.page(page)
             })
+        routes.add(
+            .GET, "/v1/me/up-next", .member,
+            .inline { [entries = store.entries] request, caller in
+                let values = try QueryParameters.parse(request, accepted: ["limit"])
+                return Self.page(try entries.upNext(user: try caller.user(), viewer: caller.viewer, limit: ListParameters.limit(values)))
+            })
+        // Everything held about the caller: off the event loops (it reads all of it), as
+        // an expensive request, and never stored by a cache.
+        routes.add(
+            .GET, "/v1/me/export", .member, rate: .expensive, caching: .noStore,
+            .blocking { [store] request, caller, _ in
+                _ = try QueryParameters.parse(request, accepted: [])
+                return HTTPResponse(
+                    status: .ok,
+                    headers: [("Content-Type", "application/x-ndjson"), ("Content-Disposition", "attachment; filename=\"catalog-export.ndjson\"")],
+                    body: try store.export(user: try caller.user()))
+            })
     }
 
     private func registerFavorites(in routes: inout Routes) {

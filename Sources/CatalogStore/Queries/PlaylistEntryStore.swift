@@ -27,7 +27,7 @@ public final class PlaylistEntryStore: Sendable {
     /// The renderer's columns, from the entry, its playlist and its item, then the
     /// entry's key: for one entry (its position counted), and for a page (the position
     /// of the first counted once; two parameters, the playlist's pk and the key before the page).
-    private let selectSQL: String
+    let selectSQL: String
     private let pageSQL: String
     /// Where the entry's id and key are among them.
     private let idColumn: Int32

@@ -128,6 +128,19 @@ public final class FavoriteStore: Sendable {
         }
     }
 
+    /// All of `user`'s favorites, without their resources, as `db` reads them (for its
+    /// export), most recent first.
+    func all(_ db: any SQLConnection, user: CatalogID) throws -> [Favorite] {
+        try db.fetchRows(
+            "SELECT resource_type, resource_id, favorited_at FROM viewer_favorites WHERE user_id = ? ORDER BY favorited_at DESC, resource_type, resource_id",
+            [user.rawValue]
+        ).compactMap { row in
+            guard let type = row[0].string.flatMap(FavoriteType.init(rawValue:)), let id = row[1].string.flatMap(CatalogID.init), let at = row[2].int64
+            else { return nil }
+            return Favorite(type: type, id: id, favoritedAt: Date(timeIntervalSince1970: Double(at) / 1000))
+        }
+    }
+
     /// Whether the resource `id` of `type` is one of `user`'s favorites, as `db` reads it.
     func isFavorite(_ db: any SQLConnection, _ type: FavoriteType, _ id: CatalogID, user: CatalogID) throws -> Bool {
         try db.exists("SELECT 1 FROM viewer_favorites WHERE user_id = ? AND resource_type = ? AND resource_id = ?", [user.rawValue, type.rawValue, id.rawValue])

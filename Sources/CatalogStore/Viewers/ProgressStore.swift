@@ -70,6 +70,11 @@ public final class ProgressStore: Sendable {
             .flatMap(Self.progress)
     }
 
+    /// All of `user`'s progress, as `db` reads it (for its export), by item.
+    func all(_ db: any SQLConnection, user: CatalogID) throws -> [PlaybackProgress] {
+        try db.fetchRows("SELECT \(Self.columns) FROM viewer_progress WHERE user_id = ? ORDER BY item_id", [user.rawValue]).compactMap(Self.progress)
+    }
+
     /// Forgets `user`'s progress in `item` (its play count too): it leaves "Continue watching".
     public func forget(user: CatalogID, item: CatalogID, options: WriteOptions = WriteOptions(), completion: @escaping @Sendable (Result<Bool, any Error>) -> Void) {
         database.submit(

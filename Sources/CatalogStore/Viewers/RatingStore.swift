@@ -51,6 +51,13 @@ public final class RatingStore: Sendable {
         }
     }
 
+    /// All of `user`'s ratings, as `db` reads them (for its export), by item.
+    func all(_ db: any SQLConnection, user: CatalogID) throws -> [ItemRating] {
+        try db.fetchRows("SELECT item_id, liked, rated_at FROM viewer_ratings WHERE user_id = ? ORDER BY item_id", [user.rawValue]).compactMap { row in
+            row[0].string.flatMap(CatalogID.init).map { ViewerSchema.rating(item: $0, liked: row[1].bool, at: row[2].int64) }
+        }
+    }
+
     /// `user`'s rating of `item` as `db` reads it.
     func rating(_ db: any SQLConnection, user: CatalogID, item: CatalogID) throws -> ItemRating {
         let row = try db.fetchRow("SELECT liked, rated_at FROM viewer_ratings WHERE user_id = ? AND item_id = ?", [user.rawValue, item.rawValue])
