@@ -38,6 +38,18 @@ public struct ViewerClient: Sendable {
         try client.decode(ItemRating.self, from: await client.send("GET", "/v1/me/ratings/\(item)").data)
     }
 
+    /// The viewer's own changes (progress, favorites, ratings) since `token` (`nil`: all of
+    /// its state, as a snapshot), at most `limit`; with `wait`, the server holds the request
+    /// up to that many seconds until there is one. Tokens are the viewer's own.
+    public func changes(since token: String?, limit: Int? = nil, wait: Int? = nil) async throws(CatalogClientError) -> ViewerChangePage {
+        var query: [URLQueryItem] = []
+        if let token { query.append(URLQueryItem(name: "since", value: token)) }
+        if let limit { query.append(URLQueryItem(name: "limit", value: String(limit))) }
+        if let wait { query.append(URLQueryItem(name: "wait", value: String(wait))) }
+        let timeout = wait.map { client.timeout + TimeInterval(max(0, $0)) }
+        return try client.decode(ViewerChangePage.self, from: await client.send("GET", "/v1/me/changes", query: query, timeout: timeout).data)
+    }
+
     /// Everything the catalog holds about the viewer, as NDJSON: one `{"data":…,"type":"…"}`
     /// line each (``AccountExportType``).
     public func export() async throws(CatalogClientError) -> Data {

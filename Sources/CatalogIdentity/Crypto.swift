@@ -1,7 +1,7 @@
 import CCrypto
 
-/// The primitives of OpenSSL's libcrypto the catalog uses: random bytes, SHA-256 and
-/// constant-time comparison.
+/// The primitives of OpenSSL's libcrypto the catalog uses: random bytes, SHA-256 (and
+/// HMAC over it) and constant-time comparison.
 public enum Crypto {
     /// A failure of libcrypto itself (its random generator could not be seeded, say).
     public struct Failure: Error, Sendable, CustomStringConvertible {
@@ -36,6 +36,15 @@ public enum Crypto {
             Array(bytes).withUnsafeBytes(hash)
         }
         return digest
+    }
+
+    /// HMAC-SHA-256 (RFC 2104) of `message` under `key`.
+    public static func hmacSHA256(key: [UInt8], _ message: some Collection<UInt8>) -> [UInt8] {
+        let block = 64
+        var padded = key.count > block ? sha256(key) : key
+        padded += [UInt8](repeating: 0, count: block - padded.count)
+        let inner = sha256(padded.map { $0 ^ 0x36 } + Array(message))
+        return sha256(padded.map { $0 ^ 0x5c } + inner)
     }
 
     /// Whether `a` and `b` are equal, in time that depends only on their length

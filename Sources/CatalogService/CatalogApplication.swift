@@ -105,6 +105,8 @@ public final class CatalogApplication: Sendable {
     private let tokens: (verifier: TokenVerifier, settings: IdentityTokenSettings)?
     private let authenticator: Authenticator
     private let changeHub: ChangeHub
+    /// Where long-polls and streams of viewers' own feeds wait.
+    private let viewerHub: ChangeHub
     /// The unsent bytes the event streams share.
     public let streamBudget: StreamBudget
     /// Whether this start loaded the demo catalog.
@@ -183,12 +185,25 @@ public final class CatalogApplication: Sendable {
         changeHub = ChangeHub(
             log: store.changes, retention: configuration.changeRetention, streamBudget: streamBudget,
             isShuttingDown: { reference.isShuttingDown })
-        metrics.observeChangeFeed { [changeHub] in changeHub.counts }
-        let feed = ChangeFeed(
-            log: store.changes, hub: changeHub, retention: configuration.changeRetention, catalog: try store.changes.catalogID(),
-            streamBudget: streamBudget, limiter: limiter)
+        viewerHub = ChangeHub(
+            log: store.viewerChanges, retention: configuration.changeRetention, streamBudget: streamBudget,
+            isShuttingDown: { reference.isShuttingDown })
+        // Long-polls and streams of both feeds.
+        metrics.observeChangeFeed { [changeHub, viewerHub] in
+            let (catalog, viewers) = (changeHub.counts, viewerHub.counts)
+            return (catalog.waiters + viewers.waiters, catalog.streams + viewers.streams)
+        }
+        let catalogID = try store.changes.catalogID()
+        let feeds = [
+            ChangeFeed(
+                kind: ChangeFeed.catalogKind(catalogID), log: store.changes, hub: changeHub, retention: configuration.changeRetention, streamBudget: streamBudget,
+                limiter: limiter),
+            ChangeFeed(
+                kind: ChangeFeed.viewerKind(catalogID), log: store.viewerChanges, hub: viewerHub, retention: configuration.changeRetention,
+                streamBudget: streamBudget, limiter: limiter),
+        ]
         Self.register(
-            in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups, feed: feed,
+            in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups, feeds: feeds,
             images: ImageEndpoints(library: images, records: store.images, privateReads: configuration.requireAuthForReads, memberQuota: configuration.imageQuotaBytes),
             imageSweep: imageSweep)
         routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }
@@ -257,7 +272,7 @@ public final class CatalogApplication: Sendable {
     /// Every route the service serves, with who may call it.
     static func register(
         in routes: inout Routes, _ store: CatalogStore, contract: Contract, migrations: [Migration], server: ServerReference,
-        metrics: Metrics, backups: Backups, feed: ChangeFeed, images: ImageEndpoints, imageSweep: ImageSweep
+        metrics: Metrics, backups: Backups, feeds: [ChangeFeed], images: ImageEndpoints, imageSweep: ImageSweep
     ) {
         routes.add(.GET, "/healthz", .open, usesDatabase: false, .inline { _, _ in Health.liveness })
         routes.add(
@@ -289,7 +304,7 @@ public final class CatalogApplication: Sendable {
         Comments(store, metrics: metrics).register(in: &routes)
         Accounts(store, metrics: metrics, authenticator: routes.authenticator, imageSweep: imageSweep).register(in: &routes)
         Viewers(store: store).register(in: &routes)
-        feed.register(in: &routes)
+        for feed in feeds { feed.register(in: &routes) }
     }
 
     private static func metricsResponse(_ metrics: Metrics, _ server: ServerReference) -> HTTPResponse {
@@ -326,8 +341,10 @@ public final class CatalogApplication: Sendable {
         server.runUntilSignal()
         metricsServer?.shutdown()
         changeHub.stop()
+        viewerHub.stop()
         countBatches.stop()
-        try store.counts.apply()
+        // What is waiting is added before the database closes; closing comes whatever happens.
+        do { try store.counts.apply() } catch { Logger(label: "catalog.counts").warning("Adding up likes and views at shutdown failed: \(error)") }
         try store.close()
     }
 
@@ -336,6 +353,7 @@ public final class CatalogApplication: Sendable {
         server.shutdown()
         metricsServer?.shutdown()
         changeHub.stop()
+        viewerHub.stop()
         countBatches.stop()
         try store.close()
     }

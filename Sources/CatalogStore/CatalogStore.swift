@@ -61,6 +61,8 @@ public final class CatalogStore: Sendable {
     public let idempotency: IdempotencyStore
     /// The change log behind the feed.
     public let changes: ChangeLog
+    /// Each viewer's own change log, behind `GET /v1/me/changes`.
+    public let viewerChanges: ViewerChangeLog
     /// The stored images resources show.
     public let images: ImageRecords
     /// Each viewer's progress in each item.
@@ -138,6 +140,7 @@ public final class CatalogStore: Sendable {
             renderers[store.schema.type] = { db, ids in try store.render(db, ids: ids) }
         }
         changes = ChangeLog(database: database, renderers: renderers)
+        viewerChanges = ViewerChangeLog(database: database)
     }
 
     // MARK: Embedded lists (`include=…`)

@@ -241,6 +241,7 @@ import Testing
             "GET /v1/me/favorites": (members(200), { _, _ in Call(path: "/v1/me/favorites") }),
             "GET /v1/me/up-next": (members(200), { _, _ in Call(path: "/v1/me/up-next") }),
             "GET /v1/me/export": (members(200), { _, _ in Call(path: "/v1/me/export") }),
+            "GET /v1/me/changes": (members(200), { _, _ in Call(path: "/v1/me/changes") }),
             "PUT /v1/me/ratings/{playableItemId}": (members(200), { world, _ in Call(path: "/v1/me/ratings/\(world.item)", body: ["rating": "like"]) }),
             "GET /v1/me/ratings/{playableItemId}": (members(200), { world, _ in Call(path: "/v1/me/ratings/\(world.item)") }),
             // Anyone who reads items reports views.

@@ -1,4 +1,5 @@
 import CatalogClient
+import CatalogIdentity
 import CatalogModels
 import CatalogStore
 import Foundation
@@ -128,6 +129,39 @@ import Testing
             let raw = APIClient(baseURL: catalog.client.baseURL, key: try catalog.user("Raw").key)
             #expect(try await raw.send("PUT", "/v1/me/ratings/\(item)", json: ["rating": "love"]).status == 422)
         }
+    }
+
+    @Test(arguments: TestEngine.all) func aDeletedItemsCountsNeverReachItsSuccessor(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let catalog = try TestCatalog(seed: false)
+            let item = try await ViewerProgressTests.items(catalog, 1)[0]
+            var fans: [CatalogClient] = []
+            for index in 0..<3 { fans.append(try Self.viewer(catalog, "Fan \(index)").0) }
+            for fan in fans.prefix(2) { try await fan.viewer.rate(item, .like) }
+            try catalog.application.applyCounts()
+            let counted = try await catalog.api.playableItems.get(item).value
+            #expect(counted.likeCount == 2)
+            // A like still waiting, then the item deleted and imported again from its export.
+            try await fans[2].viewer.rate(item, .like)
+            try await catalog.api.playableItems.delete(item)
+            let record: [String: Any] = [
+                "id": item.rawValue, "title": counted.title, "streamURL": counted.streamURL.absoluteString, "likeCount": 2, "viewCount": 5,
+                "createdAt": "2026-11-01T10:00:00.000Z", "updatedAt": "2026-11-01T10:00:00.000Z", "version": 1,
+            ]
+            let imported = try await catalog.client.send("POST", "/admin/import", json: ["records": [["type": "playableItem", "data": record]]])
+            #expect(imported.status == 200)
+            try catalog.application.applyCounts()
+            let successor = try await catalog.api.playableItems.get(item).value
+            #expect(successor.likeCount == 2 && successor.viewCount == 5, "the export's counts, and nothing of the deleted item's")
+        }
+    }
+
+    @Test func viewDigestsAreHMACs() {
+        // RFC 4231, test case 2.
+        let digest = Crypto.hmacSHA256(key: Array("Jefe".utf8), Array("what do ya want for nothing?".utf8))
+        #expect(Crypto.hex(digest) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        let long = Crypto.hmacSHA256(key: [UInt8](repeating: 0xaa, count: 131), Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8))
+        #expect(Crypto.hex(long) == "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54")
     }
 
     @Test(arguments: TestEngine.all) func aViewCountsOncePerViewerOrSessionADay(_ engine: DatabaseEngine) async throws {

@@ -1,18 +1,33 @@
+import CatalogIdentity
 import CatalogModels
 import CatalogSchema
 import CatalogStore
 import Foundation
 import HTTPServer
 
-/// `GET /v1/changes`: every change since a token, in commit order, as JSON pages, as a
-/// long-poll (`wait=`) or as server-sent events (`Accept: text/event-stream`).
+/// `GET /v1/changes` (the catalog's) and `GET /v1/me/changes` (each viewer's own state):
+/// every change since a token, in commit order, as JSON pages, as a long-poll (`wait=`) or
+/// as server-sent events (`Accept: text/event-stream`).
 struct ChangeFeed: Sendable {
-    let log: ChangeLog
+    /// What a feed serves, and to whom.
+    struct Kind: Sendable {
+        let path: String
+        let access: Access
+        /// The query parameters it takes.
+        let parameters: Set<String>
+        /// The filter a request's parameters make, for its caller.
+        let filter: @Sendable ([String: String], Caller) throws -> ChangeFilter
+        /// What the caller's tokens are bound to (hexadecimal): the catalog's id, or, for
+        /// a viewer's own feed, a digest of it and the viewer's id (another viewer's token
+        /// is then a 410).
+        let scope: @Sendable (Caller) throws -> String
+    }
+
+    let kind: Kind
+    let log: any ChangeSource
     let hub: ChangeHub
     /// How long tokens (and deletions) are kept.
     let retention: Duration
-    /// This catalog's id, which tokens carry.
-    let catalog: String
     /// The unsent bytes every event stream of the server shares (``StreamBudget``).
     let streamBudget: StreamBudget
     /// The rate budgets a full page is billed to; `nil` when rate limits are off.
@@ -46,6 +61,20 @@ struct ChangeFeed: Sendable {
     static let streamBuffer = 1 << 20
     static let parameters: Set<String> = ["since", "limit", "types", ChangeFeedSchema.itemFilter, "wait"]
 
+    /// `GET /v1/changes`: the catalog's changes, as the caller may see them; tokens carry `catalog`.
+    static func catalogKind(_ catalog: String) -> Kind {
+        Kind(path: "/v1/changes", access: .read, parameters: parameters, filter: { values, _ in try catalogFilter(values) }, scope: { _ in catalog })
+    }
+
+    /// `GET /v1/me/changes`: the caller's own progress, favorites and ratings; its tokens are
+    /// bound to the caller.
+    static func viewerKind(_ catalog: String) -> Kind {
+        Kind(
+            path: "/v1/me/changes", access: .member, parameters: ["since", "limit", "wait"],
+            filter: { _, caller in ChangeFilter(user: try caller.user()) },
+            scope: { caller in Crypto.hex(Crypto.sha256(Array((catalog + ":" + (try caller.user()).rawValue).utf8))).prefix(32).description })
+    }
+
     /// The comment streams get when nothing else happens for a while.
     static let heartbeat = Array(": heartbeat\n\n".utf8)
     /// The first bytes of a stream: the reconnection delay for `EventSource`.
@@ -58,12 +87,14 @@ struct ChangeFeed: Sendable {
         var limit = ChangeFeed.defaultLimit
         var wait: Int?
         var streaming = false
+        /// The query's parameters, as given.
+        var values: [String: String] = [:]
     }
 
     func register(in routes: inout Routes) {
         // Every read of the log runs on the feed's own pool: the route itself reads nothing.
         routes.add(
-            .GET, "/v1/changes", .read, timeout: .seconds(Int64(Self.waitRange.upperBound) + 15),
+            .GET, kind.path, kind.access, timeout: .seconds(Int64(Self.waitRange.upperBound) + 15),
             .waiting { request, caller, isAbandoned, done in
                 try serve(request, caller, isAbandoned, done)
             })
@@ -80,7 +111,10 @@ struct ChangeFeed: Sendable {
     }
 
     private func serve(_ request: HTTPRequest, _ caller: Caller, _ isAbandoned: @escaping @Sendable () -> Bool, _ done: @escaping Completion) throws {
-        let query = try Self.parse(request)
+        var parsed = try Self.parse(request, parameters: kind.parameters)
+        parsed.filter = try kind.filter(parsed.values, caller)
+        let query = parsed
+        let scope = try kind.scope(caller)
         let viewer = caller.viewer
         // A caller whose full pages spent its expensive budget waits for it; and it holds at
         // most its share of the feed's pool.
@@ -100,7 +134,7 @@ struct ChangeFeed: Sendable {
             guard !isAbandoned() else { return done(.failure(WorkPool.busy)) }
             ReadBudget.allow(Self.allowance)
             do {
-                let after = try start(query.token)
+                let after = try start(query.token, scope: scope, filter: query.filter)
                 if query.streaming, !opensStream {
                     // The fields a stream opens with, and no stream: nothing would read it.
                     var response = Self.answer(Self.streamFields)
@@ -109,9 +143,9 @@ struct ChangeFeed: Sendable {
                 } else if query.streaming {
                     // A client gone meanwhile would hold a stream no connection takes.
                     guard !isAbandoned() else { return done(.failure(WorkPool.busy)) }
-                    done(.success(try stream(after: after, query, viewer)))
+                    done(.success(try stream(after: after, query, viewer, scope: scope)))
                 } else {
-                    try poll(after: after, query, viewer, isAbandoned, partition: partition, done)
+                    try poll(after: after, query, viewer, isAbandoned, partition: partition, scope: scope, done)
                 }
             } catch {
                 done(.failure(error))
@@ -125,19 +159,19 @@ struct ChangeFeed: Sendable {
         !query.streaming && query.limit > fullPage ? largePages : pool
     }
 
-    /// Where the feed continues for `token`: 0 without one.
+    /// Where the feed continues for `token` (bound to `scope`): 0 without one.
     /// - Throws: 410 `syncTokenExpired` when it cannot continue from there.
     @discardableResult
-    private func start(_ token: ChangeToken?) throws -> Int64 {
+    private func start(_ token: ChangeToken?, scope: String, filter: ChangeFilter) throws -> Int64 {
         guard let token else { return 0 }
-        try log.check(token, catalog: catalog, retention: retention, now: Self.wallClock())
+        try log.check(token, catalog: scope, retention: retention, now: Self.wallClock(), filter: filter)
         return token.seq
     }
 
     /// Answers with the changes there are, or, with `wait`, parks the request until there
     /// are some or the time passes.
     private func poll(
-        after: Int64, _ query: Query, _ viewer: Viewer, _ isAbandoned: @escaping @Sendable () -> Bool, partition: String,
+        after: Int64, _ query: Query, _ viewer: Viewer, _ isAbandoned: @escaping @Sendable () -> Bool, partition: String, scope: String,
         _ done: @escaping Completion
     ) throws {
         let batch = try log.read(after: after, filter: query.filter, viewer: viewer, limit: query.limit, maxBytes: Self.pageBytes)
@@ -145,7 +179,7 @@ struct ChangeFeed: Sendable {
         // Billed by what it cost: a full page is an expensive read.
         if page.hasMore || page.changes.count >= Self.fullPage { limiter?.charge(.expensive, partition: partition) }
         let answer: @Sendable ([ChangeRecord.Delivery], Int64, Bool) -> Void = { changes, next, hasMore in
-            done(.success(self.response(changes, next: next, hasMore: hasMore)))
+            done(.success(self.response(changes, next: next, hasMore: hasMore, scope: scope)))
         }
         guard let wait = query.wait, page.changes.isEmpty, !page.hasMore else {
             return answer(page.changes, page.next, page.hasMore)
@@ -157,7 +191,7 @@ struct ChangeFeed: Sendable {
     }
 
     /// A JSON page: `{"changes":[…],"hasMore":…,"nextToken":…}`.
-    private func response(_ changes: [ChangeRecord.Delivery], next: Int64, hasMore: Bool) -> HTTPResponse {
+    private func response(_ changes: [ChangeRecord.Delivery], next: Int64, hasMore: Bool, scope: String) -> HTTPResponse {
         var body: [UInt8] = []
         body.reserveCapacity(changes.reduce(96) { $0 + $1.json.count + 1 })
         body += Array(#"{"changes":["#.utf8)
@@ -166,18 +200,18 @@ struct ChangeFeed: Sendable {
             body += change.json
         }
         body += Array(#"],"hasMore":"#.utf8) + Array((hasMore ? "true" : "false").utf8)
-        body += Array(#","nextToken":""#.utf8) + Array(token(next).utf8) + [UInt8(ascii: "\""), UInt8(ascii: "}")]
+        body += Array(#","nextToken":""#.utf8) + Array(Self.token(next, scope: scope).utf8) + [UInt8(ascii: "\""), UInt8(ascii: "}")]
         return Self.answer([("Content-Type", "application/json")] + Self.fields, body)
     }
 
     /// Starts an event stream that the hub feeds from `after` on.
-    private func stream(after: Int64, _ query: Query, _ viewer: Viewer) throws -> HTTPResponse {
+    private func stream(after: Int64, _ query: Query, _ viewer: Viewer, scope: String) throws -> HTTPResponse {
         let stream = ResponseStream(limit: Self.streamBuffer, budget: streamBudget)
         stream.send(Self.streamStart)
         let now = MonotonicClock.milliseconds()
         let subscriber = ChangeHub.Subscriber(
             after: after, filter: query.filter, viewer: viewer, stream: stream, lastSent: now, started: now,
-            events: { changes in self.events(changes) })
+            events: { changes in Self.events(changes, scope: scope) })
         guard hub.subscribe(subscriber) else { throw WorkPool.busy }
         var response = Self.answer(Self.streamFields)
         response.stream = stream
@@ -189,10 +223,10 @@ struct ChangeFeed: Sendable {
 
     /// Changes as events: `id: <token>`, `event: change`, `data: <the change>`, the
     /// tokens written straight into the bytes (one clock read for them all).
-    private func events(_ changes: [ChangeRecord.Delivery]) -> [UInt8] {
+    private static func events(_ changes: [ChangeRecord.Delivery], scope: String) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(changes.reduce(0) { $0 + $1.json.count + 160 })
-        let catalog = Array(self.catalog.utf8), issued = Self.wallClock()
+        let catalog = Array(scope.utf8), issued = Self.wallClock()
         for change in changes {
             bytes.append(contentsOf: "id: ".utf8)
             ChangeToken.append(catalog: catalog, seq: change.seq, issued: issued, to: &bytes)
@@ -203,8 +237,8 @@ struct ChangeFeed: Sendable {
         return bytes
     }
 
-    private func token(_ seq: Int64) -> String {
-        ChangeToken(catalog: catalog, seq: seq, issued: Self.wallClock()).encoded
+    private static func token(_ seq: Int64, scope: String) -> String {
+        ChangeToken(catalog: scope, seq: seq, issued: Self.wallClock()).encoded
     }
 
     private static func wallClock() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
@@ -234,9 +268,9 @@ struct ChangeFeed: Sendable {
         return stream.quality > json.quality || stream.quality == json.quality && stream.specificity == 3 && json.specificity < 3
     }
 
-    /// Reads the request: `since` (or, for a stream, `Last-Event-ID`), `limit`, `types`,
-    /// the item filter, `wait`, and whether it asks for a stream.
-    static func parse(_ request: HTTPRequest) throws(APIError) -> Query {
+    /// Reads the request: `since` (or, for a stream, `Last-Event-ID`), `limit`, `wait`,
+    /// and whether it asks for a stream; its other `parameters` make its filter (``Kind/filter``).
+    static func parse(_ request: HTTPRequest, parameters: Set<String> = parameters) throws(APIError) -> Query {
         let values = try QueryParameters.parse(request, accepted: parameters)
         var query = Query()
         query.streaming = prefersEvents(request.headers.values(for: "accept"))
@@ -251,6 +285,16 @@ struct ChangeFeed: Sendable {
             query.token = token
         }
         query.limit = try ListParameters.integer(values, "limit", in: limitRange) ?? defaultLimit
+        query.values = values
+        if values["wait"] != nil, query.streaming {
+            throw .invalidParameter("wait", "applies to JSON pages; an event stream waits by itself.")
+        }
+        query.wait = try ListParameters.integer(values, "wait", in: waitRange, kind: "a number of seconds")
+        return query
+    }
+
+    /// The catalog feed's filter: `types` and the item.
+    static func catalogFilter(_ values: [String: String]) throws(APIError) -> ChangeFilter {
         var types: [String]?
         if let text = values["types"] {
             let names = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
@@ -264,11 +308,6 @@ struct ChangeFeed: Sendable {
             guard let id = CatalogID(text) else { throw .invalidParameter(ChangeFeedSchema.itemFilter, "must be an id (a UUID).") }
             item = id
         }
-        query.filter = ChangeFilter(types: types, playableItemID: item)
-        if values["wait"] != nil, query.streaming {
-            throw .invalidParameter("wait", "applies to JSON pages; an event stream waits by itself.")
-        }
-        query.wait = try ListParameters.integer(values, "wait", in: waitRange, kind: "a number of seconds")
-        return query
+        return ChangeFilter(types: types, playableItemID: item)
     }
 }

@@ -68,7 +68,7 @@ final class ChangeHub: @unchecked Sendable {
     /// The most reads of the log one round makes; readers past them wait for the next round.
     static let readsPerRound = 64
 
-    private let log: ChangeLog
+    private let log: any ChangeSource
     private let retention: Duration
     private let isShuttingDown: @Sendable () -> Bool
     private let logger = Logger(label: "catalog.changes")
@@ -83,7 +83,7 @@ final class ChangeHub: @unchecked Sendable {
     /// The unsent bytes the event streams share; `nil`: none.
     private let streamBudget: StreamBudget?
 
-    init(log: ChangeLog, retention: Duration, streamBudget: StreamBudget? = nil, isShuttingDown: @escaping @Sendable () -> Bool) {
+    init(log: any ChangeSource, retention: Duration, streamBudget: StreamBudget? = nil, isShuttingDown: @escaping @Sendable () -> Bool) {
         self.log = log
         self.streamBudget = streamBudget
         self.retention = retention
@@ -147,6 +147,8 @@ final class ChangeHub: @unchecked Sendable {
     private func run() {
         ReadBudget.allow(ChangeFeed.allowance)
         var highWater: Int64 = 0
+        /// The high-water mark of the last round that read it.
+        var seen: Int64 = 0
         while true {
             condition.lock()
             let wake = Date(timeIntervalSinceNow: 1)
@@ -168,11 +170,16 @@ final class ChangeHub: @unchecked Sendable {
             let now = MonotonicClock.milliseconds()
             // After each commit, and once a second, while anyone waits: a missed notification
             // (a lost listener connection) delays a change by a second at most.
+            var quiet: (@Sendable (ChangeFilter, Int64) -> Bool)?
             if !parked.isEmpty || !listening.isEmpty {
-                do { highWater = try log.highWater() } catch { logger.warning("cannot read the change log: \(error)") }
+                do {
+                    highWater = try log.highWater()
+                    quiet = try quietReaders(after: seen, through: highWater)
+                    seen = highWater
+                } catch { logger.warning("cannot read the change log: \(error)") }
             }
             let (parkedIDs, listeningIDs) = (Array(parked.keys), Array(listening.keys))
-            deliver(to: &parked, &listening, highWater: highWater, now: now, shuttingDown: isShuttingDown())
+            deliver(to: &parked, &listening, highWater: highWater, quiet: quiet ?? { _, _ in false }, now: now, shuttingDown: isShuttingDown())
             condition.lock()
             // Readers added meanwhile stay; those answered or gone leave.
             for id in parkedIDs { waiters[id] = parked[id] }
@@ -182,9 +189,29 @@ final class ChangeHub: @unchecked Sendable {
         }
     }
 
+    /// The most changes since the last round whose readers are looked up rather than read
+    /// one by one (more: every reader reads, as in a first round).
+    static let touchedLimit: Int64 = 10_000
+
+    /// Which readers (a filter, and where it is) have nothing new between `seen` and `top`,
+    /// when the log knows whose changes those are (a viewer's own): a reader that had seen
+    /// everything through `seen` and whose viewer changed nothing since is at `top`
+    /// without a read. `nil`: any reader may have changes.
+    private func quietReaders(after seen: Int64, through top: Int64) throws(StoreError) -> (@Sendable (ChangeFilter, Int64) -> Bool)? {
+        guard seen > 0, top > seen, top - seen <= Self.touchedLimit, let touched = try log.touched(after: seen, through: top) else { return nil }
+        return { filter, after in
+            guard let user = filter.user else { return false }
+            return after >= seen && !touched.contains(user)
+        }
+    }
+
     /// Gives each reader the changes it has not had: one read per group of readers at the
-    /// same place with the same filter.
-    private func deliver(to parked: inout [UInt64: Waiter], _ listening: inout [UInt64: Subscriber], highWater: Int64, now: Int64, shuttingDown: Bool) {
+    /// same place with the same filter; readers `quiet` says have nothing new move to
+    /// `highWater` without one.
+    private func deliver(
+        to parked: inout [UInt64: Waiter], _ listening: inout [UInt64: Subscriber], highWater: Int64, quiet: (ChangeFilter, Int64) -> Bool, now: Int64,
+        shuttingDown: Bool
+    ) {
         var batches: [BatchKey: Result<ChangeBatch, StoreError>] = [:]
         var formatted: [PageIdentity: [UInt8]] = [:]
         var again = false
@@ -211,7 +238,9 @@ final class ChangeHub: @unchecked Sendable {
                 parked[id] = nil
                 continue
             }
-            if waiter.after < highWater, let batch = batch(after: waiter.after, filter: waiter.filter) {
+            if waiter.after < highWater, quiet(waiter.filter, waiter.after) {
+                parked[id]?.after = highWater
+            } else if waiter.after < highWater, let batch = batch(after: waiter.after, filter: waiter.filter) {
                 switch batch {
                 case let .success(batch):
                     let page = batch.page(for: waiter.viewer, limit: waiter.limit, maxBytes: Self.roundBytes)
@@ -271,7 +300,13 @@ final class ChangeHub: @unchecked Sendable {
                 continue
             }
             listening[id]?.stalled = nil
-            if subscriber.after < highWater, let batch = batch(after: subscriber.after, filter: subscriber.filter) {
+            if subscriber.after < highWater, quiet(subscriber.filter, subscriber.after) {
+                listening[id]?.after = highWater
+                if now - subscriber.lastSent >= Self.heartbeat {
+                    stream.send(ChangeFeed.heartbeat)
+                    listening[id]?.lastSent = now
+                }
+            } else if subscriber.after < highWater, let batch = batch(after: subscriber.after, filter: subscriber.filter) {
                 switch batch {
                 case let .success(batch):
                     let page = batch.page(for: subscriber.viewer, limit: Self.roundLimit, maxBytes: Self.roundBytes)

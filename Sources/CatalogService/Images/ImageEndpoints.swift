@@ -42,7 +42,7 @@ struct ImageEndpoints: Sendable {
                 let quota = caller.has(.editor) ? nil : memberQuota
                 try ingest(request, declared: declared, verbatim: false, uploader: caller.userID, quota: quota, line: RateLimiter.partition(caller, request), done) {
                     reference, done in
-                    endpoints.store.setImage(id, to: reference, preconditions: preconditions, options: options) { done(ResourceEndpoints.updated($0)) }
+                    endpoints.store.setImage(id, to: reference, preconditions: preconditions, options: options) { done(ResourceEndpoints.updated($0, in: endpoints.store.schema)) }
                 }
             })
         routes.add(

@@ -101,7 +101,7 @@ struct PlaylistEntries: Sendable {
         let preconditions = try ETag.preconditions(request)
         let values = try RequestBody.values(request, PlaylistEntrySchema.order, mediaType: RequestBody.json)
         store.replace(values, of: id, preconditions: preconditions, options: options) {
-            done(ResourceEndpoints.updated($0))
+            done(ResourceEndpoints.updated($0, in: ResourceSchema.playlist))
         }
     }
 

@@ -109,9 +109,7 @@ struct ResourceEndpoints: Sendable {
         let found = try store.rendered(id, fields: shape.fields, embedding: shape.embedding, viewer: caller.viewer, reader: caller.userID)
         metrics.observeRead(seconds: Self.now() - started)
         guard let resource = found else { throw APIError.notFound }
-        // Counts change without a new version: a counted document's tag is made from its content.
-        let tag = shape.isShaped || schema.counted ? ETag.header(resource.version, body: resource.json) : ETag.header(resource.version)
-        return Self.response(resource, tag: tag)
+        return Self.response(resource, tag: shape.isShaped ? ETag.header(resource.version, body: resource.json) : Self.tag(resource, in: schema))
     }
 
     // MARK: Writes
@@ -141,7 +139,7 @@ struct ResourceEndpoints: Sendable {
         try checkMayChange(id, caller)
         let preconditions = try ETag.preconditions(request)
         let values = try RequestBody.values(request, schema.edit, mediaType: RequestBody.json)
-        store.replace(id, with: values, preconditions: preconditions, options: options) { done(Self.updated($0)) }
+        store.replace(id, with: values, preconditions: preconditions, options: options) { done(Self.updated($0, in: schema)) }
     }
 
     /// `PATCH …/{id}` with a merge patch of the editable document.
@@ -162,7 +160,7 @@ struct ResourceEndpoints: Sendable {
         if errors.isEmpty { errors = schema.edit.patchErrors(patch) }
         guard errors.isEmpty else { throw APIError.validation(errors) }
         let shape = schema.edit
-        store.update(id, preconditions: preconditions, options: options, completion: { done(Self.updated($0)) }) { document in
+        store.update(id, preconditions: preconditions, options: options, completion: { done(Self.updated($0, in: schema)) }) { document in
             guard case let .object(merged) = JSONValue.mergePatch(.object(document), .object(patch)) else { throw APIError.validation([]) }
             return try RequestBody.read(merged, shape)
         }
@@ -199,13 +197,20 @@ struct ResourceEndpoints: Sendable {
         }
     }
 
-    static func updated(_ result: Result<RenderedResource, any Error>) -> Result<HTTPResponse, any Error> {
-        result.map { response($0) }
+    /// The answer to an edit of a resource of `schema`.
+    static func updated(_ result: Result<RenderedResource, any Error>, in schema: ResourceSchema) -> Result<HTTPResponse, any Error> {
+        result.map { response($0, tag: tag($0, in: schema)) }
     }
 
     /// A 201 for the new `resource` of `schema`, with its `Location`.
     static func created(_ resource: RenderedResource, in schema: ResourceSchema) -> HTTPResponse {
-        response(resource, status: .created, headers: [("Location", "\(schema.path)/\(resource.id)")])
+        response(resource, status: .created, tag: tag(resource, in: schema), headers: [("Location", "\(schema.path)/\(resource.id)")])
+    }
+
+    /// The tag of a whole `resource` of `schema`: its version's, or, for a counted resource
+    /// (whose counts change without a new version), the version and a digest of the body.
+    static func tag(_ resource: RenderedResource, in schema: ResourceSchema) -> String {
+        schema.counted ? ETag.header(resource.version, body: resource.json) : ETag.header(resource.version)
     }
 
     /// A rendered resource with its `ETag` (`tag`, or its version's).

@@ -23,7 +23,10 @@ struct Viewers: Sendable {
                 let item = try ResourceEndpoints.id(request)
                 let values = try RequestBody.values(request, ViewerSchema.view, mediaType: RequestBody.json)
                 guard let view = ViewerSchema.view(values) else { throw APIError.validation([]) }
-                counts.count(view, item: item, viewer: Self.viewerKey(view, caller, request), options: options) { result in
+                let viewer = Self.viewerKey(view, caller, request, key: try counts.digestKey())
+                // Most reports cannot count (counted already, or not played long enough): a read tells.
+                guard try counts.mayCount(view, item: item, viewer: viewer) else { return done(Result { try Self.json(ViewAnswer(counted: false)) }) }
+                counts.count(view, item: item, viewer: viewer, options: options) { result in
                     done(result.flatMap { answer in Result { try Self.json(answer) } })
                 }
             })
@@ -105,7 +108,7 @@ struct Viewers: Sendable {
             .inline { [favorites = store.favorites] request, caller in
                 let values = try QueryParameters.parse(request, accepted: ["limit", "cursor", "type"])
                 let type = try values["type"].map { text throws(APIError) in
-                    guard let type = FavoriteType(pathSegment: text) else { throw Self.unknownType("type", text) }
+                    guard let type = FavoriteType(pathSegment: text) else { throw APIError.invalidParameter("type", "names " + Self.kinds(text)) }
                     return type
                 }
                 return Self.page(
@@ -134,25 +137,31 @@ struct Viewers: Sendable {
             })
     }
 
-    /// The type and id `/v1/me/favorites/{type}/{id}` names.
+    /// The type and id `/v1/me/favorites/{type}/{id}` names (a request that takes no body:
+    /// one sent is refused, not ignored).
     private static func favorite(_ request: HTTPRequest) throws -> (FavoriteType, CatalogID) {
+        guard request.body.isEmpty else { throw APIError(status: .badRequest, code: "unexpectedBody", detail: "This request takes no body.") }
         let segment = request.pathParameters["type"] ?? ""
-        guard let type = FavoriteType(pathSegment: segment) else { throw unknownType("type", segment) }
+        guard let type = FavoriteType(pathSegment: segment) else {
+            throw APIError(status: .badRequest, code: "invalidFavoriteType", detail: "The path names " + kinds(segment))
+        }
         return (type, try ResourceEndpoints.id(request))
     }
 
-    private static func unknownType(_ name: String, _ text: String) -> APIError {
-        .invalidParameter(
-            name, "'\(text.prefix(64))' is not a kind of favorite; the kinds are \(FavoriteType.allCases.map(\.pathSegment).joined(separator: ", ")).")
+    /// '…' is not a kind of favorite, and which are.
+    private static func kinds(_ text: String) -> String {
+        "'\(text.prefix(64))', which is not a kind of favorite; the kinds are \(FavoriteType.allCases.map(\.pathSegment).joined(separator: ", "))."
     }
 
-    /// Who a view report counts for: the signed-in caller, or the anonymous session (kept
-    /// as digests: neither the session id nor the address is stored).
-    private static func viewerKey(_ view: ViewInput, _ caller: Caller, _ request: HTTPRequest) -> ViewerKey {
+    /// Who a view report counts for: the signed-in caller, or the anonymous session of its
+    /// address (a session id is the client's word, so it counts only with the address it
+    /// comes from). Kept as HMACs under the catalog's `key`: neither the session id nor the
+    /// address is stored, and a digest cannot be reversed without the key.
+    private static func viewerKey(_ view: ViewInput, _ caller: Caller, _ request: HTTPRequest, key: [UInt8]) -> ViewerKey {
         if let user = caller.userID { return .user(user) }
-        return .session(
-            digest: Crypto.hex(Crypto.sha256(Array(("session " + view.sessionId).utf8))),
-            address: Crypto.hex(Crypto.sha256(Array(("address " + request.clientAddress).utf8))))
+        let address = Crypto.hex(Crypto.hmacSHA256(key: key, Array(("address " + request.clientAddress).utf8)))
+        let session = Crypto.hex(Crypto.hmacSHA256(key: key, Array(("session " + address + " " + view.sessionId).utf8)))
+        return .session(digest: session, address: address)
     }
 
     /// `value` as a JSON answer.

@@ -16,14 +16,17 @@ public struct ChangeFilter: Sendable, Hashable {
     public let types: [String]?
     /// Only the changes of this playable item and of its comments.
     public let playableItemID: CatalogID?
+    /// The viewer whose own state a viewer's log (``ViewerChangeLog``) reads; `nil` for the catalog's.
+    public let user: CatalogID?
 
     /// A filter; `types` must be names from ``allTypes``.
-    public init(types: [String]? = nil, playableItemID: CatalogID? = nil) {
+    public init(types: [String]? = nil, playableItemID: CatalogID? = nil, user: CatalogID? = nil) {
         let playlists: Set = [ResourceSchema.playlist.type, ChangeFeedSchema.entryType]
         self.types = types.map { types in
             Array(Set(types).union(playlists.isDisjoint(with: types) ? [] : playlists)).sorted()
         }
         self.playableItemID = playableItemID
+        self.user = user
     }
 }
 
@@ -198,7 +201,7 @@ public struct ChangeToken: Sendable, Equatable {
 
 /// The change log (`changes`, written by triggers; see `Migrations/0006_change_log.sql`):
 /// reads of it for the feed, checks of tokens, and the purge of old deletions.
-public struct ChangeLog: Sendable {
+public struct ChangeLog: ChangeSource {
     let database: any SQLDatabase
     /// How each type's resources are rendered: all of a read's at once, by id (a query
     /// per type, not per change: a page of a thousand changes is a few round trips).
@@ -227,7 +230,7 @@ public struct ChangeLog: Sendable {
     /// `retention`, and not ahead of the log (``read(after:filter:viewer:limit:maxBytes:)``
     /// checks purged deletions, in the snapshot it reads).
     /// - Throws: ``StoreError/syncTokenExpired(_:)`` when it cannot.
-    public func check(_ token: ChangeToken, catalog: String, retention: Duration, now: Int64) throws(StoreError) {
+    public func check(_ token: ChangeToken, catalog: String, retention: Duration, now: Int64, filter: ChangeFilter) throws(StoreError) {
         guard token.catalog == catalog else { throw .syncTokenExpired("The token is from another catalog; sync again from the start.") }
         guard token.issued <= now + 60_000 else { throw .syncTokenExpired("The token was not made by this server; sync again from the start.") }
         guard now - token.issued <= retention.components.seconds * 1000 else {

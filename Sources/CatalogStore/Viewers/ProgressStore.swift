@@ -16,7 +16,7 @@ public final class ProgressStore: Sendable {
         self.items = items
     }
 
-    private static let columns = "position_seconds, duration_seconds, played, play_count, watched_at, device_id, version, item_id"
+    static let columns = "position_seconds, duration_seconds, played, play_count, watched_at, device_id, version, item_id"
 
     /// Applies `heartbeat` from `user`'s device to its progress in `item`, received now
     /// (``ProgressRules/apply(_:receivedAt:to:item:itemDuration:)``); 404 when the item does
@@ -134,7 +134,7 @@ public final class ProgressStore: Sendable {
     }
 
     /// The progress a row of ``columns`` holds.
-    private static func progress(_ row: SQLRow) -> PlaybackProgress? {
+    static func progress(_ row: SQLRow) -> PlaybackProgress? {
         guard let position = row[0].double, let count = row[3].int, let watched = row[4].int64, let device = row[5].string, let version = row[6].int,
             let item = row[7].string.flatMap(CatalogID.init)
         else { return nil }
