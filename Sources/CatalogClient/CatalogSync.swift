@@ -15,11 +15,17 @@ import Foundation
 /// after every page, so an app that restarts asks only for what changed meanwhile. When
 /// the server no longer accepts the token (410 `syncTokenExpired`), everything is dropped
 /// and synced again from scratch.
+///
+/// Beside the catalog, ``viewer`` keeps the signed-in viewer's own progress, favorites and
+/// ratings, usable offline (``ViewerSync``): `try await replica.viewer.sync()`.
 public actor CatalogSync {
     private let client: CatalogClient
     /// The kinds kept; `nil` for all of them.
     public nonisolated let types: [ChangeType]?
     private let store: any CatalogSyncStore
+    /// The signed-in viewer's own state, beside the catalog (synced on its own: it needs a
+    /// viewer's credential, the catalog does not).
+    public nonisolated let viewer: ViewerSync
 
     /// Where the copy stands in the feed: the `nextToken` of the last page applied; `nil`
     /// before the first.
@@ -52,10 +58,14 @@ public actor CatalogSync {
     ///   - types: the kinds to keep; `nil` or empty for all.
     ///   - store: where snapshots are loaded from and saved to; kept in memory when `nil`.
     ///     A saved snapshot made for other `types` is not used.
-    public init(client: CatalogClient, types: [ChangeType]? = nil, store: (any CatalogSyncStore)? = nil) {
+    ///   - viewerStore: where ``viewer`` keeps its state and queue; in memory when `nil`.
+    public init(
+        client: CatalogClient, types: [ChangeType]? = nil, store: (any CatalogSyncStore)? = nil, viewerStore: (any ViewerSyncStore)? = nil
+    ) {
         self.client = client
         self.types = types.flatMap { $0.isEmpty ? nil : $0 }
         self.store = store ?? InMemoryCatalogSyncStore()
+        viewer = ViewerSync(client: client, store: viewerStore)
     }
 
     /// The entries of the playlist `playlistID`, in position order (position = index):

@@ -46,7 +46,8 @@ import Testing
             let api = CatalogClient(baseURL: catalog.client.baseURL, credentials: .apiKey(user.key), timeout: 10)
             for seed in [UInt64(7), 35, 2026] {
                 var random = SeededGenerator(seed: seed)
-                let devices = (0..<3).map { _ in ViewerSync(client: CatalogClient(baseURL: catalog.client.baseURL, credentials: .apiKey(user.key), timeout: 10)) }
+                // Each device keeps a copy of the catalog, and the viewer's state beside it.
+                let devices = (0..<3).map { _ in CatalogSync(client: CatalogClient(baseURL: catalog.client.baseURL, credentials: .apiKey(user.key), timeout: 10)).viewer }
                 let skews = (0..<3).map { _ in Double.random(in: -300...300, using: &random) }
                 var online = [true, true, true]
                 for device in devices { try await device.sync() }

@@ -50,6 +50,11 @@ protocol SQLDialect: Sendable {
     /// A FROM item over a JSON array bound as one text parameter, with each element as
     /// text (`value`) and its 0-based place (`key`).
     func jsonElements(_ alias: String) -> String
+    /// A condition: `expression` is one of the elements of a JSON array of text bound as
+    /// one parameter, written so that an index on `expression` serves it (on PostgreSQL,
+    /// `= ANY` of an array, which the planner reads as a few index probes, where `IN` over
+    /// the array's elements estimates a hundred rows and may scan the whole table).
+    func isAmong(_ expression: String) -> String
     /// Element `index` of the JSON array in the text `expression`, as text.
     func jsonElement(_ expression: String, _ index: Int) -> String
     /// A query for a number that grows with every committed write of a resource, read in

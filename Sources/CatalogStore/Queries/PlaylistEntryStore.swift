@@ -72,13 +72,13 @@ public final class PlaylistEntryStore: Sendable {
         })
         changeSQL =
             "SELECT \(changeColumns.joined(separator: ", ")), e.version, e.id FROM playlist_entries e JOIN playable_items i ON i.pk = e.item_pk"
-            + " JOIN playlists p ON p.pk = e.playlist_pk WHERE e.id IN (SELECT j.value FROM "
+            + " JOIN playlists p ON p.pk = e.playlist_pk WHERE " + database.dialect.isAmong("e.id")
     }
 
     /// The entries `entryIDs` as their changes in the feed carry them (``ChangedEntry``),
     /// by id, in one query; those gone are missing.
     func changed(_ db: any SQLConnection, _ entryIDs: [CatalogID]) throws -> [CatalogID: RenderedResource] {
-        let rows = try db.query(changeSQL + db.dialect.jsonElements("j") + ")", [JSONArrayParameter.text(entryIDs.lazy.map(\.rawValue), quoted: true)])
+        let rows = try db.query(changeSQL, [JSONArrayParameter.text(entryIDs.lazy.map(\.rawValue), quoted: true)])
         var rendered: [CatalogID: RenderedResource] = [:]
         rendered.reserveCapacity(entryIDs.count)
         while try rows.step() {

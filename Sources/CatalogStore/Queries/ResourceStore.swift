@@ -138,7 +138,7 @@ public final class ResourceStore: Sendable {
             "UPDATE \(schema.table) SET \(ImageSlot.column) = ?, updated_at = \(database.dialect.greatest)(?, created_at), version = version + 1 WHERE id = ?"
             + returning
         renderedSelectSQL = "SELECT \(Self.selectList(renderer, distance: nil)) FROM \(schema.table) t WHERE id = ?"
-        renderedManySQL = "SELECT \(Self.selectList(renderer, distance: nil)) FROM \(schema.table) t WHERE id IN (SELECT j.value FROM "
+        renderedManySQL = "SELECT \(Self.selectList(renderer, distance: nil)) FROM \(schema.table) t WHERE " + database.dialect.isAmong("id")
         if let ownership = schema.ownership, let hidden = ownership.hiddenWhen {
             let filter = "(t.\(hidden.column) != ? OR t.\(ownership.owner) = ?)"
             visibleFilter = filter
@@ -249,7 +249,7 @@ public final class ResourceStore: Sendable {
     /// query; those gone, and those hidden from `viewer`, are missing.
     func render(_ db: any SQLConnection, ids: [CatalogID], viewer: Viewer = .everything) throws -> [CatalogID: RenderedResource] {
         guard !ids.isEmpty else { return [:] }
-        var sql = renderedManySQL + db.dialect.jsonElements("j") + ")"
+        var sql = renderedManySQL
         var arguments: SQLArguments = [JSONArrayParameter.text(ids.lazy.map(\.rawValue), quoted: true)]
         if case let .user(user) = viewer, let visibleFilter, let hidden = schema.ownership?.hiddenWhen {
             sql += " AND " + visibleFilter

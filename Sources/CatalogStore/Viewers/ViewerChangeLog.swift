@@ -106,14 +106,14 @@ public struct ViewerChangeLog: ChangeSource {
         if !items.isEmpty {
             let list = JSONArrayParameter.text(items, quoted: true)
             let progress = try db.fetchRows(
-                "SELECT \(ProgressStore.columns) FROM viewer_progress WHERE user_id = ? AND item_id IN (SELECT j.value FROM \(db.dialect.jsonElements("j")))",
+                "SELECT \(ProgressStore.columns) FROM viewer_progress WHERE user_id = ? AND \(db.dialect.isAmong("item_id"))",
                 [user.rawValue, list])
             for value in progress.compactMap(ProgressStore.progress) {
                 let id = ViewerSchema.item(of: value).id
                 found[StateKey(kind: .progress, key: id.rawValue)] = ViewerChange(kind: .progress, id: id, deleted: false, progress: value)
             }
             let ratings = try db.fetchRows(
-                "SELECT item_id, liked, rated_at FROM viewer_ratings WHERE user_id = ? AND item_id IN (SELECT j.value FROM \(db.dialect.jsonElements("j")))",
+                "SELECT item_id, liked, rated_at FROM viewer_ratings WHERE user_id = ? AND \(db.dialect.isAmong("item_id"))",
                 [user.rawValue, list])
             for row in ratings {
                 guard let id = row[0].string.flatMap(CatalogID.init) else { continue }
@@ -126,7 +126,7 @@ public struct ViewerChangeLog: ChangeSource {
             let rows = try db.fetchRows(
                 """
                 SELECT resource_type, resource_id, favorited_at FROM viewer_favorites WHERE user_id = ?
-                AND resource_id IN (SELECT j.value FROM \(db.dialect.jsonElements("j")))
+                AND \(db.dialect.isAmong("resource_id"))
                 """, [user.rawValue, JSONArrayParameter.text(favorites.map(\.id.rawValue), quoted: true)])
             for row in rows {
                 guard let type = row[0].string.flatMap(FavoriteType.init(rawValue:)), let id = row[1].string.flatMap(CatalogID.init), let at = row[2].int64
