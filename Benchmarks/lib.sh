@@ -197,6 +197,21 @@ FROM n;
 SQL
 }
 
+# bench_both_engines WORK COUNT CLUSTER_PORT: COUNT identical playable items in a SQLite file
+# (WORK/catalog.sqlite) and in a throwaway PostgreSQL cluster (WORK/cluster, on
+# CLUSTER_PORT, started by .ci/postgres.sh), both migrated by `$server`; sets `url` to the
+# cluster's database.
+bench_both_engines() {
+    local work=$1 count=$2 port=$3
+    "$server" migrate --database "$work/catalog.sqlite" >/dev/null
+    bench_seed_items "$work/catalog.sqlite" "$count"
+    url=$(bash .ci/postgres.sh "$work/cluster" "$port")
+    "$server" migrate --database "$url" >/dev/null
+    sqlite3 -csv "$work/catalog.sqlite" \
+        "SELECT id, title, description, stream_url, thumbnail_url, duration_seconds, created_at, updated_at, version FROM playable_items" > "$work/items.csv"
+    psql -q "$url" -c "\\copy playable_items (id, title, description, stream_url, thumbnail_url, duration_seconds, created_at, updated_at, version) FROM '$work/items.csv' CSV"
+}
+
 # bench_admin_key SERVER DATABASE: a new admin API key on the (stopped) server's database,
 # for the writes a benchmark makes.
 bench_admin_key() {

@@ -33,13 +33,7 @@ sqlite_pid= postgres_pid=
 trap '[ -n "$sqlite_pid" ] && kill $sqlite_pid 2>/dev/null; [ -n "$postgres_pid" ] && kill $postgres_pid 2>/dev/null; bash .ci/postgres.sh "$work/cluster" stop; rm -rf "$work"' EXIT
 
 # The same items and viewers in both databases.
-"$server" migrate --database "$work/catalog.sqlite" >/dev/null
-bench_seed_items "$work/catalog.sqlite" "$items"
-url=$(bash .ci/postgres.sh "$work/cluster" "$cluster_port")
-"$server" migrate --database "$url" >/dev/null
-sqlite3 -csv "$work/catalog.sqlite" \
-    "SELECT id, title, description, stream_url, thumbnail_url, duration_seconds, created_at, updated_at, version FROM playable_items" > "$work/items.csv"
-psql -q "$url" -c "\\copy playable_items (id, title, description, stream_url, thumbnail_url, duration_seconds, created_at, updated_at, version) FROM '$work/items.csv' CSV"
+bench_both_engines "$work" "$items" "$cluster_port"
 sqlite3 "$work/catalog.sqlite" "SELECT id FROM playable_items ORDER BY created_at" > "$work/ids.txt"
 python3 - "$work" "$viewers" <<'PY'
 import base64, hashlib, os, sqlite3, sys, uuid

@@ -24,7 +24,11 @@ import Foundation
 public actor ViewerSync {
     private let client: CatalogClient
     private let store: any ViewerSyncStore
-    private var restored = false
+    /// Reads the store once, before anything else (a failed read is tried again, and
+    /// nothing is saved over what could not be read).
+    private var restoring: Task<Void, any Error>?
+    /// The sync under way: one at a time, each after the one before.
+    private var syncing: Task<Void, any Error>?
 
     /// Where the state stands in the viewer's feed; `nil` before the first sync.
     public private(set) var token: String?
@@ -81,7 +85,19 @@ public actor ViewerSync {
     /// the write is invalid) leaves the queue; one that fails for now (no connection, 429,
     /// 5xx) stops the sending and stays, and the error is thrown after the feed is read
     /// when it can be (offline, it is thrown at once).
+    /// Syncs started while one is under way run after it, one at a time (so a write is
+    /// never sent by two at once, nor taken off the queue twice).
     public func sync() async throws {
+        let previous = syncing
+        let task = Task {
+            _ = try? await previous?.value
+            try await self.syncOnce()
+        }
+        syncing = task
+        try await task.value
+    }
+
+    private func syncOnce() async throws {
         try await restoreIfNeeded()
         var pending: (any Error)?
         while let write = queue.first {
@@ -95,7 +111,7 @@ public actor ViewerSync {
                     break
                 }
             }
-            queue.removeFirst()
+            queue.removeAll { $0.id == write.id }
             try await save()
         }
         do {
@@ -106,8 +122,16 @@ public actor ViewerSync {
         if let pending { throw pending }
     }
 
-    /// Sends one write.
+    /// Sends one write. An answer that does not decode was still an answer: the server
+    /// applied the write.
     private func send(_ write: QueuedViewerWrite.Write) async throws {
+        do {
+            try await sendOnce(write)
+        } catch CatalogClientError.invalidResponse {
+        }
+    }
+
+    private func sendOnce(_ write: QueuedViewerWrite.Write) async throws {
         switch write {
         case let .progress(item, heartbeat, _):
             _ = try await client.progress.record(heartbeat, for: item)
@@ -138,7 +162,7 @@ public actor ViewerSync {
         while true {
             let page: ViewerChangePage
             do {
-                page = try await client.viewer.changes(since: token)
+                page = try await client.viewer.changes(since: token, limit: Self.pageSize)
             } catch {
                 guard error.isSyncTokenExpired, token != nil else { throw error }
                 // Start again from a snapshot of the server's state.
@@ -147,12 +171,17 @@ public actor ViewerSync {
                 continue
             }
             for change in page.changes { server.apply(change) }
+            let moved = page.nextToken != token
             token = page.nextToken
-            if !page.hasMore { break }
+            // Kept page by page: a first sync of a large state cut short resumes where it was.
+            recompute()
+            try await save()
+            if !page.hasMore || !moved { break }
         }
-        recompute()
-        try await save()
     }
+
+    /// The most changes a page of the feed brings (its largest).
+    static let pageSize = 1000
 
     /// The device's view: the server's state with the queue on top.
     private func recompute() {
@@ -185,12 +214,27 @@ public actor ViewerSync {
     // MARK: The store
 
     private func restoreIfNeeded() async throws {
-        guard !restored else { return }
-        restored = true
+        let task: Task<Void, any Error>
+        if let restoring {
+            task = restoring
+        } else {
+            task = Task { try await self.restore() }
+            restoring = task
+        }
+        do {
+            try await task.value
+        } catch {
+            restoring = nil
+            throw error
+        }
+    }
+
+    private func restore() async throws {
         guard let saved = try await store.load() else { return }
         token = saved.token
         server = saved.server
-        queue = saved.queue
+        // Writes made while the store was read come after those it held.
+        queue = saved.queue + queue
         recompute()
     }
 

@@ -63,6 +63,24 @@ import Testing
         }
     }
 
+    @Test(arguments: TestEngine.all) func anotherAccountsDeletionLeavesTokensGood(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let catalog = try TestCatalog(seed: false)
+            let (viewer, _) = try ViewerStateTests.viewer(catalog, "Viewer")
+            let (leaving, leavingID) = try ViewerStateTests.viewer(catalog, "Leaving")
+            let item = try await ViewerProgressTests.items(catalog, 1)[0]
+            try await viewer.viewer.rate(item, .like)
+            try await leaving.viewer.rate(item, .dislike)
+            try await leaving.viewer.addFavorite(.playableItem, item)
+            // The viewer's token is the log's top: the leaving account's rows, above its own, go.
+            let token = try await viewer.viewer.changes(since: nil).nextToken
+            #expect(try await catalog.client.send("DELETE", "/v1/users/\(leavingID)").status == 204)
+            #expect(try await viewer.viewer.changes(since: token).changes.isEmpty)
+            try await viewer.viewer.rate(item, .dislike)
+            #expect(try await viewer.viewer.changes(since: token).changes.map(\.kind) == [.rating])
+        }
+    }
+
     @Test(arguments: TestEngine.all) func aLongPollWakesOnTheViewersOwnChangeOnly(_ engine: DatabaseEngine) async throws {
         try await TestEngine.run(engine) {
             let catalog = try TestCatalog(seed: false)

@@ -359,14 +359,22 @@ public struct ChangeLog: ChangeSource {
     /// Deletes the deletions recorded before `cutoff` (milliseconds since 1970), noting
     /// the highest `seq` purged: a token before it has missed them. Returns how many went.
     public func purge(before cutoff: Int64, completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
+        Self.purge(database, table: "changes", marker: "changes_purged_through", before: cutoff, completion: completion)
+    }
+
+    /// Deletes the rows of a change log `table` that record deletions before `cutoff`,
+    /// noting the highest `seq` purged in catalog_metadata under `marker`.
+    static func purge(
+        _ database: any SQLDatabase, table: String, marker: String, before cutoff: Int64, completion: @escaping @Sendable (Result<Int, any Error>) -> Void
+    ) {
         database.submit(
             atomic: true, heavy: true,
             { db -> Int in
-                guard let top = try db.fetchValue("SELECT max(seq) FROM changes WHERE deleted = 1 AND changed_at < ?", [cutoff]).int64 else { return 0 }
-                let count = try db.execute("DELETE FROM changes WHERE deleted = 1 AND changed_at < ?", [cutoff])
-                let purged = Int64(try db.fetchValue("SELECT value FROM catalog_metadata WHERE key = 'changes_purged_through'").string ?? "") ?? 0
+                guard let top = try db.fetchValue("SELECT max(seq) FROM \(table) WHERE deleted = 1 AND changed_at < ?", [cutoff]).int64 else { return 0 }
+                let count = try db.execute("DELETE FROM \(table) WHERE deleted = 1 AND changed_at < ?", [cutoff])
+                let purged = Int64(try db.fetchValue("SELECT value FROM catalog_metadata WHERE key = ?", [marker]).string ?? "") ?? 0
                 if top > purged {
-                    try db.execute("UPDATE catalog_metadata SET value = ? WHERE key = 'changes_purged_through'", [String(top)])
+                    try db.execute("UPDATE catalog_metadata SET value = ? WHERE key = ?", [String(top), marker])
                 }
                 return count
             }, completion: { completion($0.mapError { StoreError.from($0) }) })

@@ -55,6 +55,10 @@ protocol SQLDialect: Sendable {
     /// `= ANY` of an array, which the planner reads as a few index probes, where `IN` over
     /// the array's elements estimates a hundred rows and may scan the whole table).
     func isAmong(_ expression: String) -> String
+    /// A query of the highest `seq` a change log `table` has ever handed out (which no
+    /// deletion of its rows lowers): SQLite's `AUTOINCREMENT` record of it, PostgreSQL's
+    /// sequence (which every change log shares).
+    func sequenceTop(of table: String) -> String
     /// Element `index` of the JSON array in the text `expression`, as text.
     func jsonElement(_ expression: String, _ index: Int) -> String
     /// A query for a number that grows with every committed write of a resource, read in

@@ -142,13 +142,13 @@ public final class ViewCounter: Sendable {
                 DELETE FROM item_count_deltas WHERE seq IN
                     (SELECT seq FROM item_count_deltas ORDER BY seq LIMIT ?\(db.dialect.forDeleteSkippingLocked))
                 RETURNING item_id, likes, views),
-            sums AS (SELECT item_id, sum(likes) AS likes, sum(views) AS views, count(*) AS deltas FROM taken GROUP BY item_id),
+            sums AS (SELECT item_id, sum(likes) AS likes, sum(views) AS views FROM taken GROUP BY item_id),
             updated AS (
                 UPDATE playable_items p SET like_count = \(db.dialect.greatest)(0, p.like_count + s.likes), view_count = p.view_count + s.views
                 FROM sums s WHERE p.id = s.item_id AND (s.likes <> 0 OR s.views <> 0) RETURNING p.id)
-            SELECT (SELECT coalesce(sum(deltas), 0) FROM sums), id FROM updated
+            SELECT (SELECT count(*) FROM taken), u.id FROM (SELECT 1) one LEFT JOIN updated u ON TRUE
             """, [batchSize])
-        // Without an updated item, whether the batch was full is unknown: the next round sees.
+        // One row at least: how many deltas were taken (a bigint), and each updated item.
         return (rows.compactMap { $0[1].string }, rows.first?[0].int64 == Int64(batchSize))
     }
 

@@ -4,9 +4,10 @@ import Foundation
 
 /// Each viewer's own change log (`viewer_changes`, Migrations/0013, written by triggers):
 /// its progress, favorites and ratings as they change, behind `GET /v1/me/changes`. One
-/// row per (viewer, kind, key), holding its latest change, in the catalog log's `seq`
-/// order (commit order on both engines), so reading a viewer's rows from 0 is a snapshot
-/// of its state. A reader reads only its own rows (``ChangeFilter/user``).
+/// row per (viewer, kind, key), holding its latest change, in `seq` order, which is commit
+/// order on both engines (SQLite's one writer and `AUTOINCREMENT`; on PostgreSQL the
+/// catalog log's sequence and lock), so reading a viewer's rows from 0 is a snapshot of its
+/// state. A reader reads only its own rows (``ChangeFilter/user``).
 public struct ViewerChangeLog: ChangeSource {
     let database: any SQLDatabase
 
@@ -22,7 +23,9 @@ public struct ViewerChangeLog: ChangeSource {
         guard now - token.issued <= retention.components.seconds * 1000 else {
             throw .syncTokenExpired("The token is older than the change log's retention; sync again from the start.")
         }
-        let top = try highWater()
+        // Against the highest `seq` ever handed out: deleting an account's rows lowers the
+        // log's highest row, never this.
+        let top = try guarded { try database.read { db in try db.fetchValue(db.dialect.sequenceTop(of: "viewer_changes")).int64 ?? 0 } }
         guard token.seq <= top else { throw .syncTokenExpired("The token is ahead of your changes; sync again from the start.") }
     }
 
@@ -141,16 +144,6 @@ public struct ViewerChangeLog: ChangeSource {
 
     /// Deletes the removals recorded before `cutoff`, noting the highest `seq` purged.
     public func purge(before cutoff: Int64, completion: @escaping @Sendable (Result<Int, any Error>) -> Void) {
-        database.submit(
-            atomic: true, heavy: true,
-            { db -> Int in
-                guard let top = try db.fetchValue("SELECT max(seq) FROM viewer_changes WHERE deleted = 1 AND changed_at < ?", [cutoff]).int64 else { return 0 }
-                let count = try db.execute("DELETE FROM viewer_changes WHERE deleted = 1 AND changed_at < ?", [cutoff])
-                let purged = Int64(try db.fetchValue("SELECT value FROM catalog_metadata WHERE key = 'viewer_changes_purged_through'").string ?? "") ?? 0
-                if top > purged {
-                    try db.execute("UPDATE catalog_metadata SET value = ? WHERE key = 'viewer_changes_purged_through'", [String(top)])
-                }
-                return count
-            }, completion: { completion($0.mapError { StoreError.from($0) }) })
+        ChangeLog.purge(database, table: "viewer_changes", marker: "viewer_changes_purged_through", before: cutoff, completion: completion)
     }
 }

@@ -21,6 +21,7 @@ struct PostgreSQLDialect: SQLDialect {
         "(SELECT e.value, e.ordinality - 1 AS key FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY AS e(value, ordinality)) \(alias)"
     }
     func isAmong(_ expression: String) -> String { "\(expression) = ANY (ARRAY(SELECT json_array_elements_text(CAST(? AS json))))" }
+    func sequenceTop(of table: String) -> String { "SELECT last_value FROM changes_seq" }
     func jsonElement(_ expression: String, _ index: Int) -> String { "(CAST(\(expression) AS json) ->> \(index))" }
     var writeVersion: String? { nil }
 

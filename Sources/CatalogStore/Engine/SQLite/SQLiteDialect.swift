@@ -19,6 +19,7 @@ struct SQLiteDialect: SQLDialect {
     var tableExists: String { "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?" }
     func jsonElements(_ alias: String) -> String { "json_each(?) \(alias)" }
     func isAmong(_ expression: String) -> String { "\(expression) IN (SELECT value FROM json_each(?))" }
+    func sequenceTop(of table: String) -> String { "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = '\(table)'), 0)" }
     func jsonElement(_ expression: String, _ index: Int) -> String { "json_extract(\(expression), '$[\(index)]')" }
     var writeVersion: String? { "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0)" }
 
