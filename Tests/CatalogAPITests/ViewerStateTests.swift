@@ -69,28 +69,6 @@ import Testing
         }
     }
 
-    @Test func aViewerKeepsAtMostTenThousandFavorites() async throws {
-        let catalog = try TestCatalog(seed: false)
-        let (viewer, _) = try Self.viewer(catalog, "Collector")
-        let items = try await withThrowingTaskGroup(of: [CatalogID].self) { group in
-            for _ in 0..<4 { group.addTask { try await ViewerProgressTests.items(catalog, FavoriteRules.maxPerViewer / 4 + 1) } }
-            return try await group.reduce(into: []) { $0 += $1 }
-        }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for lane in 0..<8 {
-                group.addTask {
-                    for index in stride(from: lane, to: FavoriteRules.maxPerViewer, by: 8) { try await viewer.viewer.addFavorite(.playableItem, items[index]) }
-                }
-            }
-            try await group.waitForAll()
-        }
-        let problem = await expectProblem(409) { try await viewer.viewer.addFavorite(.playableItem, items[FavoriteRules.maxPerViewer]) }
-        #expect(problem?.code == "quotaExceeded")
-        try await viewer.viewer.addFavorite(.playableItem, items[0])
-        try await viewer.viewer.removeFavorite(.playableItem, items[0])
-        try await viewer.viewer.addFavorite(.playableItem, items[FavoriteRules.maxPerViewer])
-    }
-
     @Test(arguments: TestEngine.all) func likesAddUpWithoutANewVersionOrAChange(_ engine: DatabaseEngine) async throws {
         try await TestEngine.run(engine) {
             let catalog = try TestCatalog(seed: false)

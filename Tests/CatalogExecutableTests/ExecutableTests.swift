@@ -127,20 +127,12 @@ import Glibc
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-drain-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = directory.appendingPathComponent("catalog.sqlite").path
-        let port = try Executables.freePort()
         let key = try await Executables.bootstrapKey(database: database)
-        let process = ChildProcess()
-        process.executableURL = Executables.server
-        process.arguments = [
-            "--port", String(port), "--database", database, "--migrations", migrationsDirectory.path, "--no-seed",
-            "--log-level", "warning",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice  // an orphan must not hold the test runner's pipes
-        try launch(process)
-        defer { if process.isRunning { process.terminate() } }
-        let client = APIClient(baseURL: URL(string: "http://127.0.0.1:\(port)")!, key: key)
-        for _ in 0..<100 where (try? await client.get("/healthz"))?.status != 200 { try await Task.sleep(for: .milliseconds(50)) }
+        // On a port it picks itself, and ready before the load starts.
+        let server = try await ServerProcess(
+            ["--database", database, "--migrations", migrationsDirectory.path, "--no-seed"], log: directory.appendingPathComponent("server.log"), key: key)
+        let process = server.process
+        let client = server.client
 
         // Eight clients write as fast as they can; SIGTERM arrives in the middle, once writes are flowing.
         let acknowledgedSoFar = Counter()
@@ -199,7 +191,7 @@ import Glibc
         defer { if process.isRunning { process.terminate() } }
         let base = "http://127.0.0.1:\(port)"
         var served: Data?
-        for _ in 0..<100 where served == nil {
+        for _ in 0..<400 where served == nil {
             served = try? Data(contentsOf: try #require(URL(string: base + "/openapi.yaml")))
             if served == nil { try await Task.sleep(for: .milliseconds(50)) }
         }
@@ -271,7 +263,7 @@ import Glibc
 
         let url = try #require(URL(string: "http://127.0.0.1:\(port)/healthz"))
         var body: String?
-        for _ in 0..<100 where body == nil {
+        for _ in 0..<400 where body == nil {
             if let data = try? Data(contentsOf: url) { body = String(decoding: data, as: UTF8.self) } else { try await Task.sleep(for: .milliseconds(50)) }
         }
         #expect(body == "ok")
