@@ -70,11 +70,33 @@ public actor ViewerSync {
         try await enqueue(QueuedViewerWrite(write: .rating(item: item, rating: rating), queuedAt: Date()))
     }
 
+    /// The most writes the queue holds (a device offline for days): past it, a change
+    /// made on the device is refused (``ViewerSyncError/queueFull``) until a sync empties it.
+    public static let maxQueued = 10_000
+
     private func enqueue(_ write: QueuedViewerWrite) async throws {
         try await restoreIfNeeded()
+        // A player's steady heartbeats collapse: one that would win over the last one queued
+        // for its item, and leaves the same count of plays, takes its place.
+        if let last = queue.lastIndex(where: { $0.write.item == write.write.item && $0.write.isProgress }), Self.supersedes(write, queue[last]) {
+            queue.remove(at: last)
+        }
+        guard queue.count < Self.maxQueued else { throw ViewerSyncError.queueFull }
         queue.append(write)
         recompute()
         try await save()
+    }
+
+    /// Whether the heartbeat `newer` may replace the queued heartbeat `older` of the same
+    /// item: the server would end in the same place with or without `older`. Both from one
+    /// device, `newer` no earlier, both giving the same running time, and neither finishing
+    /// the item (a finish counts a play, and a heartbeat below it begins the item again).
+    static func supersedes(_ newer: QueuedViewerWrite, _ older: QueuedViewerWrite) -> Bool {
+        guard case let .progress(item, new, _) = newer.write, case let .progress(olderItem, old, _) = older.write, item == olderItem,
+            let duration = new.durationSeconds, duration > 0, old.durationSeconds == duration
+        else { return false }
+        let finishes = { (heartbeat: ProgressInput) in heartbeat.played == true || heartbeat.positionSeconds >= ProgressRules.playedFraction * duration }
+        return new.deviceId == old.deviceId && new.clientTime >= old.clientTime && !finishes(new) && !finishes(old)
     }
 
     // MARK: Syncing
@@ -105,8 +127,11 @@ public actor ViewerSync {
                 try await send(write.write)
             } catch {
                 // Refused for good, it can never apply (the feed brings the server's state);
-                // otherwise it waits for the next sync.
-                guard Self.isFinal(error) else {
+                // a server failing on it again and again gives up the same way; otherwise it
+                // waits for the next sync.
+                let attempts = write.failures + 1
+                guard Self.isFinal(error) || (Self.isServerFailure(error) && attempts >= Self.maxServerFailures) else {
+                    if Self.isServerFailure(error), let index = queue.firstIndex(where: { $0.id == write.id }) { queue[index].failures = attempts }
                     pending = error
                     break
                 }
@@ -148,6 +173,16 @@ public actor ViewerSync {
         case let .rating(item, rating):
             try await client.viewer.rate(item, rating)
         }
+    }
+
+    /// How many times a write may fail on a server error (500) before it is given up, so
+    /// one write the server cannot take never holds the queue behind it for good.
+    static let maxServerFailures = 5
+
+    /// Whether the server failed on the write itself (a 5xx that is not a passing state).
+    private static func isServerFailure(_ error: any Error) -> Bool {
+        guard let error = error as? CatalogClientError, !error.isTransient, let status = error.problem?.status else { return false }
+        return status >= 500
     }
 
     /// Whether a refusal is final: the write can never succeed as it is.
@@ -275,13 +310,48 @@ public struct QueuedViewerWrite: Codable, Sendable, Hashable {
     public var queuedAt: Date
     /// Its identity in the queue.
     public var id: UUID
+    /// How many syncs the server failed it (500).
+    public var failures: Int
 
     /// Creates a queued write.
-    public init(write: Write, queuedAt: Date, id: UUID = UUID()) {
+    public init(write: Write, queuedAt: Date, id: UUID = UUID(), failures: Int = 0) {
         self.write = write
         self.queuedAt = queuedAt
         self.id = id
+        self.failures = failures
     }
+
+    private enum CodingKeys: String, CodingKey { case write, queuedAt, id, failures }
+
+    /// Decodes a queued write (one saved before failures were counted has none).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        write = try container.decode(Write.self, forKey: .write)
+        queuedAt = try container.decode(Date.self, forKey: .queuedAt)
+        id = try container.decode(UUID.self, forKey: .id)
+        failures = try container.decodeIfPresent(Int.self, forKey: .failures) ?? 0
+    }
+}
+
+extension QueuedViewerWrite.Write {
+    /// The item a progress or rating write is of (a favorite's resource otherwise).
+    var item: CatalogID {
+        switch self {
+        case let .progress(item, _, _), let .rating(item, _): item
+        case let .favorite(_, id, _): id
+        }
+    }
+
+    /// Whether it is a heartbeat.
+    var isProgress: Bool {
+        if case .progress = self { true } else { false }
+    }
+}
+
+/// Why a change on the device was refused.
+public enum ViewerSyncError: Error, Sendable, Hashable {
+    /// The queue holds ``ViewerSync/maxQueued`` writes: sync before making more.
+    case queueFull
 }
 
 /// The viewer's state as the server holds it (what its feed said).

@@ -58,8 +58,9 @@ import Testing
                     let item = items[Int.random(in: 0..<items.count, using: &random)]
                     switch Int.random(in: 0..<6, using: &random) {
                     case 0..<3:
+                        // Most players give the running time (so steady heartbeats collapse in the queue).
                         let heartbeat = ProgressInput(
-                            positionSeconds: Double(Int.random(in: 0...600, using: &random)),
+                            positionSeconds: Double(Int.random(in: 0...600, using: &random)), durationSeconds: Bool.random(using: &random) ? 600 : nil,
                             clientTime: Date(timeIntervalSinceNow: skews[index] - Double(40 - step)), deviceId: "device-\(index)")
                         try await device.record(heartbeat, for: item, itemDuration: 600)
                     case 3, 4:
@@ -85,6 +86,28 @@ import Testing
                 }
             }
         }
+    }
+
+    /// A player's steady heartbeats take one place in the queue; a finish keeps its own.
+    @Test func steadyHeartbeatsCollapseAndFinishesStay() async throws {
+        let item = CatalogID()
+        let device = ViewerSync(client: CatalogClient(baseURL: URL(string: "http://127.0.0.1:9")!, timeout: 1, retries: 0))
+        let start = Date(timeIntervalSinceNow: -3600)
+        func beat(_ seconds: Double, _ offset: Double, device name: String = "phone", duration: Double? = 600) -> ProgressInput {
+            ProgressInput(positionSeconds: seconds, durationSeconds: duration, clientTime: start + offset, deviceId: name)
+        }
+        for (index, seconds) in [10.0, 20, 30].enumerated() { try await device.record(beat(seconds, Double(index)), for: item) }
+        let (queued, position) = (await device.queue.count, await device.progress[item]?.positionSeconds)
+        #expect(queued == 1 && position == 30)
+        try await device.record(beat(560, 10), for: item)  // a finish: kept
+        try await device.record(beat(5, 20), for: item)  // begun again: kept after it
+        try await device.record(beat(15, 21), for: item)  // steady again: takes the last one's place
+        try await device.record(beat(25, 22, device: "tv"), for: item)  // another device: its own place
+        try await device.record(beat(35, 23, duration: nil), for: item)  // no running time given: kept
+        let count = await device.queue.count
+        #expect(count == 5)
+        let progress = await device.progress[item]
+        #expect(progress?.playCount == 1 && progress?.positionSeconds == 35)
     }
 
     /// The queue outlives the app: writes made offline and saved are sent by the next run.
