@@ -390,23 +390,29 @@ public protocol CatalogSyncStore: Sendable {
     func save(_ snapshot: CatalogSyncSnapshot) async throws
 }
 
-/// A ``CatalogSyncStore`` in memory: what a ``CatalogSync`` uses when given none.
-public actor InMemoryCatalogSyncStore: CatalogSyncStore {
+/// A snapshot kept in memory: what a ``CatalogSync`` (``InMemoryCatalogSyncStore``) or a
+/// ``ViewerSync`` (``InMemoryViewerSyncStore``) uses when given no store.
+public actor InMemorySyncStore<Snapshot: Sendable> {
     /// The snapshot saved last.
-    public private(set) var snapshot: CatalogSyncSnapshot?
+    public private(set) var snapshot: Snapshot?
 
     /// Creates a store holding `snapshot`.
-    public init(snapshot: CatalogSyncSnapshot? = nil) {
+    public init(snapshot: Snapshot? = nil) {
         self.snapshot = snapshot
     }
 
     /// The snapshot saved last.
-    public func load() -> CatalogSyncSnapshot? {
+    public func load() -> Snapshot? {
         snapshot
     }
 
     /// Keeps `snapshot`.
-    public func save(_ snapshot: CatalogSyncSnapshot) {
+    public func save(_ snapshot: Snapshot) {
         self.snapshot = snapshot
     }
 }
+
+/// A ``CatalogSyncStore`` in memory.
+public typealias InMemoryCatalogSyncStore = InMemorySyncStore<CatalogSyncSnapshot>
+
+extension InMemorySyncStore: CatalogSyncStore where Snapshot == CatalogSyncSnapshot {}

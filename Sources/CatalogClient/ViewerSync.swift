@@ -406,23 +406,7 @@ public protocol ViewerSyncStore: Sendable {
     func save(_ snapshot: ViewerSyncSnapshot) async throws
 }
 
-/// A ``ViewerSyncStore`` in memory: what a ``ViewerSync`` uses when given none.
-public actor InMemoryViewerSyncStore: ViewerSyncStore {
-    /// The snapshot saved last.
-    public private(set) var snapshot: ViewerSyncSnapshot?
+/// A ``ViewerSyncStore`` in memory.
+public typealias InMemoryViewerSyncStore = InMemorySyncStore<ViewerSyncSnapshot>
 
-    /// Creates a store holding `snapshot`.
-    public init(snapshot: ViewerSyncSnapshot? = nil) {
-        self.snapshot = snapshot
-    }
-
-    /// The snapshot saved last.
-    public func load() -> ViewerSyncSnapshot? {
-        snapshot
-    }
-
-    /// Keeps `snapshot`.
-    public func save(_ snapshot: ViewerSyncSnapshot) {
-        self.snapshot = snapshot
-    }
-}
+extension InMemorySyncStore: ViewerSyncStore where Snapshot == ViewerSyncSnapshot {}

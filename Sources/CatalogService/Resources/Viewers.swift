@@ -26,9 +26,7 @@ struct Viewers: Sendable {
                 let viewer = Self.viewerKey(view, caller, request, key: try counts.digestKey())
                 // Most reports cannot count (counted already, or not played long enough): a read tells.
                 guard try counts.mayCount(view, item: item, viewer: viewer) else { return done(Result { try Self.json(ViewAnswer(counted: false)) }) }
-                counts.count(view, item: item, viewer: viewer, options: options) { result in
-                    done(result.flatMap { answer in Result { try Self.json(answer) } })
-                }
+                counts.count(view, item: item, viewer: viewer, options: options, completion: Self.answering(done))
             })
     }
 
@@ -40,9 +38,7 @@ struct Viewers: Sendable {
                 let item = try ResourceEndpoints.id(request, ViewerSchema.itemParameter)
                 let values = try RequestBody.values(request, ViewerSchema.heartbeat, mediaType: RequestBody.json)
                 guard let heartbeat = ViewerSchema.heartbeat(values) else { throw APIError.validation([]) }
-                progress.record(heartbeat, user: try caller.user(), item: item, options: options) { result in
-                    done(result.flatMap { answer in Result { try Self.json(answer) } })
-                }
+                progress.record(heartbeat, user: try caller.user(), item: item, options: options, completion: Self.answering(done))
             })
         routes.add(
             .GET, one, .member,
@@ -126,9 +122,7 @@ struct Viewers: Sendable {
                 let item = try ResourceEndpoints.id(request, ViewerSchema.itemParameter)
                 let values = try RequestBody.values(request, ViewerSchema.rating, mediaType: RequestBody.json)
                 guard let rating = values["rating"]?.text.flatMap(Rating.init(rawValue:)) else { throw APIError.validation([]) }
-                ratings.rate(rating, user: try caller.user(), item: item, options: options) { result in
-                    done(result.flatMap { answer in Result { try Self.json(answer) } })
-                }
+                ratings.rate(rating, user: try caller.user(), item: item, options: options, completion: Self.answering(done))
             })
         routes.add(
             .GET, one, .member,
@@ -162,6 +156,11 @@ struct Viewers: Sendable {
         let address = Crypto.hex(Crypto.hmacSHA256(key: key, Array(("address " + request.clientAddress).utf8)))
         let session = Crypto.hex(Crypto.hmacSHA256(key: key, Array(("session " + address + " " + view.sessionId).utf8)))
         return .session(digest: session, address: address)
+    }
+
+    /// A completion that answers a store's result as JSON (or its error as a problem).
+    private static func answering<Value: Encodable & Sendable>(_ done: @escaping Completion) -> @Sendable (Result<Value, any Error>) -> Void {
+        { result in done(result.flatMap { value in Result { try json(value) } }) }
     }
 
     /// `value` as a JSON answer.
