@@ -101,10 +101,18 @@ package struct S3MediaStore: MediaStore {
         return found
     }
 
-    /// Creates the bucket when it does not exist (for tests and first runs).
+    /// Creates the bucket when it does not exist (for tests and first runs), and returns once
+    /// it takes objects: a store may answer 409 to a creation another client's is still
+    /// making (SeaweedFS does), whose bucket is not yet there for a moment.
     package func createBucket() throws(MediaStoreError) {
         let answer = try exchange("PUT", path: "/\(address.bucket)", body: [])
         guard (200..<300).contains(answer.status) || answer.status == 409 else { throw failure("PUT", address.bucket, answer) }
+        var found = try exchange("HEAD", path: "/\(address.bucket)")
+        for _ in 0..<50 where found.status == 404 {
+            usleep(100_000)
+            found = try exchange("HEAD", path: "/\(address.bucket)")
+        }
+        guard (200..<300).contains(found.status) else { throw failure("HEAD", address.bucket, found) }
     }
 
     private func objectPath(_ key: String) -> String {
