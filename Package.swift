@@ -63,10 +63,11 @@ let package = Package(
         // libcurl (libcurl4-openssl-dev): one signed exchange with S3-compatible storage.
         // libcurl is loaded at first use (dlopen), not linked: see curl.c.
         .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
-        // Images without HTTP or a database: the formats told from their bytes, uploads
-        // checked and normalized, renditions, BlurHash, and where the bytes are kept (the
-        // media store: a local directory, or S3-compatible object storage).
-        .target(name: "CatalogMedia", dependencies: ["CCurl", "CImage", "CatalogIdentity", "CatalogModels", "CatalogSchema"]),
+        // Images and video without HTTP or a database: the formats told from their bytes,
+        // uploads checked and normalized, renditions, BlurHash, ffprobe and ffmpeg run with
+        // limits, and where the bytes are kept (the media store: a local directory, or
+        // S3-compatible object storage).
+        .target(name: "CatalogMedia", dependencies: ["CCurl", "CImage", "CLinux", "CatalogIdentity", "CatalogModels", "CatalogSchema"]),
         // Credentials without HTTP or storage: API key secrets, SHA-256, constant-time
         // comparison, and JWT verification against a JWKS, all on libcrypto.
         .target(name: "CatalogIdentity", dependencies: ["CCrypto", "CatalogSchema"]),

@@ -40,10 +40,10 @@ package struct S3MediaStore: MediaStore {
 
     package let address: Address
     /// `key:secret`, for libcurl's signature.
-    private let credentials: String
-    private let sessionToken: String?
+    let credentials: String
+    let sessionToken: String?
     /// How long one exchange may take.
-    private let timeoutMilliseconds: Int
+    let timeoutMilliseconds: Int
 
     /// The store at `address`, with credentials from the usual variables
     /// (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`).
@@ -115,7 +115,35 @@ package struct S3MediaStore: MediaStore {
         guard (200..<300).contains(found.status) else { throw failure("HEAD", address.bucket, found) }
     }
 
-    private func objectPath(_ key: String) -> String {
+    /// A URL that lets whoever holds it `GET` `key` for `lifetime` seconds (AWS Signature V4
+    /// in the query, path-style, signed for the host alone: `UNSIGNED-PAYLOAD`).
+    package func presignedGET(_ key: String, lifetime: Int, now: Date = Date()) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        let stamp = formatter.string(from: now)
+        let day = String(stamp.prefix(8))
+        let (keyID, secret) = credentials.split(separator: ":", maxSplits: 1).map(String.init).splitPair
+        let scope = "\(day)/\(address.region)/s3/aws4_request"
+        var query = [
+            ("X-Amz-Algorithm", "AWS4-HMAC-SHA256"), ("X-Amz-Credential", keyID + "/" + scope), ("X-Amz-Date", stamp),
+            ("X-Amz-Expires", String(lifetime)), ("X-Amz-SignedHeaders", "host"),
+        ]
+        if let sessionToken { query.append(("X-Amz-Security-Token", sessionToken)) }
+        let canonicalQuery = query.map { (Self.escape($0.0), Self.escape($0.1)) }.sorted { $0.0 < $1.0 }.map { $0.0 + "=" + $0.1 }.joined(separator: "&")
+        let url = URL(string: address.endpoint)
+        let host = (url?.host ?? "") + (url?.port.map { ":\($0)" } ?? "")
+        let path = objectPath(key)
+        let canonicalRequest = "GET\n\(path)\n\(canonicalQuery)\nhost:\(host)\n\nhost\nUNSIGNED-PAYLOAD"
+        let stringToSign = "AWS4-HMAC-SHA256\n\(stamp)\n\(scope)\n" + Crypto.hex(Crypto.sha256(Array(canonicalRequest.utf8)))
+        var signingKey = Crypto.hmacSHA256(key: Array(("AWS4" + secret).utf8), Array(day.utf8))
+        for part in [address.region, "s3", "aws4_request"] { signingKey = Crypto.hmacSHA256(key: signingKey, Array(part.utf8)) }
+        let signature = Crypto.hex(Crypto.hmacSHA256(key: signingKey, Array(stringToSign.utf8)))
+        return address.endpoint + path + "?" + canonicalQuery + "&X-Amz-Signature=" + signature
+    }
+
+    func objectPath(_ key: String) -> String {
         "/\(address.bucket)/" + (address.prefix + key).split(separator: "/", omittingEmptySubsequences: false).map { Self.escape(String($0)) }.joined(separator: "/")
     }
 
@@ -126,18 +154,36 @@ package struct S3MediaStore: MediaStore {
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
     }
 
-    private struct Answer {
+    struct Answer {
         let status: Int
         let body: [UInt8]
         let truncated: Bool
+        /// The answer's `ETag`, quotes included (empty when none).
+        let etag: String
     }
 
-    private func exchange(
-        _ method: String, path: String, body: [UInt8] = [], limit: Int = 64 << 10, headers: [String] = []
+    /// How long moving `bytes` may take: the usual bound, and a second for each megabyte
+    /// (a transfer slower than 1 MB/s is given up).
+    func timeout(forBytes bytes: Int) -> Int {
+        timeoutMilliseconds + bytes / 1000
+    }
+
+    /// A body read from a file: `length` bytes of `descriptor` from `offset`, whose SHA-256
+    /// (hex) is `sha256`.
+    struct FileBody {
+        let descriptor: Int32
+        let offset: Int
+        let length: Int
+        let sha256: String
+    }
+
+    func exchange(
+        _ method: String, path: String, body: [UInt8] = [], file: FileBody? = nil, download: Int32 = -1, limit: Int = 64 << 10, headers: [String] = [],
+        timeout: Int? = nil
     ) throws(MediaStoreError)
         -> Answer
     {
-        var lines = headers + ["x-amz-content-sha256: " + Crypto.hex(Crypto.sha256(body))]
+        var lines = headers + ["x-amz-content-sha256: " + (file?.sha256 ?? Crypto.hex(Crypto.sha256(body)))]
         if let sessionToken { lines.append("x-amz-security-token: " + sessionToken) }
         // No `Expect:` to turn off libcurl's `100-continue`: libcurl 7.88 signs the empty field
         // it then does not send, and the store refuses the signature.
@@ -149,9 +195,9 @@ package struct S3MediaStore: MediaStore {
         }
         let status = cLines.map { UnsafePointer($0) }.withUnsafeBufferPointer { headerPointers in
             body.withUnsafeBufferPointer { bodyPointer in
-                ccurl_perform(
+                ccurl_perform_files(
                     method, address.endpoint + path, sigv4, credentials, headerPointers.baseAddress, headerPointers.count, bodyPointer.baseAddress,
-                    bodyPointer.count, limit, timeoutMilliseconds, &response)
+                    file?.descriptor ?? -1, Int64(file?.offset ?? 0), file?.length ?? bodyPointer.count, download, limit, timeout ?? timeoutMilliseconds, &response)
             }
         }
         defer { ccurl_response_free(&response) }
@@ -160,10 +206,11 @@ package struct S3MediaStore: MediaStore {
             throw MediaStoreError("\(method) \(path) at \(address.endpoint) failed: \(reason)")
         }
         let bytes = response.body.map { Array(UnsafeBufferPointer(start: $0, count: response.body_length)) } ?? []
-        return Answer(status: response.status, body: bytes, truncated: response.truncated != 0)
+        let etag = withUnsafeBytes(of: response.etag) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return Answer(status: response.status, body: download >= 0 && (200..<300).contains(response.status) ? [] : bytes, truncated: response.truncated != 0, etag: etag)
     }
 
-    private func failure(_ operation: String, _ key: String, _ answer: Answer) -> MediaStoreError {
+    func failure(_ operation: String, _ key: String, _ answer: Answer) -> MediaStoreError {
         let code = ListPage.element("Code", in: String(decoding: answer.body.prefix(4096), as: UTF8.self)).first ?? ""
         return MediaStoreError("\(operation) \(key) answered \(answer.status) \(code)")
     }
@@ -205,5 +252,12 @@ struct ListPage {
         if let date = formatter.date(from: text) { return date }
         formatter.formatOptions = [.withInternetDateTime]
         return formatter.date(from: text)
+    }
+}
+
+extension Array where Element == String {
+    /// The first two elements (empty strings for those missing).
+    fileprivate var splitPair: (String, String) {
+        (first ?? "", count > 1 ? self[1] : "")
     }
 }

@@ -14,8 +14,11 @@ public struct PlayableItem: Codable, Sendable, Hashable, Identifiable {
     public var thumbnailURL: URL?
     /// The poster uploaded for it (`PUT /v1/playable-items/{id}/image`), when there is one.
     public var image: ImageReference?
-    /// The running time in seconds, when known.
+    /// The running time in seconds, when known (filled in by the server for a hosted video).
     public var durationSeconds: Double?
+    /// The video the catalog hosts for it, once one was uploaded
+    /// (`POST /v1/playable-items/{id}/video`).
+    public var video: Video?
     /// The first page of top-level comments, newest first: present only when asked for
     /// with `include=comments`.
     public var comments: Page<Comment>?
@@ -39,7 +42,7 @@ public struct PlayableItem: Codable, Sendable, Hashable, Identifiable {
     /// Creates an item value.
     public init(
         id: CatalogID, title: String, description: String, streamURL: URL, thumbnailURL: URL? = nil, image: ImageReference? = nil,
-        durationSeconds: Double? = nil, comments: Page<Comment>? = nil, playlists: Page<Playlist>? = nil, likeCount: Int = 0, viewCount: Int = 0,
+        durationSeconds: Double? = nil, video: Video? = nil, comments: Page<Comment>? = nil, playlists: Page<Playlist>? = nil, likeCount: Int = 0, viewCount: Int = 0,
         viewerState: ViewerState? = nil, createdAt: Date, updatedAt: Date, version: Int
     ) {
         self.id = id
@@ -49,6 +52,7 @@ public struct PlayableItem: Codable, Sendable, Hashable, Identifiable {
         self.thumbnailURL = thumbnailURL
         self.image = image
         self.durationSeconds = durationSeconds
+        self.video = video
         self.comments = comments
         self.playlists = playlists
         self.likeCount = likeCount
@@ -60,7 +64,7 @@ public struct PlayableItem: Codable, Sendable, Hashable, Identifiable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, title, description, streamURL, thumbnailURL, image, durationSeconds, comments, playlists, likeCount, viewCount, viewerState
+        case id, title, description, streamURL, thumbnailURL, image, durationSeconds, video, comments, playlists, likeCount, viewCount, viewerState
         case createdAt, updatedAt, version
     }
 
@@ -75,6 +79,7 @@ public struct PlayableItem: Codable, Sendable, Hashable, Identifiable {
         thumbnailURL = try container.decodeIfPresent(URL.self, forKey: .thumbnailURL)
         image = try container.decodeIfPresent(ImageReference.self, forKey: .image)
         durationSeconds = try container.decodeIfPresent(Double.self, forKey: .durationSeconds)
+        video = try container.decodeIfPresent(Video.self, forKey: .video)
         comments = try container.decodeIfPresent(Page<Comment>.self, forKey: .comments)
         playlists = try container.decodeIfPresent(Page<Playlist>.self, forKey: .playlists)
         likeCount = try container.decodeIfPresent(Int.self, forKey: .likeCount) ?? 0

@@ -64,6 +64,19 @@ public struct CatalogConfiguration: Sendable {
     public var imageGrace: Duration = .seconds(86_400)
     /// The most bytes a member's uploaded images may hold (editors and admins are not limited).
     public var imageQuotaBytes = 100_000_000
+    /// The largest video upload, in bytes.
+    public var videoMaxBytes = VideoRules.defaultMaxBytes
+    /// The most bytes one user's unfinished video uploads may still need.
+    public var videoQuotaBytes = VideoRules.defaultQuotaBytes
+    /// How many videos are processed at once (each an ffmpeg at the lowest priority).
+    public var videoWorkers = 1
+    /// Where uploads to an S3 media store are spooled before each part is sent;
+    /// `video-spool` beside the database when `nil`.
+    public var videoSpoolDirectory: String?
+    /// The server's absolute URL as clients reach it (`https://catalog.example.com`): a
+    /// hosted video's stream URL is its HLS playlist there. `nil` leaves stream URLs as
+    /// their items were created with.
+    public var publicURL: String?
 
     /// The defaults above.
     public init() {}
@@ -116,6 +129,11 @@ public final class CatalogApplication: Sendable {
     /// What removes images nothing shows any more.
     let imageSweep: ImageSweep
     let countBatches: CountBatches
+    /// Hosted video: its processing workers and sweeps.
+    let videoProcessor: VideoProcessor
+    /// Whether this server is the only one (a local media directory and SQLite): what a
+    /// crash left held is let go at start.
+    private let recoversVideosAlone: Bool
     /// The release of this build.
     public static let version = "0.4.0"
 
@@ -142,6 +160,29 @@ public final class CatalogApplication: Sendable {
                 directory: configuration.imageCacheDirectory ?? Self.besideDatabase("image-cache", configuration.databasePath),
                 diskBudget: configuration.imageCacheBytes, memoryBudget: configuration.imageMemoryBytes))
         imageSweep = ImageSweep(records: store.images, library: images, grace: configuration.imageGrace)
+        let videoStorage: any VideoStorage =
+            if let s3 = mediaStore as? S3MediaStore {
+                try S3VideoStorage(
+                    s3, spool: configuration.videoSpoolDirectory ?? Self.besideDatabase("video-spool", configuration.databasePath),
+                    maxBytes: configuration.videoMaxBytes)
+            } else if let local = mediaStore as? LocalMediaStore {
+                try LocalVideoStorage(local)
+            } else {
+                throw MediaStoreError("No video storage for \(mediaStore.location)")
+            }
+        let leases = UploadLeases(server: Crypto.hex(try Crypto.randomBytes(6)))
+        recoversVideosAlone = !store.mayBeShared && videoStorage is LocalVideoStorage
+        videoProcessor = VideoProcessor(
+            records: store.videos, storage: videoStorage, pipeline: VideoPipeline(), images: images, imageRecords: store.images, leases: leases,
+            publicURL: configuration.publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 },
+            scratch: { [videoStorage] name in
+                if let local = videoStorage as? LocalVideoStorage { return try local.scratchDirectory(name) }
+                let path = (videoStorage as? S3VideoStorage).map { $0.spool + "/" + name } ?? NSTemporaryDirectory() + name
+                try? FileManager.default.removeItem(atPath: path)
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+                return path
+            }, maxBytes: configuration.videoMaxBytes, workers: configuration.videoWorkers)
+        let videoSettings = VideoSettings(maxBytes: configuration.videoMaxBytes, quotaBytes: configuration.videoQuotaBytes)
         countBatches = CountBatches(counter: store.counts)
         if seeded, configuration.seedDemoArtwork { DemoImages.add(to: store, library: images) }
         metrics.observeImages { [images] in
@@ -206,6 +247,9 @@ public final class CatalogApplication: Sendable {
             in: &routes, store, contract: contract, migrations: migrations, server: reference, metrics: metrics, backups: backups, feeds: feeds,
             images: ImageEndpoints(library: images, records: store.images, privateReads: configuration.requireAuthForReads, memberQuota: configuration.imageQuotaBytes),
             imageSweep: imageSweep)
+        VideoUploads(records: store.videos, storage: videoStorage, settings: videoSettings, leases: leases, jobQueued: { [videoProcessor] in videoProcessor.jobQueued() })
+            .register(in: &routes)
+        VideoServing(records: store.videos, storage: videoStorage, privateReads: configuration.requireAuthForReads).register(in: &routes)
         routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }
         let render: ErrorRenderer = { ErrorMapping.render($0, context: $1) }
         server = try HTTPServer(configuration: serverConfiguration, router: routes.router, errorRenderer: render)
@@ -260,6 +304,20 @@ public final class CatalogApplication: Sendable {
     @discardableResult
     public func sweepImages(grace: Duration? = nil) throws -> (unreferenced: Int, orphans: Int) {
         try (grace.map { ImageSweep(records: store.images, library: images, grace: $0) } ?? imageSweep).run()
+    }
+
+    /// Processes the video jobs waiting, one after another, here (the workers do it in the
+    /// background; for tests that do not start them). - Returns: how many ran.
+    @discardableResult
+    public func processVideos() -> Int {
+        var count = 0
+        while videoProcessor.runOnce(worker: "now") { count += 1 }
+        return count
+    }
+
+    /// Ends expired uploads and removes released videos' files now (the server does every minute).
+    public func sweepVideos() {
+        videoProcessor.sweep()
     }
 
     /// Adds the likes and views waiting to the items' counts now (the server does every
@@ -331,6 +389,8 @@ public final class CatalogApplication: Sendable {
         let port = try server.start()
         try metricsServer?.start()
         countBatches.start()
+        if recoversVideosAlone { try store.videos.recoverAlone() }
+        videoProcessor.start()
         return port
     }
 
@@ -339,6 +399,7 @@ public final class CatalogApplication: Sendable {
     public func runUntilSignal() throws {
         imageSweep.start(every: .seconds(3600))
         server.runUntilSignal()
+        videoProcessor.stop()
         metricsServer?.shutdown()
         changeHub.stop()
         viewerHub.stop()
@@ -350,6 +411,7 @@ public final class CatalogApplication: Sendable {
 
     /// Drains the server and closes the database.
     public func shutdown() throws {
+        videoProcessor.stop()
         server.shutdown()
         metricsServer?.shutdown()
         changeHub.stop()

@@ -65,6 +65,8 @@ public final class CatalogStore: Sendable {
     public let viewerChanges: ViewerChangeLog
     /// The stored images resources show.
     public let images: ImageRecords
+    /// Hosted videos: uploads, processing jobs, and the items' `video` members.
+    public let videos: VideoRecords
     /// Each viewer's progress in each item.
     public let progress: ProgressStore
     /// Each viewer's favorites.
@@ -128,6 +130,7 @@ public final class CatalogStore: Sendable {
         entries = PlaylistEntryStore(database: database, playlists: playlists, items: items)
         comments = CommentStore(resources: store(.comment))
         images = ImageRecords(database: database, schemas: ResourceSchema.all + [.user])
+        videos = VideoRecords(database: database, items: items)
         accounts = AccountStore(database: database, images: images)
         progress = ProgressStore(database: database, items: items)
         favorites = FavoriteStore(database: database, resources: [.playableItem: items, .game: games, .playlist: playlists])

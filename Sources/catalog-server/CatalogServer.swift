@@ -48,6 +48,11 @@ struct CatalogServer: ParsableCommand {
     @Option(help: ServerSettings.mediaDirectory.help) var mediaDirectory: String?
     @Option(help: ServerSettings.imageCacheDirectory.help) var imageCacheDirectory: String?
     @Option(help: ServerSettings.imageCacheSize.help) var imageCacheSize: String?
+    @Option(help: ServerSettings.publicURL.help) var publicURL: String?
+    @Option(help: ServerSettings.maxVideoSize.help) var maxVideoSize: String?
+    @Option(help: ServerSettings.videoQuota.help) var videoQuota: String?
+    @Option(help: ServerSettings.videoWorkers.help) var videoWorkers: String?
+    @Option(help: ServerSettings.videoSpoolDirectory.help) var videoSpoolDirectory: String?
     @Flag(help: ServerSettings.requireAuthForReads.help) var requireAuthForReads = false
     @Option(help: ServerSettings.jwksFile.help) var jwksFile: String?
     @Option(help: ServerSettings.jwtIssuers.help) var jwtIssuer: [String] = []
@@ -180,6 +185,16 @@ struct CatalogServer: ParsableCommand {
         configuration.mediaDirectory = try S.mediaDirectory.read(settings, mediaDirectory)
         configuration.imageCacheDirectory = try S.imageCacheDirectory.read(settings, imageCacheDirectory)
         configuration.imageCacheBytes = try S.imageCacheSize.read(settings, imageCacheSize)
+        if let url = try S.publicURL.read(settings, publicURL) {
+            guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil, parsed.query == nil,
+                parsed.path.isEmpty || parsed.path == "/"
+            else { throw SettingError(description: "--public-url must be an http(s) origin such as https://catalog.example.com, not '\(url)'") }
+            configuration.publicURL = url
+        }
+        configuration.videoMaxBytes = try S.maxVideoSize.read(settings, maxVideoSize)
+        configuration.videoQuotaBytes = try S.videoQuota.read(settings, videoQuota)
+        configuration.videoWorkers = try S.videoWorkers.read(settings, videoWorkers)
+        configuration.videoSpoolDirectory = try S.videoSpoolDirectory.read(settings, videoSpoolDirectory)
         configuration.requireAuthForReads = try S.requireAuthForReads.read(settings, flagGiven: requireAuthForReads)
         if let file = try S.jwksFile.read(settings, jwksFile) {
             let issuers = try S.jwtIssuers.read(settings, jwtIssuer), audiences = try S.jwtAudiences.read(settings, jwtAudience)

@@ -1,3 +1,4 @@
+import CatalogModels
 import CatalogService
 import HTTPServer
 import Logging
@@ -100,6 +101,18 @@ enum ServerSettings {
         "CATALOG_IMAGE_CACHE_DIRECTORY", "The local folder where image renditions are cached", shownDefault: "image-cache beside the database")
     static let imageCacheSize = Setting<Int>.integer(
         "CATALOG_IMAGE_CACHE_SIZE", default: 1 << 30, in: (1 << 20)...(1 << 50), "Most bytes the rendition cache keeps on disk, least recently used out first")
+
+    static let publicURL = Setting<String?>.optionalText(
+        "CATALOG_PUBLIC_URL",
+        "The server's absolute URL as clients reach it, such as https://catalog.example.com: a hosted video's streamURL becomes its HLS playlist there",
+        shownDefault: "stream URLs left as given")
+    static let maxVideoSize = Setting<Int>.integer(
+        "CATALOG_MAX_VIDEO_SIZE", default: VideoRules.defaultMaxBytes, in: (1 << 20)...(1 << 40), "Largest video upload in bytes")
+    static let videoQuota = Setting<Int>.integer(
+        "CATALOG_VIDEO_QUOTA", default: VideoRules.defaultQuotaBytes, in: (1 << 20)...(1 << 44), "Most bytes one user's unfinished video uploads may still need")
+    static let videoWorkers = Setting<Int>.integer("CATALOG_VIDEO_WORKERS", default: 1, in: 0...64, "How many videos are processed at once (0: none here)")
+    static let videoSpoolDirectory = Setting<String?>.optionalText(
+        "CATALOG_VIDEO_SPOOL_DIRECTORY", "The local folder where uploads to an S3 media store are spooled", shownDefault: "video-spool beside the database")
 
     // MARK: Identity
 

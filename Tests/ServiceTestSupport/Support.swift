@@ -118,6 +118,10 @@ package final class TestCatalog: Sendable {
         configuration.rateLimits = nil  // tests that measure budgets set their own
         configuration.mediaDirectory = directory.appendingPathComponent("media").path
         configuration.imageCacheDirectory = directory.appendingPathComponent("image-cache").path
+        configuration.videoSpoolDirectory = directory.appendingPathComponent("video-spool").path
+        // Videos are processed when a test asks (``CatalogApplication/processVideos()``);
+        // tests of the background workers start some.
+        configuration.videoWorkers = 0
         configure(&configuration)
         application = try CatalogApplication(configuration: configuration)
         let port = try application.start()

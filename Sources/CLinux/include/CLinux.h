@@ -26,6 +26,17 @@ static inline void clinux_keep_freed_memory(int bytes) {
 /// module does not export). Returns 0 or an error number; sets `*pid`.
 int clinux_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], int input, int output, int error);
 
+/// Runs `path` with `argv` and `envp` (NULL-terminated) in a process group of its own, its
+/// standard input /dev/null and its output and error `output` and `error`, no other
+/// descriptor of the caller, no signal blocked, and limits: `cpu_seconds` of CPU
+/// (RLIMIT_CPU: SIGXCPU, then SIGKILL), `memory_bytes` of address space (RLIMIT_AS),
+/// `file_bytes` per file it writes (RLIMIT_FSIZE), no core file, and `niceness` (0: as the
+/// caller). A limit of 0 is none. fork and exec, since posix_spawn sets no limits.
+/// Returns 0 or an error number; sets `*pid`.
+int clinux_spawn_limited(
+    pid_t *pid, const char *path, char *const argv[], char *const envp[], int output, int error, long cpu_seconds, long memory_bytes,
+    long file_bytes, int niceness);
+
 /// Work budgets for SQLite statements, per thread: `clinux_budget_start` sets a deadline
 /// `allowance_ns` from now (unless one is already running; returns whether it set one),
 /// `clinux_budget_end` clears it, and `clinux_budget_exceeded` (installed with

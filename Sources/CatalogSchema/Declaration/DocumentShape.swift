@@ -205,7 +205,10 @@ package struct DocumentShape: Sendable {
         case (.ids, _), (.documents, _): return mistyped("an array")
         case let (.image, .object(members)):
             return ImageMember.read(members, at: field.pointer).map { .value(.text($0)) } ?? fail(ImageMember.invalid)
-        case (.resource, _), (.image, _): return mistyped("an object")
+        case (.video, .object):
+            // Carried in exports, never imported (``SchemaField/ImportRole/ignored``).
+            return .value(.null)
+        case (.resource, _), (.image, _), (.video, _): return mistyped("an object")
         }
     }
 

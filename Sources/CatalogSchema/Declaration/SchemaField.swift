@@ -31,6 +31,10 @@ package struct SchemaField: Sendable {
         /// The image a resource shows (``ImageReference``), kept as its JSON object: set by
         /// the resource's image routes; import records carry it.
         case image
+        /// A hosted video (``Video``), kept as its JSON object: set by the server as its
+        /// upload and packaging go; import records may carry it and imports leave it out
+        /// (the video's bytes are not part of an export).
+        case video
     }
 
     /// Where a field's value comes from when a document is rendered.
@@ -68,6 +72,8 @@ package struct SchemaField: Sendable {
         /// Carried: a user id of the exporting server. Written when the resource is created
         /// and that user exists here (empty otherwise), left alone afterwards.
         case owner
+        /// Carried in exports, left out by imports (what it names does not travel with the record).
+        case ignored
         /// Not part of import records.
         case none
     }

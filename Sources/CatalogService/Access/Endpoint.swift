@@ -25,6 +25,11 @@ enum Endpoint: Sendable {
     /// and otherwise on the small pool reserved for expensive reads (searches,
     /// geographic lists), under that pool's larger ``ReadBudget``.
     case read(isExpensive: @Sendable (HTTPRequest) -> Bool, @Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
+    /// Takes a body too large to hold as a stream (an upload; its route streams bodies):
+    /// it sees the head, and hands a sink to the responder
+    /// (``Responder/receiveBody(into:)``) when it takes the body; it answers through the
+    /// completion.
+    case receiving(@Sendable (HTTPRequest, Caller, Responder, @escaping Completion) throws -> Void)
 }
 
 /// The caller a request's admission check found from its head, handed to its handler.

@@ -249,6 +249,9 @@ struct Execution: Sendable {
             let responder = delivery.responder
             try delivery.guarding { try body(request, caller, { responder.isAbandoned }) { delivery.complete($0) } }
             return nil
+        case let .receiving(body):
+            try delivery.guarding { try body(request, caller, delivery.responder) { delivery.complete($0) } }
+            return nil
         case let .blocking(body):
             let responder = delivery.responder
             delivery.run(on: WorkPool.blocking, for: RateLimiter.partition(caller, request)) { try body(request, caller, { responder.isAbandoned }) }

@@ -64,14 +64,17 @@ struct Routes {
     /// its endpoint says. Its bodies are at most `maxBody` bytes (``BodyLimits``), and its
     /// caller's credential and role are checked from the head, before a body is read.
     /// With `bodyPassesServerLimit`, `maxBody` holds even where it is more than the server's
-    /// `--max-body-size` (image uploads). `caching` says how its answers may be stored, when not as its method and access say
+    /// `--max-body-size` (image uploads). A ``Endpoint/receiving(_:)`` endpoint takes its
+    /// body as a stream (``Handler/streamingBody()``). `caching` says how its answers may be stored, when not as its method and access say
     /// (``Caching/default(_:_:)``). A `POST` replays its answer to a retry with the same
     /// `Idempotency-Key` unless `replaysAnswers` is false (an answer with a secret).
     mutating func add(
         _ method: HTTPMethod, _ pattern: String, _ access: Access, rate: RateClass? = nil, timeout: Duration? = nil,
         usesDatabase: Bool = true, maxBody: Int = BodyLimits.document, bodyPassesServerLimit: Bool = false, caching: Caching? = nil,
-        replaysAnswers: Bool = true, _ endpoint: Endpoint
+        replaysAnswers: Bool = true, options: [(name: String, value: String)] = [], _ endpoint: Endpoint
     ) {
+        var streams = false
+        if case .receiving = endpoint { streams = true }
         table.append((method, pattern, access))
         // A waiting endpoint starts where the request arrives: it must have no claim on an
         // `Idempotency-Key` to settle first (a database read).
@@ -94,11 +97,13 @@ struct Routes {
             body = { request, responder in try stages.handle(request, responder) }
             pipeline = stages
         }
-        if pool == nil, maxBody > LargeBodies.onLoop, [.POST, .PUT, .PATCH].contains(method) {
+        if pool == nil, maxBody > LargeBodies.onLoop, [.POST, .PUT, .PATCH].contains(method), !streams {
             // Reading a large body (parsing it, checking every member) is no event loop's work.
             body = Self.offLoop(body, on: LargeBodies.pool, when: { $0.body.count > LargeBodies.onLoop })
         }
         var handler = bodyPassesServerLimit ? Handler.either(body).allowingBody(upTo: maxBody) : Handler.either(body).limitingBody(to: maxBody)
+        if streams { handler = handler.streamingBody() }
+        if !options.isEmpty { handler = handler.describingOptions(options) }
         if let pipeline {
             let rate = rate ?? (method == .GET || method == .HEAD ? .read : .write)
             handler = handler.admitting { request in try pipeline.admit(request, rate: rate) }

@@ -30,6 +30,8 @@ package struct ImageUpload: Sendable {
 public final class ImageRecords: Sendable {
     /// The tables of resources that show images.
     private let tables: [String]
+    /// How many columns name the images shown (each resource's image, a video's poster).
+    private let showingColumns: Int
     private let database: any SQLDatabase
     /// That the image whose hash is the argument is shown by no resource (one argument per table).
     private let unreferenced: String
@@ -42,9 +44,11 @@ public final class ImageRecords: Sendable {
     init(database: any SQLDatabase, schemas: [ResourceSchema]) {
         self.database = database
         tables = schemas.filter { $0.image != nil }.map(\.table)
-        let tables = tables
+        // Each resource's image, and a hosted video's poster.
+        let columns = tables.map { ($0, ImageSlot.urlColumn) } + [("playable_items", "video_poster_url")]
+        showingColumns = columns.count
         func shownByNone(_ hash: String) -> String {
-            tables.map { "NOT EXISTS (SELECT 1 FROM \($0) WHERE \(ImageSlot.urlColumn) = '\(ImageMember.path)' || \(hash))" }.joined(separator: " AND ")
+            columns.map { "NOT EXISTS (SELECT 1 FROM \($0.0) WHERE \($0.1) = '\(ImageMember.path)' || \(hash))" }.joined(separator: " AND ")
         }
         unreferenced = shownByNone("?")
         unreferencedRow = shownByNone("i.hash")
@@ -158,7 +162,7 @@ public final class ImageRecords: Sendable {
 
     /// Whether no resource references the image `hash`.
     func isUnreferenced(_ db: any SQLConnection, _ hash: String) throws -> Bool {
-        try db.exists("SELECT 1 WHERE " + unreferenced, tables.map { _ in hash })
+        try db.exists("SELECT 1 WHERE " + unreferenced, Array(repeating: hash, count: showingColumns))
     }
 
     /// The hash of the image the row `id` of `table` shows, if any (read in a write, before the row changes).

@@ -46,7 +46,7 @@ struct RenderedField: Sendable {
         case .integer: kind = .integer
         case .boolean: kind = .boolean
         case .timestamp: kind = .timestamp
-        case .image: kind = .json
+        case .image, .video: kind = .json
         case let .resource(schema): kind = .object(RowRenderer(schema.members))
         case .ids, .documents: return nil
         }

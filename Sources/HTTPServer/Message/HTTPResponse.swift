@@ -13,6 +13,10 @@ public struct HTTPResponse: Sendable {
     /// A body sent while it is produced (see ``ResponseStream``), after the head, in
     /// place of ``body``. Not for `HEAD`: the stream is then ended at once.
     public var stream: ResponseStream?
+    /// A file (or part of one) sent as the body, in place of ``body``: from the kernel's
+    /// page cache straight to the socket (`sendfile`), or through TLS a bounded piece at
+    /// a time; `Content-Length` is its ``ResponseFile/count``.
+    public var file: ResponseFile?
     /// The `Cache-Control` field, written after ``headers`` when set (a field of its own,
     /// so that stating how a response may be cached does not grow its headers).
     public var cacheControl: String?

@@ -20,6 +20,8 @@ public struct HTTPStatus: Sendable, Hashable, CustomStringConvertible {
     public static let ok = HTTPStatus(code: 200)
     public static let created = HTTPStatus(code: 201)
     public static let noContent = HTTPStatus(code: 204)
+    public static let partialContent = HTTPStatus(code: 206)
+    public static let found = HTTPStatus(code: 302)
     public static let notModified = HTTPStatus(code: 304)
     public static let badRequest = HTTPStatus(code: 400)
     public static let unauthorized = HTTPStatus(code: 401)
@@ -32,6 +34,8 @@ public struct HTTPStatus: Sendable, Hashable, CustomStringConvertible {
     public static let contentTooLarge = HTTPStatus(code: 413)
     public static let uriTooLong = HTTPStatus(code: 414)
     public static let unsupportedMediaType = HTTPStatus(code: 415)
+    public static let rangeNotSatisfiable = HTTPStatus(code: 416)
+    public static let gone = HTTPStatus(code: 410)
     public static let expectationFailed = HTTPStatus(code: 417)
     public static let unprocessableContent = HTTPStatus(code: 422)
     public static let requestHeaderFieldsTooLarge = HTTPStatus(code: 431)
@@ -42,10 +46,12 @@ public struct HTTPStatus: Sendable, Hashable, CustomStringConvertible {
     static func standardReason(_ code: Int) -> String {
         switch code {
         case 100: "Continue"
+        case 104: "Upload Resumption Supported"
         case 200: "OK"
         case 201: "Created"
         case 202: "Accepted"
         case 204: "No Content"
+        case 206: "Partial Content"
         case 301: "Moved Permanently"
         case 302: "Found"
         case 304: "Not Modified"
@@ -63,11 +69,13 @@ public struct HTTPStatus: Sendable, Hashable, CustomStringConvertible {
         case 413: "Content Too Large"
         case 414: "URI Too Long"
         case 415: "Unsupported Media Type"
+        case 416: "Range Not Satisfiable"
         case 417: "Expectation Failed"
         case 422: "Unprocessable Content"
         case 428: "Precondition Required"
         case 429: "Too Many Requests"
         case 431: "Request Header Fields Too Large"
+        case 460: "Checksum Mismatch"
         case 500: "Internal Server Error"
         case 501: "Not Implemented"
         case 503: "Service Unavailable"

@@ -76,7 +76,7 @@ public struct Router: Sendable {
     enum Resolution {
         /// The route matched (its handler and pattern), with the path's parameters.
         case handler(Route, PathParameters)
-        case options(allow: String)
+        case options(allow: String, fields: [(name: String, value: String)] = [])
     }
 
     /// Finds the handler for a request.
@@ -88,10 +88,12 @@ public struct Router: Sendable {
         let segments = try Self.decodedSegments(path)
         var allowed: [HTTPMethod] = []
         var headFallback: (Route, PathParameters)?
+        var optionsFields: [(name: String, value: String)] = []
         for index in candidates(segments) {
             let route = routes[index]
             guard let parameters = route.pattern.match(segments) else { continue }
             if route.method == method { return .handler(route, parameters) }
+            for field in route.handler.optionsFields where !optionsFields.contains(where: { $0.name == field.name }) { optionsFields.append(field) }
             if method == .HEAD, route.method == .GET, headFallback == nil { headFallback = (route, parameters) }
             if !allowed.contains(route.method) { allowed.append(route.method) }
         }
@@ -102,7 +104,7 @@ public struct Router: Sendable {
         if allowed.contains(.GET), !allowed.contains(.HEAD) { allowed.append(.HEAD) }
         allowed.append(.OPTIONS)
         let allow = HTTPMethod.allCases.filter(allowed.contains).map(\.rawValue).joined(separator: ", ")
-        if method == .OPTIONS { return .options(allow: allow) }
+        if method == .OPTIONS { return .options(allow: allow, fields: optionsFields) }
         throw HTTPError(
             .methodNotAllowed, code: "methodNotAllowed",
             detail: "\(method) is not supported here; allowed: \(allow).", headers: ["Allow": allow])

@@ -99,20 +99,22 @@ extension Connection {
     /// within that limit and past the route's admission check (a credential checked from
     /// the head alone). Otherwise the refusal is answered, the body skipped when it has
     /// all arrived and the connection closed when not, and the result is `nil`.
-    func admitBody(_ head: RequestHead) -> (limit: Int, admitted: (any AnyObject & Sendable)?)? {
+    func admitBody(_ head: RequestHead) -> (limit: Int, admitted: (any AnyObject & Sendable)?, streams: Bool)? {
         do {
             // A method the server does not implement is answered from its head; no handler reads
             // a body for OPTIONS.
             guard let method = head.method else { throw unimplementedMethodError(path: head.path) }
             var limit = 0
             var admitted: (any AnyObject & Sendable)?
+            var streams = false
             if case let .handler(route, _) = try loop.core.router.resolve(method: method, path: head.path) {
                 let handler = route.handler
                 if let admission = handler.admission { admitted = try admission(request(head, body: [])) }
                 limit = handler.bodyLimit(server: loop.core.configuration.limits.maxBody)
+                streams = handler.streamsBody
             }
             if case let .length(length) = head.framing, length > limit { throw HTTPError.contentTooLarge(limit: limit) }
-            return (limit, admitted)
+            return (limit, admitted, streams)
         } catch {
             var context = responseContext(head)
             if case let .length(length) = head.framing, input.readableCount >= length {

@@ -20,17 +20,19 @@ extension Connection {
             ended.connectionClosed()
             stream = nil
         }
-        let keepAlive = context.keepAlive && !loop.isDraining && !response.closesConnection && stream == nil
+        var keepAlive = context.keepAlive && !loop.isDraining && !response.closesConnection && stream == nil
+        if unreadBody != nil, !skipUnreadBody() { keepAlive = false }
         ResponseWriter.write(
             response, into: output, omitBody: context.omitBody, keepAlive: keepAlive, version: context.version,
             requestID: context.requestID, date: loop.date, fixedFields: loop.core.fixedFields, streaming: stream != nil || headOfStream)
         if let observer = loop.core.configuration.requestObserver {
             observer(
                 CompletedRequest(
-                    method: context.method, path: context.path, route: context.route, status: response.status.code, bytes: response.body.count,
+                    method: context.method, path: context.path, route: context.route, status: response.status.code, bytes: response.file?.count ?? response.body.count,
                     durationMicroseconds: Int((Self.now() - context.started) / 1000), requestID: context.requestID, remoteAddress: peer))
         }
         if let stream { return startStreaming(stream, version: context.version) }
+        if let file = response.file, !context.omitBody, !response.status.forbidsBody, file.count > 0 { sendingFile = FileTransfer(file) }
         if !keepAlive { closeAfterFlush = true }
         if proxySource == .xForwardedFor || proxySource == .forwarded, let client {
             // A proxy's pooled connection counts for a client only while it carries its request.
@@ -118,7 +120,27 @@ extension Connection {
     }
 
     func flush() {
-        while !output.isEmpty {
+        var fileBytes = 0
+        while !output.isEmpty || sendingFile != nil {
+            if output.isEmpty, var file = sendingFile {
+                // A file's turn is bounded, so one large file never holds the loop: the rest
+                // goes when the socket is writable again (level-triggered, after the others).
+                guard fileBytes < Self.maxFilePerTurn else { break }
+                let outcome = sendFile(&file)
+                sendingFile = file.remaining > 0 ? file : nil
+                switch outcome {
+                case let .bytes(count):
+                    fileBytes += count
+                    deadlines = deadlines.wrote()
+                    continue
+                case .wouldBlock:
+                    deadlines = deadlines.writeBlocked(at: loop.now)
+                    return
+                case .end, .failed:
+                    close()
+                    return
+                }
+            }
             switch transmit(output.readable) {
             case let .bytes(count):
                 output.moveReader(by: count)
@@ -132,6 +154,7 @@ extension Connection {
                 return
             }
         }
+        guard sendingFile == nil else { return }
         deadlines = deadlines.wrote()
         output.shrinkIfEmpty()
         accountStreamOutput()

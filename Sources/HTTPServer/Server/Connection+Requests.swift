@@ -15,8 +15,10 @@ extension Connection {
             switch phase {
             case .awaiting, .lingering, .streaming:
                 return
+            case let .receiving(_, sink):
+                guard receiveBody(into: sink) else { return }
             case .head:
-                guard !closeAfterFlush, output.readableCount <= Self.outputHighWater, !input.isEmpty else { return }
+                guard !closeAfterFlush, output.readableCount <= Self.outputHighWater, sendingFile == nil, !input.isEmpty else { return }
                 let parsed: (head: RequestHead, consumed: Int)?
                 do {
                     parsed = try parser.parse(input.readable)
@@ -31,12 +33,21 @@ extension Connection {
                 if head.framing == .none {
                     dispatch(head, body: [])
                 } else {
-                    guard let (limit, admitted) = admitBody(head) else { continue }
-                    if head.expectsContinue, input.isEmpty { output.append(ResponseWriter.continueLine) }
+                    guard let (limit, admitted, streams) = admitBody(head) else { continue }
                     var limits = parser.limits
                     limits.maxBody = limit
+                    let decoder = head.framing == .chunked ? ChunkedDecoder(limits: limits) : nil
+                    if streams {
+                        // The handler sees the head now and takes the body when it wants it.
+                        var remaining: Int?
+                        if case let .length(length) = head.framing { remaining = length }
+                        unreadBody = UnreadBody(remaining: remaining, decoder: decoder, expectsContinue: head.expectsContinue)
+                        dispatch(head, body: [], admitted: admitted)
+                        continue
+                    }
+                    if head.expectsContinue, input.isEmpty { output.append(ResponseWriter.continueLine) }
                     bodyLimit = limit
-                    chunkedDecoder = head.framing == .chunked ? ChunkedDecoder(limits: limits) : nil
+                    chunkedDecoder = decoder
                     phase = .body(head, admitted: admitted)
                     deadlines = deadlines.bodyBegan(at: loop.now)
                 }
@@ -130,9 +141,9 @@ extension Connection {
             return
         }
         switch resolution {
-        case let .options(allow):
+        case let .options(allow, fields):
             var context = responseContext(head, route: "OPTIONS")
-            var response = HTTPResponse(status: .noContent, headers: [("Allow", allow)])
+            var response = HTTPResponse(status: .noContent, headers: [("Allow", allow)] + fields)
             response.cacheControl = "no-store"
             if let cors = loop.core.configuration.cors, head.headers["access-control-request-method"] != nil {
                 // A preflight: its CORS fields are its own, not those of an actual request.
@@ -192,7 +203,17 @@ extension Connection {
 
     /// Marks the awaited request abandoned and forgets it; false when none is awaited.
     func abandonAwaited() -> Bool {
-        guard case .awaiting = phase else { return false }
+        switch phase {
+        case .awaiting:
+            break
+        case let .receiving(context, sink):
+            // The body's end comes first: the sink keeps what arrived before the answer is dropped.
+            unreadBody = nil
+            phase = .awaiting(context)
+            sink.end(complete: false)
+        default:
+            return false
+        }
         loop.core.inFlight.subtract(1, ordering: .relaxed)
         ticket?.abandoned.store(true, ordering: .relaxed)
         ticket = nil
@@ -204,7 +225,7 @@ extension Connection {
     /// - Returns: whether that happened (false when no answer is awaited).
     func abandonIfAwaiting() -> Bool {
         switch phase {
-        case .awaiting, .streaming:
+        case .awaiting, .streaming, .receiving:
             close()
             return true
         default:
@@ -236,7 +257,7 @@ extension Connection {
     /// A method token the server does not implement: 405 with `Allow` on a known path,
     /// 501 elsewhere.
     func unimplementedMethodError(path: String) -> HTTPError {
-        guard case let .options(allow)? = try? loop.core.router.resolve(method: .OPTIONS, path: path) else { return .methodNotImplemented }
+        guard case let .options(allow, _)? = try? loop.core.router.resolve(method: .OPTIONS, path: path) else { return .methodNotImplemented }
         return HTTPError(
             .methodNotAllowed, code: "methodNotAllowed", detail: "This method is not supported here; allowed: \(allow).",
             headers: ["Allow": allow])
@@ -244,6 +265,8 @@ extension Connection {
 
     /// Receives the result of a deferred handler.
     func complete(sequence: UInt64, with result: Result<HTTPResponse, SendableError>) {
+        // A sink may answer before its body ended (refusing the rest): what is unread is skipped.
+        if case let .receiving(context, _) = phase, context.sequence == sequence { phase = .awaiting(context) }
         guard case let .awaiting(context) = phase, context.sequence == sequence else { return }
         loop.core.inFlight.subtract(1, ordering: .relaxed)
         ticket = nil

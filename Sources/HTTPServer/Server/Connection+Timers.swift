@@ -17,6 +17,8 @@ extension Connection {
         case .writeStalled, .expired(.close):
             close()
         case let .expired(.fail(late)):
+            // A streamed body too slow: its sink ends first, keeping what arrived.
+            if case .receiving = phase, abandonAwaited() { loop.core.abandonedRequests.add(1, ordering: .relaxed) }
             failConnection(late.error, path: nil)
             finishTurn()
         case .expired(.expire):

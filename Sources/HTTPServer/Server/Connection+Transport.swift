@@ -44,6 +44,32 @@ extension Connection {
         }
     }
 
+    /// Sends the next piece of `file`: by `sendfile`, from the page cache to the socket,
+    /// or, through TLS, read into the output buffer (which the caller then writes).
+    func sendFile(_ file: inout FileTransfer) -> Transfer {
+        let piece = min(file.remaining, tls == nil ? Self.filePiece : Self.tlsFilePiece)
+        var count: Int
+        if tls != nil {
+            output.reserveWritable(piece)
+            let space = output.writableSpace
+            repeat {
+                count = pread(file.file.descriptor, space.baseAddress, min(piece, space.count), off_t(file.next))
+            } while count < 0 && errno == EINTR
+            if count > 0 { output.didWrite(count) }
+        } else {
+            var offset = off_t(file.next)
+            repeat {
+                count = Glibc.sendfile(fd, file.file.descriptor, &offset, piece)
+            } while count < 0 && errno == EINTR
+            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK { return .wouldBlock }
+        }
+        // A file shorter than it was when opened cannot fill the length already sent.
+        guard count > 0 else { return .failed }
+        file.next += count
+        file.remaining -= count
+        return .bytes(count)
+    }
+
     /// A TLS outcome as a transfer, noting when a read waits for writability or a write for readability.
     func transfer(_ outcome: TLSSession.Outcome, writing: Bool) -> Transfer {
         switch outcome {

@@ -19,6 +19,9 @@ final class Connection {
         case body(RequestHead, admitted: (any AnyObject & Sendable)?)
         /// A deferred handler is working on the request; reading is paused.
         case awaiting(ResponseContext)
+        /// A streaming route's handler took the body (``RequestBodySink``): it is read
+        /// into the sink as it arrives, then the answer is awaited.
+        case receiving(ResponseContext, any RequestBodySink)
         /// The response's body is a stream being sent (``ResponseStream``); reading is
         /// paused, and the connection closes when the stream ends.
         case streaming(ResponseStream)
@@ -72,6 +75,10 @@ final class Connection {
     var chunkedDecoder: ChunkedDecoder?
     /// The part of a chunked body decoded so far.
     var pendingChunkedBody: [UInt8] = []
+    /// The body of the request a streaming route answers, while it is not read yet.
+    var unreadBody: UnreadBody?
+    /// A file being sent as a response's body (``HTTPResponse/file``).
+    var sendingFile: FileTransfer?
     var phase = Phase.head
     var requestStarted = false
     var closeAfterFlush = false
@@ -107,6 +114,12 @@ final class Connection {
     /// The kernel's send buffer for an event stream (SO_SNDBUF; Linux doubles it).
     static let streamSendBuffer: Int32 = 64 * 1024
     static let maxReadPerEvent = 256 * 1024
+    /// The most of a file one `sendfile` (or one read for TLS) moves.
+    static let filePiece = 256 * 1024
+    /// The most of a file read into the output buffer at once for TLS.
+    static let tlsFilePiece = 64 * 1024
+    /// The most of a file one connection sends before the loop turns to the others.
+    static let maxFilePerTurn = 1 << 20
 
     init(fd: Int32, id: UInt64, peer: String, address: IPAddress?, client: String?, loop: EventLoop, tls: TLSSession?) {
         self.fd = fd
@@ -194,7 +207,7 @@ final class Connection {
         switch phase {
         case .awaiting, .streaming: false
         case .lingering: true
-        case .head, .body: !closeAfterFlush && output.readableCount <= Self.outputHighWater
+        case .head, .body, .receiving: !closeAfterFlush && output.readableCount <= Self.outputHighWater && sendingFile == nil
         }
     }
 
@@ -247,7 +260,7 @@ final class Connection {
                 default: break
                 }
             }
-            if !output.isEmpty && !tlsWriteWantsReadable || tlsReadWantsWritable { desired |= Epoll.writable }
+            if (!output.isEmpty || sendingFile != nil) && !tlsWriteWantsReadable || tlsReadWantsWritable { desired |= Epoll.writable }
         }
         if desired != registeredEvents {
             registeredEvents = desired

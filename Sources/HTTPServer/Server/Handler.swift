@@ -30,6 +30,10 @@ public struct Handler: Sendable {
     /// What a request with a body must pass once its head has arrived, before any body
     /// byte is buffered (see ``admitting(_:)``).
     private(set) var admission: (@Sendable (HTTPRequest) throws -> (any AnyObject & Sendable)?)?
+    /// Whether the handler takes its body as a stream (``streamingBody()``).
+    private(set) var streamsBody = false
+    /// Fields an `OPTIONS` request of the route's path is answered with (``describingOptions(_:)``).
+    private(set) var optionsFields: [(name: String, value: String)] = []
 
     init(kind: Kind) {
         self.kind = kind
@@ -58,6 +62,27 @@ public struct Handler: Sendable {
     public func allowingBody(upTo bytes: Int) -> Handler {
         var handler = limitingBody(to: bytes)
         handler.maxBodyPassesServerLimit = true
+        return handler
+    }
+
+    /// This handler running once the head has arrived, before any of the body is read,
+    /// and taking the body as a stream: ``HTTPRequest/body`` is empty, and the handler hands
+    /// a ``RequestBodySink`` to ``Responder/receiveBody(into:)`` when it wants the body
+    /// (or answers at once to refuse it). For bodies too large to hold, which never count
+    /// against the server's budget of buffered bodies; `Expect: 100-continue` is answered
+    /// only when the body is taken. The body's limit (``allowingBody(upTo:)``) still holds.
+    /// A handler that answers at once must be deferred or ``either(_:)``.
+    public func streamingBody() -> Handler {
+        var handler = self
+        handler.streamsBody = true
+        return handler
+    }
+
+    /// This handler's path answering `OPTIONS` with `fields` besides `Allow` (what a
+    /// protocol discovers there, such as tus's `Tus-Version`).
+    public func describingOptions(_ fields: [(name: String, value: String)]) -> Handler {
+        var handler = self
+        handler.optionsFields = fields
         return handler
     }
 
@@ -182,6 +207,31 @@ public struct Responder: Sendable {
         case let .inProcess(exchange):
             exchange.perform(block)
         }
+    }
+
+    /// Takes the request's body into `sink` (a route with ``Handler/streamingBody()``): the
+    /// connection reads it and hands it over as it arrives, then calls
+    /// ``RequestBodySink/end(complete:)``; the sink answers through this responder. Call it
+    /// once. When the request has no body, the sink's body ends at once, complete; when it
+    /// is no longer waited for, incomplete.
+    public func receiveBody(into sink: any RequestBodySink) {
+        switch target {
+        case let .connection(loop, fd, id, sequence):
+            let queued = loop.execute { loop in
+                guard let connection = loop.connection(fd: fd, id: id) else { return sink.end(complete: false) }
+                connection.beginReceiving(sequence: sequence, into: sink)
+            }
+            if !queued { sink.end(complete: false) }
+        case let .inProcess(exchange):
+            exchange.perform { exchange.feed(sink) }
+        }
+    }
+
+    /// Sends an interim (1xx) response before the final one, such as `104 Upload Resumption
+    /// Supported` with the upload's `Location`; nothing once the final answer is out.
+    public func inform(_ status: HTTPStatus, headers: [(name: String, value: String)]) {
+        guard case let .connection(loop, fd, id, sequence) = target else { return }
+        loop.execute { loop in loop.connection(fd: fd, id: id)?.sendInterim(status, headers: headers, sequence: sequence) }
     }
 
     private func deliver(_ result: Result<HTTPResponse, SendableError>) {

@@ -8,8 +8,10 @@ extension HTTPServer {
     /// server's renderer; a deferred answer not given within the route's request timeout is
     /// a 503, as on a connection. What only the wire adds is left out: framing,
     /// `Content-Length`, `Date`, `X-Request-Id`, CORS fields and the connection's other
-    /// timeouts; a `HEAD` answer comes without its body, and a streamed body is ended at
-    /// once (what it sent before it reached the exchange is not kept). The server need not
+    /// timeouts; a `HEAD` answer comes without its body, a file body is read into
+    /// ``HTTPResponse/body``, a streaming route takes the request's whole body at once, and
+    /// a streamed response body is ended at once (what it sent before it reached the
+    /// exchange is not kept). The server need not
     /// be started.
     ///
     /// For tests of the application above the HTTP layer, which then need no loopback
@@ -33,6 +35,13 @@ extension HTTPServer {
             stream.connectionClosed()
             answer.stream = nil
         }
+        if let file = answer.file {
+            // No socket to send it to: its bytes become the body.
+            answer.body = [UInt8](repeating: 0, count: file.count)
+            let read = answer.body.withUnsafeMutableBytes { pread(file.descriptor, $0.baseAddress, file.count, off_t(file.offset)) }
+            if read != file.count { answer.body = Array(answer.body.prefix(max(0, read))) }
+            answer.file = nil
+        }
         if request.method == .HEAD { answer.body = [] }
         return answer
     }
@@ -47,8 +56,8 @@ extension HTTPServer {
         let limits = core.parserLimits
         if request.body.count > limits.maxBody { throw HTTPError.contentTooLarge(limit: limits.maxBody) }
         switch try core.router.resolve(method: request.method, path: request.path) {
-        case let .options(allow):
-            var response = HTTPResponse(status: .noContent, headers: [("Allow", allow)])
+        case let .options(allow, fields):
+            var response = HTTPResponse(status: .noContent, headers: [("Allow", allow)] + fields)
             response.cacheControl = "no-store"
             return response
         case let .handler(route, parameters):
@@ -61,16 +70,24 @@ extension HTTPServer {
                 if request.body.count > limit { throw HTTPError.contentTooLarge(limit: limit) }
             }
             let timeout = handler.timeout?.milliseconds ?? core.timeouts.request
+            // A streaming route sees the head; the body waits in the exchange until taken.
+            let body = handler.streamsBody ? request.body : []
+            if handler.streamsBody {
+                let admitted = request.admitted
+                request = HTTPRequest(request, body: [])
+                request.pathParameters = parameters
+                request.admitted = admitted
+            }
             switch handler.kind {
             case let .inline(handle):
                 return try handle(request)
             case let .deferred(handle):
-                return try await InProcessExchange.answer(render: render, timeout: timeout) { responder in
+                return try await InProcessExchange.answer(render: render, timeout: timeout, body: body) { responder in
                     handle(request, responder)
                     return nil
                 }
             case let .either(handle):
-                return try await InProcessExchange.answer(render: render, timeout: timeout) { try handle(request, $0) }
+                return try await InProcessExchange.answer(render: render, timeout: timeout, body: body) { try handle(request, $0) }
             }
         }
     }
@@ -95,10 +112,19 @@ final class InProcessExchange: Sendable {
     /// Who waits for the answer, or the answer that came first; `done` once delivered.
     private let state = Mutex<(waiting: CheckedContinuation<HTTPResponse, Never>?, answer: HTTPResponse?, done: Bool)>((nil, nil, false))
     private let render: @Sendable (any Error) -> HTTPResponse
+    /// The body a streaming route takes (``Responder/receiveBody(into:)``).
+    private let body: [UInt8]
     private static let sequence = Atomic<UInt64>(0)
 
-    private init(render: @escaping @Sendable (any Error) -> HTTPResponse) {
+    private init(render: @escaping @Sendable (any Error) -> HTTPResponse, body: [UInt8]) {
         self.render = render
+        self.body = body
+    }
+
+    /// Hands the whole body to `sink` at once, as one read, and ends it.
+    func feed(_ sink: any RequestBodySink) {
+        if !body.isEmpty, !body.withUnsafeBytes(sink.receive) { return }
+        sink.end(complete: true)
     }
 
     /// An id for an in-process request.
@@ -110,9 +136,9 @@ final class InProcessExchange: Sendable {
     /// handed, or 503 once `timeout` milliseconds have passed without one (the request then
     /// counts as abandoned).
     static func answer(
-        render: @escaping @Sendable (any Error) -> HTTPResponse, timeout: Int64, _ start: (Responder) throws -> HTTPResponse?
+        render: @escaping @Sendable (any Error) -> HTTPResponse, timeout: Int64, body: [UInt8] = [], _ start: (Responder) throws -> HTTPResponse?
     ) async throws -> HTTPResponse {
-        let exchange = InProcessExchange(render: render)
+        let exchange = InProcessExchange(render: render, body: body)
         let responder = Responder(exchange)
         if let now = try start(responder) { return now }
         return await exchange.answered(by: responder, within: timeout)

@@ -44,7 +44,7 @@ enum ResponseWriter {
             if version != .http1_0 { out.append(chunkedField) }
         } else if !status.forbidsBody {
             out.append(contentLengthPrefix)
-            out.append(decimal: response.body.count)
+            out.append(decimal: response.file?.count ?? response.body.count)
             out.append(byte: ASCII.cr)
             out.append(byte: ASCII.lf)
         }
@@ -64,6 +64,24 @@ enum ResponseWriter {
         if !omitBody && !status.forbidsBody && !streaming {
             out.append(response.body)
         }
+    }
+
+    /// Appends the interim response `status` with `headers` (no body, no fields of the
+    /// server's own).
+    static func writeInterim(_ status: HTTPStatus, headers: [(name: String, value: String)], into out: ByteBuffer) {
+        out.append("HTTP/1.1 \(status.code) ")
+        appendSanitized(status.reasonPhrase, to: out)
+        out.append("\r\n")
+        for (name, value) in headers {
+            appendSanitized(name, to: out)
+            out.append(byte: ASCII.colon)
+            out.append(byte: ASCII.space)
+            appendSanitized(value, to: out)
+            out.append(byte: ASCII.cr)
+            out.append(byte: ASCII.lf)
+        }
+        out.append(byte: ASCII.cr)
+        out.append(byte: ASCII.lf)
     }
 
     /// The interim response sent before reading a body the client holds back with `Expect: 100-continue`.
@@ -126,22 +144,29 @@ enum ResponseWriter {
 /// The `Date` header line, re-rendered at most once per second per event loop.
 final class DateCache {
     private(set) var line: [UInt8] = []
-    private var second = -1
+    private var second: time_t = -1
 
     init() { refresh() }
 
     func refresh() {
-        var now = time(nil)
+        let now = time(nil)
         guard now != second else { return }
         second = now
+        line = Array("Date: \(HTTPDate.format(now))\r\n".utf8)
+    }
+}
+
+/// HTTP-dates (RFC 9110 §5.6.7): `Sun, 06 Nov 1994 08:49:37 GMT`.
+public enum HTTPDate {
+    /// The HTTP-date of `seconds` since 1970.
+    public static func format(_ seconds: Int) -> String {
+        var now = time_t(seconds)
         var parts = tm()
         gmtime_r(&now, &parts)
         let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let text =
-            "Date: \(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT\r\n"
-        line = Array(text.utf8)
+        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 }

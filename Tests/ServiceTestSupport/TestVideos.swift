@@ -1,0 +1,36 @@
+import Foundation
+import Synchronization
+
+/// Videos made by the tests themselves with ffmpeg (`-f lavfi testsrc`), never downloaded:
+/// a clip of a given length, size and sound, made once per run and kept for the others.
+package enum TestVideos {
+    private static let made = Mutex<[String: URL]>([:])
+    private static let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-test-videos-\(getpid())")
+
+    /// An H.264/AAC MP4 of `seconds`, `width` × `height` (with a sine tone when `audio`).
+    package static func clip(seconds: Int = 2, width: Int = 320, height: Int = 180, audio: Bool = true) throws -> URL {
+        let name = "clip-\(seconds)s-\(width)x\(height)\(audio ? "-audio" : "").mp4"
+        if let url = made.withLock({ $0[name] }) { return url }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let url = directory.appendingPathComponent(name)
+        var arguments = ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=\(width)x\(height):rate=25:duration=\(seconds)"]
+        if audio { arguments += ["-f", "lavfi", "-i", "sine=frequency=440:duration=\(seconds)"] }
+        arguments += ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"]
+        if audio { arguments += ["-c:a", "aac", "-shortest"] }
+        try run("ffmpeg", arguments + [url.path])
+        made.withLock { $0[name] = url }
+        return url
+    }
+
+    /// Runs `program` with `arguments`, failing when it does not exit with 0.
+    package static func run(_ program: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [program] + arguments
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "\(program) exited with \(process.terminationStatus)"])
+        }
+    }
+}
