@@ -91,3 +91,12 @@ def before_call(context, case, kwargs):
     own = os.environ.get(variable) if variable else None
     if own and case.path_parameters and str(case.path_parameters.get("id", "")).lower() == own.lower():
         case.path_parameters = {**case.path_parameters, "id": str(uuid.uuid4())}
+
+
+# An upload's bytes (tus `application/offset+octet-stream`, the IETF draft's
+# `application/partial-upload`) are sent as they are.
+@schemathesis.serializer("application/offset+octet-stream", "application/partial-upload")
+def _upload_bytes(ctx, value):
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    return str(value).encode("utf-8")

@@ -65,7 +65,12 @@ package struct VideoPipeline: Sendable {
             ffprobe, ["-v", "error", "-print_format", "json", "-show_format", "-show_streams", source],
             limits: ProcessLimits(wallClock: .seconds(60), cpuSeconds: 60, memoryBytes: 1 << 30, fileBytes: 1 << 20), scratch: scratch, outputLimit: 4 << 20,
             isCancelled: isCancelled)
-        try Self.check(run, what: "Reading the file")
+        guard run.outcome == .exited(0) else {
+            if run.outcome == .cancelled { throw CancellationError() }
+            // Its words, without the server's path of the file.
+            let said = run.errors.split(separator: "\n").last.map { Self.withoutPaths($0).prefix(200) } ?? ""
+            throw VideoRefusal("The file is not a video ffprobe can read" + (said.isEmpty ? "." : ": \(said)"))
+        }
         return try Self.probe(json: run.output, size: size)
     }
 
@@ -176,7 +181,7 @@ package struct VideoPipeline: Sendable {
 
     /// A run's outcome as a refusal when it failed.
     private static func check(_ run: LimitedProcess.Result, what: String) throws {
-        let detail = run.errors.split(separator: "\n").last.map { ": " + $0.prefix(300) } ?? ""
+        let detail = run.errors.split(separator: "\n").last.map { ": " + Self.withoutPaths($0).prefix(300) } ?? ""
         switch run.outcome {
         case .exited(0): return
         case .exited: throw VideoRefusal("\(what) failed\(detail).")
@@ -186,6 +191,15 @@ package struct VideoPipeline: Sendable {
         case .timedOut: throw VideoRefusal("\(what) took longer than a video of this length may.")
         case .cancelled: throw CancellationError()
         }
+    }
+
+    /// A line of ffmpeg's with each path in it cut to its file's name: a reason shown on
+    /// the item never tells the server's folders.
+    static func withoutPaths(_ line: Substring) -> String {
+        line.split(separator: " ", omittingEmptySubsequences: false).map { word in
+            guard word.hasPrefix("/") || word.hasPrefix("'/") else { return String(word) }
+            return String(word.split(separator: "/").last ?? "")
+        }.joined(separator: " ")
     }
 
     /// The seconds between two storyboard thumbnails: one a second, or fewer for a long

@@ -42,7 +42,7 @@ struct Items: AsyncParsableCommand, CLIResource {
     static let configuration = CommandConfiguration(
         abstract: "Playable items (streaming videos).",
         subcommands: [
-            ListCommand<Items>.self, GetCommand<Items>.self, Create.self, DeleteCommand<Items>.self, ImageCommand<Items>.self,
+            ListCommand<Items>.self, GetCommand<Items>.self, Create.self, DeleteCommand<Items>.self, ImageCommand<Items>.self, Upload.self,
         ])
     static let noun = "item"
 
@@ -52,6 +52,7 @@ struct Items: AsyncParsableCommand, CLIResource {
         [
             ("id", item.id.rawValue), ("title", item.title), ("streamURL", item.streamURL.absoluteString),
             ("thumbnailURL", item.thumbnailURL?.absoluteString ?? ""), ("image", item.image?.url ?? ""), ("durationSeconds", item.durationSeconds.map { "\($0)" } ?? ""),
+            ("video", item.video.map { $0.status.rawValue + ($0.error.map { ": " + $0 } ?? "") } ?? ""),
             ("description", item.description), ("version", "\(item.version)"),
         ]
     }
@@ -74,6 +75,36 @@ struct Items: AsyncParsableCommand, CLIResource {
                 title: title, description: description, streamURL: stream,
                 thumbnailURL: thumbnailURL.flatMap(URL.init(string:)), durationSeconds: duration)
             try await Output.run { try Output.one(try await connection.client().playableItems.create(input), connection: connection, fields: Items.fields) }
+        }
+    }
+
+    struct Upload: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Upload a video file as the item's hosted video, resumably; progress on standard error.",
+            discussion: "Run it again with --resume UPLOAD (the path it printed first) to go on from where the server is.")
+
+        @OptionGroup var connection: Connection
+        @Argument(help: "The item's id.") var id: String
+        @Argument(help: "The video file.") var file: String
+        @Option(help: "An unfinished upload of this file to go on with (/v1/uploads/…).") var resume: String?
+        @Option(help: "Bytes sent per request.") var chunkSize = 8 << 20
+
+        func run() async throws {
+            let id = try Output.id(id)
+            let url = URL(fileURLWithPath: file)
+            guard FileManager.default.isReadableFile(atPath: url.path) else { throw ValidationError("Cannot read \(file).") }
+            guard (1 << 16...1 << 30).contains(chunkSize) else { throw ValidationError("--chunk-size must be from 65536 to 1073741824.") }
+            try await Output.run {
+                let videos = try connection.client().videos
+                let path: String
+                if let resume { path = resume } else { path = try await videos.start(url, for: id) }
+                FileHandle.standardError.write(Data("upload \(path)\n".utf8))
+                try await videos.resume(url, at: path, chunkSize: chunkSize) { sent, total in
+                    let percent = total == 0 ? 100 : Int(sent * 100 / total)
+                    FileHandle.standardError.write(Data("\(sent)/\(total) bytes (\(percent)%)\n".utf8))
+                }
+                try Output.one(try await connection.client().playableItems.get(id), connection: connection, fields: Items.fields)
+            }
         }
     }
 

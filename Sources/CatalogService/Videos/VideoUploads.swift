@@ -53,7 +53,7 @@ final class VideoUploads: Sendable {
     func register(in routes: inout Routes) {
         routes.add(
             .POST, "/v1/playable-items/{id}/video", .editor, rate: .expensive, maxBody: settings.maxBytes, bodyPassesServerLimit: true, caching: .noStore,
-            replaysAnswers: false, options: discovery, .receiving { [self] request, caller, responder, done in try create(request, caller, responder, done) })
+            options: discovery, .receiving { [self] request, caller, responder, done in try create(request, caller, responder, done) })
         routes.add(
             .HEAD, Self.uploadsPath + "{uploadId}", .editor, caching: .noStore, options: discovery,
             .later { [self] request, caller, _, done in try offset(request, caller, done) })
@@ -164,14 +164,32 @@ final class VideoUploads: Sendable {
     private func offset(_ request: HTTPRequest, _ caller: Caller, _ done: @escaping Completion) throws {
         let dialect = try UploadDialect(request)
         do {
-            let row = try upload(request, caller)
-            if row.state == .released || (row.state == .uploading && (row.expires ?? .max) <= Timestamp.milliseconds(Date())) { throw UploadRefusal.gone }
-            var response = HTTPResponse(status: dialect == .tus ? .ok : .noContent, headers: dialect.state(row, maxBytes: settings.maxBytes))
-            response.cacheControl = "no-store"
-            done(.success(response))
+            try report(try upload(request, caller), dialect: dialect, attempt: 0, done)
         } catch {
             throw Self.refusal(error, dialect)
         }
+    }
+
+    /// Answers with `row`'s offset once no request appends to it (a request still
+    /// appending, cut off on the client's side, is ended first, and its bytes counted).
+    private func report(_ row: VideoRow, dialect: UploadDialect, attempt: Int, _ done: @escaping Completion) throws {
+        let now = Timestamp.milliseconds(Date())
+        if row.state == .uploading, row.lockedBy != nil, (row.lockedUntil ?? 0) > now, attempt < Self.waitsForHolder {
+            leases.supersede(row.id)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in
+                do {
+                    guard let again = try records.row(row.id) else { throw UploadRefusal.notFound }
+                    try report(again, dialect: dialect, attempt: attempt + 1, done)
+                } catch {
+                    done(.failure(Self.refusal(error, dialect)))
+                }
+            }
+            return
+        }
+        if row.state == .released || (row.state == .uploading && (row.expires ?? .max) <= now) { throw UploadRefusal.gone }
+        var response = HTTPResponse(status: dialect == .tus ? .ok : .noContent, headers: dialect.state(row, maxBytes: settings.maxBytes))
+        response.cacheControl = "no-store"
+        done(.success(response))
     }
 
     private func append(_ request: HTTPRequest, _ caller: Caller, _ responder: Responder, _ done: @escaping Completion) throws {
@@ -234,14 +252,30 @@ final class VideoUploads: Sendable {
 
     // MARK: Appending
 
+    /// How many times (a tenth of a second apart) a request waits for another one appending
+    /// to the same upload to end, before it is refused with 423.
+    static let waitsForHolder = 30
+
     /// Takes `row` for this request at `offset`, opens its append, and takes the body
     /// into it; once the body ended, keeps it (or drops it) and answers with `answer`.
+    /// While another request holds it, this one ends that request (when it is this
+    /// server's) and waits for it to let go.
     private func take(
         _ row: VideoRow, offset: Int, caller: Caller, dialect: UploadDialect, checksum: UploadChecksum?, completes: Bool?, responder: Responder,
-        answer: @escaping @Sendable (VideoRow) -> HTTPResponse, _ done: @escaping Completion
+        answer: @escaping @Sendable (VideoRow) -> HTTPResponse, attempt: Int = 0, _ done: @escaping Completion
     ) {
         let holder = leases.newHolder()
         records.take(row.id, for: holder, until: leases.until(), offset: offset) { [self] result in
+            if case .failure(UploadRefusal.locked) = result, attempt < Self.waitsForHolder {
+                // A request before this one (cut off on the client's side, not yet on ours)
+                // still appends: it ends first, keeping what it has, then this one goes on.
+                leases.supersede(row.id)
+                return DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in
+                    take(
+                        row, offset: offset, caller: caller, dialect: dialect, checksum: checksum, completes: completes, responder: responder, answer: answer,
+                        attempt: attempt + 1, done)
+                }
+            }
             guard case let .success(taken) = result else {
                 if case let .failure(error) = result { done(.failure(Self.refusal(error, dialect, current: row))) }
                 return
@@ -254,7 +288,7 @@ final class VideoUploads: Sendable {
                     records.letGo(taken.id, holder: holder)
                     return done(.failure(Self.storageFailure(error, dialect)))
                 }
-                leases.hold(taken.id, as: holder)
+                leases.hold(taken.id, as: holder, responder: responder)
                 let sink = UploadSink(append: append, allowed: taken.progress.length - taken.progress.offset, checksum: checksum) { [self] sink, ending in
                     ended(sink, ending, holder: holder, dialect: dialect, checksum: checksum, completes: completes, answer: answer, done)
                 }
@@ -387,8 +421,8 @@ final class UploadLeases: Sendable {
     /// This server's part of every holder's name.
     let server: String
     private let next = Atomic<UInt64>(0)
-    /// The uploads held now, by id, with their holder.
-    private let held = Mutex<[String: String]>([:])
+    /// The uploads held now, by id, with their holder and its request.
+    private let held = Mutex<[String: (holder: String, responder: Responder)]>([:])
 
     init(server: String) {
         self.server = server
@@ -403,8 +437,15 @@ final class UploadLeases: Sendable {
         Timestamp.milliseconds(Date()) + Self.lease
     }
 
-    func hold(_ id: String, as holder: String) {
-        held.withLock { $0[id] = holder }
+    func hold(_ id: String, as holder: String, responder: Responder) {
+        held.withLock { $0[id] = (holder, responder) }
+    }
+
+    /// Ends the request of this server holding the upload `id`, if one does (a newer
+    /// request of the upload supersedes it): its connection closes, and what it received
+    /// is kept as a cut-off body is.
+    func supersede(_ id: String) {
+        held.withLock { $0[id] }?.responder.cut()
     }
 
     func release(_ id: String) {
@@ -412,5 +453,5 @@ final class UploadLeases: Sendable {
     }
 
     /// The uploads held now, with their holders.
-    var current: [String: String] { held.withLock { $0 } }
+    var current: [String: String] { held.withLock { $0.mapValues(\.holder) } }
 }

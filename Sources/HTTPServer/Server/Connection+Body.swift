@@ -67,6 +67,20 @@ extension Connection {
         return true
     }
 
+    /// Reads what the socket still holds into the input buffer, up to
+    /// ``maxHeldUnreadBody`` bytes (the rest is lost with the connection).
+    func readRemainingInput() {
+        while input.readableCount < Self.maxHeldUnreadBody {
+            input.reserveWritable(Self.readChunk)
+            let space = input.writableSpace
+            guard case let .bytes(count) = receive(into: UnsafeMutableBufferPointer(rebasing: space[0..<min(space.count, Self.readChunk)])) else { return }
+            input.didWrite(count)
+        }
+    }
+
+    /// The most of a cut-off streamed body held for a handler that has not taken it yet.
+    static let maxHeldUnreadBody = 4 << 20
+
     /// Skips the body of the request being answered that its streaming route did not
     /// read, when all of it has arrived. - Returns: false when it has not (the connection
     /// must then close after the answer: the next request's start is unknown).

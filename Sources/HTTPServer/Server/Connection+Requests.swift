@@ -225,6 +225,13 @@ extension Connection {
     /// - Returns: whether that happened (false when no answer is awaited).
     func abandonIfAwaiting() -> Bool {
         switch phase {
+        case .awaiting where unreadBody != nil && !peerClosedInput:
+            // The client ended a streamed body its handler has not taken yet (an upload cut
+            // off): what it sent is read now, for the sink to keep when it comes.
+            readRemainingInput()
+            peerClosedInput = true
+            updateInterest()
+            return true
         case .awaiting, .streaming, .receiving:
             close()
             return true

@@ -227,6 +227,14 @@ public struct Responder: Sendable {
         }
     }
 
+    /// Closes the request's connection at once, answering nothing: for a request a newer
+    /// one supersedes (an upload's append, cut off on the client's side but not yet on
+    /// ours). A body being taken ends incomplete.
+    public func cut() {
+        guard case let .connection(loop, fd, id, _) = target else { return }
+        loop.execute { loop in loop.connection(fd: fd, id: id)?.close() }
+    }
+
     /// Sends an interim (1xx) response before the final one, such as `104 Upload Resumption
     /// Supported` with the upload's `Location`; nothing once the final answer is out.
     public func inform(_ status: HTTPStatus, headers: [(name: String, value: String)]) {
