@@ -7,7 +7,8 @@
 --   processing  a worker (locked_by) holds it until locked_until, renewed while it runs;
 --               past that, another worker takes it again (attempts counts them);
 --   ready / failed   done; the item's `video` member shows the outcome;
---   released    replaced by a later upload, or its item deleted: its files are removed.
+--   released    replaced by a later upload, or its item deleted: its files are removed
+--               (once no request or worker holds it any more).
 -- While an upload is being written, locked_by/locked_until hold it for that request, so
 -- two writers never append at once. On S3, store_upload is the multipart upload, parts
 -- the parts kept so far ("number etag size" lines), and tail_size the bytes after them,

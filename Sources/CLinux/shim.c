@@ -58,12 +58,22 @@ int clinux_spawn_limited(
         if (niceness != 0) setpriority(PRIO_PROCESS, 0, niceness);
         int input = open("/dev/null", O_RDONLY);
         if (input < 0 || dup2(input, 0) < 0 || dup2(output, 1) < 0 || dup2(error, 2) < 0) _exit(126);
-        syscall(SYS_close_range, 3, ~0U, 0);
+        if (syscall(SYS_close_range, 3, ~0U, 0) != 0) {
+            // A kernel before 5.9: one by one, up to the descriptor limit.
+            long last = sysconf(_SC_OPEN_MAX);
+            for (long fd = 3; fd < (last > 0 ? last : 65536); fd++) close((int)fd);
+        }
         execve(path, argv, envp);
         _exit(127);
     }
+    // Here too, so the group exists before the caller may signal it (whichever runs first).
+    setpgid(child, child);
     *pid = child;
     return 0;
+}
+
+int clinux_punch_hole(int fd, long long offset, long long length) {
+    return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)offset, (off_t)length);
 }
 
 static _Thread_local uint64_t budget_deadline;

@@ -110,7 +110,7 @@ package enum LimitedProcess {
                     killedFor = .cancelled
                 }
                 if killedFor != nil {
-                    kill(-pid, SIGKILL)
+                    if kill(-pid, SIGKILL) != 0 { kill(pid, SIGKILL) }
                     continue
                 }
                 usleep(100_000)

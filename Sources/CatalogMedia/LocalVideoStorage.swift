@@ -46,6 +46,8 @@ package struct LocalVideoStorage: VideoStorage {
         return UploadAppend(upload: upload, descriptor: descriptor, base: upload.offset, spoolPath: nil)
     }
 
+    package func appended(_ append: UploadAppend) throws(MediaStoreError) {}
+
     package func commit(_ append: UploadAppend) throws(MediaStoreError) -> UploadProgress {
         guard !append.failed else { throw MediaStoreError("Cannot write the upload \(append.upload.id): the disk refused it") }
         guard fdatasync(append.descriptor) == 0 else { throw MediaStoreError("Cannot sync the upload \(append.upload.id): \(String(cString: strerror(errno)))") }

@@ -15,6 +15,9 @@ package struct S3MediaStore: MediaStore {
         package var prefix: String
         /// The service's base URL; AWS's regional endpoint when not given.
         package var endpoint: String
+        /// The base URL players reach the service at, for presigned URLs (`public-endpoint`):
+        /// ``endpoint`` when not given.
+        package var publicEndpoint: String
         package var region: String
 
         /// The address `text` names, or why it is not one.
@@ -23,8 +26,8 @@ package struct S3MediaStore: MediaStore {
                 throw MediaStoreError("A media store is s3://BUCKET[/PREFIX]?endpoint=URL&region=REGION, not \(text).")
             }
             let query = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
-            if let unknown = query.keys.first(where: { !["endpoint", "region"].contains($0) }) {
-                throw MediaStoreError("The media store's address takes endpoint and region, not \(unknown).")
+            if let unknown = query.keys.first(where: { !["endpoint", "region", "public-endpoint"].contains($0) }) {
+                throw MediaStoreError("The media store's address takes endpoint, region and public-endpoint, not \(unknown).")
             }
             self.bucket = bucket
             let path = components.path.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
@@ -35,6 +38,11 @@ package struct S3MediaStore: MediaStore {
                 throw MediaStoreError("The media store's endpoint must be an http(s) URL, not \(endpoint).")
             }
             endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
+            publicEndpoint = query["public-endpoint"] ?? endpoint
+            guard let url = URL(string: publicEndpoint), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                throw MediaStoreError("The media store's public-endpoint must be an http(s) URL, not \(publicEndpoint).")
+            }
+            publicEndpoint = publicEndpoint.hasSuffix("/") ? String(publicEndpoint.dropLast()) : publicEndpoint
         }
     }
 
@@ -116,7 +124,8 @@ package struct S3MediaStore: MediaStore {
     }
 
     /// A URL that lets whoever holds it `GET` `key` for `lifetime` seconds (AWS Signature V4
-    /// in the query, path-style, signed for the host alone: `UNSIGNED-PAYLOAD`).
+    /// in the query, path-style, signed for the host alone: `UNSIGNED-PAYLOAD`), at the
+    /// address players reach the store at (``Address/publicEndpoint``).
     package func presignedGET(_ key: String, lifetime: Int, now: Date = Date()) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -132,15 +141,18 @@ package struct S3MediaStore: MediaStore {
         ]
         if let sessionToken { query.append(("X-Amz-Security-Token", sessionToken)) }
         let canonicalQuery = query.map { (Self.escape($0.0), Self.escape($0.1)) }.sorted { $0.0 < $1.0 }.map { $0.0 + "=" + $0.1 }.joined(separator: "&")
-        let url = URL(string: address.endpoint)
-        let host = (url?.host ?? "") + (url?.port.map { ":\($0)" } ?? "")
-        let path = objectPath(key)
+        let url = URL(string: address.publicEndpoint)
+        // The Host a client sends: no port when it is the scheme's own.
+        let port = url?.port.flatMap { ($0 == 443 && url?.scheme == "https") || ($0 == 80 && url?.scheme == "http") ? nil : $0 }
+        let host = (url?.host ?? "") + (port.map { ":\($0)" } ?? "")
+        let base = url?.path ?? ""
+        let path = (base.hasSuffix("/") ? String(base.dropLast()) : base) + objectPath(key)
         let canonicalRequest = "GET\n\(path)\n\(canonicalQuery)\nhost:\(host)\n\nhost\nUNSIGNED-PAYLOAD"
         let stringToSign = "AWS4-HMAC-SHA256\n\(stamp)\n\(scope)\n" + Crypto.hex(Crypto.sha256(Array(canonicalRequest.utf8)))
         var signingKey = Crypto.hmacSHA256(key: Array(("AWS4" + secret).utf8), Array(day.utf8))
         for part in [address.region, "s3", "aws4_request"] { signingKey = Crypto.hmacSHA256(key: signingKey, Array(part.utf8)) }
         let signature = Crypto.hex(Crypto.hmacSHA256(key: signingKey, Array(stringToSign.utf8)))
-        return address.endpoint + path + "?" + canonicalQuery + "&X-Amz-Signature=" + signature
+        return (url?.scheme ?? "https") + "://" + host + path + "?" + canonicalQuery + "&X-Amz-Signature=" + signature
     }
 
     func objectPath(_ key: String) -> String {

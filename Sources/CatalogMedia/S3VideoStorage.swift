@@ -1,3 +1,4 @@
+import CLinux
 import CatalogIdentity
 import CatalogSchema
 import Foundation
@@ -5,8 +6,10 @@ import Foundation
 /// Hosted video in an S3-compatible bucket, for servers that share one database.
 ///
 /// An upload is a multipart upload of `videos/{id}/source`. Each append is spooled to a
-/// local file (after the tail kept before it), then sent as whole parts of
-/// ``partSize``; what is left after the last whole part (the tail) is kept as the object
+/// local file (after the tail kept before it), and its whole parts of ``partSize`` are
+/// sent as they fill, each part's blocks freed in the spool once sent (the spool holds
+/// about one part, whatever the body's length); what is left after the last whole part
+/// (the tail) is kept as the object
 /// `uploads/{id}/tail-{offset}` (named by the offset it ends at, so a crash before the
 /// database records a new tail never overwrites the one it still names). The last append
 /// sends the rest as the final part, and the upload completes. Memory stays at one part
@@ -69,29 +72,41 @@ package struct S3VideoStorage: VideoStorage {
         return append
     }
 
+    package func appended(_ append: UploadAppend) throws(MediaStoreError) {
+        try sendParts(append, withRest: false)
+    }
+
+    /// Sends the whole parts of `append` not sent yet (and, `withRest`, what follows them
+    /// as the final part), freeing each one's blocks in the spool once the store has it.
+    private func sendParts(_ append: UploadAppend, withRest: Bool) throws(MediaStoreError) {
+        guard let uploadID = append.upload.storeUpload else { throw MediaStoreError("The upload \(append.upload.id) has no multipart upload") }
+        while append.spooled - append.unsent >= partSize || (withRest && append.unsent < append.spooled) {
+            let size = min(partSize, append.spooled - append.unsent)
+            let body = try fileBody(append.descriptor, offset: append.unsent, length: size)
+            let key = Self.sourceKey(append.upload.id)
+            let answer = try store.exchange(
+                "PUT", path: store.objectPath(key) + "?partNumber=\(append.nextPart)&uploadId=" + S3MediaStore.escape(uploadID), file: body,
+                timeout: store.timeout(forBytes: size))
+            guard answer.status == 200, !answer.etag.isEmpty else { throw store.failure("UploadPart", key, answer) }
+            append.sentParts.append(UploadPart(number: append.nextPart, etag: answer.etag, size: size))
+            append.nextPart += 1
+            _ = clinux_punch_hole(append.descriptor, Int64(append.unsent), Int64(size))
+            append.unsent += size
+        }
+    }
+
     package func commit(_ append: UploadAppend) throws(MediaStoreError) -> UploadProgress {
         guard !append.failed else { throw MediaStoreError("Cannot spool the upload \(append.upload.id): the disk refused it") }
         var progress = append.upload
-        guard append.received > 0, let uploadID = progress.storeUpload else { return progress }
+        guard append.received > 0 else { return progress }
         progress.offset += append.received
-        let spooled = append.base + append.received
-        let complete = progress.offset == progress.length
-        var start = 0
-        // Whole parts; on the last append, the rest as the final part.
-        while spooled - start >= partSize || (complete && start < spooled) {
-            let size = min(partSize, spooled - start)
-            let body = try fileBody(append.descriptor, offset: start, length: size)
-            let answer = try store.exchange(
-                "PUT", path: store.objectPath(Self.sourceKey(progress.id)) + "?partNumber=\(progress.nextPart)&uploadId=" + S3MediaStore.escape(uploadID), file: body,
-                timeout: store.timeout(forBytes: size))
-            guard answer.status == 200, !answer.etag.isEmpty else { throw store.failure("UploadPart", Self.sourceKey(progress.id), answer) }
-            progress.parts.append(UploadPart(number: progress.nextPart, etag: answer.etag, size: size))
-            progress.nextPart += 1
-            start += size
-        }
-        progress.tailSize = spooled - start
+        // The last append sends the rest as the final part; another keeps it as the tail.
+        try sendParts(append, withRest: progress.offset == progress.length)
+        progress.parts += append.sentParts
+        progress.nextPart = append.nextPart
+        progress.tailSize = append.spooled - append.unsent
         if progress.tailSize > 0 {
-            let body = try fileBody(append.descriptor, offset: start, length: progress.tailSize)
+            let body = try fileBody(append.descriptor, offset: append.unsent, length: progress.tailSize)
             let answer = try store.exchange("PUT", path: store.objectPath(Self.tailKey(progress)), file: body, headers: ["Content-Type: application/octet-stream"])
             guard (200..<300).contains(answer.status) else { throw store.failure("PUT", Self.tailKey(progress), answer) }
         }

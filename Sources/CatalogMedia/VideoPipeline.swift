@@ -52,9 +52,23 @@ package struct VideoPipeline: Sendable {
         self.ffprobe = ffprobe
     }
 
+    /// The containers a source may be: no playlist, concatenation list or image sequence,
+    /// which could name other files or network addresses.
+    static let sourceFormats = "mov,matroska,webm,avi,mpegts,mpeg,flv,ogg,asf,mxf,h264,hevc,yuv4mpegpipe"
+
+    /// The input options and input of a run over the untrusted `source`: local files only,
+    /// and only the containers of video (``sourceFormats``).
+    static func untrusted(_ source: String) -> [String] {
+        ["-protocol_whitelist", "file", "-format_whitelist", sourceFormats, "-i", "file:" + source]
+    }
+
+    /// The longest one run may take.
+    static let maxRunSeconds = 4 * 3600
+
     /// The limits of a run over a source of `duration` seconds and `bytes`.
     package static func limits(duration: Double, bytes: Int) -> ProcessLimits {
-        let wall = 600 + Int(duration * 4)
+        // The length is the file's word: the bound stops at four hours however long it claims to be.
+        let wall = min(600 + Int(duration * 4), maxRunSeconds)
         return ProcessLimits(wallClock: .seconds(wall), cpuSeconds: wall * 2, memoryBytes: 4 << 30, fileBytes: max(2 * bytes, 1 << 30))
     }
 
@@ -62,7 +76,7 @@ package struct VideoPipeline: Sendable {
     package func probe(_ source: String, scratch: String, isCancelled: @Sendable () -> Bool = { false }) throws -> VideoProbe {
         let size = (try? FileManager.default.attributesOfItem(atPath: source)[.size] as? Int) ?? 0
         let run = try LimitedProcess.run(
-            ffprobe, ["-v", "error", "-print_format", "json", "-show_format", "-show_streams", source],
+            ffprobe, ["-v", "error", "-print_format", "json", "-show_format", "-show_streams"] + Self.untrusted(source),
             limits: ProcessLimits(wallClock: .seconds(60), cpuSeconds: 60, memoryBytes: 1 << 30, fileBytes: 1 << 20), scratch: scratch, outputLimit: 4 << 20,
             isCancelled: isCancelled)
         guard run.outcome == .exited(0) else {
@@ -127,7 +141,7 @@ package struct VideoPipeline: Sendable {
             graph += ";[s\(index)]scale=\(scale),format=yuv420p[v\(index)]"
         }
         graph += ";[sb]fps=1/\(interval),scale=\(thumbnailWidth):\(thumbnailHeight),tile=\(thumbnailsPerRow)x\(max(1, rows))[board]"
-        var hls = ["-nostdin", "-v", "error", "-y", "-i", source, "-filter_complex", graph]
+        var hls = ["-nostdin", "-v", "error", "-y"] + untrusted(source) + ["-filter_complex", graph]
         var streams: [String] = []
         for (index, rendition) in renditions.enumerated() {
             hls += ["-map", "[v\(index)]"]
@@ -147,11 +161,17 @@ package struct VideoPipeline: Sendable {
             "-map", "[board]", "-frames:v", "1", "-q:v", "5", output + "/" + storyboardImage,
         ]
         let top = renditions.last?.name ?? ""
-        let mp4 = ["-nostdin", "-v", "error", "-y", "-i", output + "/\(top)/index.m3u8", "-c", "copy", "-movflags", "+faststart", output + "/" + mp4]
-        let at = String(format: "%.3f", min(probe.duration * 0.1, 10))
-        let posterFrame = [
-            "-nostdin", "-v", "error", "-y", "-ss", at, "-i", source, "-frames:v", "1", "-vf", "scale='min(1280,iw)':-2", "-q:v", "3", poster,
+        let mp4 = [
+            "-nostdin", "-v", "error", "-y", "-protocol_whitelist", "file", "-format_whitelist", "hls,mov", "-i", "file:" + output + "/\(top)/index.m3u8",
+            "-c", "copy", "-movflags", "+faststart", output + "/" + mp4,
         ]
+        let at = String(format: "%.3f", min(probe.duration * 0.1, 10))
+        let posterFrame =
+            [
+                "-nostdin", "-v", "error", "-y", "-ss", at,
+            ] + untrusted(source) + [
+                "-frames:v", "1", "-vf", "scale='min(1280,iw)':-2", "-q:v", "3", poster,
+            ]
         return [hls, mp4, posterFrame]
     }
 
@@ -197,7 +217,7 @@ package struct VideoPipeline: Sendable {
     /// the item never tells the server's folders.
     static func withoutPaths(_ line: Substring) -> String {
         line.split(separator: " ", omittingEmptySubsequences: false).map { word in
-            guard word.hasPrefix("/") || word.hasPrefix("'/") else { return String(word) }
+            guard word.contains("/") else { return String(word) }
             return String(word.split(separator: "/").last ?? "")
         }.joined(separator: " ")
     }

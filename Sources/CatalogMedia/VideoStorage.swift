@@ -18,6 +18,10 @@ package protocol VideoStorage: Sendable {
     /// Opens an append to `upload` at its durable offset: where the next bytes go. Bytes
     /// past that offset from an append that was never committed (a crash) are dropped.
     func openAppend(_ upload: UploadProgress) throws(MediaStoreError) -> UploadAppend
+    /// `append` received more (called after each write, in order, off the event loop):
+    /// an object store sends the whole parts it holds now, so a long body never waits in
+    /// the spool whole.
+    func appended(_ append: UploadAppend) throws(MediaStoreError)
     /// Keeps what `append` received: durable once this returns. - Returns: the upload's
     /// state with them (its offset, and on S3 its parts and tail), for the database.
     func commit(_ append: UploadAppend) throws(MediaStoreError) -> UploadProgress
@@ -57,7 +61,8 @@ package enum VideoLocation: Sendable {
 
 /// One append to an upload: an open file the request's bytes are written to as they
 /// arrive (the upload's own file on local disk; a spool file on S3, holding the tail kept
-/// before them), counted, and hashed when the client sent a checksum.
+/// before them, whose whole parts go to the store as they fill). Used by one thread at a
+/// time, in order (the writes, then the commit).
 package final class UploadAppend: @unchecked Sendable {
     /// The upload as it was when the append began.
     package let upload: UploadProgress
@@ -71,13 +76,23 @@ package final class UploadAppend: @unchecked Sendable {
     package private(set) var failed = false
     /// Removes the file, when it is a spool, once closed.
     private let spoolPath: String?
+    /// The parts sent to an object store while the body arrived, not yet recorded.
+    package var sentParts: [UploadPart] = []
+    /// The next part's number.
+    package var nextPart: Int
+    /// Where in the file the first byte no part has sent is.
+    package var unsent = 0
 
     package init(upload: UploadProgress, descriptor: Int32, base: Int, spoolPath: String?) {
         self.upload = upload
         self.descriptor = descriptor
         self.base = base
         self.spoolPath = spoolPath
+        nextPart = upload.nextPart
     }
+
+    /// The bytes of the file: what the append began with and what it received.
+    package var spooled: Int { base + received }
 
     /// Writes `bytes` after those received (to the page cache: no `fsync`).
     /// - Returns: false when the write failed.

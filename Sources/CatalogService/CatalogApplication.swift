@@ -51,6 +51,9 @@ public struct CatalogConfiguration: Sendable {
     /// Where images are kept: `s3://bucket[/prefix]?endpoint=…&region=…` for S3-compatible
     /// storage (credentials from `AWS_*`); `nil` (the default) for ``mediaDirectory``.
     public var mediaStore: String?
+    /// Where an S3 media store's credentials are read (`AWS_ACCESS_KEY_ID`, …): the
+    /// process's environment when `nil`.
+    public var mediaStoreEnvironment: [String: String]?
     /// The local directory of images when there is no ``mediaStore``; `media` beside the
     /// database when `nil`.
     public var mediaDirectory: String?
@@ -150,7 +153,9 @@ public final class CatalogApplication: Sendable {
         let metrics = Metrics(version: Self.version, engine: location.engine, engineVersion: store.engineVersion)
         let mediaStore: any MediaStore =
             if let address = configuration.mediaStore {
-                try S3MediaStore(S3MediaStore.Address(address))
+                try S3MediaStore(
+                    S3MediaStore.Address(address, environment: configuration.mediaStoreEnvironment ?? ProcessInfo.processInfo.environment),
+                    environment: configuration.mediaStoreEnvironment ?? ProcessInfo.processInfo.environment)
             } else {
                 try LocalMediaStore(directory: configuration.mediaDirectory ?? Self.defaultMediaDirectory(databasePath: configuration.databasePath))
             }

@@ -4,8 +4,9 @@ import CatalogModels
 import CatalogStore
 import Foundation
 import ServiceTestSupport
-import Testing
+import Synchronization
 import TestSupport
+import Testing
 
 /// Hosted video end to end, against a real server on a loopback port: uploads through
 /// the reference tus client (tuspy), resumed after a cut connection; the IETF draft's
@@ -215,7 +216,8 @@ import TestSupport
         let tooLarge = try await catalog.client(key: editor.key).send("POST", "/v1/playable-items/\(item)/video", headers: Self.tus.merging(["Upload-Length": "1001"]) { $1 })
         #expect(tooLarge.status == 413)
         let overQuota = try await catalog.client(key: editor.key).send(
-            "POST", "/v1/playable-items/\(try await catalog.api.playableItems.create(PlayableItemInput(title: "B", streamURL: URL(string: "https://example.com/b")!)).value.id)/video",
+            "POST",
+            "/v1/playable-items/\(try await catalog.api.playableItems.create(PlayableItemInput(title: "B", streamURL: URL(string: "https://example.com/b")!)).value.id)/video",
             headers: Self.tus.merging(["Upload-Length": "600"]) { $1 })
         #expect(overQuota.status == 409 && overQuota.problem?.code == "quotaExceeded", "\(overQuota.text)")
         // Cancelled: gone, and the item shows no video.
@@ -260,8 +262,10 @@ import TestSupport
         let plain = try await onThread {
             try runCommand(
                 "/usr/bin/env",
-                ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer \(catalog.adminKey)", "-T", clip.path, "-X", "POST",
-                    catalog.client.baseURL.absoluteString + "/v1/playable-items/\(item)/video"])
+                [
+                    "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer \(catalog.adminKey)", "-T", clip.path, "-X", "POST",
+                    catalog.client.baseURL.absoluteString + "/v1/playable-items/\(item)/video",
+                ])
         }
         #expect(plain.output == "201")
         catalog.application.processVideos()
@@ -275,7 +279,8 @@ import TestSupport
         let absurd = Data("YUV4MPEG2 W10000 H10000 F25:1 Ip A1:1 C420jpeg\nFRAME\n".utf8) + Data(count: 10_000)
         let cases: [(Data, String)] = [
             (Data("not a video, just text".utf8), "not a video"),
-            (Data(TestImages.png(width: 64, height: 64)), "running time"),
+            // An image is no container of video the server reads.
+            (Data(TestImages.png(width: 64, height: 64)), "not a video"),
             (absurd, "claims 10000×10000 pixels"),
             (clip.prefix(clip.count / 2), "truncated"),
         ]
@@ -287,8 +292,56 @@ import TestSupport
             let video = try #require(try await Self.item(catalog, item).video)
             #expect(video.status == .failed)
             #expect(video.error?.contains(reason) == true, "\(reason): \(video.error ?? "-")")
+            #expect(video.error?.contains("/tmp") == false, "no server path: \(video.error ?? "-")")
         }
         // The server is unaffected.
         #expect(try await catalog.anonymous.get("/healthz").status == 200)
+    }
+
+    static let s3Endpoint = ProcessInfo.processInfo.environment["CATALOG_TEST_S3_ENDPOINT"]
+
+    @Test(.enabled(if: s3Endpoint != nil, "needs CATALOG_TEST_S3_ENDPOINT (.ci/s3.sh)")) func onS3AnUploadIsAMultipartUploadAndPlayersAreRedirected() async throws {
+        let endpoint = try #require(Self.s3Endpoint)
+        let credentials = ["AWS_ACCESS_KEY_ID": "catalog", "AWS_SECRET_ACCESS_KEY": "catalog-secret"]
+        let address = "s3://catalog-tests/videos-\(UUID().uuidString.lowercased())?endpoint=\(endpoint)"
+        try S3MediaStore(S3MediaStore.Address(address), environment: credentials).createBucket()
+        let catalog = try TestCatalog(seed: false) {
+            $0.mediaStore = address
+            $0.mediaStoreEnvironment = credentials
+        }
+        // About 18 MB, sent by the client library in appends of 5 MiB: parts of 8 MiB go to
+        // the store as they fill, the rest waits as a tail object between appends.
+        let clip = try TestVideos.clip(seconds: 2, width: 640, height: 360, audio: false, noisy: true)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: clip.path)[.size] as? Int)
+        #expect(size > 16 << 20)
+        let item = try await catalog.api.playableItems.create(PlayableItemInput(title: "On S3", streamURL: URL(string: "https://example.com/s")!)).value.id
+        let reports = Mutex<[Int64]>([])
+        let path = try await catalog.api.videos.upload(clip, for: item, chunkSize: 5 << 20) { sent, _ in reports.withLock { $0.append(sent) } }
+        #expect(reports.withLock { $0 }.last == Int64(size))
+        #expect(try await catalog.api.videos.offset(of: path) == (Int64(size), Int64(size)))
+        #expect(catalog.application.processVideos() == 1)
+        let video = try #require(try await Self.item(catalog, item).video)
+        #expect(video.status == .ready, "\(video)")
+        // Media files: a redirect to a presigned URL, which serves ranges itself.
+        let mp4 = try await onThread {
+            try runCommand("/usr/bin/env", ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", catalog.client.baseURL.absoluteString + (video.mp4 ?? "")])
+        }
+        #expect(mp4.output.hasPrefix("302 "), "\(mp4.output)")
+        let presigned = String(mp4.output.dropFirst(4))
+        #expect(presigned.hasPrefix(endpoint) && presigned.contains("X-Amz-Signature="))
+        let ranged = try await onThread { try runCommand("/usr/bin/env", ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{size_download}", "-r", "0-1", presigned]) }
+        #expect(ranged.output == "206 2", "\(ranged.output)")
+        // Playlists come from the server, so the paths in them stay its own.
+        let master = try await catalog.anonymous.get(try #require(video.hls))
+        #expect(master.status == 200 && master.text.contains("360p/index.m3u8"))
+        let decoded = try await onThread {
+            try runCommand("/usr/bin/env", ["ffmpeg", "-v", "error", "-i", catalog.client.baseURL.absoluteString + (video.hls ?? ""), "-map", "0", "-f", "null", "-"])
+        }
+        #expect(decoded.status == 0, "\(decoded.output)")
+        // Released with its item: the objects go.
+        #expect(try await catalog.client.send("DELETE", "/v1/playable-items/\(item)").status == 204)
+        catalog.application.sweepVideos()
+        let left = try S3MediaStore(S3MediaStore.Address(address), environment: credentials).list(prefix: "videos/\(video.id)/")
+        #expect(left.isEmpty, "\(left.map(\.key))")
     }
 }

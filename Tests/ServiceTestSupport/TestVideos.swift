@@ -7,15 +7,18 @@ package enum TestVideos {
     private static let made = Mutex<[String: URL]>([:])
     private static let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-test-videos-\(getpid())")
 
-    /// An H.264/AAC MP4 of `seconds`, `width` × `height` (with a sine tone when `audio`), faststart.
-    package static func clip(seconds: Int = 2, width: Int = 320, height: Int = 180, audio: Bool = true) throws -> URL {
-        let name = "clip-\(seconds)s-\(width)x\(height)\(audio ? "-audio" : "").mp4"
+    /// An H.264/AAC MP4 of `seconds`, `width` × `height` (with a sine tone when `audio`),
+    /// faststart; `noisy` makes it lossless noise, about 14 MB a second at 640×360 (a large
+    /// file, made fast).
+    package static func clip(seconds: Int = 2, width: Int = 320, height: Int = 180, audio: Bool = true, noisy: Bool = false) throws -> URL {
+        let name = "clip-\(seconds)s-\(width)x\(height)\(audio ? "-audio" : "")\(noisy ? "-noisy" : "").mp4"
         if let url = made.withLock({ $0[name] }) { return url }
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let url = directory.appendingPathComponent(name)
         var arguments = ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=\(width)x\(height):rate=25:duration=\(seconds)"]
         if audio { arguments += ["-f", "lavfi", "-i", "sine=frequency=440:duration=\(seconds)"] }
         // faststart: the index first, so a truncated copy still says how long it claims to be.
+        if noisy { arguments += ["-vf", "noise=alls=60:allf=t+u", "-qp", "0"] }
         arguments += ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-movflags", "+faststart"]
         if audio { arguments += ["-c:a", "aac", "-shortest"] }
         try run("ffmpeg", arguments + [url.path])

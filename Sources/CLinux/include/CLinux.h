@@ -37,6 +37,10 @@ int clinux_spawn_limited(
     pid_t *pid, const char *path, char *const argv[], char *const envp[], int output, int error, long cpu_seconds, long memory_bytes,
     long file_bytes, int niceness);
 
+/// Frees the disk blocks of `length` bytes of `fd` from `offset` (a hole; the file keeps
+/// its size): fallocate(2) with FALLOC_FL_PUNCH_HOLE. 0, or -1 with errno.
+int clinux_punch_hole(int fd, long long offset, long long length);
+
 /// Work budgets for SQLite statements, per thread: `clinux_budget_start` sets a deadline
 /// `allowance_ns` from now (unless one is already running; returns whether it set one),
 /// `clinux_budget_end` clears it, and `clinux_budget_exceeded` (installed with

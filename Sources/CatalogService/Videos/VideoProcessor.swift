@@ -125,7 +125,11 @@ final class VideoProcessor: Sendable {
             guard let pipeline else { throw VideoRefusal("The server cannot process video (ffmpeg is not installed).") }
             let (video, duration) = try process(job, pipeline)
             let stream = publicURL.map { $0 + (video.hls ?? "") }
-            try records.finish(job.id, worker: worker, video: video, duration: duration, stream: stream)
+            guard try records.finish(job.id, worker: worker, video: video, duration: duration, stream: stream) else {
+                // Released meanwhile (replaced, its item deleted): what it kept goes now.
+                if try records.row(job.id).map({ $0.state == .released }) ?? true { try storage.removeVideo(job.id) }
+                return
+            }
             Self.logger.info("Video \(job.id) is ready (\(ContinuousClock.now - started)).")
         } catch let refusal as VideoRefusal {
             Self.logger.info("Video \(job.id) failed: \(refusal)")
@@ -195,9 +199,8 @@ final class VideoProcessor: Sendable {
         do {
             for row in try records.expire() { try? storage.abortUpload(row.progress) }
             for row in try records.released() {
-                if row.progress.storeUpload != nil, row.progress.offset < row.progress.length || row.progress.parts.isEmpty {
-                    try? storage.abortUpload(row.progress)
-                }
+                // Its upload, finished or not (an object store forgets a completed one's id).
+                try? storage.abortUpload(row.progress)
                 try storage.removeVideo(row.id)
                 try records.forget(row.id)
             }

@@ -30,16 +30,22 @@ struct VideoServing: Sendable {
         guard VideoUploads.isUploadID(id), VideoFiles.isValidName(name), try records.row(id)?.state == .ready else { throw Self.notFound }
         let contentType = VideoFiles.contentType(name)
         let caching = (privateReads ? "private" : "public") + ", max-age=31536000, immutable"
-        let etag = "\"" + id.prefix(16) + "-" + String(Digest.of(Array(name.utf8)), radix: 36) + "\""
         var response: HTTPResponse
         switch try storage.locate(id, name) {
         case .missing:
             throw Self.notFound
         case let .file(path):
             guard let file = try ResponseFile.open(path) else { throw Self.notFound }
+            // Of this very file: a job run again writes new files under the same names.
+            let etag = "\"" + String(file.size, radix: 36) + "-" + String(file.modified, radix: 36) + "-" + String(file.identity, radix: 36) + "\""
             response = .serving(file, for: request, contentType: contentType, etag: etag)
         case let .bytes(bytes):
-            response = HTTPResponse(status: .ok, headers: [("Content-Type", contentType), ("ETag", etag)], body: bytes)
+            let etag = ETag.tag(digest: Digest.of(bytes), weak: false)
+            if let match = request.headers["if-none-match"], EntityTags.weaklyMatches(match, etag) {
+                response = HTTPResponse(status: .notModified, headers: [("ETag", etag)])
+            } else {
+                response = HTTPResponse(status: .ok, headers: [("Content-Type", contentType), ("ETag", etag)], body: bytes)
+            }
         case let .redirect(url):
             response = HTTPResponse(status: .found, headers: [("Location", url)])
             // The presigned URL lasts minutes: the redirect may be kept for one.

@@ -53,7 +53,8 @@ final class VideoUploads: Sendable {
     func register(in routes: inout Routes) {
         routes.add(
             .POST, "/v1/playable-items/{id}/video", .editor, rate: .expensive, maxBody: settings.maxBytes, bodyPassesServerLimit: true, caching: .noStore,
-            options: discovery, .receiving { [self] request, caller, responder, done in try create(request, caller, responder, done) })
+            // A key's fingerprint is its body's, which a streamed body does not have here.
+            replaysAnswers: false, options: discovery, .receiving { [self] request, caller, responder, done in try create(request, caller, responder, done) })
         routes.add(
             .HEAD, Self.uploadsPath + "{uploadId}", .editor, caching: .noStore, options: discovery,
             .later { [self] request, caller, _, done in try offset(request, caller, done) })
@@ -89,6 +90,10 @@ final class VideoUploads: Sendable {
             } else {
                 throw APIError(status: .badRequest, code: "lengthRequired", detail: "Send Upload-Length, or the whole video with its Content-Length.")
             }
+            if completes == true, let bodyLength, bodyLength != length {
+                throw APIError(
+                    status: .badRequest, code: "inconsistentUploadLength", detail: "A complete upload's body is its Upload-Length (\(length) bytes), not \(bodyLength).")
+            }
             guard length <= settings.maxBytes else {
                 throw APIError(status: .contentTooLarge, code: "uploadTooLarge", detail: "A video may have at most \(settings.maxBytes) bytes.")
             }
@@ -109,11 +114,7 @@ final class VideoUploads: Sendable {
                     ) { [self] result in
                         switch result {
                         case let .failure(error):
-                            if let storeUpload {
-                                _ = Handler.runBlocking { [storage] in
-                                    try? storage.abortUpload(UploadProgress(id: id, length: length, storeUpload: storeUpload))
-                                }
-                            }
+                            _ = Handler.runBlocking { [storage] in try? storage.abortUpload(UploadProgress(id: id, length: length, storeUpload: storeUpload)) }
                             done(.failure(Self.refusal(error, dialect)))
                         case let .success((row, _)):
                             let location = Self.uploadsPath + id
@@ -210,8 +211,10 @@ final class VideoUploads: Sendable {
             let checksum = try UploadChecksum(request)
             let completes = try dialect.completes(request)
             let row = try upload(request, caller)
+            // (Both are the client's, up to 19 digits: compared without adding them.)
+            guard offset <= row.progress.length else { throw UploadRefusal.offsetMismatch(current: row.progress.offset) }
             if let bodyLength = try UploadDialect.integer(request, "content-length") {
-                guard offset + bodyLength <= row.progress.length else {
+                guard bodyLength <= row.progress.length - offset else {
                     throw APIError(status: .contentTooLarge, code: "uploadTooLarge", detail: "The append passes the upload's length (\(row.progress.length) bytes).")
                 }
                 if completes == true, offset + bodyLength != row.progress.length {
@@ -289,7 +292,9 @@ final class VideoUploads: Sendable {
                     return done(.failure(Self.storageFailure(error, dialect)))
                 }
                 leases.hold(taken.id, as: holder, responder: responder)
-                let sink = UploadSink(append: append, allowed: taken.progress.length - taken.progress.offset, checksum: checksum) { [self] sink, ending in
+                let sink = UploadSink(
+                    append: append, allowed: taken.progress.length - taken.progress.offset, checksum: checksum, storage: storage, responder: responder
+                ) { [self] sink, ending in
                     ended(sink, ending, holder: holder, dialect: dialect, checksum: checksum, completes: completes, answer: answer, done)
                 }
                 responder.receiveBody(into: sink)
@@ -310,15 +315,22 @@ final class VideoUploads: Sendable {
         let refusal: APIError?
         switch ending {
         case .unqueued:
-            refusal = APIError(status: .serviceUnavailable, code: "serverBusy", detail: "The server is busy; send the rest again shortly.")
+            refusal = APIError(status: .serviceUnavailable, code: "serverBusy", detail: "The server is busy; send the bytes again shortly.", headers: [("Retry-After", "1")])
         case .cut:
             // A checksum cannot be checked against part of a body: nothing of it is kept.
-            refusal = checksum == nil ? nil : APIError(status: .badRequest, code: "incompleteBody", detail: "The body ended early.")
+            if let failure = sink.failure {
+                refusal = Self.storageFailure(failure, dialect)
+            } else {
+                refusal = checksum == nil ? nil : APIError(status: .badRequest, code: "incompleteBody", detail: "The body ended early.")
+            }
         case .complete:
             if sink.overflowed {
                 refusal = APIError(status: .contentTooLarge, code: "uploadTooLarge", detail: "The append passes the upload's length (\(before.length) bytes).")
-            } else if append.failed {
-                refusal = APIError(status: HTTPStatus(code: 507), code: "insufficientStorage", detail: "The server could not keep the bytes; send them again later.")
+            } else if let failure = sink.failure {
+                refusal =
+                    append.failed
+                    ? APIError(status: HTTPStatus(code: 507), code: "insufficientStorage", detail: "The server could not keep the bytes; send them again later.")
+                    : Self.storageFailure(failure, dialect)
             } else if let checksum, let digest = sink.digest, !Crypto.constantTimeEqual(digest.finish(), checksum.expected) {
                 refusal = APIError(status: HTTPStatus(code: 460), code: "checksumMismatch", detail: "The body's \(checksum.algorithm.rawValue) is not the Upload-Checksum.")
             } else if completes == true, before.offset + append.received != before.length {

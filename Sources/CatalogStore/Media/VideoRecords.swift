@@ -91,8 +91,8 @@ public final class VideoRecords: Sendable {
     // MARK: Uploads
 
     /// Creates the upload `id` of `length` bytes for the item `item`, `user`'s: the item's
-    /// video from now on (one uploaded before is released, its files swept), shown as
-    /// `uploading`. The user's unfinished uploads, this one included, may hold at most
+    /// video from now on, shown as `uploading`. One uploaded before is released (its files
+    /// swept) now if it never became ready, else when this one ends. The user's unfinished uploads, this one included, may hold at most
     /// `quota` bytes (``StoreError/quotaExceeded(_:)``), counted with the user's row locked.
     package func create(
         id: String, item: CatalogID, user: CatalogID, length: Int, metadata: String, quota: Int, expiry: Int64, storeUpload: String?,
@@ -112,8 +112,10 @@ public final class VideoRecords: Sendable {
                     throw StoreError.quotaExceeded(
                         "Your unfinished uploads still need \(held) bytes; this one (\(length)) would pass your quota of \(quota). Finish or cancel one first.")
                 }
+                // What the item showed before and did not finish goes; a ready video stays
+                // (its files still play) until this one ends (``releaseOthers(_:of:)``).
                 try db.execute(
-                    "UPDATE videos SET state = 'released', locked_by = NULL, locked_until = NULL, updated_at = ? WHERE item_id = ? AND state <> 'released'",
+                    "UPDATE videos SET state = 'released', updated_at = ? WHERE item_id = ? AND state IN ('uploading', 'queued', 'processing', 'failed')",
                     [now, item.rawValue])
                 try db.execute(
                     """
@@ -185,9 +187,8 @@ public final class VideoRecords: Sendable {
                     WHERE id = ? AND state = 'uploading' AND locked_by = ? AND upload_offset = ?
                     """,
                     [committed.offset, committed.partsText, committed.nextPart, committed.tailSize, now, committed.id, holder, replaced.offset])
-                guard changed == 1, let row = try fetchRow(db, "SELECT \(Self.columns) FROM videos WHERE id = ?", [committed.id]) else {
-                    throw UploadRefusal.locked
-                }
+                guard let row = try fetchRow(db, "SELECT \(Self.columns) FROM videos WHERE id = ?", [committed.id]) else { throw UploadRefusal.notFound }
+                guard changed == 1 else { throw row.state == .released ? UploadRefusal.gone : UploadRefusal.locked }
                 if whole { _ = try show(db, Video(id: row.id, status: .processing), on: row.item) }
                 return row
             }
@@ -214,6 +215,7 @@ public final class VideoRecords: Sendable {
                 }
                 try Self.check(row, now: now, holder: nil)
                 try db.execute("UPDATE videos SET state = 'released', locked_by = NULL, locked_until = NULL, updated_at = ? WHERE id = ?", [now, id])
+                try Self.releaseOthers(db, id, of: row.item, now: now)
                 _ = try show(db, nil, on: row.item)
                 return row
             }
@@ -231,6 +233,7 @@ public final class VideoRecords: Sendable {
                 ).compactMap(Self.row)
                 for row in rows {
                     try db.execute("UPDATE videos SET state = 'released', updated_at = ? WHERE id = ?", [now, row.id])
+                    try Self.releaseOthers(db, row.id, of: row.item, now: now)
                     _ = try show(db, Video(id: row.id, status: .failed, error: "The upload expired before it finished."), on: row.item)
                 }
                 return rows
@@ -257,6 +260,12 @@ public final class VideoRecords: Sendable {
                 return try db.execute("UPDATE videos SET state = 'queued', locked_by = NULL, locked_until = NULL WHERE state = 'processing'", [])
             }
         }
+    }
+
+    /// Releases the ready videos of `item` other than `id`, which just ended: nothing shows
+    /// them any more.
+    private static func releaseOthers(_ db: any SQLConnection, _ id: String, of item: CatalogID, now: Int64) throws {
+        try db.execute("UPDATE videos SET state = 'released', updated_at = ? WHERE item_id = ? AND id <> ? AND state = 'ready'", [now, item.rawValue, id])
     }
 
     // MARK: Processing jobs
@@ -311,6 +320,7 @@ public final class VideoRecords: Sendable {
                 try db.execute(
                     "UPDATE videos SET state = ?, error = ?, locked_by = NULL, locked_until = NULL, updated_at = ? WHERE id = ?",
                     [video.status == .ready ? "ready" : "failed", video.error, now, id])
+                try Self.releaseOthers(db, id, of: row.item, now: now)
                 _ = try show(db, video, on: row.item, duration: duration, stream: stream)
                 return true
             }
@@ -333,11 +343,15 @@ public final class VideoRecords: Sendable {
 
     // MARK: Sweeping
 
-    /// Videos released (replaced, cancelled, expired, or of a deleted item), whose files go.
-    package func released(limit: Int = 100) throws(StoreError) -> [VideoRow] {
+    /// Videos released (replaced, cancelled, expired, or of a deleted item), whose files go,
+    /// but for those a request or worker still holds (their files go once it lets go).
+    package func released(limit: Int = 100, now: Int64 = Timestamp.milliseconds(Date())) throws(StoreError) -> [VideoRow] {
         try guarded {
             try database.read { db in
-                try db.fetchRows("SELECT \(Self.columns) FROM videos WHERE state = 'released' ORDER BY updated_at LIMIT ?", [limit]).compactMap(Self.row)
+                try db.fetchRows(
+                    "SELECT \(Self.columns) FROM videos WHERE state = 'released' AND (locked_until IS NULL OR locked_until < ?) ORDER BY updated_at LIMIT ?",
+                    [now, limit]
+                ).compactMap(Self.row)
             }
         }
     }

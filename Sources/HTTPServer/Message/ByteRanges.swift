@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// What a `GET` with `Range` (and `If-Range`) asks of a representation `size` bytes long
 /// (RFC 9110 §14): the whole of it, one range of it, or nothing it holds.
 public enum RangeRequest: Sendable, Equatable {
@@ -12,15 +18,16 @@ public enum RangeRequest: Sendable, Equatable {
 
     /// What `request` asks of a representation of `size` bytes whose validators are
     /// `etag` (a strong entity tag, quoted) and `lastModified` (an HTTP-date), for `If-Range`.
-    public init(_ request: HTTPRequest, size: Int, etag: String?, lastModified: String?) {
+    public init(_ request: HTTPRequest, size: Int, etag: String?, lastModified: String?, lastModifiedIsStrong: Bool = true) {
         guard request.method == .GET, let field = request.headers["range"] else {
             self = .whole
             return
         }
         if let condition = request.headers["if-range"] {
             // A strong entity tag matches exactly; a date matches the last modification
-            // exactly (a weak tag never does).
-            let matches = condition.hasPrefix("\"") ? condition == etag : condition == lastModified
+            // exactly, when that is a strong validator (a second or more before now: RFC
+            // 9110 §8.8.2.2); a weak tag never does.
+            let matches = condition.hasPrefix("\"") ? condition == etag : (lastModified.map { condition == $0 && lastModifiedIsStrong } ?? false)
             guard matches else {
                 self = .whole
                 return
@@ -68,11 +75,12 @@ extension HTTPResponse {
         let lastModified = HTTPDate.format(file.modified)
         var response = HTTPResponse(
             status: .ok, headers: [("Content-Type", contentType), ("Accept-Ranges", "bytes"), ("ETag", etag), ("Last-Modified", lastModified)])
-        if let match = request.headers["if-none-match"], match.split(separator: ",").contains(where: { $0.trimmingSpaces == etag || $0.trimmingSpaces == "*" }) {
+        if let match = request.headers["if-none-match"], EntityTags.weaklyMatches(match, etag) {
             response.status = .notModified
             return response
         }
-        switch RangeRequest(request, size: file.size, etag: etag, lastModified: lastModified) {
+        let strong = file.modified < Int(time(nil)) - 1
+        switch RangeRequest(request, size: file.size, etag: etag, lastModified: lastModified, lastModifiedIsStrong: strong) {
         case .whole:
             response.file = file
         case let .part(range):
@@ -98,4 +106,17 @@ extension StringProtocol {
 
 extension Character {
     fileprivate var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+}
+
+/// Entity-tag comparisons of conditional requests.
+public enum EntityTags {
+    /// Whether the `If-None-Match` field `field` lists `tag` or `*`, by the weak comparison
+    /// (RFC 9110 §13.1.2: `W/"x"` matches `"x"`).
+    public static func weaklyMatches(_ field: String, _ tag: String) -> Bool {
+        let opaque = tag.hasPrefix("W/") ? String(tag.dropFirst(2)) : tag
+        return field.split(separator: ",").contains { listed in
+            let trimmed = listed.trimmingSpaces
+            return trimmed == "*" || (trimmed.hasPrefix("W/") ? trimmed.dropFirst(2) : trimmed) == opaque
+        }
+    }
 }

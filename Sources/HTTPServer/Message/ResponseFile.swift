@@ -26,13 +26,16 @@ public final class ResponseFile: Sendable {
     public let size: Int
     /// When the file was last modified (seconds since 1970).
     public let modified: Int
+    /// Its device and inode, mixed: another file under the same name differs.
+    public let identity: UInt64
 
-    private init(owner: Descriptor, offset: Int, count: Int, size: Int, modified: Int) {
+    private init(owner: Descriptor, offset: Int, count: Int, size: Int, modified: Int, identity: UInt64) {
         self.owner = owner
         self.offset = offset
         self.count = count
         self.size = size
         self.modified = modified
+        self.identity = identity
     }
 
     /// The whole file at `path`, open; `nil` when there is no regular file there.
@@ -54,13 +57,15 @@ public final class ResponseFile: Sendable {
             return nil
         }
         let size = Int(status.st_size)
-        return ResponseFile(owner: Descriptor(descriptor), offset: 0, count: size, size: size, modified: Int(status.st_mtim.tv_sec))
+        return ResponseFile(
+            owner: Descriptor(descriptor), offset: 0, count: size, size: size, modified: Int(status.st_mtim.tv_sec),
+            identity: UInt64(status.st_ino) &* 31 &+ UInt64(status.st_dev))
     }
 
     /// The bytes `range` of the same open file (within ``size``), sharing its descriptor.
     public func part(_ range: Range<Int>) -> ResponseFile {
         precondition(range.lowerBound >= 0 && range.upperBound <= size, "a part outside the file")
-        return ResponseFile(owner: owner, offset: range.lowerBound, count: range.count, size: size, modified: modified)
+        return ResponseFile(owner: owner, offset: range.lowerBound, count: range.count, size: size, modified: modified, identity: identity)
     }
 }
 

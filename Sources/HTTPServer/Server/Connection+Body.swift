@@ -15,6 +15,7 @@ extension Connection {
         guard !isClosed, case let .awaiting(context) = phase, context.sequence == sequence else { return sink.end(complete: false) }
         guard let unread = unreadBody else { return sink.end(complete: true) }  // it had none
         phase = .receiving(context, sink)
+        bodyLimit = unread.limit
         // Its deadline is an idle bound, restarted by every read that brings some of it.
         deadlines = deadlines.bodyBegan(at: loop.now)
         if unread.expectsContinue, input.isEmpty { output.append(ResponseWriter.continueLine) }
@@ -26,45 +27,59 @@ extension Connection {
     /// - Returns: whether the connection goes on processing (the body ended, or the sink
     ///   refused the rest); false while more of the body is awaited.
     func receiveBody(into sink: any RequestBodySink) -> Bool {
-        guard case let .receiving(context, _) = phase, var unread = unreadBody else { return false }
+        guard case let .receiving(context, _) = phase, var unread = unreadBody, !unread.paused else { return false }
         guard !input.isEmpty else { return false }
-        var accepted = true
+        var intake = BodyIntake.taken
         var ended = false
         if let remaining = unread.remaining {
             let count = min(remaining, input.readableCount)
-            accepted = sink.receive(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: input.readable[0..<count])))
+            intake = sink.receive(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: input.readable[0..<count])))
             input.moveReader(by: count)
             unread.remaining = remaining - count
             ended = remaining == count
         } else if var decoder = unread.decoder {
             do {
-                var decoded = pendingChunkedBody
-                decoded.removeAll(keepingCapacity: true)
+                var decoded: [UInt8] = []
                 let (consumed, done) = try decoder.decode(input.readable, into: &decoded)
                 input.moveReader(by: consumed)
                 unread.decoder = decoder
-                if !decoded.isEmpty { accepted = decoded.withUnsafeBytes(sink.receive) }
-                pendingChunkedBody = decoded.count <= Self.readChunk ? decoded : []
+                // The decoder checks each chunk against the limit; the whole body is counted here.
+                unread.decoded += decoded.count
+                guard unread.decoded <= bodyLimit else { throw HTTPError.contentTooLarge(limit: bodyLimit) }
+                if !decoded.isEmpty { intake = decoded.withUnsafeBytes(sink.receive) }
                 ended = done
             } catch {
-                // The sink keeps what came before the malformed chunk.
-                unreadBody = nil
-                phase = .awaiting(context)
+                // The sink keeps what came before the malformed (or excessive) chunk.
                 if abandonAwaited() { loop.core.abandonedRequests.add(1, ordering: .relaxed) }
                 failConnection(error, path: context.path)
                 return false
             }
         }
+        let refused = intake == .refused
         deadlines = deadlines.bodyBegan(at: loop.now)
-        guard ended || !accepted else {
+        guard ended || refused else {
+            if intake == .paused {
+                // The sink catches up first; waiting for it is not the client's slowness.
+                unread.paused = true
+                deadlines = deadlines.clearingPhase()
+            }
             unreadBody = unread
             return false
         }
         unreadBody = ended ? nil : unread
         phase = .awaiting(context)
-        deadlines = deadlines.awaitingAnswer(at: loop.now, timeout: nil)
-        if ended, accepted { sink.end(complete: true) }
+        deadlines = deadlines.awaitingAnswer(at: loop.now, timeout: context.timeout)
+        if ended, !refused { sink.end(complete: true) }
         return true
+    }
+
+    /// The sink of request `sequence` caught up: reading its body goes on.
+    func resumeReceiving(sequence: UInt64) {
+        guard !isClosed, case let .receiving(context, _) = phase, context.sequence == sequence, unreadBody?.paused == true else { return }
+        unreadBody?.paused = false
+        deadlines = deadlines.bodyBegan(at: loop.now)
+        process()
+        finishTurn()
     }
 
     /// Reads what the socket still holds into the input buffer, up to

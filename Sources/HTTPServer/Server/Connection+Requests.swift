@@ -41,7 +41,7 @@ extension Connection {
                         // The handler sees the head now and takes the body when it wants it.
                         var remaining: Int?
                         if case let .length(length) = head.framing { remaining = length }
-                        unreadBody = UnreadBody(remaining: remaining, decoder: decoder, expectsContinue: head.expectsContinue)
+                        unreadBody = UnreadBody(remaining: remaining, decoder: decoder, expectsContinue: head.expectsContinue, limit: limit)
                         dispatch(head, body: [], admitted: admitted)
                         continue
                     }
@@ -152,7 +152,8 @@ extension Connection {
             }
             write(response, context)
         case let .handler(route, parameters):
-            let context = responseContext(head, route: route.pattern.description)
+            var context = responseContext(head, route: route.pattern.description)
+            context.timeout = route.handler.timeout?.milliseconds
             let request = request(head, body: body, requestID: context.requestID, parameters: parameters, admitted: admitted)
             do {
                 switch route.handler.kind {
@@ -272,8 +273,11 @@ extension Connection {
 
     /// Receives the result of a deferred handler.
     func complete(sequence: UInt64, with result: Result<HTTPResponse, SendableError>) {
-        // A sink may answer before its body ended (refusing the rest): what is unread is skipped.
-        if case let .receiving(context, _) = phase, context.sequence == sequence { phase = .awaiting(context) }
+        // A sink may answer before its body ended: its body ends there, and what is unread is skipped.
+        if case let .receiving(context, sink) = phase, context.sequence == sequence {
+            phase = .awaiting(context)
+            sink.end(complete: false)
+        }
         guard case let .awaiting(context) = phase, context.sequence == sequence else { return }
         loop.core.inFlight.subtract(1, ordering: .relaxed)
         ticket = nil

@@ -47,6 +47,8 @@ final class Connection {
         var origin: String? = nil
         /// Whether the response is a CORS preflight's, which carries its fields already.
         var preflight = false
+        /// The route's own deadline for its answer, if it has one (milliseconds).
+        var timeout: Int64? = nil
     }
 
     let fd: Int32
@@ -207,7 +209,8 @@ final class Connection {
         switch phase {
         case .awaiting, .streaming: false
         case .lingering: true
-        case .head, .body, .receiving: !closeAfterFlush && output.readableCount <= Self.outputHighWater && sendingFile == nil
+        case .receiving: unreadBody?.paused != true && !closeAfterFlush && output.readableCount <= Self.outputHighWater
+        case .head, .body: !closeAfterFlush && output.readableCount <= Self.outputHighWater && sendingFile == nil
         }
     }
 

@@ -227,6 +227,12 @@ public struct Responder: Sendable {
         }
     }
 
+    /// Goes on reading the body of the request after its sink paused it (``BodyIntake/paused``).
+    public func resumeBody() {
+        guard case let .connection(loop, fd, id, sequence) = target else { return }
+        loop.execute { loop in loop.connection(fd: fd, id: id)?.resumeReceiving(sequence: sequence) }
+    }
+
     /// Closes the request's connection at once, answering nothing: for a request a newer
     /// one supersedes (an upload's append, cut off on the client's side but not yet on
     /// ours). A body being taken ends incomplete.

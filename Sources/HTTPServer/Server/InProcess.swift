@@ -121,9 +121,10 @@ final class InProcessExchange: Sendable {
         self.body = body
     }
 
-    /// Hands the whole body to `sink` at once, as one read, and ends it.
+    /// Hands the whole body to `sink` at once, as one read, and ends it (a pause is moot:
+    /// nothing more comes).
     func feed(_ sink: any RequestBodySink) {
-        if !body.isEmpty, !body.withUnsafeBytes(sink.receive) { return }
+        if !body.isEmpty, body.withUnsafeBytes(sink.receive) == .refused { return }
         sink.end(complete: true)
     }
 
