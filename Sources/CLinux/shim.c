@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -31,11 +32,15 @@ int clinux_spawn(pid_t *pid, const char *path, char *const argv[], char *const e
 int clinux_spawn_limited(
     pid_t *pid, const char *path, char *const argv[], char *const envp[], int output, int error, long cpu_seconds, long memory_bytes,
     long file_bytes, int niceness) {
+    pid_t parent = getpid();
     pid_t child = fork();
     if (child < 0) return errno;
     if (child == 0) {
         // Only async-signal-safe calls from here to exec: the parent has other threads.
         setpgid(0, 0);
+        // Killed with the server (a kill -9 of it leaves no ffmpeg running on).
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(126);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);

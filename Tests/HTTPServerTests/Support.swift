@@ -155,7 +155,54 @@ final class TestServer: Sendable {
             .blocking { _ in
                 throw HTTPError(HTTPStatus(code: 418, reasonPhrase: "I'm a teapot"), code: "teapot", detail: "Short and stout.")
             })
+        // A streamed body: refused from its head with `X-Refuse`, else taken into a sink
+        // that pauses the connection every 64 KiB for a moment.
+        router.add(
+            .POST, "/sink",
+            Handler.deferred { request, responder in
+                if request.headers["x-refuse"] != nil { return responder.respond(HTTPResponse(status: .forbidden)) }
+                responder.receiveBody(into: CountingSink(responder))
+            }.streamingBody().allowingBody(upTo: 8 << 20))
+        router.add(
+            .GET, "/file",
+            .inline { request in
+                guard let file = try ResponseFile.open(TestServer.servedFile) else { throw HTTPError(.notFound, code: "notFound", detail: "none") }
+                return .serving(file, for: request, contentType: "application/octet-stream", etag: "\"file\"")
+            })
         return router
+    }
+
+    /// The file `/file` serves: 300,000 bytes, byte `i` being `i % 251`.
+    static let servedFile: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("served-\(getpid())").path
+        _ = FileManager.default.createFile(atPath: path, contents: Data((0..<300_000).map { UInt8($0 % 251) }))
+        return path
+    }()
+
+    /// How many `/sink` bodies ended cut off.
+    static let cutBodies = Mutex(0)
+
+    /// Counts a streamed body, pausing every 64 KiB for a millisecond; answers how much it
+    /// got once the body is complete.
+    final class CountingSink: RequestBodySink, @unchecked Sendable {
+        let responder: Responder
+        let received = Mutex(0)
+        init(_ responder: Responder) { self.responder = responder }
+
+        func receive(_ bytes: UnsafeRawBufferPointer) -> BodyIntake {
+            let (before, after) = received.withLock { count in
+                defer { count += bytes.count }
+                return (count, count + bytes.count)
+            }
+            guard before / 65536 != after / 65536 else { return .taken }
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(1)) { [responder] in responder.resumeBody() }
+            return .paused
+        }
+
+        func end(complete: Bool) {
+            guard complete else { return TestServer.cutBodies.withLock { $0 += 1 } }
+            responder.respond(.text("got \(received.withLock { $0 })"))
+        }
     }
 
     /// How many bytes the last `/stream/flood` got into its stream before it was refused.

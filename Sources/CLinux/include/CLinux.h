@@ -31,7 +31,9 @@ int clinux_spawn(pid_t *pid, const char *path, char *const argv[], char *const e
 /// descriptor of the caller, no signal blocked, and limits: `cpu_seconds` of CPU
 /// (RLIMIT_CPU: SIGXCPU, then SIGKILL), `memory_bytes` of address space (RLIMIT_AS),
 /// `file_bytes` per file it writes (RLIMIT_FSIZE), no core file, and `niceness` (0: as the
-/// caller). A limit of 0 is none. fork and exec, since posix_spawn sets no limits.
+/// caller). A limit of 0 is none. The child dies with the thread that started it
+/// (PR_SET_PDEATHSIG), so a server killed outright leaves none running. fork and exec,
+/// since posix_spawn sets no limits.
 /// Returns 0 or an error number; sets `*pid`.
 int clinux_spawn_limited(
     pid_t *pid, const char *path, char *const argv[], char *const envp[], int output, int error, long cpu_seconds, long memory_bytes,

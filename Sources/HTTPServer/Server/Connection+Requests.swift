@@ -18,7 +18,12 @@ extension Connection {
             case let .receiving(_, sink):
                 guard receiveBody(into: sink) else { return }
             case .head:
-                guard !closeAfterFlush, output.readableCount <= Self.outputHighWater, sendingFile == nil, !input.isEmpty else { return }
+                guard sendingFile == nil else {
+                    // After the file: ``finishTurn()`` comes back here once it is out.
+                    requestsWaitForFile = !input.isEmpty
+                    return
+                }
+                guard !closeAfterFlush, output.readableCount <= Self.outputHighWater, !input.isEmpty else { return }
                 let parsed: (head: RequestHead, consumed: Int)?
                 do {
                     parsed = try parser.parse(input.readable)

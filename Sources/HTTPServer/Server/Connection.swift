@@ -81,6 +81,8 @@ final class Connection {
     var unreadBody: UnreadBody?
     /// A file being sent as a response's body (``HTTPResponse/file``).
     var sendingFile: FileTransfer?
+    /// Whether requests already read wait for a file to be sent.
+    var requestsWaitForFile = false
     var phase = Phase.head
     var requestStarted = false
     var closeAfterFlush = false
@@ -230,6 +232,13 @@ final class Connection {
         guard !isClosed else { return }
         flush()
         guard !isClosed else { return }
+        while requestsWaitForFile, sendingFile == nil {
+            // The file is out: the requests pipelined behind it go on.
+            requestsWaitForFile = false
+            process()
+            flush()
+            guard !isClosed else { return }
+        }
         if peerClosedInput {
             switch phase {
             case .awaiting, .lingering:
