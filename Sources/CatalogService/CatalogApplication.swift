@@ -76,6 +76,16 @@ public struct CatalogConfiguration: Sendable {
     /// Where uploads to an S3 media store are spooled before each part is sent;
     /// `video-spool` beside the database when `nil`.
     public var videoSpoolDirectory: String?
+    /// Whether hosted videos' files need a signed path (`--require-signed-playback`):
+    /// responses then show media paths with an expiring signature, and a file asked for
+    /// without a valid one is a 403.
+    public var requireSignedPlayback = false
+    /// The file holding the key playback signatures are made with (at least 32 bytes, the
+    /// same on every replica; read again on SIGHUP, the previous key staying valid);
+    /// `nil`: a random key made at start (and made anew on SIGHUP).
+    public var playbackKeyFile: String?
+    /// How long a signed media path lasts at least.
+    public var playbackLifetime: Duration = .seconds(3600)
     /// The server's absolute URL as clients reach it (`https://catalog.example.com`): a
     /// hosted video's stream URL is its HLS playlist there. `nil` leaves stream URLs as
     /// their items were created with.
@@ -134,6 +144,8 @@ public final class CatalogApplication: Sendable {
     let countBatches: CountBatches
     /// Hosted video: its processing workers and sweeps.
     let videoProcessor: VideoProcessor
+    /// What signs and checks media paths.
+    let playbackSigner: PlaybackSigner
     /// Whether this server is the only one (a local media directory and SQLite): what a
     /// crash left held is let go at start.
     private let recoversVideosAlone: Bool
@@ -223,10 +235,13 @@ public final class CatalogApplication: Sendable {
             tokens = nil
         }
         authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier, remembers: !store.mayBeShared)
+        playbackSigner = try PlaybackSigner(
+            required: configuration.requireSignedPlayback, keyFile: configuration.playbackKeyFile,
+            lifetime: Int(configuration.playbackLifetime.components.seconds))
         var routes = Routes(
             authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads, limiter: limiter,
             idempotency: Idempotency(store: store.idempotency), databaseWork: store.readsBlock ? DatabaseWork.pool : nil,
-            publicMaxAge: configuration.publicMaxAge)
+            publicMaxAge: configuration.publicMaxAge, playbackSigner: playbackSigner.required ? playbackSigner : nil)
         streamBudget = StreamBudget(limit: configuration.maxUnsentStreamBytes)
         changeHub = ChangeHub(
             log: store.changes, retention: configuration.changeRetention, streamBudget: streamBudget,
@@ -254,7 +269,8 @@ public final class CatalogApplication: Sendable {
             imageSweep: imageSweep)
         VideoUploads(records: store.videos, storage: videoStorage, settings: videoSettings, leases: leases, jobQueued: { [videoProcessor] in videoProcessor.jobQueued() })
             .register(in: &routes)
-        VideoServing(records: store.videos, storage: videoStorage, privateReads: configuration.requireAuthForReads).register(in: &routes)
+        VideoServing(records: store.videos, storage: videoStorage, privateReads: configuration.requireAuthForReads, signer: playbackSigner)
+            .register(in: &routes)
         routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }
         let render: ErrorRenderer = { ErrorMapping.render($0, context: $1) }
         server = try HTTPServer(configuration: serverConfiguration, router: routes.router, errorRenderer: render)
@@ -386,6 +402,12 @@ public final class CatalogApplication: Sendable {
         // Tokens signed by a key no longer there must not go on working from memory.
         authenticator.forgetIdentityTokens()
         return tokens.verifier.keyCount
+    }
+
+    /// Reads the playback key again (on SIGHUP), keeping the one in use valid as the
+    /// previous key; a new random one when no key file is configured.
+    public func rotatePlaybackKey() throws {
+        try playbackSigner.rotate()
     }
 
     /// Starts listening (and the metrics listener, when configured). - Returns: the bound port.

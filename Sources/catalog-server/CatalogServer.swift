@@ -49,6 +49,9 @@ struct CatalogServer: ParsableCommand {
     @Option(help: ServerSettings.imageCacheDirectory.help) var imageCacheDirectory: String?
     @Option(help: ServerSettings.imageCacheSize.help) var imageCacheSize: String?
     @Option(help: ServerSettings.publicURL.help) var publicURL: String?
+    @Flag(help: ServerSettings.requireSignedPlayback.help) var requireSignedPlayback = false
+    @Option(help: ServerSettings.playbackKeyFile.help) var playbackKeyFile: String?
+    @Option(help: ServerSettings.playbackLifetime.help) var playbackLifetime: String?
     @Option(help: ServerSettings.maxVideoSize.help) var maxVideoSize: String?
     @Option(help: ServerSettings.videoQuota.help) var videoQuota: String?
     @Option(help: ServerSettings.videoWorkers.help) var videoWorkers: String?
@@ -109,7 +112,7 @@ struct CatalogServer: ParsableCommand {
         logger.info("catalog-server stopped")
     }
 
-    /// Reads the JWKS file and the TLS certificate and key again on each SIGHUP; a bad
+    /// Reads the JWKS file, the playback key and the TLS certificate and key again on each SIGHUP; a bad
     /// file keeps what is in use and logs one error line.
     private static func reloadOnHangUp(
         _ application: CatalogApplication, _ configuration: CatalogConfiguration,
@@ -125,6 +128,12 @@ struct CatalogServer: ParsableCommand {
                 } catch {
                     logger.error("kept the identity keys in use: cannot reload them: \(error)")
                 }
+            }
+            do {
+                try application.rotatePlaybackKey()
+                logger.notice("rotated the playback key (the previous one stays valid)")
+            } catch {
+                logger.error("kept the playback key in use: cannot read it again: \(error)")
             }
             if let tls = configuration.server.tls {
                 do {
@@ -191,6 +200,9 @@ struct CatalogServer: ParsableCommand {
             else { throw SettingError(description: "--public-url must be an http(s) origin such as https://catalog.example.com, not '\(url)'") }
             configuration.publicURL = url
         }
+        configuration.requireSignedPlayback = try S.requireSignedPlayback.read(settings, flagGiven: requireSignedPlayback)
+        configuration.playbackKeyFile = try S.playbackKeyFile.read(settings, playbackKeyFile)
+        configuration.playbackLifetime = try S.playbackLifetime.read(settings, playbackLifetime)
         configuration.videoMaxBytes = try S.maxVideoSize.read(settings, maxVideoSize)
         configuration.videoQuotaBytes = try S.videoQuota.read(settings, videoQuota)
         configuration.videoWorkers = try S.videoWorkers.read(settings, videoWorkers)

@@ -106,6 +106,13 @@ enum ServerSettings {
         "CATALOG_PUBLIC_URL",
         "The server's absolute URL as clients reach it, such as https://catalog.example.com: a hosted video's streamURL becomes its HLS playlist there",
         shownDefault: "stream URLs left as given")
+    static let requireSignedPlayback = SwitchSetting(
+        "CATALOG_REQUIRE_SIGNED_PLAYBACK", default: false,
+        "Serve hosted video only under expiring signed paths (responses show them); 403 without one")
+    static let playbackKeyFile = Setting<String?>.optionalText(
+        "CATALOG_PLAYBACK_KEY_FILE", "The key signed playback paths are made with (32 bytes or more, the same on every replica), read again on SIGHUP",
+        shownDefault: "a random key made at start")
+    static let playbackLifetime = Setting<Duration>.seconds("CATALOG_PLAYBACK_LIFETIME", default: 3600, "Seconds a signed playback path lasts at least")
     static let maxVideoSize = Setting<Int>.integer(
         "CATALOG_MAX_VIDEO_SIZE", default: VideoRules.defaultMaxBytes, in: (1 << 20)...(1 << 40), "Largest video upload in bytes")
     static let videoQuota = Setting<Int>.integer(

@@ -222,8 +222,8 @@ import Testing
                 }
             ),
             "DELETE /v1/uploads/{uploadId}": (editors(204), { world, _ in Call(path: try await world.freshUpload(), headers: ["Tus-Resumable": "1.0.0"]) }),
-            "GET /v1/videos/{id}/media/{file}": (same(200), { world, _ in Call(path: "/v1/videos/\(world.video)/media/master.m3u8") }),
-            "GET /v1/videos/{id}/media/{rendition}/{file}": (
+            "GET /v1/videos/{id}/{access}/{file}": (same(200), { world, _ in Call(path: "/v1/videos/\(world.video)/media/master.m3u8") }),
+            "GET /v1/videos/{id}/{access}/{rendition}/{file}": (
                 same(200), { world, _ in Call(path: "/v1/videos/\(world.video)/media/\(world.rendition)/index.m3u8") }
             ),
             "GET /v1/images/{hash}": (same(200), { world, _ in Call(path: "/v1/images/\(world.imageHash)?w=64&format=webp") }),

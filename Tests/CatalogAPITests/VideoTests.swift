@@ -344,4 +344,65 @@ import Testing
         let left = try S3MediaStore(S3MediaStore.Address(address), environment: credentials).list(prefix: "videos/\(video.id)/")
         #expect(left.isEmpty, "\(left.map(\.key))")
     }
+
+    /// The token of video `id` expiring at `expires`, made as the server makes it (so the
+    /// format the contract describes is checked too).
+    static func token(_ id: String, expires: Int, key: [UInt8]) -> String {
+        let mac = Crypto.hmacSHA256(key: key, Array("\(id).\(expires)".utf8)).prefix(18)
+        return "s\(expires)." + Data(mac).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+    }
+
+    @Test func withSignedPlaybackOnlySignedPathsPlay() async throws {
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("playback-key-\(UUID().uuidString)")
+        let firstKey = try Crypto.randomBytes(32)
+        try Data(firstKey).write(to: keyFile)
+        let catalog = try TestCatalog(seed: false) {
+            $0.requireSignedPlayback = true
+            $0.playbackKeyFile = keyFile.path
+            $0.publicURL = "https://videos.example.com"
+        }
+        let item = try await catalog.api.playableItems.create(PlayableItemInput(title: "Signed", streamURL: URL(string: "https://example.com/s")!)).value.id
+        let clip = try Data(contentsOf: try TestVideos.clip(seconds: 2, width: 320, height: 180))
+        #expect(try await catalog.client.send("POST", "/v1/playable-items/\(item)/video", headers: ["Content-Type": "application/octet-stream"], body: clip).status == 201)
+        catalog.application.processVideos()
+        let shown = try await catalog.anonymous.get("/v1/playable-items/\(item)")
+        let video = try #require(try shown.decode(PlayableItem.self).video)
+        let hls = try #require(video.hls)
+        // Every media path the document shows is signed, the stream URL's too.
+        #expect(!shown.text.contains("/media/"), "\(shown.text)")
+        let signed = try #require(hls.split(separator: "/").dropFirst(3).first.map(String.init))
+        #expect(hls == "/v1/videos/\(video.id)/\(signed)/master.m3u8")
+        #expect(try shown.decode(PlayableItem.self).streamURL.absoluteString == "https://videos.example.com" + hls)
+        #expect(video.mp4?.contains(signed) == true && video.storyboard?.contains(signed) == true)
+        // The list shows the same.
+        #expect(!(try await catalog.anonymous.get("/v1/playable-items").text.contains("/media/")))
+        let master = try await catalog.anonymous.get(hls)
+        #expect(master.status == 200 && master.header("Cache-Control")?.hasPrefix("private, max-age=") == true)
+        let decoded = try await onThread {
+            try runCommand("/usr/bin/env", ["ffmpeg", "-v", "error", "-i", catalog.client.baseURL.absoluteString + hls, "-map", "0", "-f", "null", "-"])
+        }
+        #expect(decoded.status == 0, "segments inherit the signature: \(decoded.output)")
+        let unsigned = try await catalog.anonymous.get("/v1/videos/\(video.id)/media/master.m3u8")
+        #expect(unsigned.status == 403 && unsigned.problem?.code == "signedPlaybackRequired")
+        let now = Int(Date().timeIntervalSince1970)
+        let expired = Self.token(video.id, expires: now - 1, key: firstKey)
+        #expect(try await catalog.anonymous.get("/v1/videos/\(video.id)/\(expired)/master.m3u8").problem?.code == "invalidPlaybackSignature")
+        let forged = Self.token(video.id, expires: now + 600, key: try Crypto.randomBytes(32))
+        #expect(try await catalog.anonymous.get("/v1/videos/\(video.id)/\(forged)/master.m3u8").status == 403)
+        let otherVideo = Self.token(String(repeating: "a", count: 32), expires: now + 600, key: firstKey)
+        #expect(try await catalog.anonymous.get("/v1/videos/\(video.id)/\(otherVideo)/master.m3u8").status == 403)
+        let made = Self.token(video.id, expires: now + 600, key: firstKey)
+        #expect(try await catalog.anonymous.get("/v1/videos/\(video.id)/\(made)/master.m3u8").status == 200)
+        // Rotated: the previous key still signs valid paths; rotated again, no more.
+        try Data(try Crypto.randomBytes(32)).write(to: keyFile)
+        try catalog.application.rotatePlaybackKey()
+        #expect(try await catalog.anonymous.get(hls).status == 200)
+        try Data(try Crypto.randomBytes(32)).write(to: keyFile)
+        try catalog.application.rotatePlaybackKey()
+        #expect(try await catalog.anonymous.get(hls).status == 403)
+        let fresh = try #require(try await catalog.anonymous.get("/v1/playable-items/\(item)").decode(PlayableItem.self).video?.hls)
+        #expect(fresh != hls)
+        let freshStatus = try await catalog.anonymous.get(fresh).status
+        #expect(freshStatus == 200)
+    }
 }

@@ -62,8 +62,9 @@ import Testing
             try client.send("POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "a", count: 400))
             client.hangUp()
         }
+        // (Other tests cut bodies off too, at the same time.)
         for _ in 0..<100 where TestServer.cutBodies.withLock({ $0 }) == before { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(TestServer.cutBodies.withLock { $0 } == before + 1)
+        #expect(TestServer.cutBodies.withLock { $0 } > before)
     }
 
     @Test(arguments: Transport.allCases) func aFileIsSentWholeOrAsOneRange(_ transport: Transport) async throws {

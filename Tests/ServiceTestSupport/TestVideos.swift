@@ -12,7 +12,16 @@ package enum TestVideos {
     /// file, made fast).
     package static func clip(seconds: Int = 2, width: Int = 320, height: Int = 180, audio: Bool = true, noisy: Bool = false) throws -> URL {
         let name = "clip-\(seconds)s-\(width)x\(height)\(audio ? "-audio" : "")\(noisy ? "-noisy" : "").mp4"
-        if let url = made.withLock({ $0[name] }) { return url }
+        // One maker at a time: tests running at once ask for the same clips.
+        return try made.withLock { made in
+            if let url = made[name] { return url }
+            let url = try make(name, seconds: seconds, width: width, height: height, audio: audio, noisy: noisy)
+            made[name] = url
+            return url
+        }
+    }
+
+    private static func make(_ name: String, seconds: Int, width: Int, height: Int, audio: Bool, noisy: Bool) throws -> URL {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let url = directory.appendingPathComponent(name)
         var arguments = ["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=\(width)x\(height):rate=25:duration=\(seconds)"]
@@ -22,7 +31,6 @@ package enum TestVideos {
         arguments += ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-movflags", "+faststart"]
         if audio { arguments += ["-c:a", "aac", "-shortest"] }
         try run("ffmpeg", arguments + [url.path])
-        made.withLock { $0[name] = url }
         return url
     }
 

@@ -1,5 +1,6 @@
 import CatalogModels
 import CatalogStore
+import Foundation
 import HTTPServer
 
 /// How a route's answers may be stored by caches (RFC 9111): stated on every answer, and
@@ -38,10 +39,10 @@ enum Caching: Sendable {
     }
 
     /// What finishing the answers to `request` from `caller` needs, decided now.
-    func finishing(_ request: HTTPRequest, _ caller: Caller, maxAge: Int?) -> Finishing {
+    func finishing(_ request: HTTPRequest, _ caller: Caller, maxAge: Int?, signer: PlaybackSigner? = nil) -> Finishing {
         let perCaller: Bool
         switch self {
-        case .noStore: return Finishing(kind: .noStore, isRead: false, conditions: [], maxAge: nil)
+        case .noStore: return Finishing(kind: .noStore, isRead: false, conditions: [], maxAge: nil, signer: signer)
         case .shared: perCaller = false
         case .perCaller: perCaller = true
         case let .perCallerWhen(asks): perCaller = asks(request)
@@ -50,7 +51,7 @@ enum Caching: Sendable {
         let isRead = request.method == .GET || request.method == .HEAD
         return Finishing(
             kind: viewer.map(Finishing.Kind.perCaller) ?? .shared, isRead: isRead,
-            conditions: isRead ? request.headers.values(for: "if-none-match") : [], maxAge: maxAge)
+            conditions: isRead ? request.headers.values(for: "if-none-match") : [], maxAge: maxAge, signer: signer)
     }
 
     /// The weak tag of a page: a digest of its bytes.
@@ -93,10 +94,23 @@ struct Finishing: Sendable {
     let conditions: [String]
     /// The `max-age` of shared answers, when the operator sets one.
     let maxAge: Int?
+    /// What signs the media paths answers show, when playback must be signed.
+    let signer: PlaybackSigner?
 
-    /// `response`, finished: a `Cache-Control` already set (a secret's `no-store`) is kept.
+    /// `response`, finished: its media paths signed (with signed playback; its tag then
+    /// names the quarter its tokens are of), and a `Cache-Control` already set (a secret's
+    /// `no-store`) kept.
     /// - Throws: 400 for a malformed `If-None-Match`.
     func apply(_ response: consuming HTTPResponse) throws(APIError) -> HTTPResponse {
+        if let signer, signer.required, !response.body.isEmpty {
+            let now = Int(Date().timeIntervalSince1970)
+            if let signed = signer.sign(response.body, now: now) {
+                response.body = signed
+                if let index = response.headers.firstIndex(where: { $0.name == "ETag" }), response.headers[index].value.hasSuffix("\"") {
+                    response.headers[index].value = String(response.headers[index].value.dropLast()) + "-q\(signer.window(now))\""
+                }
+            }
+        }
         guard response.cacheControl == nil else { return response }
         guard isRead, response.status == .ok else {
             response.cacheControl = "no-store"

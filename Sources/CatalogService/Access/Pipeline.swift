@@ -273,9 +273,11 @@ struct Answering: Sendable {
     let caching: Caching
     /// The `max-age` of shared answers; `nil`: `no-cache`.
     let maxAge: Int?
+    /// What signs media paths, when playback must be signed.
+    let signer: PlaybackSigner?
 
     /// What finishes `caller`'s answer to `request` (``Caching``).
     func finishing(_ request: HTTPRequest, _ caller: Caller) -> Finishing {
-        caching.finishing(request, caller, maxAge: maxAge)
+        caching.finishing(request, caller, maxAge: maxAge, signer: signer)
     }
 }

@@ -44,13 +44,16 @@ struct Routes {
 
     /// The `max-age` of shared answers (`--public-max-age`); `nil`: `no-cache`.
     let publicMaxAge: Int?
+    /// What signs the media paths answers show (`--require-signed-playback`).
+    let playbackSigner: PlaybackSigner?
 
     init(
         authenticator: Authenticator, readsNeedCredential: Bool, limiter: RateLimiter?, idempotency: Idempotency, databaseWork: WorkPool? = nil,
-        publicMaxAge: Int? = nil
+        publicMaxAge: Int? = nil, playbackSigner: PlaybackSigner? = nil
     ) {
         self.databaseWork = databaseWork
         self.publicMaxAge = publicMaxAge
+        self.playbackSigner = playbackSigner
         self.authenticator = authenticator
         self.readsNeedCredential = readsNeedCredential
         self.limiter = limiter
@@ -93,7 +96,7 @@ struct Routes {
             let stages = Pipeline(
                 identification: Identification(authenticator: authenticator), budget: Budget(limiter: limiter, fixed: rate),
                 authorization: Authorization(minimum: minimum(access)), replay: keys.map { Replay(idempotency: $0.0, replays: $0.replays) },
-                execution: Execution(endpoint: endpoint, pool: pool), answer: Answering(caching: caching, maxAge: publicMaxAge))
+                execution: Execution(endpoint: endpoint, pool: pool), answer: Answering(caching: caching, maxAge: publicMaxAge, signer: playbackSigner))
             body = { request, responder in try stages.handle(request, responder) }
             pipeline = stages
         }

@@ -3,7 +3,8 @@ import CatalogStore
 import Foundation
 import HTTPServer
 
-/// `GET` and `HEAD /v1/videos/{id}/media/…`: a ready video's files for players. From
+/// `GET` and `HEAD /v1/videos/{id}/{access}/…`: a ready video's files for players, under
+/// `media` or, with signed playback, under a signature (``PlaybackSigner``). From
 /// local disk by `sendfile`, with byte ranges (206, `If-Range`, 416) and validators; from
 /// S3 by a redirect to a short-lived presigned URL (playlists and caption files are served
 /// by the server, so the paths in them stay its own). Each file has its media type and
@@ -14,11 +15,13 @@ struct VideoServing: Sendable {
     let storage: any VideoStorage
     /// Whether reads need a credential (`--require-auth-for-reads`): files are then `private`.
     let privateReads: Bool
+    /// What checks signed paths (``PlaybackSigner``).
+    let signer: PlaybackSigner
 
     func register(in routes: inout Routes) {
         // Local files open in microseconds; an object store is a network away.
         let local = storage is LocalVideoStorage
-        for pattern in ["/v1/videos/{id}/media/{file}", "/v1/videos/{id}/media/{rendition}/{file}"] {
+        for pattern in ["/v1/videos/{id}/{access}/{file}", "/v1/videos/{id}/{access}/{rendition}/{file}"] {
             let serve: @Sendable (HTTPRequest, Caller) throws -> HTTPResponse = { request, _ in try respond(request) }
             routes.add(.GET, pattern, .read, caching: .noStore, local ? .inline(serve) : .blocking { request, caller, _ in try serve(request, caller) })
         }
@@ -27,9 +30,19 @@ struct VideoServing: Sendable {
     private func respond(_ request: HTTPRequest) throws -> HTTPResponse {
         let id = request.pathParameters["id"] ?? ""
         let name = [request.pathParameters["rendition"], request.pathParameters["file"]].compactMap { $0 }.joined(separator: "/")
-        guard VideoUploads.isUploadID(id), VideoFiles.isValidName(name), try records.row(id)?.state == .ready else { throw Self.notFound }
+        guard VideoUploads.isUploadID(id), VideoFiles.isValidName(name) else { throw Self.notFound }
+        // `media`, or a signature (``PlaybackSigner``): what may be cached is its own for as long as it lasts.
+        var caching = (privateReads ? "private" : "public") + ", max-age=31536000, immutable"
+        let access = request.pathParameters["access"] ?? ""
+        let now = Int(Date().timeIntervalSince1970)
+        if access == "media" {
+            guard !signer.required else { throw Self.unsigned }
+        } else {
+            guard let expires = signer.check(access, id: id, now: now) else { throw access.hasPrefix("s") ? Self.badSignature : Self.notFound }
+            caching = "private, max-age=\(expires - now)"
+        }
+        guard try records.row(id)?.state == .ready else { throw Self.notFound }
         let contentType = VideoFiles.contentType(name)
-        let caching = (privateReads ? "private" : "public") + ", max-age=31536000, immutable"
         var response: HTTPResponse
         switch try storage.locate(id, name) {
         case .missing:
@@ -49,7 +62,7 @@ struct VideoServing: Sendable {
         case let .redirect(url):
             response = HTTPResponse(status: .found, headers: [("Location", url)])
             // The presigned URL lasts minutes: the redirect may be kept for one.
-            response.cacheControl = (privateReads ? "private" : "public") + ", max-age=60"
+            response.cacheControl = (privateReads || access != "media" ? "private" : "public") + ", max-age=60"
             return response
         }
         response.headers += [("X-Content-Type-Options", "nosniff"), ("Content-Security-Policy", "default-src 'none'; sandbox")]
@@ -59,4 +72,8 @@ struct VideoServing: Sendable {
     }
 
     static let notFound = APIError(status: .notFound, code: "notFound", detail: "This video has no such file (or is not ready).")
+    static let unsigned = APIError(
+        status: .forbidden, code: "signedPlaybackRequired", detail: "This server serves video only under a signed path: use the paths documents show.")
+    static let badSignature = APIError(
+        status: .forbidden, code: "invalidPlaybackSignature", detail: "The path's signature is not valid (expired, or not this video's): fetch the document again.")
 }
