@@ -405,4 +405,38 @@ import Testing
         let freshStatus = try await catalog.anonymous.get(fresh).status
         #expect(freshStatus == 200)
     }
+
+    @Test func aBrowserPlaysTheMP4AndSeeksWithRanges() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let item = try await catalog.api.playableItems.create(PlayableItemInput(title: "Browser", streamURL: URL(string: "https://example.com/b")!)).value.id
+        let clip = try Data(contentsOf: try TestVideos.clip(seconds: 10, width: 640, height: 360))
+        #expect(try await catalog.client.send("POST", "/v1/playable-items/\(item)/video", headers: ["Content-Type": "application/octet-stream"], body: clip).status == 201)
+        catalog.application.processVideos()
+        let mp4 = try #require(try await Self.item(catalog, item).video?.mp4)
+        // A page that loads the MP4, seeks to 6 s, and says where it got in its title.
+        let page = catalog.directory.appendingPathComponent("player.html")
+        try Data(
+            """
+            <html><head><title>loading</title></head><body><video id="v" muted preload="auto"></video><script>
+            const v = document.getElementById('v');
+            v.onerror = () => { document.title = 'error ' + (v.error && v.error.code); };
+            v.onloadedmetadata = () => { v.currentTime = 6; };
+            v.onseeked = () => { document.title = 'seeked ' + v.currentTime.toFixed(1) + ' of ' + v.duration.toFixed(1) + ' at ' + v.videoWidth; };
+            v.src = '\(catalog.client.baseURL.absoluteString + mp4)';
+            </script></body></html>
+            """.utf8
+        ).write(to: page)
+        let browser = try await onThread {
+            try runCommand(
+                "/usr/bin/env",
+                [
+                    "chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + catalog.directory.appendingPathComponent("chromium").path,
+                    "--virtual-time-budget=15000", "--dump-dom", page.absoluteString,
+                ])
+        }
+        #expect(browser.output.contains("<title>seeked 6.0 of 10.0 at 640</title>"), "\(browser.output.suffix(2000))")
+        // It asked for ranges, and got them.
+        let metrics = try await catalog.client.get("/metrics").text
+        #expect(metrics.contains("catalog_http_requests_total{route=\"/v1/videos/{id}/{access}/{file}\",method=\"GET\",status=\"206\"}"), "\(metrics)")
+    }
 }

@@ -229,6 +229,27 @@ import Testing
         }
     }
 
+    @Test func aVideoIsUploadedResumablyWithProgress() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let clip = try TestVideos.clip(seconds: 5, width: 640, height: 360)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: clip.path)[.size] as? Int)
+        let item = try await Self.run(["items", "create", "--title", "Uploaded", "--stream-url", "https://example.com/u"], server: catalog.client.baseURL)
+            .decode(PlayableItem.self)
+        let uploaded = try await Self.run(["items", "upload", item.id.rawValue, clip.path, "--chunk-size", "65536"], server: catalog.client.baseURL)
+        #expect(uploaded.status == 0, "\(uploaded.errors)")
+        #expect(uploaded.errors.hasPrefix("upload /v1/uploads/"))
+        // A line per chunk (the clip is more than two), ending with all of it.
+        #expect(size > 2 * 65536)
+        #expect(uploaded.errors.contains("65536/\(size) bytes") && uploaded.errors.hasSuffix("\(size)/\(size) bytes (100%)\n"), "\(uploaded.errors)")
+        #expect(try uploaded.decode(PlayableItem.self).video?.status == .processing)
+        // Going on with an upload that is complete sends nothing more.
+        let path = String(uploaded.errors.split(separator: "\n")[0].dropFirst("upload ".count))
+        let again = try await Self.run(["items", "upload", item.id.rawValue, clip.path, "--resume", path], server: catalog.client.baseURL)
+        #expect(again.status == 0 && again.errors.hasSuffix("\(size)/\(size) bytes (100%)\n"), "\(again.errors)")
+        let missing = try await Self.run(["items", "upload", item.id.rawValue, "/no/such/file.mp4"], server: catalog.client.baseURL)
+        #expect(missing.status != 0 && missing.errors.contains("Cannot read /no/such/file.mp4"))
+    }
+
     @Test func imagesAreSetRemovedAndCarriedByExportAndImport() async throws {
         let source = try TestCatalog(seed: false)
         let target = try TestCatalog(seed: false)
