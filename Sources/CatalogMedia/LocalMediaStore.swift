@@ -104,6 +104,30 @@ package struct LocalMediaStore: MediaStore {
         return originals.count
     }
 
+    /// Puts every hosted video's files of this store (`videos/…`, which never change once
+    /// written: a job run again writes a new set) into the store at `directory`, as
+    /// ``copyOriginals(to:)`` does. - Returns: how many videos it holds.
+    package func copyVideos(to directory: String) throws(MediaStoreError) -> Int {
+        let target = try LocalMediaStore(directory: directory)
+        let videos = root.appendingPathComponent("videos")
+        guard let ids = try? FileManager.default.contentsOfDirectory(atPath: videos.path) else { return 0 }
+        for id in ids {
+            for file in try LocalVideoStorage.files(in: videos.appendingPathComponent(id).path) {
+                let key = "videos/\(id)/\(file)"
+                guard !FileManager.default.fileExists(atPath: target.url(key).path) else { continue }
+                do {
+                    try FileManager.default.createDirectory(at: target.url(key).deletingLastPathComponent(), withIntermediateDirectories: true)
+                    if link(url(key).path, target.url(key).path) != 0 {
+                        try FileManager.default.copyItem(at: url(key), to: target.url(key))
+                    }
+                } catch {
+                    throw MediaStoreError("Cannot copy \(key) to \(directory): \(error.localizedDescription)")
+                }
+            }
+        }
+        return ids.count
+    }
+
     /// Writes `bytes` to a new file at `path` and `fsync`s it.
     static func writeSynced(_ bytes: [UInt8], to path: String) throws(MediaStoreError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)

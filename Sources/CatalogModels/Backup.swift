@@ -10,12 +10,16 @@ public struct Backup: Codable, Sendable, Hashable {
     /// with `.media` in place of `.sqlite`); absent when images are kept in S3, whose
     /// bucket versioning keeps them instead.
     public var images: Int?
+    /// How many hosted videos' files (sources and what players fetch) were copied beside
+    /// it, in the same folder; absent when they are kept in S3.
+    public var videos: Int?
 
     /// Creates a backup description.
-    public init(name: String, bytes: Int, integrityCheck: String, images: Int? = nil) {
+    public init(name: String, bytes: Int, integrityCheck: String, images: Int? = nil, videos: Int? = nil) {
         self.name = name
         self.bytes = bytes
         self.integrityCheck = integrityCheck
         self.images = images
+        self.videos = videos
     }
 }

@@ -308,6 +308,14 @@ public final class CatalogApplication: Sendable {
         return try LocalMediaStore(directory: folder).copyOriginals(to: mediaDirectory)
     }
 
+    /// Puts the hosted videos' files kept beside the backup `path` into the media folder
+    /// `mediaDirectory`: how many videos the backup holds, or `nil` when it has none beside it.
+    public static func restoreVideos(from path: String, to mediaDirectory: String) throws -> Int? {
+        let folder = backupMediaFolder(of: path)
+        guard FileManager.default.fileExists(atPath: folder) else { return nil }
+        return try LocalMediaStore(directory: folder).copyVideos(to: mediaDirectory)
+    }
+
     /// Where images are kept when no folder (and no S3 store) is configured: `media` beside the database.
     public static func defaultMediaDirectory(databasePath: String) -> String {
         besideDatabase("media", databasePath)

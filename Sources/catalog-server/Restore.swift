@@ -30,8 +30,9 @@ struct Restore: ParsableCommand {
         }
         do {
             if let count = try CatalogApplication.restoreImages(from: from, to: media) { say("restored \(count) images into \(media)") }
+            if let count = try CatalogApplication.restoreVideos(from: from, to: media) { say("restored \(count) videos into \(media)") }
         } catch {
-            Settings.fail("the database is restored, but its images could not be: \(error)")
+            Settings.fail("the database is restored, but its images and videos could not be: \(error)")
         }
         say("restored \(path) from \(from)")
     }

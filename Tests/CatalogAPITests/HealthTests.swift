@@ -81,6 +81,25 @@ import Testing
         #expect(try CatalogApplication.restoreImages(from: catalog.directory.appendingPathComponent("none.sqlite").path, to: elsewhere) == nil)
     }
 
+    // SQLite only.
+    @Test func aBackupHoldsTheHostedVideosAndARestorePutsThemBack() async throws {
+        let catalog = try TestCatalog(seed: false)
+        let item = try await catalog.api.playableItems.create(PlayableItemInput(title: "Kept", streamURL: URL(string: "https://example.com/k")!)).value.id
+        let clip = try Data(contentsOf: try TestVideos.clip(seconds: 1, width: 160, height: 90, audio: false))
+        #expect(try await catalog.client.send("POST", "/v1/playable-items/\(item)/video", headers: ["Content-Type": "application/octet-stream"], body: clip).status == 201)
+        catalog.application.processVideos()
+        let video = try #require(try await catalog.client.get("/v1/playable-items/\(item)").decode(PlayableItem.self).video)
+        let created = try await catalog.client.send("POST", "/admin/backups").decode(Backup.self)
+        #expect(created.videos == 1 && created.images == 1, "the video, and its poster")
+        let backup = catalog.directory.appendingPathComponent("backups").appendingPathComponent(created.name).path
+        let elsewhere = catalog.directory.appendingPathComponent("restored-media").path
+        #expect(try CatalogApplication.restoreVideos(from: backup, to: elsewhere) == 1)
+        let source = try Data(contentsOf: URL(fileURLWithPath: elsewhere + "/videos/\(video.id)/source"))
+        #expect(source == clip)
+        #expect(FileManager.default.fileExists(atPath: elsewhere + "/videos/\(video.id)/media/master.m3u8"))
+        #expect(FileManager.default.fileExists(atPath: elsewhere + "/videos/\(video.id)/media/90p/index.m3u8"))
+    }
+
     @Test func backupsAreWrittenBesideTheDatabaseOneAtATimeAndPruned() async throws {
         let catalog = try TestCatalog { $0.backupKeep = 2 }
         let folder = catalog.directory.appendingPathComponent("backups")

@@ -7,10 +7,12 @@ import Synchronization
 
 /// `POST /admin/backups`: a consistent copy of the live database, written by the server
 /// itself through SQLite's online backup API (no second process ever opens the live
-/// file), into the backup folder, with the images' originals beside it (`NAME.media`,
-/// hard links where the disk allows: originals never change) when they are kept on local
-/// disk; taken after the copy, they hold every image it shows (the sweep keeps an image a
-/// day after anything last showed it). One at a time (409 while one runs); refused (507)
+/// file), into the backup folder, with the images' originals and the hosted videos' files
+/// beside it (`NAME.media`, hard links where the disk allows: neither ever changes) when
+/// they are kept on local disk; taken after the copy, they hold every image it shows (the
+/// sweep keeps an image a day after anything last showed it) and every video it shows
+/// but one released in the moments between (unfinished uploads are not copied: their
+/// clients start them again). One at a time (409 while one runs); refused (507)
 /// when the folder's disk has less than twice the database's size free; the newest
 /// ``keep`` copies are kept; a copy whose client has gone stops and is removed.
 final class Backups: Sendable {
@@ -50,8 +52,9 @@ final class Backups: Sendable {
         let folder = URL(fileURLWithPath: directory)
         let bytes = try store.backup(to: folder.appendingPathComponent(name).path, isCancelled: isAbandoned)
         let images = try media?.copyOriginals(to: folder.appendingPathComponent(Self.mediaFolder(of: name)).path)
+        let videos = try media?.copyVideos(to: folder.appendingPathComponent(Self.mediaFolder(of: name)).path)
         prune()
-        let body = try JSONResponse.encoder.encode(Backup(name: name, bytes: bytes, integrityCheck: "ok", images: images))
+        let body = try JSONResponse.encoder.encode(Backup(name: name, bytes: bytes, integrityCheck: "ok", images: images, videos: videos))
         return HTTPResponse(status: .created, headers: [("Content-Type", JSONResponse.contentType)], body: Array(body))
     }
 
