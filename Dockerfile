@@ -27,12 +27,13 @@ RUN swift build -c release --static-swift-stdlib --product catalog-server \
     && mkdir -p /staging \
     && cp "$(swift build -c release --static-swift-stdlib --show-bin-path)/catalog-server" /staging/
 
-# --- Runtime stage: the binary (with its migrations and contract inside) and the libraries it loads. ---
+# --- Runtime stage: the binary (with its migrations and contract inside), the libraries it loads,
+#     and ffmpeg/ffprobe, which hosted videos are probed and packaged with (as child processes). ---
 FROM debian:bookworm-slim
 # Unpinned on purpose: the runtime takes Debian 12's security updates at each build.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libsqlite3-0 libssl3 libpq5 libvips42 libcurl4 libstdc++6 ca-certificates tzdata \
+    && apt-get install -y --no-install-recommends libsqlite3-0 libssl3 libpq5 libvips42 libcurl4 libstdc++6 ca-certificates tzdata ffmpeg \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 catalog \
     && useradd --system --uid 10001 --gid catalog --home-dir /app --shell /usr/sbin/nologin catalog \
