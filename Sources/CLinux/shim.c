@@ -81,6 +81,10 @@ int clinux_punch_hole(int fd, long long offset, long long length) {
     return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)offset, (off_t)length);
 }
 
+int clinux_start_writeback(int fd, long long offset, long long length) {
+    return sync_file_range(fd, (off64_t)offset, (off64_t)length, SYNC_FILE_RANGE_WRITE);
+}
+
 static _Thread_local uint64_t budget_deadline;
 static _Thread_local uint64_t budget_allowance;
 

@@ -1,3 +1,4 @@
+import CLinux
 import CatalogSchema
 import Foundation
 
@@ -46,7 +47,13 @@ package struct LocalVideoStorage: VideoStorage {
         return UploadAppend(upload: upload, descriptor: descriptor, base: upload.offset, spoolPath: nil)
     }
 
-    package func appended(_ append: UploadAppend) throws(MediaStoreError) {}
+    /// Starts the disk's writeback of every 4 MiB received, while the rest arrives: the
+    /// sync that ends the append then waits only for the last of them.
+    package func appended(_ append: UploadAppend) throws(MediaStoreError) {
+        guard append.received - append.writtenBack >= 4 << 20 else { return }
+        _ = clinux_start_writeback(append.descriptor, Int64(append.base + append.writtenBack), Int64(append.received - append.writtenBack))
+        append.writtenBack = append.received
+    }
 
     package func commit(_ append: UploadAppend) throws(MediaStoreError) -> UploadProgress {
         guard !append.failed else { throw MediaStoreError("Cannot write the upload \(append.upload.id): the disk refused it") }

@@ -82,6 +82,8 @@ package final class UploadAppend: @unchecked Sendable {
     package var nextPart: Int
     /// Where in the file the first byte no part has sent is.
     package var unsent = 0
+    /// How many of the bytes received have been handed to the disk's writeback.
+    package var writtenBack = 0
 
     package init(upload: UploadProgress, descriptor: Int32, base: Int, spoolPath: String?) {
         self.upload = upload

@@ -344,6 +344,15 @@ public final class CatalogApplication: Sendable {
         return count
     }
 
+    /// The ffmpeg runs a job makes of the video file `source` (probed first), writing
+    /// into `output`: the executable, then its arguments, each.
+    public static func videoCommands(source: String, output: String) throws -> [[String]] {
+        guard let pipeline = VideoPipeline() else { throw MediaStoreError("ffmpeg or ffprobe is not on PATH") }
+        let scratch = NSTemporaryDirectory()
+        let probe = try pipeline.probe(source, scratch: scratch)
+        return VideoPipeline.commands(source: source, probe: probe, output: output, poster: output + "/poster.jpg").map { [pipeline.ffmpeg] + $0 }
+    }
+
     /// Ends expired uploads and removes released videos' files now (the server does every minute).
     public func sweepVideos() {
         videoProcessor.sweep()

@@ -19,7 +19,7 @@ struct CatalogServer: ParsableCommand {
         commandName: "catalog-server",
         abstract: "Serves the video catalog over HTTP/1.1.",
         discussion: "Every option can also be set with the environment variable in brackets; a flag wins over the environment, which wins over the default.",
-        subcommands: [Migrate.self, Healthcheck.self, Backup.self, Restore.self, Keys.self])
+        subcommands: [Migrate.self, Healthcheck.self, Backup.self, Restore.self, Keys.self, VideoCommands.self])
 
     @Option(help: ServerSettings.host.help) var host: String?
     @Option(help: ServerSettings.port.help) var port: String?

@@ -108,7 +108,7 @@ import Testing
             let response = try await catalog.client.send("POST", "/admin/backups")
             #expect(response.status == 201)
             let created = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
-            #expect(Set(created.keys) == ["name", "bytes", "integrityCheck", "images"], "no server path in the answer")
+            #expect(Set(created.keys) == ["name", "bytes", "integrityCheck", "images", "videos"], "no server path in the answer")
             let name = try #require(created["name"] as? String)
             #expect(!name.contains("/"))
             #expect(created["integrityCheck"] as? String == "ok")

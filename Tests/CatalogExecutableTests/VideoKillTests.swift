@@ -32,17 +32,19 @@ import Glibc
             "PATCH", path, headers: ["Tus-Resumable": "1.0.0", "Content-Type": "application/offset+octet-stream", "Upload-Offset": "0"], body: bytes.prefix(third))
         #expect(first.status == 204 && first.header("Upload-Offset") == "\(third)")
         let port = server.port
-        try await onThread {
+        // The connection stays open through the kill (closed first, its bytes would be kept as a cut-off body's).
+        let socket = try await onThread {
             let socket = try Loopback.connect(port: port)
-            defer { close(socket) }
             let head =
                 "PATCH \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(key)\r\nTus-Resumable: 1.0.0\r\n"
                 + "Content-Type: application/offset+octet-stream\r\nUpload-Offset: \(third)\r\nContent-Length: \(bytes.count - third)\r\n\r\n"
             let sent = Array(head.utf8) + Array(bytes[third..<(third + (bytes.count - third) / 2)])
             _ = sent.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             usleep(300_000)  // the bytes reach the upload's file, unsynced
+            return socket
         }
         server.kill9()
+        close(socket)
         // Started again: the offset is what was acknowledged, and the upload goes on from it.
         server = try await ServerProcess(arguments + ["--video-workers", "1"], log: directory.appendingPathComponent("server-2.log"), key: key)
         let again = CatalogClient(baseURL: server.client.baseURL, credentials: .apiKey(key), timeout: 10)

@@ -96,6 +96,46 @@ struct ReplicaTests {
         #expect(rendition.status == 200 && rendition.header("Content-Type") == "image/webp")
     }
 
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["CATALOG_TEST_S3_ENDPOINT"] != nil, "needs CATALOG_TEST_S3_ENDPOINT (.ci/s3.sh)"))
+    func anUploadsAppendsGoThroughEitherReplicaAndOneProcessesIt() async throws {
+        let endpoint = try #require(ProcessInfo.processInfo.environment["CATALOG_TEST_S3_ENDPOINT"])
+        let credentials = ["AWS_ACCESS_KEY_ID": "catalog", "AWS_SECRET_ACCESS_KEY": "catalog-secret"]
+        let address = "s3://catalog-tests/replica-videos-\(UUID().uuidString.lowercased())?endpoint=\(endpoint)"
+        try S3MediaStore(S3MediaStore.Address(address), environment: credentials).createBucket()
+        let replicas = try await Replicas(mediaStore: address, environment: credentials)
+        let clip = try Data(contentsOf: try TestVideos.clip(seconds: 2, width: 640, height: 360, audio: false, noisy: true))
+        let item = try await replicas.client(0).send("POST", "/v1/playable-items", json: ["title": "Shared", "streamURL": "https://example.com/s"])
+            .decode(PlayableItem.self).id
+        let tus = ["Tus-Resumable": "1.0.0"]
+        let created = try await replicas.client(0).send("POST", "/v1/playable-items/\(item)/video", headers: tus.merging(["Upload-Length": "\(clip.count)"]) { $1 })
+        let path = try #require(created.header("Location"))
+        // Appends of 5 MiB, each through the other replica: the parts and the tail between
+        // them are the bucket's, not either server's.
+        var offset = 0, index = 0
+        while offset < clip.count {
+            let chunk = clip[offset..<min(clip.count, offset + (5 << 20))]
+            let appended = try await replicas.client(index).send(
+                "PATCH", path, headers: tus.merging(["Content-Type": "application/offset+octet-stream", "Upload-Offset": "\(offset)"]) { $1 }, body: Data(chunk))
+            #expect(appended.status == 204, "\(appended.text)")
+            offset = Int(appended.header("Upload-Offset") ?? "") ?? clip.count
+            index += 1
+        }
+        var video: Video?
+        for _ in 0..<300 where video?.status != .ready {
+            video = try await replicas.client(1).get("/v1/playable-items/\(item)").decode(PlayableItem.self).video
+            if video?.status != .ready { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let ready = try #require(video)
+        #expect(ready.status == .ready, "\(ready)")
+        // One replica ran the job, once.
+        let logs = try (0..<2).map { try String(contentsOf: replicas.directory.appendingPathComponent("replica-\($0).log"), encoding: .utf8) }
+        #expect(logs.map { $0.components(separatedBy: "Video \(ready.id) is ready").count - 1 }.reduce(0, +) == 1)
+        for client in replicas.clients {
+            let master = try await client.get(try #require(ready.hls))
+            #expect(master.status == 200 && master.text.contains("360p/index.m3u8"))
+        }
+    }
+
     @Test func concurrentConditionalReordersHaveOneWinner() async throws {
         let replicas = try await Replicas()
         let items = try await replicas.client(0).all("/v1/playable-items?limit=100", as: PlayableItem.self).map(\.id.rawValue)

@@ -43,6 +43,10 @@ int clinux_spawn_limited(
 /// its size): fallocate(2) with FALLOC_FL_PUNCH_HOLE. 0, or -1 with errno.
 int clinux_punch_hole(int fd, long long offset, long long length);
 
+/// Starts writing `length` bytes of `fd` from `offset` back to disk without waiting
+/// (sync_file_range with SYNC_FILE_RANGE_WRITE), so a later fdatasync has less to wait for.
+int clinux_start_writeback(int fd, long long offset, long long length);
+
 /// Work budgets for SQLite statements, per thread: `clinux_budget_start` sets a deadline
 /// `allowance_ns` from now (unless one is already running; returns whether it set one),
 /// `clinux_budget_end` clears it, and `clinux_budget_exceeded` (installed with

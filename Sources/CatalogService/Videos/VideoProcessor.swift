@@ -130,9 +130,9 @@ final class VideoProcessor: Sendable {
                 if try records.row(job.id).map({ $0.state == .released }) ?? true { try storage.removeVideo(job.id) }
                 return
             }
-            Self.logger.info("Video \(job.id) is ready (\(ContinuousClock.now - started)).")
+            Self.logger.notice("Video \(job.id) is ready (\(ContinuousClock.now - started)).")
         } catch let refusal as VideoRefusal {
-            Self.logger.info("Video \(job.id) failed: \(refusal)")
+            Self.logger.notice("Video \(job.id) failed: \(refusal)")
             _ = try? records.finish(job.id, worker: worker, video: Video(id: job.id, status: .failed, error: refusal.description), duration: nil, stream: nil)
         } catch is CancellationError {
             try? records.requeue(job.id, worker: worker, countsAsAttempt: false)

@@ -88,6 +88,13 @@ public final class VideoRecords: Sendable {
         try items.renderWritten(db, itemVideoSQL, [video.map(VideoMember.json), duration, stream, Timestamp.milliseconds(Date()), item.rawValue])
     }
 
+    /// Submits `work` as one transaction; database errors reach `completion` as ``StoreError``.
+    private func write<T: Sendable>(
+        _ options: WriteOptions, _ completion: @escaping @Sendable (Result<T, any Error>) -> Void, _ work: @escaping (any SQLConnection) throws -> T
+    ) {
+        database.submit(options, atomic: true, work) { result in completion(result.mapError { $0 is any EngineError ? StoreError.from($0) : $0 }) }
+    }
+
     // MARK: Uploads
 
     /// Creates the upload `id` of `length` bytes for the item `item`, `user`'s: the item's
@@ -99,8 +106,8 @@ public final class VideoRecords: Sendable {
         options: WriteOptions = WriteOptions(), completion: @escaping @Sendable (Result<(VideoRow, RenderedResource), any Error>) -> Void
     ) {
         let now = Timestamp.milliseconds(Date())
-        database.submit(
-            options, atomic: true,
+        write(
+            options, completion,
             { [self] db in
                 guard try db.exists("SELECT 1 FROM playable_items WHERE id = ?" + db.dialect.forUpdate, [item.rawValue]) else { throw StoreError.notFound }
                 _ = try db.exists("SELECT 1 FROM users WHERE id = ?" + db.dialect.forUpdate, [user.rawValue])
@@ -126,7 +133,7 @@ public final class VideoRecords: Sendable {
                 guard let row = try fetchRow(db, "SELECT \(Self.columns) FROM videos WHERE id = ?", [id]) else { throw StoreError.notFound }
                 return (row, rendered)
             }
-        ) { result in completion(result.mapError { $0 is any EngineError ? StoreError.from($0) : $0 }) }
+        )
     }
 
     /// The video `id`, as the database holds it now.
@@ -140,8 +147,8 @@ public final class VideoRecords: Sendable {
         _ id: String, for holder: String, until: Int64, offset: Int?, completion: @escaping @Sendable (Result<VideoRow, any Error>) -> Void
     ) {
         let now = Timestamp.milliseconds(Date())
-        database.submit(
-            WriteOptions(), atomic: true,
+        write(
+            WriteOptions(), completion,
             { [self] db in
                 guard let row = try fetchRow(db, "SELECT \(Self.columns) FROM videos WHERE id = ?" + db.dialect.forUpdate, [id]) else {
                     throw UploadRefusal.notFound
@@ -154,7 +161,7 @@ public final class VideoRecords: Sendable {
                 taken.lockedUntil = until
                 return taken
             }
-        ) { result in completion(result.mapError { $0 is any EngineError ? StoreError.from($0) : $0 }) }
+        )
     }
 
     /// Why `row` cannot take an append now, if it cannot.
@@ -177,8 +184,8 @@ public final class VideoRecords: Sendable {
     ) {
         let now = Timestamp.milliseconds(Date())
         let whole = committed.offset == committed.length
-        database.submit(
-            WriteOptions(), atomic: true,
+        write(
+            WriteOptions(), completion,
             { [self] db in
                 let changed = try db.execute(
                     """
@@ -192,7 +199,7 @@ public final class VideoRecords: Sendable {
                 if whole { _ = try show(db, Video(id: row.id, status: .processing), on: row.item) }
                 return row
             }
-        ) { result in completion(result.mapError { $0 is any EngineError ? StoreError.from($0) : $0 }) }
+        )
     }
 
     /// Lets the upload `id` go without a change (an append that kept nothing).
@@ -207,8 +214,8 @@ public final class VideoRecords: Sendable {
     /// no video. - Returns: the row as it was, whose bytes the caller drops.
     package func cancel(_ id: String, completion: @escaping @Sendable (Result<VideoRow, any Error>) -> Void) {
         let now = Timestamp.milliseconds(Date())
-        database.submit(
-            WriteOptions(), atomic: true,
+        write(
+            WriteOptions(), completion,
             { [self] db in
                 guard let row = try fetchRow(db, "SELECT \(Self.columns) FROM videos WHERE id = ?" + db.dialect.forUpdate, [id]) else {
                     throw UploadRefusal.notFound
@@ -219,7 +226,7 @@ public final class VideoRecords: Sendable {
                 _ = try show(db, nil, on: row.item)
                 return row
             }
-        ) { result in completion(result.mapError { $0 is any EngineError ? StoreError.from($0) : $0 }) }
+        )
     }
 
     /// Ends the unfinished uploads past their expiry that no request holds: released, and

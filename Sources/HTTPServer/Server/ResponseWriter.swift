@@ -31,14 +31,7 @@ enum ResponseWriter {
             out.append(byte: ASCII.cr)
             out.append(byte: ASCII.lf)
         }
-        for (name, value) in response.headers {
-            appendSanitized(name, to: out)
-            out.append(byte: ASCII.colon)
-            out.append(byte: ASCII.space)
-            appendSanitized(value, to: out)
-            out.append(byte: ASCII.cr)
-            out.append(byte: ASCII.lf)
-        }
+        appendFields(response.headers, to: out)
         if streaming {
             // A body of unknown length: chunked, or (HTTP/1.0) until the connection closes.
             if version != .http1_0 { out.append(chunkedField) }
@@ -72,14 +65,7 @@ enum ResponseWriter {
         out.append("HTTP/1.1 \(status.code) ")
         appendSanitized(status.reasonPhrase, to: out)
         out.append("\r\n")
-        for (name, value) in headers {
-            appendSanitized(name, to: out)
-            out.append(byte: ASCII.colon)
-            out.append(byte: ASCII.space)
-            appendSanitized(value, to: out)
-            out.append(byte: ASCII.cr)
-            out.append(byte: ASCII.lf)
-        }
+        appendFields(headers, to: out)
         out.append(byte: ASCII.cr)
         out.append(byte: ASCII.lf)
     }
@@ -104,6 +90,19 @@ enum ResponseWriter {
     private static let requestIDPrefix: [UInt8] = Array("X-Request-Id: ".utf8)
     private static let connectionClose: [UInt8] = Array("Connection: close\r\n".utf8)
     private static let connectionKeepAlive: [UInt8] = Array("Connection: keep-alive\r\n".utf8)
+
+    /// Appends `fields`, a line each.
+    @inline(__always)
+    private static func appendFields(_ fields: [(name: String, value: String)], to out: ByteBuffer) {
+        for (name, value) in fields {
+            appendSanitized(name, to: out)
+            out.append(byte: ASCII.colon)
+            out.append(byte: ASCII.space)
+            appendSanitized(value, to: out)
+            out.append(byte: ASCII.cr)
+            out.append(byte: ASCII.lf)
+        }
+    }
 
     /// Appends `text`, replacing control characters so a header can never be split.
     private static func appendSanitized(_ text: String, to out: ByteBuffer) {
