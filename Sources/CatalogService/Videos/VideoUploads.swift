@@ -69,11 +69,13 @@ final class VideoUploads: Sendable {
     // MARK: Creation
 
     private func create(_ request: HTTPRequest, _ caller: Caller, _ responder: Responder, _ done: @escaping Completion) throws {
+        // Malformed fields are a 400 before any protocol version is looked at.
+        let item = try ResourceEndpoints.id(request)
+        let metadata = try UploadMetadata.read(request)
+        _ = try UploadDialect.integer(request, "upload-length")
         let dialect = try UploadDialect(request)
         do {
-            let item = try ResourceEndpoints.id(request)
             guard let user = caller.userID else { throw APIError.unauthenticated }
-            let metadata = try UploadMetadata.read(request)
             let completes = try dialect.completes(request)
             let bodyLength = try UploadDialect.integer(request, "content-length")
             let hasBody = (bodyLength ?? 0) > 0 || request.headers["transfer-encoding"] != nil
@@ -194,9 +196,9 @@ final class VideoUploads: Sendable {
     }
 
     private func append(_ request: HTTPRequest, _ caller: Caller, _ responder: Responder, _ done: @escaping Completion) throws {
+        guard let offset = try UploadDialect.integer(request, "upload-offset") else { throw APIError.invalidHeader("Upload-Offset", "It is required.") }
         let dialect = try UploadDialect(request)
         do {
-            guard let offset = try UploadDialect.integer(request, "upload-offset") else { throw APIError.invalidHeader("Upload-Offset", "It is required.") }
             let contentType = request.headers["content-type"]
             switch dialect {
             case .tus where contentType != "application/offset+octet-stream":
