@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <string.h>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -41,6 +42,12 @@ int clinux_spawn_limited(
         // Killed with the server (a kill -9 of it leaves no ffmpeg running on).
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) _exit(126);
+        // Every signal as a fresh process has it: the server ignores some (SIGPIPE, SIGHUP, …),
+        // and an ignored signal stays ignored across exec.
+        struct sigaction fresh;
+        memset(&fresh, 0, sizeof(fresh));
+        fresh.sa_handler = SIG_DFL;
+        for (int number = 1; number < NSIG; number++) sigaction(number, &fresh, NULL);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);

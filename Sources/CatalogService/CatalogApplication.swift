@@ -235,9 +235,14 @@ public final class CatalogApplication: Sendable {
             tokens = nil
         }
         authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier, remembers: !store.mayBeShared)
+        if configuration.requireSignedPlayback, configuration.playbackKeyFile == nil, store.mayBeShared || videoStorage is S3VideoStorage {
+            // Each replica would make a key of its own, and refuse the others' signatures.
+            throw MediaStoreError("Signed playback on several servers needs the same key on each: set --playback-key-file.")
+        }
         playbackSigner = try PlaybackSigner(
             required: configuration.requireSignedPlayback, keyFile: configuration.playbackKeyFile,
-            lifetime: Int(configuration.playbackLifetime.components.seconds))
+            lifetime: Int(configuration.playbackLifetime.components.seconds),
+            publicURL: configuration.publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 })
         var routes = Routes(
             authenticator: authenticator, readsNeedCredential: configuration.requireAuthForReads, limiter: limiter,
             idempotency: Idempotency(store: store.idempotency), databaseWork: store.readsBlock ? DatabaseWork.pool : nil,

@@ -374,8 +374,12 @@ import Testing
         #expect(hls == "/v1/videos/\(video.id)/\(signed)/master.m3u8")
         #expect(try shown.decode(PlayableItem.self).streamURL.absoluteString == "https://videos.example.com" + hls)
         #expect(video.mp4?.contains(signed) == true && video.storyboard?.contains(signed) == true)
-        // The list shows the same.
-        #expect(!(try await catalog.anonymous.get("/v1/playable-items").text.contains("/media/")))
+        // Text a client wrote is never signed (nor changed), though it names the same path.
+        let quoting = try await catalog.client.send(
+            "POST", "/v1/playable-items", json: ["title": "Quote", "description": "See /v1/videos/\(video.id)/media/master.m3u8", "streamURL": "https://example.com/q"])
+        #expect(try quoting.decode(PlayableItem.self).description == "See /v1/videos/\(video.id)/media/master.m3u8")
+        let list = try await catalog.anonymous.get("/v1/playable-items").text
+        #expect(list.contains("See /v1/videos/\(video.id)/media/master.m3u8") && list.contains(hls))
         let master = try await catalog.anonymous.get(hls)
         #expect(master.status == 200 && master.header("Cache-Control")?.hasPrefix("private, max-age=") == true)
         let decoded = try await onThread {

@@ -29,6 +29,12 @@ package enum VideoMember {
             mp4: prefix + mp4, poster: poster, storyboard: prefix + storyboardText)
     }
 
+    /// What stands right before a media path the server wrote in a rendered document: the
+    /// paths of the `video` member, and a hosted item's stream URL at `publicURL`.
+    package static func writtenPathPrefixes(publicURL: String?) -> [String] {
+        ["\"hls\":\"", "\"mp4\":\"", "\"storyboard\":\""] + (publicURL.map { ["\"streamURL\":\"" + $0] } ?? [])
+    }
+
     /// The item's running time, which a ready video fills in.
     package static let durationColumn = "duration_seconds"
     /// The item's stream URL, which a ready video sets to its HLS playlist.

@@ -1,4 +1,5 @@
 import CatalogIdentity
+import CatalogSchema
 import Foundation
 import HTTPServer
 import Synchronization
@@ -29,11 +30,17 @@ final class PlaybackSigner: Sendable {
     /// The least a key file holds.
     static let minimumKeyBytes = 32
 
-    init(required: Bool, keyFile: String?, lifetime: Int) throws {
+    /// What may stand right before a media path the server wrote: the `video` member's
+    /// paths, and a hosted item's stream URL (at the server's public URL). Text a client
+    /// wrote is JSON-escaped, so it never holds `":"` unescaped: no path in it is signed.
+    private let prefixes: [[UInt8]]
+
+    init(required: Bool, keyFile: String?, lifetime: Int, publicURL: String?) throws {
         self.required = required
         self.keyFile = keyFile
         self.lifetime = max(60, lifetime)
         keys = Mutex((try Self.load(keyFile), nil))
+        prefixes = VideoMember.writtenPathPrefixes(publicURL: publicURL).map { Array($0.utf8) }
     }
 
     /// The key in `file`, or a new random one.
@@ -84,7 +91,8 @@ final class PlaybackSigner: Sendable {
     private static let marker = Array("/v1/videos/".utf8)
     private static let media = Array("/media/".utf8)
 
-    /// `body` with each media path signed for responses made at `now`; `nil` when it shows none.
+    /// `body` with each media path the server wrote (``prefixes``) signed for responses
+    /// made at `now`; `nil` when it shows none.
     func sign(_ body: [UInt8], now: Int) -> [UInt8]? {
         var output: [UInt8] = []
         var copied = 0
@@ -94,7 +102,8 @@ final class PlaybackSigner: Sendable {
         while let found = Self.find(Self.marker, in: body, from: index) {
             let idStart = found + Self.marker.count, mediaStart = idStart + idLength
             index = idStart
-            guard mediaStart + Self.media.count <= body.count, body[mediaStart..<(mediaStart + Self.media.count)].elementsEqual(Self.media),
+            guard prefixes.contains(where: { found >= $0.count && body[(found - $0.count)..<found].elementsEqual($0) }),
+                mediaStart + Self.media.count <= body.count, body[mediaStart..<(mediaStart + Self.media.count)].elementsEqual(Self.media),
                 body[idStart..<mediaStart].allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
             else { continue }
             let id = String(decoding: body[idStart..<mediaStart], as: UTF8.self)

@@ -33,6 +33,8 @@ final class UploadSink: RequestBodySink, @unchecked Sendable {
     static let maxQueued = 2 << 20
     /// The threads that write uploads' bytes (and send their parts to an object store).
     static let pool = WorkPool(name: "uploads", threads: 4, queueLimit: 4096)
+    /// The most bytes one writer job writes before it gives its thread to another upload's.
+    static let turn = 8 << 20
 
     private struct State {
         var chunks: [[UInt8]] = []
@@ -72,6 +74,8 @@ final class UploadSink: RequestBodySink, @unchecked Sendable {
     func receive(_ bytes: UnsafeRawBufferPointer) -> BodyIntake {
         let chunk = [UInt8](bytes)
         let (start, intake): (Bool, BodyIntake) = state.withLock { state in
+            // Already answered (no thread could take the work): nothing more is read.
+            if state.ending == .unqueued { return (false, .refused) }
             guard state.taken + chunk.count <= allowed, state.failure == nil else {
                 state.overflowed = state.failure == nil
                 state.ending = .complete
@@ -111,18 +115,23 @@ final class UploadSink: RequestBodySink, @unchecked Sendable {
         }
     }
 
-    /// Writes what waits, in order; after the body's end, hands the sink to `ended`.
+    /// Writes what waits, in order, and gives the thread back after ``turn`` bytes (the
+    /// rest is another job, behind the other uploads'); after the body's end, hands the
+    /// sink to `ended` on the blocking pool (a commit waits on the disk or the object store).
     private func write() {
+        var written = 0
         while true {
+            guard written < Self.turn else { return schedule() }
             let next: (chunk: [UInt8]?, ending: Ending?) = state.withLock { state in
                 if !state.chunks.isEmpty { return (state.chunks.removeFirst(), nil) }
                 state.writing = false
                 return (nil, state.ending)
             }
             guard let chunk = next.chunk else {
-                if let ending = next.ending { ended(self, ending) }
+                if let ending = next.ending, !Handler.runBlocking({ [self] in ended(self, ending) }) { ended(self, .unqueued) }
                 return
             }
+            written += chunk.count
             var failure: (any Error)?
             if self.failure == nil {
                 let written = chunk.withUnsafeBytes { bytes in

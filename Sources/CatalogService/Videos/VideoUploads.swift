@@ -173,19 +173,21 @@ final class VideoUploads: Sendable {
         }
     }
 
-    /// Answers with `row`'s offset once no request appends to it (a request still
-    /// appending, cut off on the client's side, is ended first, and its bytes counted).
+    /// Answers with `row`'s offset once no request appends to it (waiting for one that
+    /// does, up to ``waitsForHolder`` tenths of a second: its bytes then count).
     private func report(_ row: VideoRow, dialect: UploadDialect, attempt: Int, _ done: @escaping Completion) throws {
         let now = Timestamp.milliseconds(Date())
         if row.state == .uploading, row.lockedBy != nil, (row.lockedUntil ?? 0) > now, attempt < Self.waitsForHolder {
-            leases.supersede(row.id)
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in
-                do {
-                    guard let again = try records.row(row.id) else { throw UploadRefusal.notFound }
-                    try report(again, dialect: dialect, attempt: attempt + 1, done)
-                } catch {
-                    done(.failure(Self.refusal(error, dialect)))
+                let queued = Handler.runBlocking { [self] in
+                    do {
+                        guard let again = try records.row(row.id) else { throw UploadRefusal.notFound }
+                        try report(again, dialect: dialect, attempt: attempt + 1, done)
+                    } catch {
+                        done(.failure(Self.refusal(error, dialect)))
+                    }
                 }
+                if !queued { done(.failure(WorkPool.busy)) }
             }
             return
         }
@@ -263,22 +265,23 @@ final class VideoUploads: Sendable {
 
     /// Takes `row` for this request at `offset`, opens its append, and takes the body
     /// into it; once the body ended, keeps it (or drops it) and answers with `answer`.
-    /// While another request holds it, this one ends that request (when it is this
-    /// server's) and waits for it to let go.
+    /// While an older request holds it, this one ends that request (when it is this
+    /// server's and its body still arrives) and waits for it to let go.
     private func take(
         _ row: VideoRow, offset: Int, caller: Caller, dialect: UploadDialect, checksum: UploadChecksum?, completes: Bool?, responder: Responder,
-        answer: @escaping @Sendable (VideoRow) -> HTTPResponse, attempt: Int = 0, _ done: @escaping Completion
+        answer: @escaping @Sendable (VideoRow) -> HTTPResponse, attempt: Int = 0, holder given: String? = nil, _ done: @escaping Completion
     ) {
-        let holder = leases.newHolder()
+        // One holder through every attempt: it supersedes only the requests before it.
+        let holder = given ?? leases.newHolder()
         records.take(row.id, for: holder, until: leases.until(), offset: offset) { [self] result in
             if case .failure(UploadRefusal.locked) = result, attempt < Self.waitsForHolder {
                 // A request before this one (cut off on the client's side, not yet on ours)
                 // still appends: it ends first, keeping what it has, then this one goes on.
-                leases.supersede(row.id)
+                leases.supersede(row.id, by: holder)
                 return DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in
                     take(
                         row, offset: offset, caller: caller, dialect: dialect, checksum: checksum, completes: completes, responder: responder, answer: answer,
-                        attempt: attempt + 1, done)
+                        attempt: attempt + 1, holder: holder, done)
                 }
             }
             guard case let .success(taken) = result else {
@@ -343,7 +346,7 @@ final class VideoUploads: Sendable {
             }
         }
         if let refusal {
-            leases.release(before.id)
+            leases.release(before.id, holder: holder)
             records.letGo(before.id, holder: holder)
             return done(.failure(refusal.adding(dialect.fields)))
         }
@@ -351,12 +354,12 @@ final class VideoUploads: Sendable {
         do {
             committed = try storage.commit(append)
         } catch {
-            leases.release(before.id)
+            leases.release(before.id, holder: holder)
             records.letGo(before.id, holder: holder)
             return done(.failure(Self.storageFailure(error, dialect)))
         }
         records.commit(committed, replacing: before, holder: holder) { [self] result in
-            leases.release(before.id)
+            leases.release(before.id, holder: holder)
             switch result {
             case let .success(row):
                 _ = Handler.runBlocking { [storage] in storage.superseded(before, by: committed) }
@@ -455,15 +458,25 @@ final class UploadLeases: Sendable {
         held.withLock { $0[id] = (holder, responder) }
     }
 
-    /// Ends the request of this server holding the upload `id`, if one does (a newer
-    /// request of the upload supersedes it): its connection closes, and what it received
-    /// is kept as a cut-off body is.
-    func supersede(_ id: String) {
-        held.withLock { $0[id] }?.responder.cut()
+    /// Ends the request of this server holding the upload `id` while its body still
+    /// arrives, if it began before `newer` (a newer request of the upload supersedes it:
+    /// the client resumed while its old connection is still open on our side): that
+    /// connection closes, and what it received is kept as a cut-off body is.
+    func supersede(_ id: String, by newer: String) {
+        guard let (holder, responder) = held.withLock({ $0[id] }), Self.number(holder) < Self.number(newer) else { return }
+        responder.cut()
     }
 
-    func release(_ id: String) {
-        _ = held.withLock { $0.removeValue(forKey: id) }
+    /// `holder` lets go of the upload `id` (nothing when another holds it now).
+    func release(_ id: String, holder: String) {
+        held.withLock { held in
+            if held[id]?.holder == holder { held.removeValue(forKey: id) }
+        }
+    }
+
+    /// The number of a holder of this server (holders are numbered in the order they came).
+    private static func number(_ holder: String) -> UInt64 {
+        UInt64(holder.split(separator: "/").last ?? "") ?? 0
     }
 
     /// The uploads held now, with their holders.

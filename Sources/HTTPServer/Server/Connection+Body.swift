@@ -59,9 +59,10 @@ extension Connection {
         deadlines = deadlines.bodyBegan(at: loop.now)
         guard ended || refused else {
             if intake == .paused {
-                // The sink catches up first; waiting for it is not the client's slowness.
+                // The sink catches up first; waiting for it is not the client's slowness,
+                // but a sink that never does is bounded like an answer (503).
                 unread.paused = true
-                deadlines = deadlines.clearingPhase()
+                deadlines = deadlines.awaitingAnswer(at: loop.now, timeout: context.timeout)
             }
             unreadBody = unread
             return false

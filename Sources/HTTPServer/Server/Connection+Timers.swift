@@ -22,7 +22,13 @@ extension Connection {
             failConnection(late.error, path: nil)
             finishTurn()
         case .expired(.expire):
-            guard case let .awaiting(context) = phase, abandonAwaited() else { return }
+            // An answer overdue, or a paused body whose sink never caught up.
+            let context: ResponseContext
+            switch phase {
+            case let .awaiting(awaited), let .receiving(awaited, _): context = awaited
+            default: return
+            }
+            guard abandonAwaited() else { return }
             loop.core.expiredRequests.add(1, ordering: .relaxed)
             write(loop.core.render(HTTPError.requestExpired, path: context.path, requestID: context.requestID), context)
             closeAfterFlush = true

@@ -269,6 +269,7 @@ final class Connection {
                 // (at other times EPOLLIN reports it, and an unread RDHUP would wake the loop for ever).
                 switch phase {
                 case .awaiting, .streaming: desired |= Epoll.peerClosed
+                case .receiving where unreadBody?.paused == true: desired |= Epoll.peerClosed
                 default: break
                 }
             }

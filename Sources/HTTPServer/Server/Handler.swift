@@ -233,12 +233,18 @@ public struct Responder: Sendable {
         loop.execute { loop in loop.connection(fd: fd, id: id)?.resumeReceiving(sequence: sequence) }
     }
 
-    /// Closes the request's connection at once, answering nothing: for a request a newer
-    /// one supersedes (an upload's append, cut off on the client's side but not yet on
-    /// ours). A body being taken ends incomplete.
+    /// Closes the request's connection, answering nothing, if its body is still arriving:
+    /// for a request a newer one supersedes (an upload's append, cut off on the client's
+    /// side but not yet on ours). Its body ends incomplete. Nothing happens once the body
+    /// has ended (its answer is on its way).
     public func cut() {
-        guard case let .connection(loop, fd, id, _) = target else { return }
-        loop.execute { loop in loop.connection(fd: fd, id: id)?.close() }
+        guard case let .connection(loop, fd, id, sequence) = target else { return }
+        loop.execute { loop in
+            guard let connection = loop.connection(fd: fd, id: id), case let .receiving(context, _) = connection.phase, context.sequence == sequence else {
+                return
+            }
+            connection.close()
+        }
     }
 
     /// Sends an interim (1xx) response before the final one, such as `104 Upload Resumption
