@@ -89,6 +89,13 @@ import Testing
             #expect(video.width == 640 && video.height == 360)
             #expect(abs((video.durationSeconds ?? 0) - 5) < 0.2)
             #expect(shown.durationSeconds == video.durationSeconds)
+            // Each step of the video was a change of the item, in the change feed.
+            let feed = try await catalog.client.get("/v1/changes?limit=100")
+            let changes = try #require(try JSONSerialization.jsonObject(with: feed.body) as? [String: Any])["changes"] as? [[String: Any]]
+            let statuses = (changes ?? []).filter { $0["id"] as? String == item.rawValue }.compactMap {
+                (($0["resource"] as? [String: Any])?["video"] as? [String: Any])?["status"] as? String
+            }
+            #expect(statuses.last == "ready", "\(statuses)")
             // With a public URL, the item streams from its HLS playlist.
             #expect(shown.streamURL.absoluteString == "http://127.0.0.1:1" + (video.hls ?? "-"))
             let poster = try #require(video.poster)

@@ -150,10 +150,7 @@ public final class VideoRecords: Sendable {
         write(
             WriteOptions(), completion,
             { [self] db in
-                guard let row = try fetchRow(db, "SELECT \(Self.columns) FROM videos WHERE id = ?" + db.dialect.forUpdate, [id]) else {
-                    throw UploadRefusal.notFound
-                }
-                try Self.check(row, now: now, holder: holder)
+                let row = try unfinished(db, id, now: now, holder: holder)
                 if let offset, offset != row.progress.offset { throw UploadRefusal.offsetMismatch(current: row.progress.offset) }
                 try db.execute("UPDATE videos SET locked_by = ?, locked_until = ? WHERE id = ?", [holder, until, id])
                 var taken = row
@@ -162,6 +159,16 @@ public final class VideoRecords: Sendable {
                 return taken
             }
         )
+    }
+
+    /// The unfinished upload `id`, locked for the write, if `holder` (or, `nil`, anyone) may
+    /// act on it now; else why not (``UploadRefusal``).
+    private func unfinished(_ db: any SQLConnection, _ id: String, now: Int64, holder: String?) throws -> VideoRow {
+        guard let row = try fetchRow(db, "SELECT \(Self.columns) FROM videos WHERE id = ?" + db.dialect.forUpdate, [id]) else {
+            throw UploadRefusal.notFound
+        }
+        try Self.check(row, now: now, holder: holder)
+        return row
     }
 
     /// Why `row` cannot take an append now, if it cannot.
@@ -217,10 +224,7 @@ public final class VideoRecords: Sendable {
         write(
             WriteOptions(), completion,
             { [self] db in
-                guard let row = try fetchRow(db, "SELECT \(Self.columns) FROM videos WHERE id = ?" + db.dialect.forUpdate, [id]) else {
-                    throw UploadRefusal.notFound
-                }
-                try Self.check(row, now: now, holder: nil)
+                let row = try unfinished(db, id, now: now, holder: nil)
                 try db.execute("UPDATE videos SET state = 'released', locked_by = NULL, locked_until = NULL, updated_at = ? WHERE id = ?", [now, id])
                 try Self.releaseOthers(db, id, of: row.item, now: now)
                 _ = try show(db, nil, on: row.item)
