@@ -62,11 +62,11 @@ import Testing
             let shown = try await catalog.client.send(
                 "PUT", "/v1/playable-items/\(item)/image", headers: ["Content-Type": "image/png"], body: Data(TestImages.png(width: 4, height: 4)))
             imageHash = try shown.decode(PlayableItem.self).image?.hash ?? ""
-            let clip = try Data(contentsOf: try TestVideos.clip(seconds: 1, width: 160, height: 90, audio: false))
+            let clip = try Data(contentsOf: try await TestVideos.clip(seconds: 1, width: 160, height: 90, audio: false))
             let created = try await catalog.inProcess.send(
                 "POST", "/v1/playable-items/\(item)/video", headers: ["Content-Type": "application/octet-stream"], body: clip)
             video = String(created.header("Location")?.split(separator: "/").last ?? "")
-            catalog.application.processVideos()
+            try await catalog.processVideos()
             rendition = "90p"
         }
 

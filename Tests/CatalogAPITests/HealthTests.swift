@@ -85,9 +85,9 @@ import Testing
     @Test func aBackupHoldsTheHostedVideosAndARestorePutsThemBack() async throws {
         let catalog = try TestCatalog(seed: false)
         let item = try await catalog.api.playableItems.create(PlayableItemInput(title: "Kept", streamURL: URL(string: "https://example.com/k")!)).value.id
-        let clip = try Data(contentsOf: try TestVideos.clip(seconds: 1, width: 160, height: 90, audio: false))
+        let clip = try Data(contentsOf: try await TestVideos.clip(seconds: 1, width: 160, height: 90, audio: false))
         #expect(try await catalog.client.send("POST", "/v1/playable-items/\(item)/video", headers: ["Content-Type": "application/octet-stream"], body: clip).status == 201)
-        catalog.application.processVideos()
+        try await catalog.processVideos()
         let video = try #require(try await catalog.client.get("/v1/playable-items/\(item)").decode(PlayableItem.self).video)
         let created = try await catalog.client.send("POST", "/admin/backups").decode(Backup.self)
         #expect(created.videos == 1 && created.images == 1, "the video, and its poster")

@@ -72,7 +72,7 @@ import Testing
     @Test(arguments: TestEngine.all) func aTusUploadCutOffResumesAndTheVideoPlaysOverHTTP(_ engine: DatabaseEngine) async throws {
         try await TestEngine.run(engine) {
             let catalog = try TestCatalog(seed: false) { $0.publicURL = "http://127.0.0.1:1" }
-            let clip = try TestVideos.clip(seconds: 5, width: 640, height: 360)
+            let clip = try await TestVideos.clip(seconds: 5, width: 640, height: 360)
             let bytes = try Data(contentsOf: clip)
             let item = try await catalog.api.playableItems.create(PlayableItemInput(title: "Clip", streamURL: URL(string: "https://example.com/v")!)).value.id
             let output = try await Self.tuspy(catalog, Self.cutAndResume, [item.rawValue, clip.path])
@@ -82,7 +82,7 @@ import Testing
             #expect(output.contains("offset \(bytes.count) of \(bytes.count)"), "\(output)")
             var shown = try await Self.item(catalog, item)
             #expect(shown.video?.status == .processing)
-            #expect(catalog.application.processVideos() == 1)
+            #expect(try await catalog.processVideos() == 1)
             shown = try await Self.item(catalog, item)
             let video = try #require(shown.video)
             #expect(video.status == .ready, "\(video)")
@@ -120,7 +120,7 @@ import Testing
 
             // Deleting the item releases the video: its files go with the sweep.
             #expect(try await catalog.client.send("DELETE", "/v1/playable-items/\(item)").status == 204)
-            catalog.application.sweepVideos()
+            try await catalog.sweepVideos()
             #expect(try await catalog.anonymous.get(video.mp4!).status == 404)
             #expect(!FileManager.default.fileExists(atPath: catalog.directory.appendingPathComponent("media/videos/\(video.id)").path))
         }
@@ -266,7 +266,7 @@ import Testing
             #expect(last.status == 204 && last.header("Upload-Offset") == "8", "\(last.text)")
         }
         // A plain body (curl -T): the whole video in one request, its length its Content-Length.
-        let clip = try TestVideos.clip(seconds: 1, width: 320, height: 180)
+        let clip = try await TestVideos.clip(seconds: 1, width: 320, height: 180)
         let plain = try await onThread {
             try runCommand(
                 "/usr/bin/env",
@@ -276,13 +276,13 @@ import Testing
                 ])
         }
         #expect(plain.output == "201")
-        catalog.application.processVideos()
+        try await catalog.processVideos()
         #expect(try await Self.item(catalog, item).video?.status == .ready)
     }
 
     @Test func aFileThatIsNotAVideoPlayableFailsWithAReason() async throws {
         let catalog = try TestCatalog(seed: false)
-        let clip = try Data(contentsOf: try TestVideos.clip(seconds: 4, width: 320, height: 180))
+        let clip = try Data(contentsOf: try await TestVideos.clip(seconds: 4, width: 320, height: 180))
         // 10,000 × 10,000 claimed by a YUV4MPEG2 header, with one row of data.
         let absurd = Data("YUV4MPEG2 W10000 H10000 F25:1 Ip A1:1 C420jpeg\nFRAME\n".utf8) + Data(count: 10_000)
         let cases: [(Data, String)] = [
@@ -296,7 +296,7 @@ import Testing
             let item = try await catalog.api.playableItems.create(PlayableItemInput(title: "Bad", streamURL: URL(string: "https://example.com/b")!)).value.id
             let created = try await catalog.client.send("POST", "/v1/playable-items/\(item)/video", headers: ["Content-Type": "application/octet-stream"], body: bytes)
             #expect(created.status == 201)
-            catalog.application.processVideos()
+            try await catalog.processVideos()
             let video = try #require(try await Self.item(catalog, item).video)
             #expect(video.status == .failed)
             #expect(video.error?.contains(reason) == true, "\(reason): \(video.error ?? "-")")
@@ -319,7 +319,7 @@ import Testing
         }
         // About 18 MB, sent by the client library in appends of 5 MiB: parts of 8 MiB go to
         // the store as they fill, the rest waits as a tail object between appends.
-        let clip = try TestVideos.clip(seconds: 2, width: 640, height: 360, audio: false, noisy: true)
+        let clip = try await TestVideos.clip(seconds: 2, width: 640, height: 360, audio: false, noisy: true)
         let size = try #require(try FileManager.default.attributesOfItem(atPath: clip.path)[.size] as? Int)
         #expect(size > 16 << 20)
         let item = try await catalog.api.playableItems.create(PlayableItemInput(title: "On S3", streamURL: URL(string: "https://example.com/s")!)).value.id
@@ -327,7 +327,7 @@ import Testing
         let path = try await catalog.api.videos.upload(clip, for: item, chunkSize: 5 << 20) { sent, _ in reports.withLock { $0.append(sent) } }
         #expect(reports.withLock { $0 }.last == Int64(size))
         #expect(try await catalog.api.videos.offset(of: path) == (Int64(size), Int64(size)))
-        #expect(catalog.application.processVideos() == 1)
+        #expect(try await catalog.processVideos() == 1)
         let video = try #require(try await Self.item(catalog, item).video)
         #expect(video.status == .ready, "\(video)")
         // Media files: a redirect to a presigned URL, which serves ranges itself.
@@ -348,7 +348,7 @@ import Testing
         #expect(decoded.status == 0, "\(decoded.output)")
         // Released with its item: the objects go.
         #expect(try await catalog.client.send("DELETE", "/v1/playable-items/\(item)").status == 204)
-        catalog.application.sweepVideos()
+        try await catalog.sweepVideos()
         let left = try S3MediaStore(S3MediaStore.Address(address), environment: credentials).list(prefix: "videos/\(video.id)/")
         #expect(left.isEmpty, "\(left.map(\.key))")
     }
@@ -370,9 +370,9 @@ import Testing
             $0.publicURL = "https://videos.example.com"
         }
         let item = try await catalog.api.playableItems.create(PlayableItemInput(title: "Signed", streamURL: URL(string: "https://example.com/s")!)).value.id
-        let clip = try Data(contentsOf: try TestVideos.clip(seconds: 2, width: 320, height: 180))
+        let clip = try Data(contentsOf: try await TestVideos.clip(seconds: 2, width: 320, height: 180))
         #expect(try await catalog.client.send("POST", "/v1/playable-items/\(item)/video", headers: ["Content-Type": "application/octet-stream"], body: clip).status == 201)
-        catalog.application.processVideos()
+        try await catalog.processVideos()
         let shown = try await catalog.anonymous.get("/v1/playable-items/\(item)")
         let video = try #require(try shown.decode(PlayableItem.self).video)
         let hls = try #require(video.hls)
@@ -421,9 +421,9 @@ import Testing
     @Test func aBrowserPlaysTheMP4AndSeeksWithRanges() async throws {
         let catalog = try TestCatalog(seed: false)
         let item = try await catalog.api.playableItems.create(PlayableItemInput(title: "Browser", streamURL: URL(string: "https://example.com/b")!)).value.id
-        let clip = try Data(contentsOf: try TestVideos.clip(seconds: 10, width: 640, height: 360))
+        let clip = try Data(contentsOf: try await TestVideos.clip(seconds: 10, width: 640, height: 360))
         #expect(try await catalog.client.send("POST", "/v1/playable-items/\(item)/video", headers: ["Content-Type": "application/octet-stream"], body: clip).status == 201)
-        catalog.application.processVideos()
+        try await catalog.processVideos()
         let mp4 = try #require(try await Self.item(catalog, item).video?.mp4)
         // A page that loads the MP4, seeks to 6 s, and says where it got in its title.
         let page = catalog.directory.appendingPathComponent("player.html")

@@ -231,7 +231,7 @@ import Testing
 
     @Test func aVideoIsUploadedResumablyWithProgress() async throws {
         let catalog = try TestCatalog(seed: false)
-        let clip = try TestVideos.clip(seconds: 5, width: 640, height: 360)
+        let clip = try await TestVideos.clip(seconds: 5, width: 640, height: 360)
         let size = try #require(try FileManager.default.attributesOfItem(atPath: clip.path)[.size] as? Int)
         let item = try await Self.run(["items", "create", "--title", "Uploaded", "--stream-url", "https://example.com/u"], server: catalog.client.baseURL)
             .decode(PlayableItem.self)

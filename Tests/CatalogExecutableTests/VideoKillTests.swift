@@ -21,7 +21,7 @@ import Glibc
         let key = try await Executables.bootstrapKey(database: database)
         let arguments = ["--database", database, "--migrations", migrationsDirectory.path, "--no-seed"]
         var server = try await ServerProcess(arguments + ["--video-workers", "0"], log: directory.appendingPathComponent("server-1.log"), key: key)
-        let clip = try TestVideos.clip(seconds: 8, width: 1280, height: 720)
+        let clip = try await TestVideos.clip(seconds: 8, width: 1280, height: 720)
         let bytes = try Data(contentsOf: clip)
         let api = CatalogClient(baseURL: server.client.baseURL, credentials: .apiKey(key), timeout: 10)
         let item = try await api.playableItems.create(PlayableItemInput(title: "Killed", streamURL: URL(string: "https://example.com/k")!)).value.id

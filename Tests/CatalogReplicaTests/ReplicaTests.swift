@@ -103,7 +103,7 @@ struct ReplicaTests {
         let address = "s3://catalog-tests/replica-videos-\(UUID().uuidString.lowercased())?endpoint=\(endpoint)"
         try S3MediaStore(S3MediaStore.Address(address), environment: credentials).createBucket()
         let replicas = try await Replicas(mediaStore: address, environment: credentials)
-        let clip = try Data(contentsOf: try TestVideos.clip(seconds: 2, width: 640, height: 360, audio: false, noisy: true))
+        let clip = try Data(contentsOf: try await TestVideos.clip(seconds: 2, width: 640, height: 360, audio: false, noisy: true))
         let item = try await replicas.client(0).send("POST", "/v1/playable-items", json: ["title": "Shared", "streamURL": "https://example.com/s"])
             .decode(PlayableItem.self).id
         let tus = ["Tus-Resumable": "1.0.0"]

@@ -147,6 +147,18 @@ package final class TestCatalog: Sendable {
     /// Requests without a credential.
     package var anonymous: APIClient { APIClient(baseURL: client.baseURL) }
 
+    /// Processes the video jobs waiting (``CatalogApplication/processVideos()``), on a
+    /// thread of its own: ffmpeg is waited for there, never on the tasks' shared threads.
+    @discardableResult
+    package func processVideos() async throws -> Int {
+        try await onThread { [application] in application.processVideos() }
+    }
+
+    /// Sweeps expired uploads and released videos now, on a thread of its own.
+    package func sweepVideos() async throws {
+        try await onThread { [application] in application.sweepVideos() }
+    }
+
     /// The admin's client answered in process, without a socket (``APIClient/init(inProcess:key:)``).
     package var inProcess: APIClient { APIClient(inProcess: application.server, key: adminKey) }
 

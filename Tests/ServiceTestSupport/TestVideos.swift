@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 
 /// Videos made by the tests themselves with ffmpeg (`-f lavfi testsrc`), never downloaded:
 /// a clip of a given length, size and sound, made once per run and kept for the others.
@@ -10,7 +11,12 @@ package enum TestVideos {
     /// An H.264/AAC MP4 of `seconds`, `width` × `height` (with a sine tone when `audio`),
     /// faststart; `noisy` makes it lossless noise, about 14 MB a second at 640×360 (a large
     /// file, made fast).
-    package static func clip(seconds: Int = 2, width: Int = 320, height: Int = 180, audio: Bool = true, noisy: Bool = false) throws -> URL {
+    /// (Made on a thread of its own: ffmpeg is waited for there, never on the tasks' shared threads.)
+    package static func clip(seconds: Int = 2, width: Int = 320, height: Int = 180, audio: Bool = true, noisy: Bool = false) async throws -> URL {
+        try await onThread { try clipNow(seconds: seconds, width: width, height: height, audio: audio, noisy: noisy) }
+    }
+
+    private static func clipNow(seconds: Int, width: Int, height: Int, audio: Bool, noisy: Bool) throws -> URL {
         let name = "clip-\(seconds)s-\(width)x\(height)\(audio ? "-audio" : "")\(noisy ? "-noisy" : "").mp4"
         // One maker at a time: tests running at once ask for the same clips.
         return try made.withLock { made in

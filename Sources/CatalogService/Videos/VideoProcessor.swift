@@ -43,6 +43,10 @@ final class VideoProcessor: Sendable {
 
     private let state = Mutex(State())
     private let signal = DispatchSemaphore(value: 0)
+    /// Wakes the ticker early (to stop).
+    private let tickerWake = DispatchSemaphore(value: 0)
+    /// The workers and the ticker still running.
+    private let running = DispatchGroup()
 
     init(
         records: VideoRecords, storage: any VideoStorage, pipeline: VideoPipeline?, images: ImageLibrary, imageRecords: ImageRecords, leases: UploadLeases,
@@ -62,7 +66,7 @@ final class VideoProcessor: Sendable {
 
     private var isStopped: Bool { state.withLock { $0.stopped } }
 
-    /// Starts the workers and the ticker.
+    /// Starts the workers and the ticker (whose first round comes a tick after the start).
     func start() {
         if pipeline == nil { Self.logger.warning("ffmpeg or ffprobe is not on PATH: uploaded videos will fail to process.") }
         let threads =
@@ -71,29 +75,38 @@ final class VideoProcessor: Sendable {
                     while !isStopped {
                         if !runOnce(worker: leases.server + "/worker-\(index)") { _ = signal.wait(timeout: .now() + 10) }
                     }
+                    running.leave()
                 }
             } + [
                 Thread { [self] in
-                    var ticks = 0
-                    while !isStopped {
+                    var ticks = 1
+                    while tickerWake.wait(timeout: .now() + .seconds(Int(Self.tick.components.seconds))) == .timedOut, !isStopped {
                         renewLeases()
                         if ticks % 4 == 0 { sweep() }
                         ticks += 1
-                        Thread.sleep(forTimeInterval: Double(Self.tick.components.seconds))
                     }
+                    running.leave()
                 }
             ]
         state.withLock { $0.started = true }
         for thread in threads {
+            running.enter()
             thread.name = "catalog-videos"
             thread.start()
         }
     }
 
-    /// Stops: running jobs are killed and wait for the next start.
+    /// Stops, and waits (at most 30 s) for the workers and the ticker to end: running jobs
+    /// are killed and wait for the next start, and nothing of theirs touches the database
+    /// once this returns (it is closed next).
     func stop() {
-        state.withLock { $0.stopped = true }
+        let started = state.withLock { state in
+            state.stopped = true
+            return state.started
+        }
         for _ in 0..<workerCount { signal.signal() }
+        tickerWake.signal()
+        if started { _ = running.wait(timeout: .now() + 30) }
     }
 
     /// A job waits: a worker wakes.
