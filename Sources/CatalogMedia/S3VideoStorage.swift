@@ -176,7 +176,7 @@ package struct S3VideoStorage: VideoStorage {
             let body = try fileBody(descriptor, offset: 0, length: length)
             let key = "videos/\(id)/media/" + file
             let answer = try store.exchange(
-                "PUT", path: store.objectPath(key), file: body, headers: ["Content-Type: " + VideoFiles.contentType(file), "Cache-Control: " + VideoFiles.caching(file)],
+                "PUT", path: store.objectPath(key), file: body, headers: ["Content-Type: " + VideoFiles.contentType(file), "Cache-Control: " + VideoFiles.caching],
                 timeout: store.timeout(forBytes: length))
             guard (200..<300).contains(answer.status) else { throw store.failure("PUT", key, answer) }
         }
@@ -243,11 +243,9 @@ package enum VideoFiles {
     /// The most bytes such a file may hold.
     package static let maxTextBytes = 4 << 20
 
-    /// How a response with the file `name` may be cached: a video's files never change
-    /// once kept (a new upload is a new video), so a year, immutable.
-    package static func caching(_ name: String) -> String {
-        "public, max-age=31536000, immutable"
-    }
+    /// How a response with one of a video's files may be cached: they never change once
+    /// kept (a new upload is a new video), so a year, immutable.
+    package static let caching = "public, max-age=31536000, immutable"
 
     /// Whether `name` is a file a video's media may hold: `a-z0-9._-` segments, one or two
     /// of them, none starting with a dot (no `..`, no hidden files).

@@ -19,10 +19,8 @@ package struct VideoRefusal: Error, Sendable, Equatable, CustomStringConvertible
     package init(_ description: String) { self.description = description }
 }
 
-/// What packaging left in the output directory (names relative to it).
+/// What packaging left beside the output directory.
 package struct PackagedVideo: Sendable, Equatable {
-    /// The HLS renditions made.
-    package var renditions: [VideoRules.Rendition]
     /// The poster frame (JPEG), outside the media directory: it goes to the image pipeline.
     package var posterPath: String
 }
@@ -74,7 +72,6 @@ package struct VideoPipeline: Sendable {
 
     /// What the source at `source` is; refused when it is not a video this server packages.
     package func probe(_ source: String, scratch: String, isCancelled: @Sendable () -> Bool = { false }) throws -> VideoProbe {
-        let size = (try? FileManager.default.attributesOfItem(atPath: source)[.size] as? Int) ?? 0
         let run = try LimitedProcess.run(
             ffprobe, ["-v", "error", "-print_format", "json", "-show_format", "-show_streams"] + Self.untrusted(source),
             limits: ProcessLimits(wallClock: .seconds(60), cpuSeconds: 60, memoryBytes: 1 << 30, fileBytes: 1 << 20), scratch: scratch, outputLimit: 4 << 20,
@@ -85,11 +82,11 @@ package struct VideoPipeline: Sendable {
             let said = run.errors.split(separator: "\n").last.map { Self.withoutPaths($0).prefix(200) } ?? ""
             throw VideoRefusal("The file is not a video ffprobe can read" + (said.isEmpty ? "." : ": \(said)"))
         }
-        return try Self.probe(json: run.output, size: size)
+        return try Self.probe(json: run.output)
     }
 
     /// The probe ffprobe's JSON `json` describes; refused when it is no video to package.
-    package static func probe(json: [UInt8], size: Int) throws -> VideoProbe {
+    package static func probe(json: [UInt8]) throws -> VideoProbe {
         guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any], let streams = object["streams"] as? [[String: Any]] else {
             throw VideoRefusal("The file is not a video (ffprobe could not read it).")
         }
@@ -109,7 +106,6 @@ package struct VideoPipeline: Sendable {
             throw VideoRefusal("The video runs \(Int(duration)) s; at most \(Int(VideoRules.maxDurationSeconds)) s are packaged.")
         }
         let hasAudio = streams.contains { ($0["codec_type"] as? String) == "audio" }
-        _ = size
         return VideoProbe(duration: duration, width: width, height: height, hasAudio: hasAudio)
     }
 
@@ -196,7 +192,7 @@ package struct VideoPipeline: Sendable {
             throw VideoRefusal("The video is truncated: \(Int(packaged)) of the \(Int(probe.duration)) s it claims could be read.")
         }
         try Array(Self.storyboard(probe).utf8).write(to: output + "/" + Self.storyboardText)
-        return PackagedVideo(renditions: renditions, posterPath: poster)
+        return PackagedVideo(posterPath: poster)
     }
 
     /// A run's outcome as a refusal when it failed.

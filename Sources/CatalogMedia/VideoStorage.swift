@@ -114,12 +114,6 @@ package final class UploadAppend: @unchecked Sendable {
         return true
     }
 
-    /// Forgets every byte this append received (a chunk whose checksum failed).
-    package func dropReceived() {
-        received = 0
-        failed = failed || ftruncate(descriptor, off_t(base)) != 0 || lseek(descriptor, off_t(base), SEEK_SET) < 0
-    }
-
     deinit {
         close(descriptor)
         if let spoolPath { unlink(spoolPath) }

@@ -37,8 +37,8 @@ final class VideoProcessor: Sendable {
     private struct State {
         var stopped = false
         var started = false
-        /// The jobs running, by id.
-        var running: Set<String> = []
+        /// The jobs running, by id, with their workers.
+        var running: [String: String] = [:]
     }
 
     private let state = Mutex(State())
@@ -125,8 +125,8 @@ final class VideoProcessor: Sendable {
             return false
         }
         guard let job else { return false }
-        state.withLock { _ = $0.running.insert(job.id) }
-        defer { state.withLock { _ = $0.running.remove(job.id) } }
+        state.withLock { $0.running[job.id] = worker }
+        defer { state.withLock { _ = $0.running.removeValue(forKey: job.id) } }
         run(job, worker: worker)
         return true
     }
@@ -196,11 +196,10 @@ final class VideoProcessor: Sendable {
 
     private func renewLeases() {
         let until = Timestamp.milliseconds(Date())
-        let jobs = state.withLock { Array($0.running) }
+        let jobs = state.withLock { $0.running }
         do {
-            for index in 0..<workerCount {
-                try records.renew(jobs, worker: leases.server + "/worker-\(index)", until: until + Self.jobLease)
-            }
+            // Each worker's own job, once (a worker runs one at a time).
+            for (id, worker) in jobs { try records.renew(id, worker: worker, until: until + Self.jobLease) }
             for (id, holder) in leases.current { try records.renewUpload(id, holder: holder, until: until + UploadLeases.lease) }
         } catch {
             Self.logger.warning("Renewing video leases failed: \(error)")

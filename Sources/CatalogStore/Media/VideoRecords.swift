@@ -304,14 +304,11 @@ public final class VideoRecords: Sendable {
         }
     }
 
-    /// Extends `worker`'s lease on the jobs `ids` to `until`.
-    package func renew(_ ids: [String], worker: String, until: Int64) throws(StoreError) {
-        guard !ids.isEmpty else { return }
+    /// Extends `worker`'s lease on its job `id` to `until`.
+    package func renew(_ id: String, worker: String, until: Int64) throws(StoreError) {
         try guarded {
             _ = try database.write { db in
-                try db.execute(
-                    "UPDATE videos SET locked_until = ? WHERE state = 'processing' AND locked_by = ? AND " + db.dialect.isAmong("id"),
-                    [until, worker, JSONArrayParameter.text(ids, quoted: true)])
+                try db.execute("UPDATE videos SET locked_until = ? WHERE id = ? AND state = 'processing' AND locked_by = ?", [until, id, worker])
             }
         }
     }
@@ -370,19 +367,5 @@ public final class VideoRecords: Sendable {
     /// Forgets the released video `id`, once its files are gone.
     package func forget(_ id: String) throws(StoreError) {
         try guarded { _ = try database.write { db in try db.execute("DELETE FROM videos WHERE id = ? AND state = 'released'", [id]) } }
-    }
-
-    /// The videos processing or waiting to: how many, for metrics and readiness.
-    package func backlog() throws(StoreError) -> (queued: Int, processing: Int) {
-        try guarded {
-            try database.read { db in
-                let rows = try db.fetchRows("SELECT state, count(*) FROM videos WHERE state IN ('queued', 'processing') GROUP BY state", [])
-                var counts = (queued: 0, processing: 0)
-                for row in rows {
-                    if row[0].string == "queued" { counts.queued = row[1].int ?? 0 } else { counts.processing = row[1].int ?? 0 }
-                }
-                return counts
-            }
-        }
     }
 }
