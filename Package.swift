@@ -63,6 +63,9 @@ let package = Package(
         // libcurl (libcurl4-openssl-dev): one signed exchange with S3-compatible storage.
         // libcurl is loaded at first use (dlopen), not linked: see curl.c.
         .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
+        // Requests the server makes to others' servers (webhook deliveries): which addresses
+        // it may reach, and many POSTs at once through libcurl, each socket checked first.
+        .target(name: "CatalogOutbound", dependencies: ["CCurl"]),
         // Images and video without HTTP or a database: the formats told from their bytes,
         // uploads checked and normalized, renditions, BlurHash, ffprobe and ffmpeg run with
         // limits, and where the bytes are kept (the media store: a local directory, or
@@ -95,7 +98,7 @@ let package = Package(
         .target(
             name: "CatalogService",
             dependencies: [
-                "CatalogIdentity", "CatalogMedia", "CatalogModels", "CatalogSchema", "CatalogStore", "HTTPServer",
+                "CatalogIdentity", "CatalogMedia", "CatalogModels", "CatalogOutbound", "CatalogSchema", "CatalogStore", "HTTPServer",
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Server"])),
             ],
             plugins: ["EmbedFiles"]
@@ -153,7 +156,7 @@ let package = Package(
             name: "CatalogAPITests",
             dependencies: [
                 "ServiceTestSupport", "CatalogService", "CatalogSchema", "CatalogStore", "CatalogMedia", "CatalogModels", "CatalogClient", "CatalogIdentity",
-                "HTTPServer", "TestSupport", .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["Server"])),
+                "CatalogOutbound", "HTTPServer", "TestSupport", .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: ["Server"])),
             ]
         ),
         // The client library (CatalogClient, CatalogSync, exports) against a served catalog.

@@ -35,6 +35,8 @@ public final class CatalogApplication: Sendable {
     let videoProcessor: VideoProcessor
     /// What signs and checks media paths.
     let playbackSigner: PlaybackSigner
+    /// What sends webhooks; `nil` when they are not sent from here.
+    let webhookWorker: WebhookWorker?
     /// Whether this server is the only one (a local media directory and SQLite): what a
     /// crash left held is let go at start.
     private let recoversVideosAlone: Bool
@@ -79,6 +81,9 @@ public final class CatalogApplication: Sendable {
                 try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
                 return path
             }, maxBytes: configuration.videoMaxBytes, workers: configuration.videoWorkers)
+        let webhooks = try Self.webhooks(configuration, store: store, holder: leases.server)
+        webhookWorker = webhooks.worker
+        if let worker = webhooks.worker { metrics.observeWebhooks { worker.counters.withLock { $0 } } }
         let videoSettings = VideoSettings(maxBytes: configuration.videoMaxBytes, quotaBytes: configuration.videoQuotaBytes)
         countBatches = CountBatches(counter: store.counts)
         if seeded, configuration.seedDemoArtwork { DemoImages.add(to: store, library: images) }
@@ -156,6 +161,7 @@ public final class CatalogApplication: Sendable {
             .register(in: &routes)
         VideoServing(records: store.videos, storage: videoStorage, privateReads: configuration.requireAuthForReads, signer: playbackSigner)
             .register(in: &routes)
+        WebhookRoutes(store: store.webhooks, secrets: webhooks.secrets, policy: webhooks.policy, worker: webhooks.worker).register(in: &routes)
         routeTable = routes.table.map { ($0.method.rawValue, $0.pattern, $0.access.rawValue) }
         let render: ErrorRenderer = { ErrorMapping.render($0, context: $1) }
         server = try HTTPServer(configuration: serverConfiguration, router: routes.router, errorRenderer: render)
@@ -283,6 +289,8 @@ public final class CatalogApplication: Sendable {
         countBatches.start()
         if recoversVideosAlone { try store.videos.recoverAlone() }
         videoProcessor.start()
+        if !store.mayBeShared { try store.webhookQueue.recoverAlone() }
+        webhookWorker?.start()
         return port
     }
 
@@ -292,6 +300,7 @@ public final class CatalogApplication: Sendable {
         imageSweep.start(every: .seconds(3600))
         server.runUntilSignal()
         videoProcessor.stop()
+        webhookWorker?.stop()
         metricsServer?.shutdown()
         changeHub.stop()
         viewerHub.stop()
@@ -304,6 +313,7 @@ public final class CatalogApplication: Sendable {
     /// Drains the server and closes the database.
     public func shutdown() throws {
         videoProcessor.stop()
+        webhookWorker?.stop()
         server.shutdown()
         metricsServer?.shutdown()
         changeHub.stop()

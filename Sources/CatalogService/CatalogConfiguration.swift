@@ -91,6 +91,29 @@ public struct CatalogConfiguration: Sendable {
     /// their items were created with.
     public var publicURL: String?
 
+    /// The file whose bytes (at least 32) make the key that seals webhook signing secrets
+    /// in the database; the same on every replica. `nil`: `webhook.key` beside a SQLite
+    /// database, made on first start (servers sharing PostgreSQL must name one).
+    public var webhookKeyFile: String?
+    /// Networks (CIDR) where webhooks may go although their addresses are of a refused
+    /// class (loopback, private, link-local, unique-local, metadata, …).
+    public var webhookAllowedNetworks: [String] = []
+    /// Networks (CIDR) where webhooks may go over plain `http`; none: https only.
+    public var webhookHTTPNetworks: [String] = []
+    /// A PEM bundle of CAs trusted for webhook receivers besides the system's.
+    public var webhookCAFile: String?
+    /// How long one webhook attempt may take.
+    public var webhookTimeout: Duration = .seconds(10)
+    /// The most webhook deliveries that wait per endpoint (the oldest past it are dropped).
+    public var webhookBacklog = 10_000
+    /// How long a sender's claim on a delivery lasts unless renewed.
+    public var webhookLease: Duration = .seconds(60)
+    /// Whether webhook messages are made and sent (tests that look at what waits turn it off).
+    public var webhookDeliveries = true
+    /// The clock webhook attempts are scheduled by (milliseconds since 1970); `nil`: the
+    /// system's. Tests move their own.
+    public var webhookClock: (@Sendable () -> Int64)?
+
     /// The defaults above.
     public init() {}
 }

@@ -75,6 +75,10 @@ public final class CatalogStore: Sendable {
     public let ratings: RatingStore
     /// Views of items, and every viewer's likes and views added up.
     public let counts: ViewCounter
+    /// Webhook endpoints and their deliveries, as admins manage them.
+    public let webhooks: WebhookStore
+    /// Webhook messages on their way: events, deliveries, claims and outcomes.
+    public let webhookQueue: WebhookQueue
     /// The migrations this open applied (empty when the schema was already current).
     public let appliedMigrations: [String]
     /// Where the data lives.
@@ -144,6 +148,8 @@ public final class CatalogStore: Sendable {
         }
         changes = ChangeLog(database: database, renderers: renderers)
         viewerChanges = ViewerChangeLog(database: database)
+        webhooks = WebhookStore(database: database)
+        webhookQueue = WebhookQueue(database: database)
     }
 
     // MARK: Embedded lists (`include=…`)

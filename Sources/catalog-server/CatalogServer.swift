@@ -56,6 +56,12 @@ struct CatalogServer: ParsableCommand {
     @Option(help: ServerSettings.videoQuota.help) var videoQuota: String?
     @Option(help: ServerSettings.videoWorkers.help) var videoWorkers: String?
     @Option(help: ServerSettings.videoSpoolDirectory.help) var videoSpoolDirectory: String?
+    @Option(help: ServerSettings.webhookKeyFile.help) var webhookKeyFile: String?
+    @Option(help: ServerSettings.webhookAllowedNetworks.help) var webhookAllowedNetworks: [String] = []
+    @Option(help: ServerSettings.webhookHTTPNetworks.help) var webhookHttpNetworks: [String] = []
+    @Option(help: ServerSettings.webhookCAFile.help) var webhookCaFile: String?
+    @Option(help: ServerSettings.webhookTimeout.help) var webhookTimeout: String?
+    @Option(help: ServerSettings.webhookBacklog.help) var webhookBacklog: String?
     @Flag(help: ServerSettings.requireAuthForReads.help) var requireAuthForReads = false
     @Option(help: ServerSettings.jwksFile.help) var jwksFile: String?
     @Option(help: ServerSettings.jwtIssuers.help) var jwtIssuer: [String] = []
@@ -207,6 +213,12 @@ struct CatalogServer: ParsableCommand {
         configuration.videoQuotaBytes = try S.videoQuota.read(settings, videoQuota)
         configuration.videoWorkers = try S.videoWorkers.read(settings, videoWorkers)
         configuration.videoSpoolDirectory = try S.videoSpoolDirectory.read(settings, videoSpoolDirectory)
+        configuration.webhookKeyFile = try S.webhookKeyFile.read(settings, webhookKeyFile)
+        configuration.webhookAllowedNetworks = try S.webhookAllowedNetworks.read(settings, webhookAllowedNetworks)
+        configuration.webhookHTTPNetworks = try S.webhookHTTPNetworks.read(settings, webhookHttpNetworks)
+        configuration.webhookCAFile = try S.webhookCAFile.read(settings, webhookCaFile)
+        configuration.webhookTimeout = try S.webhookTimeout.read(settings, webhookTimeout)
+        configuration.webhookBacklog = try S.webhookBacklog.read(settings, webhookBacklog)
         configuration.requireAuthForReads = try S.requireAuthForReads.read(settings, flagGiven: requireAuthForReads)
         if let file = try S.jwksFile.read(settings, jwksFile) {
             let issuers = try S.jwtIssuers.read(settings, jwtIssuer), audiences = try S.jwtAudiences.read(settings, jwtAudience)

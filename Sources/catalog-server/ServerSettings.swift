@@ -121,6 +121,23 @@ enum ServerSettings {
     static let videoSpoolDirectory = Setting<String?>.optionalText(
         "CATALOG_VIDEO_SPOOL_DIRECTORY", "The local folder where uploads to an S3 media store are spooled", shownDefault: "video-spool beside the database")
 
+    // MARK: Webhooks
+
+    static let webhookKeyFile = Setting<String?>.optionalText(
+        "CATALOG_WEBHOOK_KEY_FILE", "The key webhook signing secrets are sealed with in the database (32 bytes or more, the same on every replica)",
+        shownDefault: "webhook.key beside a SQLite database, made on first start")
+    static let webhookAllowedNetworks = ListSetting(
+        "CATALOG_WEBHOOK_ALLOWED_NETWORKS",
+        "A network (CIDR, such as 10.1.0.0/16) webhooks may reach although it is loopback, private, link-local or otherwise internal; repeat or separate with commas",
+        shownDefault: "none: only public addresses")
+    static let webhookHTTPNetworks = ListSetting(
+        "CATALOG_WEBHOOK_HTTP_NETWORKS", "A network (CIDR) webhooks may reach over plain http; repeat or separate with commas", shownDefault: "none: https only")
+    static let webhookCAFile = Setting<String?>.optionalText(
+        "CATALOG_WEBHOOK_CA_FILE", "A PEM bundle of CAs trusted for webhook receivers besides the system's", shownDefault: "the system's trust store")
+    static let webhookTimeout = Setting<Duration>.seconds("CATALOG_WEBHOOK_TIMEOUT", default: 10, "Seconds one webhook attempt may take")
+    static let webhookBacklog = Setting<Int>.integer(
+        "CATALOG_WEBHOOK_BACKLOG", default: 10_000, in: 1...1_000_000, "Most webhook messages waiting per endpoint; the oldest past it are dropped")
+
     // MARK: Identity
 
     /// What `catalog-server backup` asks the running server with.

@@ -47,6 +47,9 @@ import Testing
         /// A ready video the item shows, and the name of one of its renditions.
         let video: String
         let rendition: String
+        /// A webhook endpoint (at an address that never resolves) with a delivery.
+        let webhook: CatalogID
+        let delivery: CatalogID
 
         init() async throws {
             catalog = try TestCatalog(seed: false)
@@ -68,6 +71,11 @@ import Testing
             video = String(created.header("Location")?.split(separator: "/").last ?? "")
             try await catalog.processVideos()
             rendition = "90p"
+            webhook = try await Self.webhook(catalog)
+            _ = try await catalog.api.games.create(GameInput(name: "Sent", imageName: "g"))
+            try catalog.application.wakeWebhooks()
+            let deliveries = try await catalog.client.get("/v1/webhooks/\(webhook)/deliveries").decode(Page<WebhookDelivery>.self)
+            delivery = try #require(deliveries.items.first).id
         }
 
         /// The path of a new upload of 4 bytes for a fresh item, by the editor.
@@ -87,6 +95,11 @@ import Testing
             case .editor: editor.key
             case .admin: catalog.adminKey
             }
+        }
+
+        /// A new webhook endpoint, made by the admin.
+        static func webhook(_ catalog: TestCatalog) async throws -> CatalogID {
+            try await catalog.client.send("POST", "/v1/webhooks", json: ["url": "https://receiver.invalid/hook"]).decode(Identified.self).id
         }
 
         func freshItem() async throws -> CatalogID {
@@ -284,6 +297,22 @@ import Testing
             // Anyone who reads items reports views.
             "POST /v1/playable-items/{id}/views": (
                 same(200), { world, _ in Call(path: "/v1/playable-items/\(world.item)/views", body: ["sessionId": "s", "positionSeconds": 40]) }
+            ),
+
+            "GET /v1/webhooks": (admins(200), { _, _ in Call(path: "/v1/webhooks") }),
+            "POST /v1/webhooks": (admins(201), { _, _ in Call(path: "/v1/webhooks", body: ["url": "https://receiver.invalid/new"]) }),
+            "GET /v1/webhooks/{id}": (admins(200), { world, _ in Call(path: "/v1/webhooks/\(world.webhook)") }),
+            "PATCH /v1/webhooks/{id}": (
+                admins(200), { world, _ in Call(path: "/v1/webhooks/\(world.webhook)", body: ["description": "Edited"], contentType: "application/merge-patch+json") }
+            ),
+            "DELETE /v1/webhooks/{id}": (admins(204), { world, _ in Call(path: "/v1/webhooks/\(try await World.webhook(world.catalog))") }),
+            "POST /v1/webhooks/{id}/rotate-secret": (admins(200), { world, _ in Call(path: "/v1/webhooks/\(world.webhook)/rotate-secret") }),
+            "GET /v1/webhooks/{id}/deliveries": (admins(200), { world, _ in Call(path: "/v1/webhooks/\(world.webhook)/deliveries") }),
+            "GET /v1/webhooks/{id}/deliveries/{deliveryId}": (
+                admins(200), { world, _ in Call(path: "/v1/webhooks/\(world.webhook)/deliveries/\(world.delivery)") }
+            ),
+            "POST /v1/webhooks/{id}/deliveries/{deliveryId}/retry": (
+                admins(202), { world, _ in Call(path: "/v1/webhooks/\(world.webhook)/deliveries/\(world.delivery)/retry") }
             ),
 
             "GET /v1/api-keys": (members(200), { _, _ in Call(path: "/v1/api-keys") }),

@@ -122,6 +122,13 @@ package final class TestCatalog: Sendable {
         // Videos are processed when a test asks (``CatalogApplication/processVideos()``);
         // tests of the background workers start some.
         configuration.videoWorkers = 0
+        if TestEngine.engine == .postgresql {
+            // Servers sharing a database seal webhook secrets with a key file they share.
+            let key = directory.appendingPathComponent("webhook.key")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            if !FileManager.default.fileExists(atPath: key.path) { try Data(try Crypto.randomBytes(32)).write(to: key) }
+            configuration.webhookKeyFile = key.path
+        }
         configure(&configuration)
         application = try CatalogApplication(configuration: configuration)
         let port = try application.start()

@@ -1,6 +1,7 @@
-// One HTTP exchange through libcurl (libcurl4-openssl-dev), signed with AWS Signature V4
-// by libcurl itself (CURLOPT_AWS_SIGV4), for the S3 media store. libcurl verifies TLS with
-// the system's trust store and follows no redirects.
+// HTTP through libcurl (libcurl4-openssl-dev): one exchange, signed with AWS Signature V4
+// by libcurl itself (CURLOPT_AWS_SIGV4), for the S3 media store; and many POSTs at once
+// (the multi interface) for webhook deliveries, each socket's address checked first.
+// libcurl verifies TLS with the system's trust store and follows no redirects.
 #ifndef CCURL_H
 #define CCURL_H
 
@@ -44,5 +45,64 @@ int ccurl_perform_files(
 
 /// Releases an answer's body.
 void ccurl_response_free(ccurl_response *response);
+
+/// Why libcurl could not be loaded, when ``ccurl_start`` failed.
+const char *ccurl_load_failure(void);
+
+/// Decides whether a connection may be made to an address (`family` AF_INET with 4 bytes
+/// or AF_INET6 with 16 at `address`, and `port`), for a plain `http` URL when
+/// `plain_http`; 0 allows it, anything else refuses it after writing why into `reason`.
+typedef int (*ccurl_admit_fn)(void *context, int family, const unsigned char *address, int port, int plain_http, char *reason, size_t reason_size);
+
+/// Many `POST`s at once on one thread (libcurl's multi interface), sharing a cache of
+/// connections, each socket's address checked by an admission function before it is made.
+/// Not thread-safe but for ``ccurl_sender_wakeup``.
+typedef struct ccurl_sender ccurl_sender;
+
+/// What became of one `POST`.
+typedef struct {
+    /// The tag it was added with.
+    long long tag;
+    /// The answer's status; 0 when none came (then `error` says why).
+    long status;
+    /// The start of the answer's body (at most the limit), to release with ``ccurl_outcome_free``.
+    unsigned char *body;
+    size_t body_length;
+    /// Whether the body was longer (and the exchange stopped there).
+    int truncated;
+    /// How long it took, in microseconds.
+    long long duration_us;
+    /// Whether the admission function refused every address (`error` says why).
+    int refused;
+    char error[256];
+} ccurl_outcome;
+
+/// A sender checking addresses with `admit` (given `admit_context`), trusting the CA
+/// bundle `ca_file` (may be NULL) besides the system's, caching at most `max_connections`
+/// idle connections. NULL when libcurl cannot be loaded (``ccurl_load_failure``).
+ccurl_sender *ccurl_sender_new(ccurl_admit_fn admit, void *admit_context, const char *ca_file, long max_connections);
+
+/// Starts a `POST` of `body` to `url` with the header lines `headers`, following no
+/// redirect, through no proxy, giving up after `timeout_ms`, keeping at most
+/// `response_limit` bytes of the answer. 0 when it was added.
+int ccurl_sender_add(
+    ccurl_sender *sender, long long tag, const char *url, const char *const *headers, size_t header_count, const unsigned char *body,
+    size_t body_length, size_t response_limit, long timeout_ms);
+
+/// Moves the transfers on, waiting at most `wait_ms` for one of them (or a wakeup).
+/// Returns how many are still running.
+int ccurl_sender_run(ccurl_sender *sender, int wait_ms);
+
+/// Hands back one finished transfer's outcome: 1 when one was written to `outcome`.
+int ccurl_sender_next(ccurl_sender *sender, ccurl_outcome *outcome);
+
+/// Ends a wait in ``ccurl_sender_run`` early (from any thread).
+void ccurl_sender_wakeup(ccurl_sender *sender);
+
+/// Ends every transfer and releases the sender.
+void ccurl_sender_free(ccurl_sender *sender);
+
+/// Releases an outcome's body.
+void ccurl_outcome_free(ccurl_outcome *outcome);
 
 #endif

@@ -96,6 +96,13 @@ final class Metrics: Sendable {
         images.withLock { $0 = counts }
     }
 
+    private let webhooks = Mutex<(@Sendable () -> WebhookCounters)?>(nil)
+
+    /// Reports webhook deliveries and backlogs from `counts`.
+    func observeWebhooks(_ counts: @escaping @Sendable () -> WebhookCounters) {
+        webhooks.withLock { $0 = counts }
+    }
+
     /// The exposition text.
     func render(server: ServerReference) -> String {
         let snapshot = state.withLock { $0 }
@@ -139,6 +146,18 @@ final class Metrics: Sendable {
             out += "# HELP catalog_change_feed_streams Event streams of GET /v1/changes open now.\n"
             out += "# TYPE catalog_change_feed_streams gauge\n"
             out += "catalog_change_feed_streams \(counts.streams)\n"
+        }
+        if let counts = webhooks.withLock({ $0 })?() {
+            out += "# HELP catalog_webhook_deliveries_total Webhook attempts by result (delivered, retrying, failed), and messages dropped unsent.\n"
+            out += "# TYPE catalog_webhook_deliveries_total counter\n"
+            for result in ["delivered", "retrying", "failed", "dropped"] {
+                out += "catalog_webhook_deliveries_total{result=\"\(result)\"} \(counts.results[result] ?? 0)\n"
+            }
+            out += "# HELP catalog_webhook_backlog Webhook deliveries waiting, by endpoint (counted every few seconds).\n"
+            out += "# TYPE catalog_webhook_backlog gauge\n"
+            for (id, pending) in counts.backlog.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                out += "catalog_webhook_backlog{webhook=\"\(id)\"} \(pending)\n"
+            }
         }
         out += "# HELP catalog_db_read_duration_seconds Duration of database reads.\n"
         out += "# TYPE catalog_db_read_duration_seconds histogram\n"

@@ -7,6 +7,8 @@ enum JSONResponse {
     static let contentType = "application/json"
 
     static let encoder = CatalogJSON.makeEncoder()
+
+    static let decoder = CatalogJSON.makeDecoder()
 }
 
 /// How a handler that answers later hands over its answer.

@@ -75,7 +75,7 @@ public struct ChangeRecord: Sendable {
     }
 
     /// `{"deleted":true,"id":…,"type":…,"version":…}` (keys in the encoder's sorted order).
-    fileprivate static func deletion(type: String, id: String, version: Int) -> [UInt8] {
+    static func deletion(type: String, id: String, version: Int) -> [UInt8] {
         var writer = JSONWriter(capacity: 160)
         writer.raw("{\"deleted\":true,\"id\":")
         writer.string(id)
@@ -339,21 +339,26 @@ public struct ChangeLog: ChangeSource {
         } else {
             guard let catalogID = CatalogID(id), let resource = rendered[type]?[catalogID] else { return nil }
             currentVersion = resource.version
-            var writer = JSONWriter(capacity: resource.json.count + 128)
-            writer.raw("{\"id\":")
-            writer.string(id)
-            writer.raw(",\"resource\":")
-            writer.raw(resource.json)
-            writer.raw(",\"type\":")
-            writer.string(type)
-            writer.raw(",\"version\":")
-            writer.integer(Int64(currentVersion))
-            writer.raw("}")
-            json = writer.bytes
+            json = Self.upsert(type: type, id: id, resource: resource)
         }
         return ChangeRecord(
             seq: seq, type: type, id: id, version: currentVersion, deleted: deleted, ownerID: row[5].string,
             hidden: row[6].bool, shown: row[7].bool, json: json)
+    }
+
+    /// `{"id":…,"resource":…,"type":…,"version":…}`: the upsert of `resource` (its own version).
+    static func upsert(type: String, id: String, resource: RenderedResource) -> [UInt8] {
+        var writer = JSONWriter(capacity: resource.json.count + 128)
+        writer.raw("{\"id\":")
+        writer.string(id)
+        writer.raw(",\"resource\":")
+        writer.raw(resource.json)
+        writer.raw(",\"type\":")
+        writer.string(type)
+        writer.raw(",\"version\":")
+        writer.integer(Int64(resource.version))
+        writer.raw("}")
+        return writer.bytes
     }
 
     /// Deletes the deletions recorded before `cutoff` (milliseconds since 1970), noting

@@ -19,6 +19,7 @@ public struct HTTPStatus: Sendable, Hashable, CustomStringConvertible {
 
     public static let ok = HTTPStatus(code: 200)
     public static let created = HTTPStatus(code: 201)
+    public static let accepted = HTTPStatus(code: 202)
     public static let noContent = HTTPStatus(code: 204)
     public static let partialContent = HTTPStatus(code: 206)
     public static let found = HTTPStatus(code: 302)

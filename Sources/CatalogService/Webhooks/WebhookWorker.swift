@@ -1,0 +1,241 @@
+import CatalogIdentity
+import CatalogModels
+import CatalogOutbound
+import CatalogStore
+import Foundation
+import Logging
+import Synchronization
+
+/// How webhooks are delivered: the limits an operator sets, and the clock (a test's own).
+struct WebhookSettings: Sendable {
+    /// How long one attempt may take.
+    var timeoutMilliseconds = 10_000
+    /// The most deliveries that wait per endpoint; past it the oldest are dropped.
+    var backlog = 10_000
+    /// How long a claim on a delivery lasts unless renewed.
+    var leaseMilliseconds: Int64 = 60_000
+    /// Milliseconds since 1970: when attempts are due and made.
+    var clock: @Sendable () -> Int64 = { Timestamp.milliseconds(Date()) }
+}
+
+/// Sends webhooks, on two threads of its own (never an event loop's):
+/// - the **dispatcher** wakes at each commit, turns the events the change log's trigger
+///   wrote into messages (each body rendered once, with its stable `webhook-id`) and one
+///   delivery per matching endpoint, in one transaction that deletes the events;
+/// - the **sender** claims due deliveries per endpoint (leases, renewed while held),
+///   keeps at most ``maxInFlight`` requests in flight per endpoint through one
+///   ``HTTPSender`` (so a slow endpoint holds its own slots and no one else's), signs each
+///   attempt, records outcomes in batches with the next attempt (``RetrySchedule``),
+///   bounds each endpoint's backlog and purges what ended long ago.
+final class WebhookWorker: Sendable {
+    /// Requests in flight per endpoint, and deliveries a sender holds per endpoint.
+    static let maxInFlight = 4
+    static let heldPerEndpoint = 32
+    /// The most bytes of an answer read and kept.
+    static let responseLimit = 4096
+    /// How many events one dispatch takes.
+    static let dispatchBatch = 500
+    /// How long ended deliveries are kept, and how many per endpoint at most.
+    static let keptFor: Int64 = 7 * 86_400_000
+    static let keptPerEndpoint = 10_000
+    private static let logger = Logger(label: "catalog.webhooks")
+
+    let changes: ChangeLog
+    let queue: WebhookQueue
+    let secrets: WebhookSecrets
+    let sender: HTTPSender
+    let settings: WebhookSettings
+    /// This server's name on the leases it takes.
+    let holder: String
+    let userAgent: String
+
+    private struct State {
+        var stopped = false
+        var started = false
+        /// Whether commits came since the dispatcher last looked.
+        var dispatchWanted = true
+        /// Endpoints with new deliveries (or all, after a retry or a wake).
+        var claimWanted: Set<CatalogID> = []
+        var claimAll = true
+    }
+
+    private let state = Mutex(State())
+    private let dispatcherWake = DispatchSemaphore(value: 0)
+    private let running = DispatchGroup()
+    let counters = Mutex(WebhookCounters())
+
+    init(changes: ChangeLog, queue: WebhookQueue, secrets: WebhookSecrets, sender: HTTPSender, settings: WebhookSettings, holder: String, version: String) {
+        self.changes = changes
+        self.queue = queue
+        self.secrets = secrets
+        self.sender = sender
+        self.settings = settings
+        self.holder = holder
+        userAgent = "Catalog-Webhooks/\(version)"
+    }
+
+    private var isStopped: Bool { state.withLock { $0.stopped } }
+
+    /// Starts the dispatcher and the sender.
+    func start() {
+        let first = state.withLock { state in
+            defer { state.started = true }
+            return !state.started && !state.stopped
+        }
+        guard first else { return }
+        changes.commits.observe { [self] in
+            let wake = state.withLock { state in
+                defer { state.dispatchWanted = true }
+                return !state.dispatchWanted
+            }
+            if wake { dispatcherWake.signal() }
+        }
+        running.enter()
+        let dispatcher = Thread { [self] in
+            while !isStopped {
+                state.withLock { $0.dispatchWanted = false }
+                var more = false
+                do { more = try dispatchOnce() } catch { Self.logger.warning("Making webhook messages failed: \(error)") }
+                if !more { _ = dispatcherWake.wait(timeout: .now() + 1) }
+            }
+            running.leave()
+        }
+        dispatcher.name = "webhook-dispatcher"
+        dispatcher.start()
+        running.enter()
+        let sending = Thread { [self] in
+            var loop = SenderLoop(worker: self)
+            loop.run()
+            running.leave()
+        }
+        sending.name = "webhook-sender"
+        sending.start()
+    }
+
+    /// Stops both threads (waiting at most 15 s for them); what the sender held is let go.
+    func stop() {
+        let started = state.withLock { state in
+            state.stopped = true
+            return state.started
+        }
+        guard started else { return }
+        dispatcherWake.signal()
+        sender.wakeup()
+        _ = running.wait(timeout: .now() + 15)
+    }
+
+    /// Wakes the sender to look for due deliveries of every endpoint now (after a retry,
+    /// an endpoint's change, or a test's clock moved on).
+    func wake() {
+        state.withLock { $0.claimAll = true }
+        sender.wakeup()
+    }
+
+    /// The endpoints the sender should claim for now (taking the requests).
+    func takeClaimRequests() -> (all: Bool, endpoints: Set<CatalogID>, stopped: Bool) {
+        state.withLock { state in
+            defer {
+                state.claimAll = false
+                state.claimWanted = []
+            }
+            return (state.claimAll, state.claimWanted, state.stopped)
+        }
+    }
+
+    // MARK: Dispatching
+
+    /// Turns the oldest events waiting into messages and deliveries. - Returns: whether
+    /// more may wait.
+    @discardableResult
+    func dispatchOnce() throws -> Bool {
+        let events = try queue.events(limit: Self.dispatchBatch)
+        guard !events.isEmpty else { return false }
+        let endpoints = try queue.enabledEndpoints()
+        let bodies = try changes.webhookBodies(events)
+        let batch = events.map { event in
+            let targets = endpoints.filter { WebhookEventType.matches($0.eventTypes, event.eventType) }
+            return WebhookDispatch(
+                event: event.seq,
+                message: targets.isEmpty ? nil : (Self.messageID(), event.eventType, bodies[event.seq] ?? []),
+                deliveries: targets.map { (CatalogID(), $0.id) })
+        }
+        let touched = try queue.dispatch(batch, now: settings.clock())
+        if !touched.isEmpty {
+            state.withLock { $0.claimWanted.formUnion(touched) }
+            sender.wakeup()
+        }
+        return events.count == Self.dispatchBatch
+    }
+
+    /// A new message's `webhook-id`: `msg_` and 128 random bits.
+    static func messageID() -> String {
+        "msg_" + CatalogID().rawValue.replacingOccurrences(of: "-", with: "")
+    }
+
+    // MARK: Sending
+
+    /// The header lines of an attempt of `delivery` to an endpoint whose signing keys are
+    /// `keys` (the current one, and the previous one during a rotation's overlap).
+    func headers(_ delivery: ClaimedDelivery, keys: [[UInt8]]) -> [String] {
+        let timestamp = Int64(Date().timeIntervalSince1970)
+        let signatures = keys.map { WebhookSigning.signature(key: $0, id: delivery.messageID, timestamp: timestamp, body: delivery.body) }
+        return [
+            "Content-Type: application/json", "User-Agent: \(userAgent)", "webhook-id: \(delivery.messageID)", "webhook-timestamp: \(timestamp)",
+            "webhook-signature: \(signatures.joined(separator: " "))", "Expect:",
+        ]
+    }
+
+    /// The outcome of an attempt of `delivery` started at `startedAt` that came to `result`.
+    static func outcome(_ delivery: ClaimedDelivery, startedAt: Int64, _ result: HTTPSender.Outcome) -> DeliveryOutcome {
+        var error = result.error
+        if let status = result.status, !(200..<300).contains(status) {
+            error = "HTTP \(status)" + ((300..<400).contains(status) ? " (redirects are not followed)" : "")
+        }
+        let next = RetrySchedule.next(
+            status: result.status, attempt: delivery.attempts + 1, attemptedAt: startedAt, first: delivery.firstAttempt ?? startedAt,
+            random: Double.random(in: 0..<1))
+        return DeliveryOutcome(
+            delivery: delivery, attemptedAt: startedAt, status: result.status, durationMilliseconds: Int(result.durationMicroseconds / 1000), error: error,
+            response: result.body.isEmpty ? nil : result.body, next: next)
+    }
+
+    static func log(disabled: [CatalogID]) {
+        for id in disabled {
+            logger.warning("Webhook endpoint \(id) was disabled: every attempt to reach it failed for three days (enable it again with PATCH).")
+        }
+    }
+
+    static func log(_ error: any Error, doing what: String) {
+        logger.warning("Webhooks: \(what) failed: \(error)")
+    }
+}
+
+/// What ``WebhookWorker`` counts for `/metrics`.
+struct WebhookCounters: Sendable {
+    /// Attempts by result: `delivered`, `retrying` (failed, tried again later), `failed`
+    /// (no more attempts), and messages `dropped` unsent.
+    var results: [String: UInt64] = [:]
+    /// Deliveries waiting, by endpoint, as last counted.
+    var backlog: [CatalogID: Int] = [:]
+}
+
+/// The signing secrets of endpoints, sealed at rest with the server's webhook key.
+struct WebhookSecrets: Sendable {
+    let box: SecretBox
+
+    /// A new secret for the endpoint `id`: its text (shown once) and its sealed key (stored).
+    func make(for id: CatalogID) throws -> (text: String, sealed: [UInt8]) {
+        let secret = try WebhookSigning.newSecret()
+        return (secret.text, try box.seal(secret.key, context: id.rawValue))
+    }
+
+    /// The keys `row` signs with at `now`: its secret's, and during a rotation's overlap
+    /// the previous one's.
+    func keys(of row: WebhookRow, now: Int64) throws -> [[UInt8]] {
+        var keys = [try box.open(row.secret, context: row.id.rawValue)]
+        if let previous = row.previousSecret, let until = row.previousSecretExpires, until > now {
+            keys.append(try box.open(previous, context: row.id.rawValue))
+        }
+        return keys
+    }
+}
