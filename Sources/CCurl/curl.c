@@ -345,21 +345,20 @@ int ccurl_sender_add(
     lib.curl_easy_setopt(curl, CURLOPT_PRIVATE, t);
     lib.curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     lib.curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-    lib.curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    // No proxy from the environment: the address checked must be the one connected to.
-    lib.curl_easy_setopt(curl, CURLOPT_PROXY, "");
-    lib.curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
-    lib.curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+    // What keeps deliveries where they may go must take, or the transfer is not made.
+    int refused = lib.curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK
+        // No proxy from the environment: the address checked must be the one connected to.
+        || lib.curl_easy_setopt(curl, CURLOPT_PROXY, "") != CURLE_OK || lib.curl_easy_setopt(curl, CURLOPT_NOPROXY, "*") != CURLE_OK
+        || lib.curl_easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, open_checked) != CURLE_OK
+        || lib.curl_easy_setopt(curl, CURLOPT_OPENSOCKETDATA, t) != CURLE_OK || lib.curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK;
     lib.curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-    lib.curl_easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, open_checked);
-    lib.curl_easy_setopt(curl, CURLOPT_OPENSOCKETDATA, t);
     lib.curl_easy_setopt(curl, CURLOPT_HTTPHEADER, t->headers);
     lib.curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_length);
     lib.curl_easy_setopt(curl, CURLOPT_COPYPOSTFIELDS, body_length > 0 ? (const char *)body : "");
     lib.curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep_body);
     lib.curl_easy_setopt(curl, CURLOPT_WRITEDATA, t);
     if (sender->ca_file != NULL) lib.curl_easy_setopt(curl, CURLOPT_CAINFO, sender->ca_file);
-    if (lib.curl_multi_add_handle(sender->multi, curl) != CURLM_OK) {
+    if (refused || lib.curl_multi_add_handle(sender->multi, curl) != CURLM_OK) {
         lib.curl_slist_free_all(t->headers);
         lib.curl_easy_cleanup(curl);
         free(t);
@@ -393,7 +392,10 @@ int ccurl_sender_next(ccurl_sender *sender, ccurl_outcome *outcome) {
         if (t == NULL) continue;
         if (result == CURLE_OK || (result == CURLE_WRITE_ERROR && t->outcome.truncated)) {
             lib.curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &t->outcome.status);
-        } else if (!t->outcome.refused) {
+            // An address refused before another was connected to is no failure of this one.
+            t->outcome.refused = 0;
+            t->outcome.error[0] = 0;
+        } else if (!t->outcome.refused || result != CURLE_COULDNT_CONNECT) {
             snprintf(t->outcome.error, sizeof(t->outcome.error), "%s", lib.curl_easy_strerror(result));
         }
         curl_off_t total = 0;

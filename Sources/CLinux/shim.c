@@ -25,7 +25,21 @@ int clinux_spawn(pid_t *pid, const char *path, char *const argv[], char *const e
         if (sources[target] >= 0) result = posix_spawn_file_actions_adddup2(&actions, sources[target], target);
     }
     if (result == 0) result = posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-    if (result == 0) result = posix_spawn(pid, path, &actions, NULL, argv, envp);
+    // The child starts with no signal blocked and every signal's default action, as a
+    // fresh process: a parent's threads block signals they wait for (SIGTERM, SIGHUP, …),
+    // and a blocked mask would outlive exec (a child that could not be terminated).
+    posix_spawnattr_t attributes;
+    if (result == 0) result = posix_spawnattr_init(&attributes);
+    if (result == 0) {
+        sigset_t none, all;
+        sigemptyset(&none);
+        sigfillset(&all);
+        result = posix_spawnattr_setsigmask(&attributes, &none);
+        if (result == 0) result = posix_spawnattr_setsigdefault(&attributes, &all);
+        if (result == 0) result = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        if (result == 0) result = posix_spawn(pid, path, &actions, &attributes, argv, envp);
+        posix_spawnattr_destroy(&attributes);
+    }
     posix_spawn_file_actions_destroy(&actions);
     return result;
 }

@@ -81,6 +81,8 @@ public struct CatalogClient: Sendable {
     public var users: ResourceClient<User, UserInput> { ResourceClient(client: self, path: "/v1/users") }
     /// `/v1/api-keys`: the caller's keys (every key, for admins).
     public var apiKeys: APIKeysClient { APIKeysClient(client: self) }
+    /// `/v1/webhooks` (admins): endpoints that receive signed messages of changes.
+    public var webhooks: WebhooksClient { WebhooksClient(client: self) }
     /// `/v1/changes`: the change feed (``CatalogSync`` keeps a local copy with it).
     public var changes: ChangesClient { ChangesClient(client: self) }
 

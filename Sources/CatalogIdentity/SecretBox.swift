@@ -9,6 +9,10 @@ public struct SecretBox: Sendable {
     /// A failure to read the key file, or to open a sealed value (another key, or tampering).
     public struct Failure: Error, Sendable, CustomStringConvertible {
         public let description: String
+
+        public init(description: String) {
+            self.description = description
+        }
     }
 
     private let key: [UInt8]
@@ -20,23 +24,36 @@ public struct SecretBox: Sendable {
     }
 
     /// The box of the key file at `path`. When `create` and there is no file, one of 32
-    /// random bytes is made first (mode 0600, created exclusively: two starting servers
-    /// never each make one).
+    /// random bytes is made first: written whole to a file of its own (mode 0600), synced,
+    /// then linked into place, so that a crash leaves no half-written key and two starting
+    /// servers never each make one (the second links nothing and reads the first's).
     public static func load(file path: String, create: Bool) throws -> SecretBox {
         if create, !FileManager.default.fileExists(atPath: path) {
             let bytes = try Crypto.randomBytes(32)
-            let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            if fd >= 0 {
-                defer { Glibc.close(fd) }
-                guard bytes.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == bytes.count, fsync(fd) == 0 else {
-                    throw Failure(description: "The secrets key \(path) could not be written.")
-                }
-            } else if errno != EEXIST {
-                throw Failure(description: "The secrets key \(path) could not be created: \(String(cString: strerror(errno))).")
+            let temporary = path + ".\(Crypto.hex(try Crypto.randomBytes(6))).new"
+            let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw Failure(description: "The secrets key \(path) could not be created: \(String(cString: strerror(errno))).") }
+            defer { unlink(temporary) }
+            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } == bytes.count && fsync(fd) == 0
+            Glibc.close(fd)
+            guard written else { throw Failure(description: "The secrets key \(path) could not be written.") }
+            guard link(temporary, path) == 0 || errno == EEXIST else {
+                throw Failure(description: "The secrets key \(path) could not be put in place: \(String(cString: strerror(errno))).")
+            }
+            let folder = Glibc.open((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY)
+            if folder >= 0 {
+                fsync(folder)
+                Glibc.close(folder)
             }
         }
         guard let data = FileManager.default.contents(atPath: path) else { throw Failure(description: "The secrets key \(path) cannot be read.") }
         return try SecretBox(material: Array(data))
+    }
+
+    /// Whether the file at `path` may be read by others than its owner.
+    public static func isExposed(file path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && status.st_mode & 0o077 != 0
     }
 
     /// `plaintext`, sealed for the owner `context`.

@@ -53,12 +53,14 @@ public struct AddressPolicy: Sendable {
     /// `nil` when it may be made.
     public func refusal(_ address: IPAddress, plainHTTP isPlain: Bool) -> String? {
         let forms = [address] + (address.embeddedIPv4.map { [$0] } ?? [])
+        let kind = Self.classify(address)
+        if kind != .global, !forms.contains(where: { form in allowed.contains { $0.contains(form) } }) {
+            return "\(address) is a \(kind.rawValue) address, refused (allow it with --webhook-allowed-networks)"
+        }
         if isPlain, !forms.contains(where: { form in plainHTTP.contains { $0.contains(form) } }) {
             return "\(address) may not be sent plain http (only https, but to --webhook-http-networks)"
         }
-        let kind = Self.classify(address)
-        guard kind != .global, !forms.contains(where: { form in allowed.contains { $0.contains(form) } }) else { return nil }
-        return "\(address) is a \(kind.rawValue) address, refused (allow it with --webhook-allowed-networks)"
+        return nil
     }
 
     /// The class of `address`; an IPv6 address standing for an IPv4 one

@@ -9,7 +9,7 @@ struct Catalog: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "catalog",
         abstract: "Read and change a catalog server's games, playable items, locations, playlists and comments.",
-        subcommands: [Games.self, Items.self, Locations.self, Playlists.self, Comments.self, Keys.self, Me.self, Export.self, Import.self, Watch.self])
+        subcommands: [Games.self, Items.self, Locations.self, Playlists.self, Comments.self, Keys.self, Webhooks.self, Me.self, Export.self, Import.self, Watch.self])
 }
 
 /// Options every command takes.

@@ -14,21 +14,26 @@ struct SenderLoop {
         /// Deliveries held and not yet sent.
         var queued: [ClaimedDelivery] = []
         var inFlight = 0
-        /// When its next delivery that no one holds is due (milliseconds), if one waits.
+        /// When its next delivery not held here is due (milliseconds), if one waits.
         var nextDue: Int64?
         var held: Int { queued.count + inFlight }
+        /// Whether it may take more: claims refill a half-empty hold, not each free slot.
+        var hasRoom: Bool { held <= WebhookWorker.heldPerEndpoint / 2 }
     }
 
     let worker: WebhookWorker
     private var endpoints: [CatalogID: Endpoint] = [:]
-    /// Requests in flight, by tag (the delivery's `seq`), with when each started.
+    /// Requests in flight, by tag, with when each started.
     private var flying: [Int64: (delivery: ClaimedDelivery, startedAt: Int64)] = [:]
+    private var nextTag: Int64 = 1
     private var outcomes: [DeliveryOutcome] = []
     private var firstOutcome = ContinuousClock.now
     private var refreshed = ContinuousClock.now - .seconds(3600)
     private var renewed = ContinuousClock.now
     private var bounded = ContinuousClock.now - .seconds(3600)
     private var purged = ContinuousClock.now
+    /// The HTTP client, made when there is first an endpoint to send to.
+    private var client: HTTPSender?
 
     init(worker: WebhookWorker) {
         self.worker = worker
@@ -38,20 +43,34 @@ struct SenderLoop {
 
     mutating func run() {
         while true {
-            let requests = worker.takeClaimRequests()
+            var requests = worker.takeClaimRequests()
             if requests.stopped { break }
             let now = settings.clock()
-            if requests.all || ContinuousClock.now - refreshed > .seconds(5) { refresh(now: now) }
+            // Every few seconds: the endpoints read again, and each asked for what is due
+            // (deliveries another replica let go, or whose lease ended, are found so).
+            if requests.all || ContinuousClock.now - refreshed > .seconds(5) {
+                refresh(now: now)
+                requests.all = true
+            }
+            if client == nil, !endpoints.isEmpty {
+                do { client = try worker.httpClient() } catch { WebhookWorker.log(error, doing: "starting libcurl") }
+            }
+            guard let client else {
+                worker.idle(milliseconds: 1000)
+                continue
+            }
             claim(requests, now: now)
-            startTransfers()
-            let wait = outcomes.isEmpty ? min(250, max(0, Int((endpoints.values.compactMap(\.nextDue).min() ?? .max) &- now))) : 5
-            worker.sender.run(waitingAtMost: max(wait, 1))
-            collect()
+            startTransfers(client)
+            // Until the next delivery due of an endpoint with room, a wakeup, or 250 ms.
+            let due = endpoints.values.filter(\.hasRoom).compactMap(\.nextDue).min() ?? .max
+            let wait = outcomes.isEmpty ? min(250, max(1, Int(clamping: due &- now))) : 5
+            client.run(waitingAtMost: wait)
+            collect(client)
             if !outcomes.isEmpty, outcomes.count >= 256 || ContinuousClock.now - firstOutcome > .milliseconds(20) { flush() }
             housekeeping()
         }
         // Stopping: what finished is recorded; what is held goes back for another to take.
-        collect()
+        if let client { collect(client) }
         flush()
         do { try worker.queue.release(holder: worker.holder) } catch { WebhookWorker.log(error, doing: "letting deliveries go") }
     }
@@ -72,7 +91,8 @@ struct SenderLoop {
                 WebhookWorker.log(error, doing: "opening the secret of endpoint \(row.id)")
                 continue
             }
-            var endpoint = endpoints[row.id] ?? Endpoint(row: row, keys: keys)
+            // One that left and came back still has its requests in flight.
+            var endpoint = endpoints[row.id] ?? Endpoint(row: row, keys: keys, inFlight: flying.values.filter { $0.delivery.webhook == row.id }.count)
             endpoint.row = row
             endpoint.keys = keys
             next[row.id] = endpoint
@@ -86,15 +106,18 @@ struct SenderLoop {
     private mutating func claim(_ requests: (all: Bool, endpoints: Set<CatalogID>, stopped: Bool), now: Int64) {
         let until = now + settings.leaseMilliseconds
         for id in Array(endpoints.keys) {
-            guard var endpoint = endpoints[id], endpoint.held < WebhookWorker.heldPerEndpoint else { continue }
+            guard var endpoint = endpoints[id], endpoint.hasRoom else { continue }
             let wanted = requests.all || requests.endpoints.contains(id) || (endpoint.nextDue.map { $0 <= now } ?? false)
             guard wanted else { continue }
+            // What this sender holds already is never taken twice (an admin's retry of a
+            // delivery in flight makes it due again without letting go of it).
+            let held = Set(endpoint.queued.map(\.seq)).union(flying.values.filter { $0.delivery.webhook == id }.map(\.delivery.seq))
             do {
                 let (claimed, nextDue) = try worker.queue.claim(
-                    webhook: id, limit: WebhookWorker.heldPerEndpoint - endpoint.held, holder: worker.holder, until: until, now: now)
+                    webhook: id, limit: WebhookWorker.heldPerEndpoint - endpoint.held, holder: worker.holder, until: until, now: now, excluding: held)
                 endpoint.queued += claimed
-                // Due already but not taken (no room): asked again once room is made.
-                endpoint.nextDue = nextDue.map { max($0, now + (claimed.isEmpty ? 1000 : 0)) }
+                // Nothing due now: asked again when the next is, or in a second at the soonest.
+                endpoint.nextDue = nextDue.map { claimed.isEmpty ? max($0, now + 1000) : $0 }
             } catch {
                 WebhookWorker.log(error, doing: "claiming deliveries")
             }
@@ -103,20 +126,24 @@ struct SenderLoop {
     }
 
     /// Starts requests for queued deliveries, at most ``WebhookWorker/maxInFlight`` per endpoint.
-    private mutating func startTransfers() {
+    private mutating func startTransfers(_ client: HTTPSender) {
         for id in Array(endpoints.keys) {
             guard var endpoint = endpoints[id] else { continue }
             while endpoint.inFlight < WebhookWorker.maxInFlight, !endpoint.queued.isEmpty {
                 let delivery = endpoint.queued.removeFirst()
+                let tag = nextTag
+                nextTag += 1
                 let request = HTTPSender.Request(
-                    tag: delivery.seq, url: endpoint.row.url, headers: worker.headers(delivery, keys: endpoint.keys), body: delivery.body,
+                    tag: tag, url: endpoint.row.url, headers: worker.headers(delivery, keys: endpoint.keys), body: delivery.body,
                     responseLimit: WebhookWorker.responseLimit, timeoutMilliseconds: settings.timeoutMilliseconds)
                 let startedAt = settings.clock()
-                if worker.sender.add(request) {
-                    flying[delivery.seq] = (delivery, startedAt)
+                if client.add(request) {
+                    flying[tag] = (delivery, startedAt)
                     endpoint.inFlight += 1
                 } else {
-                    record(WebhookWorker.outcome(delivery, startedAt: startedAt, .init(failure: "The request could not be started.")))
+                    let outcome = WebhookWorker.outcome(delivery, startedAt: startedAt, .init(failure: "The request could not be started."))
+                    record(outcome)
+                    endpoint.nextDue = Self.due(endpoint.nextDue, after: outcome)
                 }
             }
             endpoints[id] = endpoint
@@ -124,31 +151,48 @@ struct SenderLoop {
     }
 
     /// Takes the outcomes of the requests that finished.
-    private mutating func collect() {
-        while let result = worker.sender.next() {
+    private mutating func collect(_ client: HTTPSender) {
+        while let result = client.next() {
             guard let (delivery, startedAt) = flying.removeValue(forKey: result.tag) else { continue }
-            endpoints[delivery.webhook]?.inFlight -= 1
-            record(WebhookWorker.outcome(delivery, startedAt: startedAt, result))
+            let outcome = WebhookWorker.outcome(delivery, startedAt: startedAt, result)
+            record(outcome)
+            if var endpoint = endpoints[delivery.webhook] {
+                endpoint.inFlight = max(0, endpoint.inFlight - 1)
+                endpoint.nextDue = Self.due(endpoint.nextDue, after: outcome)
+                endpoints[delivery.webhook] = endpoint
+            }
         }
     }
 
+    /// Keeps `outcome` for the next flush.
     private mutating func record(_ outcome: DeliveryOutcome) {
         if outcomes.isEmpty { firstOutcome = .now }
         outcomes.append(outcome)
-        let result =
-            switch outcome.next {
-            case .delivered: "delivered"
-            case .retry: "retrying"
-            case .failed: "failed"
-            }
-        worker.counters.withLock { $0.results[result, default: 0] += 1 }
+    }
+
+    /// When an endpoint whose next delivery was due at `due` has one due next, after
+    /// `outcome` (a retry is due again at its time).
+    private static func due(_ due: Int64?, after outcome: DeliveryOutcome) -> Int64? {
+        guard case let .retry(at) = outcome.next else { return due }
+        return min(due ?? at, at)
     }
 
     /// Records the outcomes gathered, in one transaction; kept for the next round if that fails.
     private mutating func flush() {
         guard !outcomes.isEmpty else { return }
         do {
-            let disabled = try worker.queue.record(outcomes, holder: worker.holder, now: settings.clock(), disableAfter: RetrySchedule.horizon)
+            let (recorded, disabled) = try worker.queue.record(outcomes, holder: worker.holder, now: settings.clock(), disableAfter: RetrySchedule.horizon)
+            worker.counters.withLock { counters in
+                for outcome in recorded {
+                    let result =
+                        switch outcome.next {
+                        case .delivered: "delivered"
+                        case .retry: "retrying"
+                        case .failed: "failed"
+                        }
+                    counters.results[result, default: 0] += 1
+                }
+            }
             outcomes = []
             if !disabled.isEmpty {
                 WebhookWorker.log(disabled: disabled)
@@ -165,7 +209,7 @@ struct SenderLoop {
         let now = settings.clock()
         if ContinuousClock.now - renewed > .milliseconds(settings.leaseMilliseconds / 3) {
             renewed = .now
-            let held = endpoints.values.flatMap(\.queued).map(\.seq) + Array(flying.keys)
+            let held = endpoints.values.flatMap(\.queued).map(\.seq) + flying.values.map(\.delivery.seq)
             do { try worker.queue.renew(held, holder: worker.holder, until: now + settings.leaseMilliseconds) } catch {
                 WebhookWorker.log(error, doing: "renewing leases")
             }

@@ -43,7 +43,13 @@ final class WebhookWorker: Sendable {
     let changes: ChangeLog
     let queue: WebhookQueue
     let secrets: WebhookSecrets
-    let sender: HTTPSender
+    /// Makes the sender's HTTP client, when there is first an endpoint to send to: libcurl
+    /// (and what it loads) is not mapped by a server without webhooks.
+    let makeSender: @Sendable () throws -> HTTPSender
+    /// The sender's HTTP client once made (woken through it while it waits on transfers).
+    private let client = Mutex<HTTPSender?>(nil)
+    /// Wakes the sender while it has no HTTP client.
+    private let idleWake = DispatchSemaphore(value: 0)
     let settings: WebhookSettings
     /// This server's name on the leases it takes.
     let holder: String
@@ -64,11 +70,14 @@ final class WebhookWorker: Sendable {
     private let running = DispatchGroup()
     let counters = Mutex(WebhookCounters())
 
-    init(changes: ChangeLog, queue: WebhookQueue, secrets: WebhookSecrets, sender: HTTPSender, settings: WebhookSettings, holder: String, version: String) {
+    init(
+        changes: ChangeLog, queue: WebhookQueue, secrets: WebhookSecrets, makeSender: @escaping @Sendable () throws -> HTTPSender, settings: WebhookSettings,
+        holder: String, version: String
+    ) {
         self.changes = changes
         self.queue = queue
         self.secrets = secrets
-        self.sender = sender
+        self.makeSender = makeSender
         self.settings = settings
         self.holder = holder
         userAgent = "Catalog-Webhooks/\(version)"
@@ -120,7 +129,7 @@ final class WebhookWorker: Sendable {
         }
         guard started else { return }
         dispatcherWake.signal()
-        sender.wakeup()
+        wakeSender()
         _ = running.wait(timeout: .now() + 15)
     }
 
@@ -128,7 +137,25 @@ final class WebhookWorker: Sendable {
     /// an endpoint's change, or a test's clock moved on).
     func wake() {
         state.withLock { $0.claimAll = true }
-        sender.wakeup()
+        wakeSender()
+    }
+
+    /// Ends the sender's wait, on its HTTP client or, before it has one, on its own.
+    private func wakeSender() {
+        if let current = client.withLock({ $0 }) { current.wakeup() } else { idleWake.signal() }
+    }
+
+    /// The sender's HTTP client, made the first time it is needed.
+    func httpClient() throws -> HTTPSender {
+        if let current = client.withLock({ $0 }) { return current }
+        let made = try makeSender()
+        client.withLock { $0 = made }
+        return made
+    }
+
+    /// Waits (at most `milliseconds`) to be woken, while the sender has no HTTP client.
+    func idle(milliseconds: Int) {
+        _ = idleWake.wait(timeout: .now() + .milliseconds(milliseconds))
     }
 
     /// The endpoints the sender should claim for now (taking the requests).
@@ -162,7 +189,7 @@ final class WebhookWorker: Sendable {
         let touched = try queue.dispatch(batch, now: settings.clock())
         if !touched.isEmpty {
             state.withLock { $0.claimWanted.formUnion(touched) }
-            sender.wakeup()
+            wakeSender()
         }
         return events.count == Self.dispatchBatch
     }

@@ -144,26 +144,44 @@ public final class WebhookQueue: Sendable {
     // MARK: Claims and outcomes
 
     /// Takes for `holder`, until `until`, at most `limit` of the deliveries of `webhook`
-    /// due at `now` that no one holds, the oldest due first. - Returns: them, and when the
-    /// endpoint's next delivery not taken is due (milliseconds), if one waits.
+    /// due at `now` that no one holds (and not those of `excluding`, which it holds), the
+    /// oldest due first. - Returns: them, and when the endpoint's next delivery not taken
+    /// is due (milliseconds; one held by another is due when its lease ends), if one waits.
     package func claim(
-        webhook: CatalogID, limit: Int, holder: String, until: Int64, now: Int64
+        webhook: CatalogID, limit: Int, holder: String, until: Int64, now: Int64, excluding: Set<Int64> = []
     ) throws(StoreError) -> (
         claimed: [ClaimedDelivery], nextDue: Int64?
     ) {
-        try guarded {
-            try database.write(atomic: true) { db in
+        let skipped = excluding.isEmpty ? "" : " AND seq NOT IN (\(Self.placeholders(excluding.count)))"
+        let free = "(locked_until IS NULL OR locked_until < ?)"
+        func nextDue(_ db: any SQLConnection) throws -> Int64? {
+            try db.fetchValue(
+                "SELECT min(CASE WHEN \(free) THEN next_attempt_at ELSE \(db.dialect.greatest)(next_attempt_at, locked_until) END) FROM webhook_deliveries "
+                    + "WHERE webhook_id = ? AND status = 'pending'" + skipped,
+                ([now, webhook.rawValue] as SQLArguments) + SQLArguments(Array(excluding))
+            ).int64
+        }
+        return try guarded {
+            // Most rounds find nothing due: a read tells, without a write transaction.
+            let due = try database.read { db in
+                try db.exists(
+                    "SELECT 1 FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending' AND next_attempt_at <= ? AND \(free)\(skipped) LIMIT 1",
+                    ([webhook.rawValue, now, now] as SQLArguments) + SQLArguments(Array(excluding)))
+            }
+            guard due else { return ([], try database.read(nextDue)) }
+            return try database.write(atomic: true) { db in
                 let rows = try db.fetchRows(
                     """
                     SELECT seq, id, message_id, attempts, first_attempt_at FROM webhook_deliveries
-                    WHERE webhook_id = ? AND status = 'pending' AND next_attempt_at <= ? AND (locked_until IS NULL OR locked_until < ?)
+                    WHERE webhook_id = ? AND status = 'pending' AND next_attempt_at <= ? AND \(free)\(skipped)
                     ORDER BY next_attempt_at LIMIT ?
-                    """ + db.dialect.forDeleteSkippingLocked, [webhook.rawValue, now, now, limit])
+                    """ + db.dialect.forDeleteSkippingLocked, ([webhook.rawValue, now, now] as SQLArguments) + SQLArguments(Array(excluding)) + [limit])
                 var claimed: [ClaimedDelivery] = []
                 if !rows.isEmpty {
                     let seqs = rows.compactMap { $0[0].int64 }
-                    let list = Self.placeholders(seqs.count)
-                    try db.execute("UPDATE webhook_deliveries SET locked_by = ?, locked_until = ? WHERE seq IN (\(list))", ([holder, until] as SQLArguments) + SQLArguments(seqs))
+                    try db.execute(
+                        "UPDATE webhook_deliveries SET locked_by = ?, locked_until = ? WHERE seq IN (\(Self.placeholders(seqs.count)))",
+                        ([holder, until] as SQLArguments) + SQLArguments(seqs))
                     let messages = Array(Set(rows.compactMap { $0[2].string }))
                     var bodies: [String: [UInt8]] = [:]
                     for row in try db.fetchRows("SELECT id, body FROM webhook_messages WHERE id IN (\(Self.placeholders(messages.count)))", SQLArguments(messages)) {
@@ -175,12 +193,7 @@ public final class WebhookQueue: Sendable {
                         return ClaimedDelivery(seq: seq, id: id, webhook: webhook, messageID: message, body: body, attempts: row[3].int ?? 0, firstAttempt: row[4].int64)
                     }
                 }
-                let next = try db.fetchValue(
-                    "SELECT min(next_attempt_at) FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending' AND (locked_until IS NULL OR locked_until < ?)"
-                        + (claimed.isEmpty ? "" : " AND seq NOT IN (\(Self.placeholders(claimed.count)))"),
-                    ([webhook.rawValue, now] as SQLArguments) + SQLArguments(claimed.map(\.seq))
-                ).int64
-                return (claimed, next)
+                return (claimed, try nextDue(db))
             }
         }
     }
@@ -191,12 +204,17 @@ public final class WebhookQueue: Sendable {
     /// attempts have all failed since `disableAfter` ago or longer, or since the first
     /// attempt of a delivery that ran out of attempts now, is disabled.
     /// - Returns: the endpoints disabled now.
-    package func record(_ outcomes: [DeliveryOutcome], holder: String, now: Int64, disableAfter: Int64) throws(StoreError) -> [CatalogID] {
+    package func record(
+        _ outcomes: [DeliveryOutcome], holder: String, now: Int64, disableAfter: Int64
+    ) throws(StoreError) -> (
+        recorded: [DeliveryOutcome], disabled: [CatalogID]
+    ) {
         try guarded {
             try database.write(atomic: true) { db in
                 var succeeded: Set<CatalogID> = [], failed: Set<CatalogID> = []
                 // By endpoint: the latest first attempt of a delivery that ran out of attempts now.
                 var exhausted: [CatalogID: Int64] = [:]
+                var recorded: [DeliveryOutcome] = []
                 for outcome in outcomes {
                     let delivery = outcome.delivery
                     if delivery.attempts > 0 {
@@ -204,8 +222,8 @@ public final class WebhookQueue: Sendable {
                             """
                             INSERT INTO webhook_attempts (delivery_seq, attempted_at, status, duration_ms, error, response)
                             SELECT seq, last_attempt_at, last_status, last_duration_ms, last_error, last_response FROM webhook_deliveries
-                            WHERE seq = ? AND last_attempt_at IS NOT NULL
-                            """, [delivery.seq])
+                            WHERE seq = ? AND locked_by = ? AND last_attempt_at IS NOT NULL
+                            """, [delivery.seq, holder])
                     }
                     let status: String, next: Int64?
                     switch outcome.next {
@@ -213,7 +231,8 @@ public final class WebhookQueue: Sendable {
                     case let .retry(at): (status, next) = ("pending", at)
                     case .failed: (status, next) = ("failed", nil)
                     }
-                    try db.execute(
+                    // Another took it (this sender's lease ended): its outcome is the other's to record.
+                    let changed = try db.execute(
                         """
                         UPDATE webhook_deliveries SET status = ?, next_attempt_at = ?, attempts = attempts + 1, first_attempt_at = coalesce(first_attempt_at, ?),
                             last_attempt_at = ?, last_status = ?, last_duration_ms = ?, last_error = ?, last_response = ?, locked_by = NULL, locked_until = NULL,
@@ -224,6 +243,8 @@ public final class WebhookQueue: Sendable {
                             status, next, outcome.attemptedAt, outcome.attemptedAt, outcome.status, outcome.durationMilliseconds, outcome.error, outcome.response, now,
                             delivery.seq, holder,
                         ])
+                    guard changed == 1 else { continue }
+                    recorded.append(outcome)
                     if outcome.next == .delivered { succeeded.insert(delivery.webhook) } else { failed.insert(delivery.webhook) }
                     if outcome.next == .failed {
                         let first = delivery.firstAttempt ?? outcome.attemptedAt
@@ -246,7 +267,7 @@ public final class WebhookQueue: Sendable {
                         """, [now, now, since, webhook.rawValue, threshold])
                     if changed == 1 { disabled.append(webhook) }
                 }
-                return disabled
+                return (recorded, disabled)
             }
         }
     }
@@ -320,6 +341,17 @@ public final class WebhookQueue: Sendable {
     /// past the newest `keep` ended ones of each endpoint, then the messages no delivery
     /// needs any more; at most `limit` rows of each. - Returns: how many deliveries went.
     package func purge(endedBefore: Int64, keep: Int, limit: Int = 5000) throws(StoreError) -> Int {
+        var total = 0
+        // Rounds of at most `limit` each, so that no one transaction holds the writer long.
+        for _ in 0..<100 {
+            let gone = try purgeRound(endedBefore: endedBefore, keep: keep, limit: limit)
+            total += gone
+            if gone < limit { break }
+        }
+        return total
+    }
+
+    private func purgeRound(endedBefore: Int64, keep: Int, limit: Int) throws(StoreError) -> Int {
         try guarded {
             try database.write(atomic: true, heavy: true) { db in
                 var gone = 0

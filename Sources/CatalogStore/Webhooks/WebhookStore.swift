@@ -173,9 +173,9 @@ public final class WebhookStore: Sendable {
         write(options, completion) { db in
             try db.execute(
                 """
-                UPDATE webhooks SET previous_secret = CASE WHEN ? IS NULL THEN NULL ELSE secret END, previous_secret_expires_at = ?, secret = ?,
+                UPDATE webhooks SET previous_secret = CASE WHEN ? = 1 THEN secret END, previous_secret_expires_at = ?, secret = ?,
                     updated_at = \(db.dialect.greatest)(?, created_at), version = version + 1 WHERE id = ?
-                """, [previousUntil, previousUntil, secret, now, id.rawValue])
+                """, [previousUntil == nil ? 0 : 1, previousUntil, secret, now, id.rawValue])
             guard let row = try Self.fetch(db, id) else { throw StoreError.notFound }
             return row
         }
@@ -253,7 +253,8 @@ public final class WebhookStore: Sendable {
     }
 
     /// Makes the delivery `id` of the endpoint `webhook` due now, whatever it ended as (an
-    /// admin's retry); refused while the endpoint is disabled. - Returns: the delivery as it now is.
+    /// admin's retry; one a sender holds is sent by it once its attempt ends); refused
+    /// while the endpoint is disabled. - Returns: the delivery as it now is.
     package func retry(_ id: CatalogID, of webhook: CatalogID, options: WriteOptions, completion: @escaping @Sendable (Result<WebhookDelivery, any Error>) -> Void) {
         let now = Timestamp.milliseconds(Date())
         write(options, completion) { db in
@@ -261,7 +262,7 @@ public final class WebhookStore: Sendable {
             guard enabled == 1 else { throw StoreError.conflict("The endpoint is disabled: enable it (PATCH {\"enabled\":true}) before retrying its deliveries.") }
             let changed = try db.execute(
                 """
-                UPDATE webhook_deliveries SET next_attempt_at = ?, first_attempt_at = CASE WHEN status = 'pending' THEN first_attempt_at END, status = 'pending', locked_by = NULL, locked_until = NULL,
+                UPDATE webhook_deliveries SET next_attempt_at = ?, first_attempt_at = CASE WHEN status = 'pending' THEN first_attempt_at END, status = 'pending',
                     updated_at = ? WHERE id = ? AND webhook_id = ?
                 """, [now, now, id.rawValue, webhook.rawValue])
             guard changed == 1,
