@@ -61,6 +61,7 @@ struct CatalogServer: ParsableCommand {
     @Option(help: ServerSettings.webhookHTTPNetworks.help) var webhookHttpNetworks: [String] = []
     @Option(help: ServerSettings.webhookCAFile.help) var webhookCaFile: String?
     @Option(help: ServerSettings.webhookTimeout.help) var webhookTimeout: String?
+    @Option(help: ServerSettings.webhookLease.help) var webhookLease: String?
     @Option(help: ServerSettings.webhookBacklog.help) var webhookBacklog: String?
     @Flag(help: ServerSettings.requireAuthForReads.help) var requireAuthForReads = false
     @Option(help: ServerSettings.jwksFile.help) var jwksFile: String?
@@ -218,6 +219,7 @@ struct CatalogServer: ParsableCommand {
         configuration.webhookHTTPNetworks = try S.webhookHTTPNetworks.read(settings, webhookHttpNetworks)
         configuration.webhookCAFile = try S.webhookCAFile.read(settings, webhookCaFile)
         configuration.webhookTimeout = try S.webhookTimeout.read(settings, webhookTimeout)
+        configuration.webhookLease = try S.webhookLease.read(settings, webhookLease)
         configuration.webhookBacklog = try S.webhookBacklog.read(settings, webhookBacklog)
         configuration.requireAuthForReads = try S.requireAuthForReads.read(settings, flagGiven: requireAuthForReads)
         if let file = try S.jwksFile.read(settings, jwksFile) {

@@ -135,6 +135,8 @@ enum ServerSettings {
     static let webhookCAFile = Setting<String?>.optionalText(
         "CATALOG_WEBHOOK_CA_FILE", "A PEM bundle of CAs trusted for webhook receivers besides the system's", shownDefault: "the system's trust store")
     static let webhookTimeout = Setting<Duration>.seconds("CATALOG_WEBHOOK_TIMEOUT", default: 10, "Seconds one webhook attempt may take")
+    static let webhookLease = Setting<Duration>.seconds(
+        "CATALOG_WEBHOOK_LEASE", default: 60, "Seconds a server's claim on a webhook delivery lasts unless renewed (another server sends it after)")
     static let webhookBacklog = Setting<Int>.integer(
         "CATALOG_WEBHOOK_BACKLOG", default: 10_000, in: 1...1_000_000, "Most webhook messages waiting per endpoint; the oldest past it are dropped")
 

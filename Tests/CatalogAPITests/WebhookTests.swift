@@ -94,7 +94,7 @@ import Testing
             #expect(byType["game.updated"]?.data["version"] as? Int == 2)
             #expect(byType["game.deleted"]?.data["deleted"] as? Bool == true)
             // Each message's body decodes as the client's model, and the server shows it as sent.
-            let message = try JSONResponseDecoder.decode(WebhookMessage.self, from: Data(try #require(byType["game.created"]).body.utf8))
+            let message = try messageDecoder.decode(WebhookMessage.self, from: Data(try #require(byType["game.created"]).body.utf8))
             #expect(message.type == "game.created" && message.data.id == game && message.data.knownType == .game)
             let deliveries = try await Self.deliveries(catalog, webhook.id) { $0.allSatisfy { $0.status == .delivered } && $0.count == 3 }
             #expect(deliveries.count == 3 && deliveries.allSatisfy { $0.status == .delivered && $0.attemptCount == 1 })
@@ -400,4 +400,4 @@ import Testing
 }
 
 /// The decoder the catalog's clients use (dates with milliseconds).
-private let JSONResponseDecoder = CatalogJSON.makeDecoder()
+private let messageDecoder = CatalogJSON.makeDecoder()

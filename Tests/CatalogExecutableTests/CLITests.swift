@@ -302,6 +302,44 @@ import Testing
         #expect(none.status == 1 && none.errors.contains("no progress"))
     }
 
+    /// `catalog webhooks …` end to end, with a real receiver verifying what it gets.
+    @Test func webhooksAreManagedAndTheirDeliveriesShown() async throws {
+        let catalog = try TestCatalog(seed: false) { configuration in
+            configuration.webhookAllowedNetworks = ["127.0.0.1/32"]
+            configuration.webhookHTTPNetworks = ["127.0.0.1/32"]
+        }
+        defer { try? catalog.stop() }
+        let server = catalog.client.baseURL
+        let receiver = try await WebhookReceiver()
+        let created = try await Self.run(["webhooks", "create", receiver.url, "--events", "game.created,game.deleted", "--description", "CMS"], server: server)
+            .decode(Webhook.self)
+        #expect(created.eventTypes == ["game.created", "game.deleted"] && created.description == "CMS")
+        try receiver.trust([try #require(created.secret)])
+        let table = try await Self.run(["webhooks", "list", "--table"], server: server)
+        #expect(table.output.contains(created.id.rawValue) && table.output.contains("CMS") && !table.output.contains("whsec_"))
+        _ = try await catalog.api.games.create(GameInput(name: "Sent", imageName: "s"))
+        let received = try await receiver.wait { !$0.isEmpty }
+        #expect(received.first?.verified == [0] && received.first?.type == "game.created")
+        var deliveries = Page<WebhookDelivery>(items: [], nextCursor: nil)
+        for _ in 0..<200 where deliveries.items.first?.status != .delivered {
+            deliveries = try await Self.run(["webhooks", "deliveries", created.id.rawValue], server: server).decode(Page<WebhookDelivery>.self)
+            if deliveries.items.first?.status != .delivered { try await Task.sleep(for: .milliseconds(25)) }
+        }
+        let delivery = try #require(deliveries.items.first)
+        #expect(delivery.status == .delivered && delivery.messageId == received.first?.id)
+        let retried = try await Self.run(["webhooks", "retry", created.id.rawValue, delivery.id.rawValue], server: server).decode(WebhookDelivery.self)
+        #expect(retried.status == .pending)
+        let again = try await receiver.wait { $0.count >= 2 }
+        #expect(again.count == 2 && again[1].id == again[0].id && again[1].body == again[0].body)
+        let rotated = try await Self.run(["webhooks", "rotate-secret", created.id.rawValue, "--overlap", "60"], server: server).decode(WebhookSecret.self)
+        #expect(rotated.secret.hasPrefix("whsec_") && rotated.secret != created.secret)
+        let disabled = try await Self.run(["webhooks", "update", created.id.rawValue, "--disable", "--table"], server: server)
+        #expect(disabled.status == 0 && disabled.output.contains("no"))
+        #expect(try await Self.run(["webhooks", "delete", created.id.rawValue], server: server).status == 0)
+        let gone = try await Self.run(["webhooks", "show", created.id.rawValue], server: server)
+        #expect(gone.status == 1 && gone.errors.contains("404") || gone.errors.lowercased().contains("not"))
+    }
+
     @Test func aViewersFavoritesRatingsAndExport() async throws {
         let catalog = try TestCatalog(seed: false)
         let server = catalog.client.baseURL

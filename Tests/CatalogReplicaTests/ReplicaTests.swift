@@ -31,7 +31,14 @@ struct ReplicaTests {
             database = try TestEngine.postgresDatabase(for: directory)
             key = try await Executables.bootstrapKey(database: database)
             // Started together; each picks its own port (0) and logs it: no race for a free port with other tests.
-            let arguments = ["--database", database, "--migrations", migrationsDirectory.path, "--rate-limits", "off"]
+            // Webhooks: one key file for both, loopback receivers, and short leases.
+            let webhookKey = directory.appendingPathComponent("webhook.key")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try Data(try Crypto.randomBytes(32)).write(to: webhookKey)
+            let arguments = [
+                "--database", database, "--migrations", migrationsDirectory.path, "--rate-limits", "off", "--webhook-key-file", webhookKey.path,
+                "--webhook-allowed-networks", "127.0.0.1/32", "--webhook-http-networks", "127.0.0.1/32", "--webhook-lease", "3",
+            ]
             func media(_ index: Int) -> [String] {
                 (mediaStore.map { ["--media-store", $0] } ?? ["--media-directory", directory.appendingPathComponent("media-\(index)").path])
                     + ["--image-cache-directory", directory.appendingPathComponent("image-cache-\(index)").path]
@@ -256,6 +263,31 @@ struct ReplicaTests {
         let store = try CatalogStore(.postgresql(replicas.database), migrations: Migration.load(from: migrationsDirectory, for: .postgresql))
         defer { try? store.close() }
         for id in created { #expect(try store.games.rendered(id)?.version == 1) }
+    }
+
+    /// Both replicas send webhooks; one killed mid-delivery leaves its deliveries to the
+    /// other once their leases end: every committed change arrives at least once.
+    @Test func everyChangeIsDeliveredWhenAReplicaIsKilledMidDelivery() async throws {
+        let receiver = try await WebhookReceiver(["--delay", "0.4"])
+        let replicas = try await Replicas()
+        let webhook = try await replicas.client(0).send("POST", "/v1/webhooks", json: ["url": receiver.url, "eventTypes": ["game.created"]])
+        #expect(webhook.status == 201, "\(webhook.text)")
+        try receiver.trust([try #require(try webhook.decode(Webhook.self).secret)])
+        var created: Set<String> = []
+        for index in 0..<30 {
+            created.insert(try await replicas.client(index).send("POST", "/v1/games", json: ["name": "Sent \(index)", "imageName": "s"]).decode(Game.self).id.rawValue)
+        }
+        try await receiver.wait { $0.count >= 4 }
+        let victim = replicas.processes[0]
+        kill(victim.processIdentifier, SIGKILL)
+        victim.waitUntilExit()
+        let received = try await receiver.wait(timeout: 60) { received in created.isSubset(of: Set(received.compactMap { $0.data["id"] as? String })) }
+        let ids = Set(received.compactMap { $0.data["id"] as? String })
+        #expect(created.isSubset(of: ids), "missing \(created.subtracting(ids).count) of \(created.count)")
+        #expect(received.allSatisfy { $0.verified == [0] })
+        // At least once: a message sent twice (killed before its outcome was kept) keeps its id.
+        let byID = Dictionary(grouping: received, by: { $0.id ?? "" })
+        #expect(byID.values.allSatisfy { Set($0.map(\.body)).count == 1 })
     }
 
     @Test func writesThroughOneReplicaReachTheOtherReplicasFeed() async throws {

@@ -1,0 +1,41 @@
+import CatalogClient
+import CatalogModels
+import Foundation
+import ServiceTestSupport
+import TestSupport
+import Testing
+
+/// Webhooks against the real executable, killed outright mid-delivery: started again, it
+/// takes back what it held and every committed change reaches the receiver at least once,
+/// each message as first sent.
+@Suite struct WebhookKillTests {
+    @Test func everyCommittedChangeIsDeliveredAfterKill9() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-webhook-kill-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = directory.appendingPathComponent("catalog.sqlite").path
+        let key = try await Executables.bootstrapKey(database: database)
+        let arguments = [
+            "--database", database, "--migrations", migrationsDirectory.path, "--no-seed", "--rate-limits", "off", "--webhook-allowed-networks", "127.0.0.1/32",
+            "--webhook-http-networks", "127.0.0.1/32",
+        ]
+        // Slow to answer: deliveries are in flight when the server dies.
+        let receiver = try await WebhookReceiver(["--delay", "0.3"])
+        var server = try await ServerProcess(arguments, log: directory.appendingPathComponent("server-1.log"), key: key)
+        let api = CatalogClient(baseURL: server.client.baseURL, credentials: .apiKey(key), timeout: 10)
+        let webhook = try await api.webhooks.create(WebhookInput(url: receiver.url, eventTypes: ["game.created"]))
+        try receiver.trust([try #require(webhook.secret)])
+        var created: Set<String> = []
+        for index in 0..<40 { created.insert(try await api.games.create(GameInput(name: "Sent \(index)", imageName: "s")).value.id.rawValue) }
+        try await receiver.wait { $0.count >= 5 }
+        server.kill9()
+        #expect(Set(receiver.received.compactMap { $0.data["id"] as? String }).count < created.count, "the kill came mid-delivery")
+        server = try await ServerProcess(arguments, log: directory.appendingPathComponent("server-2.log"), key: key)
+        let received = try await receiver.wait(timeout: 60) { received in created.isSubset(of: Set(received.compactMap { $0.data["id"] as? String })) }
+        let ids = Set(received.compactMap { $0.data["id"] as? String })
+        #expect(created.isSubset(of: ids), "missing \(created.subtracting(ids).count) of \(created.count)")
+        #expect(received.allSatisfy { $0.verified == [0] })
+        let byID = Dictionary(grouping: received, by: { $0.id ?? "" })
+        #expect(byID.values.allSatisfy { Set($0.map(\.body)).count == 1 })
+        _ = server
+    }
+}
