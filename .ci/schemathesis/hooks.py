@@ -22,6 +22,9 @@ the run's admin signed in.
 - A header the contract does not name is no error: HTTP gives a server no way to refuse
   fields it does not know, so a "negative" case whose only flaw is an unknown header
   (`x-schemathesis-unknown-property`) is left out.
+- A webhook endpoint's `url` is where the server would send messages: in positive cases
+  it is replaced by one under `.invalid` (RFC 6761: never resolves), so the run makes no
+  request to whatever host a generator wrote. Negative cases keep theirs, to be refused.
 - The run signs in as the only admin, with its only key (`.ci/contract.sh`). A request
   that would delete or demote that user, or revoke that key, goes to an id no user or
   key has instead: after it, every request would be refused and test nothing.
@@ -47,9 +50,20 @@ schemathesis.openapi.format(
 _WELL_FORMED_KEY = re.compile(r'"[!#-~]+"|[!#-~]+')
 
 
+_WEBHOOK_BODIES = {("POST", "/v1/webhooks"), ("PATCH", "/v1/webhooks/{id}")}
+
+
 @schemathesis.hook
 def map_case(context, case):
     meta = case.meta
+    if (
+        (case.operation.method.upper(), case.operation.path) in _WEBHOOK_BODIES
+        and meta is not None
+        and meta.generation.mode.is_positive
+        and isinstance(case.body, dict)
+        and isinstance(case.body.get("url"), str)
+    ):
+        case.body = {**case.body, "url": f"https://receiver.invalid/{uuid.uuid4()}"}
     key = (case.headers or {}).get("Idempotency-Key")
     if isinstance(key, str) and _WELL_FORMED_KEY.fullmatch(key) and len(key) <= 255:
         case.headers["Idempotency-Key"] = str(uuid.uuid4())  # in place: the case's other headers stay as generated

@@ -294,6 +294,22 @@ import Testing
         }
     }
 
+    /// An endpoint that never answers holds four requests of its own and nothing of any
+    /// other's: a healthy endpoint gets every message meanwhile.
+    @Test func aSilentEndpointNeverHoldsUpAnother() async throws {
+        let catalog = try Self.catalog()
+        defer { try? catalog.stop() }
+        let silent = try await WebhookReceiver(["--hang"])
+        let healthy = try await WebhookReceiver()
+        _ = try await Self.endpoint(catalog, silent.url, receiver: silent)
+        _ = try await Self.endpoint(catalog, healthy.url, receiver: healthy)
+        for index in 0..<20 { _ = try await Self.game(catalog, "G\(index)") }
+        let received = try await healthy.wait { $0.count >= 20 }
+        #expect(received.count == 20 && received.allSatisfy { $0.verified == [0] })
+        // Still within the first attempts' 10 s: four hang, the rest wait their turn.
+        #expect(silent.received.count == 4)
+    }
+
     /// At most 4 KiB of an answer is kept; a redirect is a failure, never followed.
     @Test func answersAreCutAt4KiBAndRedirectsAreNotFollowed() async throws {
         let catalog = try Self.catalog(clock: Clock())

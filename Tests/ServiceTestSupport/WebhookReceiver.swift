@@ -89,6 +89,20 @@ package final class WebhookReceiver: @unchecked Sendable {
         }
     }
 
+    /// The resources (by id) whose changes arrived so far.
+    package var resourceIDs: Set<String> { Set(received.compactMap { $0.data["id"] as? String }) }
+
+    /// Waits (up to `timeout` seconds) until a message of each of `ids` arrived, then checks
+    /// what did: each of them there, every message verified by the first secret, and a
+    /// message sent more than once (at least once) always the same body under its id.
+    package func expectEveryOne(of ids: Set<String>, timeout: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let received = try await wait(timeout: timeout) { _ in ids.isSubset(of: resourceIDs) }
+        let arrived = resourceIDs
+        #expect(ids.isSubset(of: arrived), "missing \(ids.subtracting(arrived).count) of \(ids.count)", sourceLocation: sourceLocation)
+        #expect(received.allSatisfy { $0.verified == [0] }, sourceLocation: sourceLocation)
+        #expect(Dictionary(grouping: received, by: { $0.id ?? "" }).values.allSatisfy { Set($0.map(\.body)).count == 1 }, sourceLocation: sourceLocation)
+    }
+
     deinit {
         if process.isRunning {
             process.terminate()

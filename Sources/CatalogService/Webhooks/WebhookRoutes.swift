@@ -128,9 +128,10 @@ struct WebhookRoutes: Sendable {
         _ done: @escaping Completion
     ) throws {
         guard let current = try store.row(id) else { throw APIError.notFound }
-        try preconditions.check(version: current.version)
+        // A malformed body is refused as such, whatever its preconditions say.
         let input = try Self.input(object, patching: current)
         try check(input)
+        try preconditions.check(version: current.version)
         let changes = WebhookChanges(
             url: input.url, eventTypes: input.eventTypes ?? current.eventTypes, description: input.description ?? current.description,
             enabled: input.enabled ?? current.enabled)
