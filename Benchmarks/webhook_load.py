@@ -95,7 +95,7 @@ def endpoint(arguments):
             sys.exit(f"DELETE /v1/webhooks/{arguments[3]}: {status} {payload[:500]!r}")
     elif action == "show":
         names = dict(reversed(label.split("=", 1)) for label in arguments[3:])  # URL → NAME
-        status, payload = request(port, key, "GET", "/v1/webhooks?limit=100")
+        status, payload = request(port, key, "GET", "/v1/webhooks")
         if status != 200:
             sys.exit(f"GET /v1/webhooks: {status} {payload[:500]!r}")
         document = json.loads(payload)

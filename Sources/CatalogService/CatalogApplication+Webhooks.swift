@@ -54,14 +54,13 @@ extension CatalogApplication {
         duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 
-    /// Turns the webhook events waiting into messages now, and wakes the sender to look
-    /// for due deliveries (tests that move their clock call it). - Returns: false when
-    /// webhooks are not being sent.
+    /// Wakes the webhook dispatcher and sender to look for events and due deliveries now
+    /// (tests that move their clock call it), without waiting for them. - Returns: false
+    /// when webhooks are not sent from here.
     @discardableResult
-    public func wakeWebhooks() throws -> Bool {
+    public func wakeWebhooks() -> Bool {
         guard let webhookWorker else { return false }
-        while try webhookWorker.dispatchOnce() {}
-        webhookWorker.wake()
+        webhookWorker.wakeAll()
         return true
     }
 }

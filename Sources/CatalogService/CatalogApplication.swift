@@ -49,9 +49,10 @@ public final class CatalogApplication: Sendable {
         let location = DatabaseLocation(configuration.databasePath)
         let migrations = try Migration.load(from: configuration.migrationsDirectory, for: location.engine)
         // Every thread that may read at once has a connection: the loops (SQLite) or the
-        // database pool (PostgreSQL), the expensive reads' pool, and two to spare.
+        // database pool (PostgreSQL), the expensive reads' pool, the webhook dispatcher and
+        // sender, and two to spare.
         let readingThreads = location.engine == .postgresql ? DatabaseWork.threads : configuration.server.loopThreads
-        store = try CatalogStore(location, migrations: migrations, readers: readingThreads + ExpensiveReads.threads + 2)
+        store = try CatalogStore(location, migrations: migrations, readers: readingThreads + ExpensiveReads.threads + WebhookWorker.readingThreads + 2)
         seeded = configuration.seedDemoCatalog ? try store.seedDemoCatalogIfEmpty() : false
         let metrics = Metrics(version: Self.version, engine: location.engine, engineVersion: store.engineVersion)
         let mediaStore: any MediaStore =

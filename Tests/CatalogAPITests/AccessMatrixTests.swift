@@ -73,8 +73,12 @@ import Testing
             rendition = "90p"
             webhook = try await Self.webhook(catalog)
             _ = try await catalog.api.games.create(GameInput(name: "Sent", imageName: "g"))
-            try catalog.application.wakeWebhooks()
-            let deliveries = try await catalog.client.get("/v1/webhooks/\(webhook)/deliveries").decode(Page<WebhookDelivery>.self)
+            var deliveries = Page<WebhookDelivery>(items: [], nextCursor: nil)
+            for _ in 0..<400 where deliveries.items.isEmpty {
+                catalog.application.wakeWebhooks()
+                deliveries = try await catalog.client.get("/v1/webhooks/\(webhook)/deliveries").decode(Page<WebhookDelivery>.self)
+                if deliveries.items.isEmpty { try await Task.sleep(for: .milliseconds(25)) }
+            }
             delivery = try #require(deliveries.items.first).id
         }
 

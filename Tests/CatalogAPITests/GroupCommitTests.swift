@@ -74,4 +74,41 @@ import Testing
         let names = try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }
         #expect(Set(names).intersection(["before", "after", "Existing", "duplicate"]) == ["Existing", "after", "before"])
     }
+
+    /// A background write (the server's own bookkeeping) waits while a request's write
+    /// waits, and runs once none does; both commit.
+    @Test func aBackgroundWriteGoesAfterTheRequestsWritesWaiting() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("group-commit-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try CatalogStore(.file(directory.appendingPathComponent("catalog.sqlite").path), migrations: Migration.load(from: migrationsDirectory, for: .sqlite))
+        defer { try? store.close() }
+        let database = store.database
+        let order = Mutex<[String]>([])
+        try await onThread { () throws -> Void in
+            let group = DispatchGroup()
+            let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+            group.enter()
+            database.submit(
+                WriteOptions(), atomic: false, heavy: true,
+                { _ in
+                    held.signal()
+                    release.wait()
+                }, completion: { _ in group.leave() })
+            held.wait()
+            for (name, options) in [("background", WriteOptions.inBackground), ("request", WriteOptions())] {
+                group.enter()
+                database.submit(
+                    options, atomic: false, heavy: false,
+                    { db in try db.execute("INSERT INTO catalog_metadata (key, value) VALUES (?, '1')", [name]) },
+                    completion: { result in
+                        if case .success = result { order.withLock { $0.append(name) } }
+                        group.leave()
+                    })
+            }
+            release.signal()
+            group.wait()
+        }
+        #expect(order.withLock { $0 } == ["request", "background"])
+    }
 }

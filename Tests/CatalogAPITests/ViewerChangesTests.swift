@@ -88,7 +88,7 @@ import Testing
             let (other, _) = try ViewerStateTests.viewer(catalog, "Other")
             let item = try await ViewerProgressTests.items(catalog, 1)[0]
             let start = try await viewer.viewer.changes(since: nil).nextToken
-            async let waited = viewer.viewer.changes(since: start, wait: 20)
+            async let waited = viewer.viewer.changes(since: start, wait: 60)
             try await Task.sleep(for: .milliseconds(300))
             // Someone else's changes and the catalog's do not answer it; the viewer's own does.
             try await other.viewer.rate(item, .like)

@@ -34,7 +34,7 @@ struct ReplicaTests {
             // Webhooks: one key file for both, loopback receivers, and short leases.
             let webhookKey = directory.appendingPathComponent("webhook.key")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try Data(try Crypto.randomBytes(32)).write(to: webhookKey)
+            _ = FileManager.default.createFile(atPath: webhookKey.path, contents: Data(try Crypto.randomBytes(32)), attributes: [.posixPermissions: 0o600])
             let arguments = [
                 "--database", database, "--migrations", migrationsDirectory.path, "--rate-limits", "off", "--webhook-key-file", webhookKey.path,
                 "--webhook-allowed-networks", "127.0.0.1/32", "--webhook-http-networks", "127.0.0.1/32", "--webhook-lease", "3",

@@ -126,7 +126,9 @@ package final class TestCatalog: Sendable {
             // Servers sharing a database seal webhook secrets with a key file they share.
             let key = directory.appendingPathComponent("webhook.key")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            if !FileManager.default.fileExists(atPath: key.path) { try Data(try Crypto.randomBytes(32)).write(to: key) }
+            if !FileManager.default.fileExists(atPath: key.path) {
+                _ = FileManager.default.createFile(atPath: key.path, contents: Data(try Crypto.randomBytes(32)), attributes: [.posixPermissions: 0o600])
+            }
             configuration.webhookKeyFile = key.path
         }
         configure(&configuration)

@@ -104,10 +104,14 @@ package final class WebhookReceiver: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(at: directory)
+        // Reaped on a thread of its own: a deinit may run on the tasks' shared threads.
+        let (process, directory) = (process, directory)
+        Thread {
+            if process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+            }
+            try? FileManager.default.removeItem(at: directory)
+        }.start()
     }
 }

@@ -43,8 +43,11 @@ struct SenderLoop {
 
     mutating func run() {
         while true {
-            var requests = worker.takeClaimRequests()
-            if requests.stopped { break }
+            let room = endpoints.mapValues { WebhookWorker.heldPerEndpoint - $0.held }.filter { $0.value > 0 }
+            let asked = worker.takeRequests(room: room)
+            // Handed off but never sent when stopping: let go with the rest below.
+            if asked.stopped { break }
+            var requests = (all: asked.all, endpoints: asked.endpoints, stopped: false)
             let now = settings.clock()
             // Every few seconds: the endpoints read again, and each asked for what is due
             // (deliveries another replica let go, or whose lease ended, are found so).
@@ -59,6 +62,7 @@ struct SenderLoop {
                 worker.idle(milliseconds: 1000)
                 continue
             }
+            take(asked.handedOff)
             claim(requests, now: now)
             startTransfers(client)
             // Until the next delivery due of an endpoint with room, a wakeup, or 250 ms.
@@ -100,6 +104,16 @@ struct SenderLoop {
         let dropped = endpoints.filter { next[$0.key] == nil }.flatMap(\.value.queued).map(\.seq)
         do { try worker.queue.release(dropped, holder: worker.holder) } catch { WebhookWorker.log(error, doing: "letting deliveries go") }
         endpoints = next
+    }
+
+    /// Queues the deliveries the dispatcher made held for this sender; those of an
+    /// endpoint it no longer sends to go back.
+    private mutating func take(_ handedOff: [ClaimedDelivery]) {
+        var unknown: [Int64] = []
+        for delivery in handedOff {
+            if endpoints[delivery.webhook] != nil { endpoints[delivery.webhook]?.queued.append(delivery) } else { unknown.append(delivery.seq) }
+        }
+        do { try worker.queue.release(unknown, holder: worker.holder) } catch { WebhookWorker.log(error, doing: "letting deliveries go") }
     }
 
     /// Claims due deliveries for the endpoints with room that may have some.

@@ -33,8 +33,12 @@ final class WebhookWorker: Sendable {
     static let heldPerEndpoint = 32
     /// The most bytes of an answer read and kept.
     static let responseLimit = 4096
+    /// The threads that read the database (the dispatcher and the sender), each with a
+    /// connection of its own in the store's pool. (They run at the server's priority: a
+    /// thread of lower priority holding a connection would hold up the loops waiting for one.)
+    static let readingThreads = 2
     /// How many events one dispatch takes.
-    static let dispatchBatch = 500
+    static let dispatchBatch = 200
     /// How long ended deliveries are kept, and how many per endpoint at most.
     static let keptFor: Int64 = 7 * 86_400_000
     static let keptPerEndpoint = 10_000
@@ -63,6 +67,10 @@ final class WebhookWorker: Sendable {
         /// Endpoints with new deliveries (or all, after a retry or a wake).
         var claimWanted: Set<CatalogID> = []
         var claimAll = true
+        /// How many more deliveries the sender would hold, by endpoint it sends to.
+        var room: [CatalogID: Int] = [:]
+        /// Deliveries the dispatcher made held by this server, for the sender to send.
+        var handedOff: [ClaimedDelivery] = []
     }
 
     private let state = Mutex(State())
@@ -140,6 +148,13 @@ final class WebhookWorker: Sendable {
         wakeSender()
     }
 
+    /// Wakes the dispatcher and the sender (``wake()``) at once.
+    func wakeAll() {
+        state.withLock { $0.dispatchWanted = true }
+        dispatcherWake.signal()
+        wake()
+    }
+
     /// Ends the sender's wait, on its HTTP client or, before it has one, on its own.
     private func wakeSender() {
         if let current = client.withLock({ $0 }) { current.wakeup() } else { idleWake.signal() }
@@ -158,14 +173,18 @@ final class WebhookWorker: Sendable {
         _ = idleWake.wait(timeout: .now() + .milliseconds(milliseconds))
     }
 
-    /// The endpoints the sender should claim for now (taking the requests).
-    func takeClaimRequests() -> (all: Bool, endpoints: Set<CatalogID>, stopped: Bool) {
+    /// What the sender is asked to do now (taking the requests): the endpoints to claim
+    /// for, and the deliveries handed to it; it tells in turn how many more it would hold
+    /// of each endpoint (`room`).
+    func takeRequests(room: [CatalogID: Int]) -> (all: Bool, endpoints: Set<CatalogID>, handedOff: [ClaimedDelivery], stopped: Bool) {
         state.withLock { state in
             defer {
                 state.claimAll = false
                 state.claimWanted = []
+                state.handedOff = []
+                state.room = room
             }
-            return (state.claimAll, state.claimWanted, state.stopped)
+            return (state.claimAll, state.claimWanted, state.handedOff, state.stopped)
         }
     }
 
@@ -186,9 +205,18 @@ final class WebhookWorker: Sendable {
                 message: targets.isEmpty ? nil : (Self.messageID(), event.eventType, bodies[event.seq] ?? []),
                 deliveries: targets.map { (CatalogID(), $0.id) })
         }
-        let touched = try queue.dispatch(batch, now: settings.clock())
+        // What the sender has room for is made its own here: sent without a claim's round trip.
+        let room = state.withLock { state in
+            defer { state.room = [:] }
+            return state.room
+        }
+        let now = settings.clock()
+        let (touched, handedOff) = try queue.dispatch(batch, now: now, handOff: room, holder: holder, until: now + settings.leaseMilliseconds)
         if !touched.isEmpty {
-            state.withLock { $0.claimWanted.formUnion(touched) }
+            state.withLock { state in
+                state.claimWanted.formUnion(touched.subtracting(handedOff.map(\.webhook)))
+                state.handedOff += handedOff
+            }
             wakeSender()
         }
         return events.count == Self.dispatchBatch

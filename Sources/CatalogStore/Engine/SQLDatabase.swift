@@ -55,12 +55,13 @@ extension SQLDatabase {
     }
 
     /// Runs `work` as a write and waits for its durable result (`heavy`: in a transaction
-    /// of its own, not grouped with requests' writes).
-    func write<T: Sendable>(atomic: Bool = false, heavy: Bool = false, _ work: @escaping (any SQLConnection) throws -> T) throws -> T {
+    /// of its own, not grouped with requests' writes; `background`: the server's own
+    /// background work, ``WriteOptions/background``).
+    func write<T: Sendable>(atomic: Bool = false, heavy: Bool = false, background: Bool = false, _ work: @escaping (any SQLConnection) throws -> T) throws -> T {
         let done = NSCondition()
         nonisolated(unsafe) var outcome: Result<T, any Error>?
         // Answered on the writer's thread: this thread waits, so it cannot run the answer.
-        submit(WriteOptions(), atomic: atomic, heavy: heavy, work) { result in
+        submit(background ? .inBackground : WriteOptions(), atomic: atomic, heavy: heavy, work) { result in
             done.lock()
             outcome = result
             done.signal()

@@ -11,6 +11,8 @@ struct WriteJob<Connection> {
     let atomic: Bool
     /// Whether nobody waits for the answer any more (``WriteOptions/isAbandoned``).
     let isAbandoned: (@Sendable () -> Bool)?
+    /// Whether it is background work (``WriteOptions/background``).
+    let background: Bool
 
     /// The job of `work`, whose result `completion` receives after the commit (or its
     /// failure): where `options` say, else on the writer's thread.
@@ -27,5 +29,6 @@ struct WriteJob<Connection> {
         self.heavy = heavy
         self.atomic = atomic || heavy
         isAbandoned = options.isAbandoned
+        background = options.background
     }
 }

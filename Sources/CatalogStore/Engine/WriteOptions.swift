@@ -17,6 +17,10 @@ public struct WriteOptions: Sendable {
     /// then as usual once durable. The completion must then be free of effects but the
     /// answer's (mapping a result to a response).
     public let inTransaction: TransactionAnswer?
+    /// Whether it is the server's own background work (webhook bookkeeping), which the
+    /// writer runs when no request's write waits, or else within a small share of its
+    /// time (``GroupCommit/backgroundShare``): requests' writes never queue behind much of it.
+    public var background = false
 
     /// Options for a write.
     /// - Parameters:
@@ -40,6 +44,14 @@ public struct WriteOptions: Sendable {
     /// Such an answer has effects of its own, so it is not made inside the transaction too.
     public var answeredAtCommit: WriteOptions {
         WriteOptions(abandonedWhen: isAbandoned)
+    }
+
+    /// A write of the server's own background work (``background``), answered on the
+    /// writer's thread.
+    public static var inBackground: WriteOptions {
+        var options = WriteOptions()
+        options.background = true
+        return options
     }
 
     /// `work`, made to run the completion inside the transaction after it when

@@ -116,27 +116,44 @@ public final class WebhookQueue: Sendable {
 
     /// Records what the dispatcher made of events, deleting them in the same transaction:
     /// each event becomes its message and deliveries once, even when two replicas
-    /// dispatch the same events (the one whose delete found it keeps it). - Returns: the
-    /// endpoints that got deliveries.
-    package func dispatch(_ batch: [WebhookDispatch], now: Int64) throws(StoreError) -> Set<CatalogID> {
+    /// dispatch the same events (the one whose delete found it keeps it). The deliveries
+    /// of the endpoints in `handOff` (at most as many as each says) are made held by
+    /// `holder` until `until`, for its sender to send at once without claiming them.
+    /// - Returns: the endpoints that got deliveries, and those handed off.
+    package func dispatch(
+        _ batch: [WebhookDispatch], now: Int64, handOff: [CatalogID: Int] = [:], holder: String = "", until: Int64 = 0
+    ) throws(StoreError) -> (
+        touched: Set<CatalogID>, handedOff: [ClaimedDelivery]
+    ) {
         try guarded {
-            try database.write(atomic: true) { db in
+            try database.write(atomic: true, background: true) { db in
                 var touched: Set<CatalogID> = []
+                var room = handOff
+                var handed: [ClaimedDelivery] = []
                 for item in batch {
                     guard try db.execute("DELETE FROM webhook_events WHERE seq = ?", [item.event]) == 1, let message = item.message, !item.deliveries.isEmpty
                     else { continue }
                     try db.execute(
                         "INSERT INTO webhook_messages (id, event_type, body, created_at) VALUES (?, ?, ?, ?)", [message.id, message.eventType, message.body, now])
                     for delivery in item.deliveries {
-                        try db.execute(
+                        let held = (room[delivery.webhook] ?? 0) > 0
+                        if held { room[delivery.webhook, default: 0] -= 1 }
+                        let seq = try db.fetchValue(
                             """
-                            INSERT INTO webhook_deliveries (id, webhook_id, message_id, status, next_attempt_at, created_at, updated_at)
-                            VALUES (?, ?, ?, 'pending', ?, ?, ?)
-                            """, [delivery.id.rawValue, delivery.webhook.rawValue, message.id, now, now, now])
+                            INSERT INTO webhook_deliveries (id, webhook_id, message_id, status, next_attempt_at, locked_by, locked_until, created_at, updated_at)
+                            VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?) RETURNING seq
+                            """,
+                            [delivery.id.rawValue, delivery.webhook.rawValue, message.id, now, held ? holder : nil, held ? until : nil, now, now]
+                        ).int64
                         touched.insert(delivery.webhook)
+                        if held, let seq {
+                            handed.append(
+                                ClaimedDelivery(
+                                    seq: seq, id: delivery.id, webhook: delivery.webhook, messageID: message.id, body: message.body, attempts: 0, firstAttempt: nil))
+                        }
                     }
                 }
-                return touched
+                return (touched, handed)
             }
         }
     }
@@ -169,7 +186,7 @@ public final class WebhookQueue: Sendable {
                     ([webhook.rawValue, now, now] as SQLArguments) + SQLArguments(Array(excluding)))
             }
             guard due else { return ([], try database.read(nextDue)) }
-            return try database.write(atomic: true) { db in
+            return try database.write(atomic: true, background: true) { db in
                 let rows = try db.fetchRows(
                     """
                     SELECT seq, id, message_id, attempts, first_attempt_at FROM webhook_deliveries
@@ -210,7 +227,7 @@ public final class WebhookQueue: Sendable {
         recorded: [DeliveryOutcome], disabled: [CatalogID]
     ) {
         try guarded {
-            try database.write(atomic: true) { db in
+            try database.write(atomic: true, background: true) { db in
                 var succeeded: Set<CatalogID> = [], failed: Set<CatalogID> = []
                 // By endpoint: the latest first attempt of a delivery that ran out of attempts now.
                 var exhausted: [CatalogID: Int64] = [:]
@@ -276,7 +293,7 @@ public final class WebhookQueue: Sendable {
     package func renew(_ seqs: [Int64], holder: String, until: Int64) throws(StoreError) {
         guard !seqs.isEmpty else { return }
         try guarded {
-            _ = try database.write { db in
+            _ = try database.write(background: true) { db in
                 try db.execute(
                     "UPDATE webhook_deliveries SET locked_until = ? WHERE locked_by = ? AND seq IN (\(Self.placeholders(seqs.count)))",
                     ([until, holder] as SQLArguments) + SQLArguments(seqs))
@@ -289,7 +306,7 @@ public final class WebhookQueue: Sendable {
     package func release(_ seqs: [Int64]? = nil, holder: String) throws(StoreError) {
         if let seqs, seqs.isEmpty { return }
         try guarded {
-            _ = try database.write { db in
+            _ = try database.write(background: true) { db in
                 try db.execute(
                     "UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL WHERE locked_by = ?"
                         + (seqs.map { " AND seq IN (\(Self.placeholders($0.count)))" } ?? ""), ([holder] as SQLArguments) + SQLArguments(seqs ?? []))
@@ -301,7 +318,7 @@ public final class WebhookQueue: Sendable {
     /// one (its senders before the restart are gone).
     package func recoverAlone() throws(StoreError) {
         try guarded {
-            _ = try database.write { db in
+            _ = try database.write(background: true) { db in
                 try db.execute("UPDATE webhook_deliveries SET locked_by = NULL, locked_until = NULL WHERE locked_by IS NOT NULL AND status = 'pending'", [])
             }
         }
@@ -314,7 +331,7 @@ public final class WebhookQueue: Sendable {
     /// deliveries after that, and how many were dropped now.
     package func bound(backlog limit: Int, now: Int64) throws(StoreError) -> (pending: [CatalogID: Int], dropped: Int) {
         try guarded {
-            try database.write(atomic: true) { db in
+            try database.write(atomic: true, background: true) { db in
                 var pending: [CatalogID: Int] = [:]
                 var dropped = 0
                 for id in try db.fetchColumn("SELECT id FROM webhooks").compactMap({ $0.string.flatMap(CatalogID.init) }) {
@@ -353,7 +370,7 @@ public final class WebhookQueue: Sendable {
 
     private func purgeRound(endedBefore: Int64, keep: Int, limit: Int) throws(StoreError) -> Int {
         try guarded {
-            try database.write(atomic: true, heavy: true) { db in
+            try database.write(atomic: true, background: true) { db in
                 var gone = 0
                 var cutoffs: [(String, Int64)] = []
                 for id in try db.fetchColumn("SELECT id FROM webhooks").compactMap(\.string) {
