@@ -316,6 +316,27 @@ import Testing
         #expect(silent.received.count == 4)
     }
 
+    /// https is verified: a receiver whose certificate no trusted CA signed gets nothing
+    /// (the handshake fails, no request is made); trusting its CA (`--webhook-ca-file`),
+    /// it gets every message.
+    @Test func httpsReceiversAreVerified() async throws {
+        let certificates = try TestCertificates.shared()
+        let receiver = try await WebhookReceiver(["--tls-cert", certificates.certificateFile, "--tls-key", certificates.keyFile])
+        let untrusting = try Self.catalog(allowed: ["127.0.0.1/32"], http: [])
+        let refused = try await Self.endpoint(untrusting, receiver.url, receiver: receiver)
+        _ = try await Self.game(untrusting)
+        let failed = try await Self.deliveries(untrusting, refused.id) { $0.first?.lastAttempt != nil }
+        #expect(failed.first?.lastAttempt?.statusCode == nil && failed.first?.lastAttempt?.error?.lowercased().contains("certificate") == true, "\(failed)")
+        try untrusting.stop()
+        #expect(receiver.received.isEmpty)
+        let trusting = try Self.catalog(allowed: ["127.0.0.1/32"], http: []) { $0.webhookCAFile = certificates.caFile }
+        defer { try? trusting.stop() }
+        _ = try await Self.endpoint(trusting, receiver.url, receiver: receiver)
+        _ = try await Self.game(trusting)
+        let received = try await receiver.wait { !$0.isEmpty }
+        #expect(received.count == 1 && received.first?.verified == [0] && received.first?.type == "game.created")
+    }
+
     /// At most 4 KiB of an answer is kept; a redirect is a failure, never followed.
     @Test func answersAreCutAt4KiBAndRedirectsAreNotFollowed() async throws {
         let catalog = try Self.catalog(clock: Clock())

@@ -22,6 +22,8 @@ Answers (default 204 No Content at once):
                       holding up other connections (pipelined requests on one connection
                       still get their answers in order).
 
+--tls-cert PEM --tls-key PEM serve https instead of http.
+
 --port-file PATH gets the bound port (decimal digits, no newline) by an atomic rename once
 the socket listens. --secrets-file PATH holds one `whsec_…` secret a line; it is re-read
 whenever it changes (its inode, size, mtime or ctime; and, for 2 s after a change, its
@@ -51,6 +53,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import sys
 import time
 
@@ -510,7 +513,11 @@ async def serve(options):
     loop = asyncio.get_running_loop()
     receiver = Receiver(options)
     receiver.loop = loop
-    server = await loop.create_server(lambda: Connection(receiver), options.host, options.port, backlog=1024, reuse_address=True)
+    context = None
+    if options.tls_cert:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(options.tls_cert, options.tls_key)
+    server = await loop.create_server(lambda: Connection(receiver), options.host, options.port, backlog=1024, reuse_address=True, ssl=context)
     port = server.sockets[0].getsockname()[1]
     if options.port_file:
         _write_port_file(options.port_file, port)
@@ -551,6 +558,8 @@ def parse_arguments(argv=None):
     mode.add_argument("--redirect", metavar="URL", help="answer 302 with this Location")
     mode.add_argument("--big-response", type=int, metavar="BYTES", help="answer 200 with this many bytes of 'x'")
     parser.add_argument("--exit-with-parent", action="store_true", help="stop when the parent process ends")
+    parser.add_argument("--tls-cert", metavar="PEM", help="serve https with this certificate (chain)")
+    parser.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
     options = parser.parse_args(argv)
     if options.status is not None and not 200 <= options.status <= 599:
         parser.error("--status must be 200…599")

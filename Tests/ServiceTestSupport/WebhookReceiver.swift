@@ -10,6 +10,8 @@ package final class WebhookReceiver: @unchecked Sendable {
     package let directory: URL
     package let port: Int
     package let host: String
+    /// Whether it serves https (with `--tls-cert`).
+    package let tls: Bool
 
     /// The script.
     package static let script = migrationsDirectory.deletingLastPathComponent().appendingPathComponent("Tests/Fixtures/webhook_receiver.py")
@@ -17,6 +19,7 @@ package final class WebhookReceiver: @unchecked Sendable {
     /// Starts a receiver on `host` with the script's `options` (`--fail-first 3`, `--hang`, …).
     package init(host: String = "127.0.0.1", _ options: [String] = []) async throws {
         self.host = host
+        tls = options.contains("--tls-cert")
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("webhook-receiver-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let portFile = directory.appendingPathComponent("port")
@@ -42,8 +45,8 @@ package final class WebhookReceiver: @unchecked Sendable {
         return url
     }
 
-    /// Its URL over plain http.
-    package var url: String { "http://\(host):\(port)/hooks" }
+    /// Its URL (https with `--tls-cert`).
+    package var url: String { "\(tls ? "https" : "http")://\(host):\(port)/hooks" }
 
     /// Makes these the secrets it verifies with (in order: their indices are what a
     /// message's `verified` lists).
