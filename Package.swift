@@ -98,7 +98,7 @@ let package = Package(
         .target(
             name: "CatalogService",
             dependencies: [
-                "CatalogIdentity", "CatalogMedia", "CatalogModels", "CatalogOutbound", "CatalogSchema", "CatalogStore", "HTTPServer",
+                "CLinux", "CatalogIdentity", "CatalogMedia", "CatalogModels", "CatalogOutbound", "CatalogSchema", "CatalogStore", "HTTPServer",
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Server"])),
             ],
             plugins: ["EmbedFiles"]

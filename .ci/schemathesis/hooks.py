@@ -25,6 +25,8 @@ the run's admin signed in.
 - A webhook endpoint's `url` is where the server would send messages: in positive cases
   it is replaced by one under `.invalid` (RFC 6761: never resolves), so the run makes no
   request to whatever host a generator wrote. Negative cases keep theirs, to be refused.
+- tus `Upload-Metadata` keys must be unique, which its pattern cannot say: in positive
+  cases a key given again is left out (with its value). Negative cases keep theirs.
 - The run signs in as the only admin, with its only key (`.ci/contract.sh`). A request
   that would delete or demote that user, or revoke that key, goes to an id no user or
   key has instead: after it, every request would be refused and test nothing.
@@ -53,9 +55,23 @@ _WELL_FORMED_KEY = re.compile(r'"[!#-~]+"|[!#-~]+')
 _WEBHOOK_BODIES = {("POST", "/v1/webhooks"), ("PATCH", "/v1/webhooks/{id}")}
 
 
+def _unique_metadata(text):
+    """`Upload-Metadata` with each key's first pair only."""
+    seen, kept = set(), []
+    for pair in text.split(","):
+        key = pair.strip().split(" ")[0]
+        if key not in seen:
+            seen.add(key)
+            kept.append(pair)
+    return ",".join(kept)
+
+
 @schemathesis.hook
 def map_case(context, case):
     meta = case.meta
+    metadata = (case.headers or {}).get("Upload-Metadata")
+    if isinstance(metadata, str) and meta is not None and meta.generation.mode.is_positive:
+        case.headers["Upload-Metadata"] = _unique_metadata(metadata)
     if (
         (case.operation.method.upper(), case.operation.path) in _WEBHOOK_BODIES
         and meta is not None

@@ -131,3 +131,7 @@ int clinux_budget_exceeded(void *unused) {
 uint64_t clinux_budget_allowance(void) { return budget_allowance; }
 
 void clinux_budget_set_allowance(uint64_t allowance_ns) { budget_allowance = allowance_ns; }
+
+int clinux_lower_thread_priority(int niceness) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), niceness);
+}

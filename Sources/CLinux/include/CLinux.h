@@ -26,6 +26,10 @@ static inline void clinux_keep_freed_memory(int bytes) {
 /// module does not export). Returns 0 or an error number; sets `*pid`.
 int clinux_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], int input, int output, int error);
 
+/// Lowers the calling thread's CPU priority to `niceness` (Linux keeps a nice value per
+/// thread): background work yields the CPU to requests. 0 on success.
+int clinux_lower_thread_priority(int niceness);
+
 /// Runs `path` with `argv` and `envp` (NULL-terminated) in a process group of its own, its
 /// standard input /dev/null and its output and error `output` and `error`, no other
 /// descriptor of the caller, no signal blocked, and limits: `cpu_seconds` of CPU

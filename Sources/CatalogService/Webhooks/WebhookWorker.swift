@@ -1,3 +1,4 @@
+import CLinux
 import CatalogIdentity
 import CatalogModels
 import CatalogOutbound
@@ -33,10 +34,12 @@ final class WebhookWorker: Sendable {
     static let heldPerEndpoint = 32
     /// The most bytes of an answer read and kept.
     static let responseLimit = 4096
-    /// The threads that read the database (the dispatcher and the sender), each with a
-    /// connection of its own in the store's pool. (They run at the server's priority: a
-    /// thread of lower priority holding a connection would hold up the loops waiting for one.)
+    /// The threads that read the database (the dispatcher and the sender): the store's
+    /// pool has a connection for each, so that they never hold one a loop waits for.
     static let readingThreads = 2
+    /// Their nice value: deliveries are background work, and a server short of CPU serves
+    /// its requests first (messages wait in the database meanwhile).
+    static let niceness: Int32 = 19
     /// How many events one dispatch takes.
     static let dispatchBatch = 200
     /// How long ended deliveries are kept, and how many per endpoint at most.
@@ -109,6 +112,7 @@ final class WebhookWorker: Sendable {
         }
         running.enter()
         let dispatcher = Thread { [self] in
+            _ = clinux_lower_thread_priority(Self.niceness)
             while !isStopped {
                 state.withLock { $0.dispatchWanted = false }
                 var more = false
@@ -121,6 +125,7 @@ final class WebhookWorker: Sendable {
         dispatcher.start()
         running.enter()
         let sending = Thread { [self] in
+            _ = clinux_lower_thread_priority(Self.niceness)
             var loop = SenderLoop(worker: self)
             loop.run()
             running.leave()

@@ -82,8 +82,13 @@ final class GroupCommit<Writer: CommitWriter>: @unchecked Sendable {
     /// requests' writes) is the background writes'. (Measured: wrk's 32 connections of
     /// durable creates keep a writer 87–91% busy with them; 1,000 creates a second, 20–30%.)
     static var busyWindow: Double { 0.2 }
-    static var saturation: Double { 0.7 }
-    static var relief: Double { 0.5 }
+    static var saturation: Double { 0.6 }
+    static var relief: Double { 0.4 }
+    /// Requests' writes waiting on average (over the same window) that make the writer
+    /// count as saturated too, and under which it no longer does: a closed loop of clients
+    /// that background writes slow down no longer keeps the writer busy, but piles up.
+    static var queueSaturation: Double { 8 }
+    static var queueRelief: Double { 4 }
     /// How many times a write alone meeting a serialization failure or deadlock is run.
     static var maxAttempts: Int { 8 }
 
@@ -100,6 +105,8 @@ final class GroupCommit<Writer: CommitWriter>: @unchecked Sendable {
     /// ``busyWindow``, and when they were last decayed.
     private var foregroundLoad = 0.0
     private var backgroundLoad = 0.0
+    /// Requests' writes waiting, integrated over time and decayed likewise.
+    private var queueLoad = 0.0
     private var loadDecayed = Date()
     private var saturated = false
     /// Set once the store closes: nothing more is queued.
@@ -185,12 +192,16 @@ final class GroupCommit<Writer: CommitWriter>: @unchecked Sendable {
             let now = Date()
             backgroundCredit = min(Self.maxBackgroundCredit, backgroundCredit + now.timeIntervalSince(creditAccrued) * Self.backgroundShare)
             creditAccrued = now
-            let decay = exp(-now.timeIntervalSince(loadDecayed) / Self.busyWindow)
+            let elapsed = now.timeIntervalSince(loadDecayed)
+            let decay = exp(-elapsed / Self.busyWindow)
             foregroundLoad *= decay
             backgroundLoad *= decay
+            queueLoad = queueLoad * decay + Double(light.count) * elapsed
             loadDecayed = now
             // Saturated: background writes only on their credit. Else: whenever no request's write waits.
-            saturated = foregroundLoad >= (saturated ? Self.relief : Self.saturation) * Self.busyWindow
+            saturated =
+                foregroundLoad >= (saturated ? Self.relief : Self.saturation) * Self.busyWindow
+                || queueLoad >= (saturated ? Self.queueRelief : Self.queueSaturation) * Self.busyWindow
             let waiting = !light.isEmpty || (!heavy.isEmpty && !heavyRunning)
             if !background.isEmpty, saturated ? backgroundCredit > 0 : !waiting {
                 return .background(background.removeFirst(), whileBusy: saturated)
