@@ -38,16 +38,13 @@ public final class HTTPSender: @unchecked Sendable {
         public let durationMicroseconds: Int64
         /// Why no answer came (or the policy's refusal), when none did.
         public let error: String?
-        /// Whether the address policy refused every address the name resolved to.
-        public let refused: Bool
 
-        public init(tag: Int64, status: Int?, body: [UInt8], durationMicroseconds: Int64, error: String?, refused: Bool) {
+        public init(tag: Int64, status: Int?, body: [UInt8], durationMicroseconds: Int64, error: String?) {
             self.tag = tag
             self.status = status
             self.body = body
             self.durationMicroseconds = durationMicroseconds
             self.error = error
-            self.refused = refused
         }
     }
 
@@ -127,7 +124,7 @@ public final class HTTPSender: @unchecked Sendable {
         }
         return Outcome(
             tag: outcome.tag, status: outcome.status > 0 ? Int(outcome.status) : nil, body: body, durationMicroseconds: outcome.duration_us,
-            error: error.isEmpty ? nil : error, refused: outcome.refused != 0)
+            error: error.isEmpty ? nil : error)
     }
 
     /// Ends a wait in ``run(waitingAtMost:)`` early.

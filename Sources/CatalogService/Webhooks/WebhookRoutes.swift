@@ -131,7 +131,7 @@ struct WebhookRoutes: Sendable {
         // A malformed body is refused as such, whatever its preconditions say.
         let input = try Self.input(object, patching: current)
         try check(input)
-        try preconditions.check(version: current.version)
+        try preconditions.check(current: current.version)
         let changes = WebhookChanges(
             url: input.url, eventTypes: input.eventTypes ?? current.eventTypes, description: input.description ?? current.description,
             enabled: input.enabled ?? current.enabled)
@@ -266,12 +266,4 @@ extension APIError {
     /// 409: the endpoint is disabled.
     static let webhookDisabled = APIError(
         status: .conflict, code: "webhookDisabled", detail: "The endpoint is disabled: enable it (PATCH {\"enabled\":true}) before retrying its deliveries.")
-}
-
-extension WritePreconditions {
-    /// Throws the failure a write would, when the precondition is false for `version`.
-    func check(version: Int) throws(StoreError) {
-        if let ifMatch, !ifMatch.matches(version) { throw .preconditionFailed(current: version) }
-        if let ifNoneMatch, ifNoneMatch.matches(version) { throw .preconditionFailed(current: version) }
-    }
 }

@@ -252,6 +252,6 @@ struct SenderLoop {
 extension HTTPSender.Outcome {
     /// An attempt that never left.
     init(failure: String) {
-        self.init(tag: 0, status: nil, body: [], durationMicroseconds: 0, error: failure, refused: false)
+        self.init(tag: 0, status: nil, body: [], durationMicroseconds: 0, error: failure)
     }
 }

@@ -32,7 +32,7 @@ public struct WritePreconditions: Sendable, Equatable {
     /// (`nil`: it does not exist). A missing resource is `notFound` whatever the
     /// preconditions say: RFC 9110 §13.2.1 has a server ignore preconditions when the
     /// request would fail without them, and this one would (we never create on PUT).
-    func check(current: Int?) throws(StoreError) {
+    package func check(current: Int?) throws(StoreError) {
         guard let current else { throw .notFound }
         if let ifMatch, !ifMatch.matches(current) { throw .preconditionFailed(current: current) }
         if let ifNoneMatch, ifNoneMatch.matches(current) { throw .preconditionFailed(current: current) }

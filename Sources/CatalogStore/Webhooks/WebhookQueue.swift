@@ -84,9 +84,6 @@ public final class WebhookQueue: Sendable {
         self.database = database
     }
 
-    /// Fired after commits (which may have written events).
-    public var commits: CommitSignal { database.commits }
-
     // MARK: Events into deliveries
 
     /// The oldest events waiting, at most `limit`.
