@@ -55,7 +55,7 @@ import Testing
 
     /// The endpoint's deliveries once `condition` holds of them (or after `timeout` seconds).
     static func deliveries(
-        _ catalog: TestCatalog, _ webhook: CatalogID, timeout: Double = 15, until condition: ([WebhookDelivery]) -> Bool
+        _ catalog: TestCatalog, _ webhook: CatalogID, timeout: Double = 60, until condition: ([WebhookDelivery]) -> Bool
     ) async throws -> [WebhookDelivery] {
         let end = Date().addingTimeInterval(timeout)
         while true {
@@ -225,7 +225,7 @@ import Testing
         let delays: [Double] = [5, 300, 1800, 7200, 18_000, 36_000]
         var attempts = 0
         while true {
-            let deliveries = try await Self.deliveries(catalog, webhook.id, timeout: 20) { ($0.first?.attemptCount ?? 0) > attempts }
+            let deliveries = try await Self.deliveries(catalog, webhook.id, timeout: 60) { ($0.first?.attemptCount ?? 0) > attempts }
             let delivery = try #require(deliveries.first)
             #expect(delivery.attemptCount == attempts + 1)
             attempts = delivery.attemptCount

@@ -83,7 +83,7 @@ package final class WebhookReceiver: @unchecked Sendable {
 
     /// Waits (up to `timeout` seconds) until `condition` holds of what was received; what was.
     @discardableResult
-    package func wait(timeout: Double = 15, until condition: ([Received]) -> Bool) async throws -> [Received] {
+    package func wait(timeout: Double = 60, until condition: ([Received]) -> Bool) async throws -> [Received] {
         let end = Date().addingTimeInterval(timeout)
         while true {
             let now = received
