@@ -62,4 +62,16 @@ int clinux_budget_exceeded(void *unused);
 /// The allowance a thread's reads get (0 until set: the caller's default applies).
 uint64_t clinux_budget_allowance(void);
 void clinux_budget_set_allowance(uint64_t allowance_ns);
+
+/// The parts of a SQLite wal-index header (the first copy, at the start of `<db>-shm`,
+/// https://sqlite.org/walformat.html) that every commit changes: its change counter,
+/// its last valid frame and its two salts, read with atomic loads from a mapping of it.
+/// A commit by any connection of any process writes them before its readers may see it.
+static inline void clinux_wal_index_signature(const void *header, uint32_t out[4]) {
+    const uint32_t *words = (const uint32_t *)header;
+    out[0] = __atomic_load_n(&words[2], __ATOMIC_ACQUIRE);  /* iChange */
+    out[1] = __atomic_load_n(&words[4], __ATOMIC_ACQUIRE);  /* mxFrame */
+    out[2] = __atomic_load_n(&words[8], __ATOMIC_ACQUIRE);  /* aSalt[0] */
+    out[3] = __atomic_load_n(&words[9], __ATOMIC_ACQUIRE);  /* aSalt[1] */
+}
 #endif

@@ -198,7 +198,9 @@ public final class ResourceStore: Sendable {
     // MARK: Reads
 
     /// The resource with `id` as its JSON document, with its version; `nil` when absent.
-    /// Rendered straight from the statement: the fast path for `GET /…/{id}`.
+    /// Rendered straight from the statement: the fast path for `GET /…/{id}`. A whole
+    /// resource that caches renderings is served from its render cache, with no query,
+    /// while nothing has committed since a read found it there (``SQLDatabase/generation()``).
     /// With `embedding`, the related lists are read from the same snapshot as the resource.
     /// A `viewer` other than `.everything` finds hidden resources it does not own absent;
     /// `reader` is the signed-in caller, whose own state embeddings show.
@@ -208,6 +210,15 @@ public final class ResourceStore: Sendable {
         -> RenderedResource?
     {
         if embedding.isEmpty {
+            // A whole resource that no commit has touched since a read found it comes from
+            // the render cache, with no query (where the engine tells generations apart).
+            if fields == .all, rendering.cache != nil, visibleFilter == nil || viewer == .everything, let generation = try? database.generation() {
+                if let resource = rendering.current(id, generation: generation) { return resource }
+                let epoch = RenderCache.currentEpoch
+                return try guarded {
+                    try database.read { db in try rendering.one(try db.query(renderedSelectSQL, [id.rawValue]), id: id, confirming: generation, epoch: epoch) }
+                }
+            }
             return try guarded { try database.read { db in try render(db, id, fields: fields, viewer: viewer) } }
         }
         let epoch = RenderCache.currentEpoch

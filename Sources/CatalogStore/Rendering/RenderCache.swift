@@ -28,8 +28,20 @@ final class RenderCache: Sendable {
         /// The id's length: ``bytes`` holds the id, then the JSON (one allocation, not two).
         let idCount: Int
         let bytes: [UInt8]
+        /// One more than the database generation in which a read found this the resource's
+        /// current row (``confirm(id:version:revision:generation:)``); 0 before.
+        var confirmed: UInt64 = 0
 
         var jsonCount: Int { bytes.count - idCount }
+
+        /// Whether it holds the id `id`.
+        func holds(_ id: UnsafeBufferPointer<UInt8>) -> Bool {
+            idCount == id.count
+                && bytes.withUnsafeBufferPointer { stored in
+                    guard let base = stored.baseAddress, let other = id.baseAddress else { return id.isEmpty }
+                    return memcmp(base, other, id.count) == 0
+                }
+        }
     }
 
     private struct Entries {
@@ -89,12 +101,31 @@ final class RenderCache: Sendable {
     func write(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64, into writer: inout JSONWriter) -> Bool {
         let key = Self.key(id)
         return shard(key).reading { entries in
-            guard let entry = entries.byKey[key], entry.version == version, entry.revision == revision, entry.idCount == id.count else { return false }
-            return entry.bytes.withUnsafeBufferPointer { stored in
-                guard let base = stored.baseAddress, let other = id.baseAddress, memcmp(base, other, id.count) == 0 else { return false }
-                writer.raw(UnsafeBufferPointer(rebasing: stored[id.count...]))
-                return true
-            }
+            guard let entry = entries.byKey[key], entry.version == version, entry.revision == revision, entry.holds(id) else { return false }
+            entry.bytes.withUnsafeBufferPointer { writer.raw(UnsafeBufferPointer(rebasing: $0[id.count...])) }
+            return true
+        }
+    }
+
+    /// Appends the cached JSON of the resource `id` to `writer` when a read in database
+    /// `generation` found it current (nothing has committed since, so it still is).
+    /// - Returns: its version; `nil`, writing nothing, otherwise.
+    func current(id: UnsafeBufferPointer<UInt8>, generation: UInt64, into writer: inout JSONWriter) -> Int64? {
+        let key = Self.key(id)
+        return shard(key).reading { entries in
+            guard let entry = entries.byKey[key], entry.confirmed == generation &+ 1, entry.holds(id) else { return nil }
+            entry.bytes.withUnsafeBufferPointer { writer.raw(UnsafeBufferPointer(rebasing: $0[id.count...])) }
+            return entry.version
+        }
+    }
+
+    /// Records that a read begun in database `generation` found the resource `id` at
+    /// `version` and `revision`, as this cache holds it (if it does).
+    func confirm(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64, generation: UInt64) {
+        let key = Self.key(id)
+        shard(key).writing { entries in
+            guard let entry = entries.byKey[key], entry.version == version, entry.revision == revision, entry.holds(id) else { return }
+            entries.byKey[key]?.confirmed = generation &+ 1
         }
     }
 

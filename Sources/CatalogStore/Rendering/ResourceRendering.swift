@@ -28,6 +28,34 @@ struct ResourceRendering: Sendable {
         return RenderedResource(id: id, version: Int(rows.integer(versionIndex)), json: writer.bytes)
     }
 
+    /// The first row as the whole resource `id`, through the render cache, recorded there
+    /// as current in database `generation` (the read began in it; renderings are kept as
+    /// read in `epoch`); `nil` without a row.
+    @_specialize(exported:false,kind:full,where Rows == SQLiteRows)
+    func one<Rows: SQLRows>(_ rows: Rows, id: CatalogID, confirming generation: UInt64, epoch: UInt64) throws -> RenderedResource? {
+        guard try rows.step() else { return nil }
+        var writer = JSONWriter(capacity: 512)
+        if let cache {
+            if try renderer.render(rows, into: &writer, cache: cache, epoch: epoch) {
+                let key = renderer.cacheKey(rows)
+                cache.confirm(id: key.id, version: key.version, revision: key.revision, generation: generation)
+            }
+        } else {
+            try renderer.render(rows, into: &writer)
+        }
+        return RenderedResource(id: id, version: Int(rows.integer(versionIndex)), json: writer.bytes)
+    }
+
+    /// The whole resource `id` from the render cache, when a read in database `generation`
+    /// found it current (``RenderCache/current(id:generation:into:)``).
+    func current(_ id: CatalogID, generation: UInt64) -> RenderedResource? {
+        guard let cache else { return nil }
+        var raw = id.rawValue
+        var writer = JSONWriter(capacity: 512)
+        guard let version = raw.withUTF8({ cache.current(id: $0, generation: generation, into: &writer) }) else { return nil }
+        return RenderedResource(id: id, version: Int(version), json: writer.bytes)
+    }
+
     /// Writes a page of `request` from rows that carry their sort key after the
     /// renderer's columns; returns the next page's cursor, bound to `fingerprint` (made only when there is one).
     /// When the page is written from the render cache, `kept` (when given) receives its

@@ -17,7 +17,9 @@ final class SQLiteDatabase: SQLDatabase {
     let path: String
     private let lock: DatabaseLock
     let commits = CommitSignal()
-    /// Moved on by each reader that sees a commit it had not seen (``generation()``).
+    /// Sees commits in the wal-index (``generation()``); `nil` when it cannot be mapped.
+    private let commitWatch: CommitWatch?
+    /// Moved on by each reader that sees a commit it had not seen, without a ``commitWatch``.
     private let generations = Generations()
 
     var dialect: any SQLDialect { SQLiteDialect() }
@@ -55,9 +57,12 @@ final class SQLiteDatabase: SQLDatabase {
             // Checkpoints run on their own connection and thread, off the writer's path.
             let synchronous = try pool.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -2048; PRAGMA temp_store = MEMORY")
+                // A read, so that the wal-index exists (and is initialized) for ``CommitWatch``.
+                _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_schema")
                 return try Int.fetchOne(db, sql: "PRAGMA synchronous")
             }
             guard synchronous == 2 else { throw StoreError.unavailable("SQLite refused synchronous=FULL.") }
+            commitWatch = CommitWatch(databasePath: path)
             let checkpointer = try Checkpointer(path: path)
             self.checkpointer = checkpointer
             let searchIndex = SearchIndexQueue()
@@ -82,14 +87,18 @@ final class SQLiteDatabase: SQLDatabase {
         try readers.with { reader in try ReadBudget.run { try body(SQLiteReadSession(reader: reader)) } }
     }
 
-    /// Asks a reader whether anything committed since it last looked (SQLite's
-    /// `PRAGMA data_version`, which counts every other connection's commits, other
-    /// processes' too); when something has, the generation moves on. Every commit is so
-    /// seen by each reader that reads after it, before it answers from a cache: an answer
-    /// kept for an earlier number is never served after a commit it does not show.
-    /// `nil` when no reader is free at once: a read that would wait is not doubled for a cache.
+    /// Moves the generation on once anything committed since the last call, by any
+    /// connection of any process: read from the wal-index header (``CommitWatch``), with
+    /// no query and no system call. Every commit is so seen by each read that begins
+    /// after it, before it answers from a cache: an answer kept for an earlier number is
+    /// never served after a commit it does not show.
+    ///
+    /// Without the mapping, a reader asks SQLite (`PRAGMA data_version`, which counts
+    /// every other connection's commits, other processes' too); then `nil` when no reader
+    /// is free at once: a read that would wait is not doubled for a cache.
     func generation() throws -> UInt64? {
-        try readers.withFree { reader in try reader.observeCommits(generations) }
+        if let commitWatch { return commitWatch.generation() }
+        return try readers.withFree { reader in try reader.observeCommits(generations) }
     }
 
     func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
@@ -160,6 +169,7 @@ final class SQLiteDatabase: SQLDatabase {
         defer { lock.release() }
         writes.stop()
         checkpointer.stop()
+        commitWatch?.stop()
         readers.close()
         try pool.writeWithoutTransaction { db in _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         try pool.close()
