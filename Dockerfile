@@ -11,7 +11,7 @@
 FROM swift:6.1-bookworm AS build
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libsqlite3-dev libssl-dev libpq-dev libvips-dev libcurl4-openssl-dev \
+    && apt-get install -y --no-install-recommends libsqlite3-dev libssl-dev libpq-dev libvips-dev libcurl4-openssl-dev zlib1g-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /build
 # Resolve dependencies in their own layer, reused while only sources change.
@@ -33,7 +33,7 @@ FROM debian:bookworm-slim
 # Unpinned on purpose: the runtime takes Debian 12's security updates at each build.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libsqlite3-0 libssl3 libpq5 libvips42 libcurl4 libstdc++6 ca-certificates tzdata ffmpeg \
+    && apt-get install -y --no-install-recommends libsqlite3-0 libssl3 libpq5 libvips42 libcurl4 zlib1g libstdc++6 ca-certificates tzdata ffmpeg \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 catalog \
     && useradd --system --uid 10001 --gid catalog --home-dir /app --shell /usr/sbin/nologin catalog \

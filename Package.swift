@@ -35,9 +35,11 @@ let package = Package(
         .target(name: "CatalogSchema", dependencies: ["CatalogModels"]),
         // Sockets, event loops, the HTTP/1.1 parser and writer, and the router.
         // Knows nothing of the catalog.
-        .target(name: "HTTPServer", dependencies: ["CLinux", "CTLS"]),
+        .target(name: "HTTPServer", dependencies: ["CLinux", "CTLS", "CZlib"]),
         // epoll and eventfd headers for Swift.
         .target(name: "CLinux"),
+        // zlib (zlib1g-dev): gzip response bodies, on a deflate state per thread.
+        .target(name: "CZlib", linkerSettings: [.linkedLibrary("z")]),
         // OpenSSL's libssl (libssl-dev): the TLS settings and the macros Swift cannot call.
         .target(name: "CTLS", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         // Search functions for SQLite (libsqlite3-dev) on FTS5's own tokenizer: a match and

@@ -72,8 +72,12 @@ import Testing
             defer { try? catalog.stop() }
             let receiver = try await WebhookReceiver()
             let webhook = try await Self.endpoint(catalog, receiver.url, events: ["game.created", "game.updated", "game.deleted"], receiver: receiver)
+            // Each change's message is rendered once, as the feed then shows the resource:
+            // each waits for the one before, so each shows the change it is about.
             let game = try await Self.game(catalog)
+            _ = try await receiver.wait { $0.count >= 1 }
             _ = try await catalog.api.games.patch(game, MergePatch().set("name", "Renamed"))
+            _ = try await receiver.wait { $0.count >= 2 }
             try await catalog.api.games.delete(game)
             // Not subscribed: no message.
             _ = try await catalog.api.locations.create(LocationInput(name: "L", countryCode: "FR", latitude: 1, longitude: 2))

@@ -45,10 +45,12 @@ enum ETag {
         }
     }
 
-    /// Whether a `GET`'s `If-None-Match` (weak comparison) lists the tag `header` (strong or weak).
+    /// Whether a `GET`'s `If-None-Match` (weak comparison) lists the tag `header` (strong or
+    /// weak), in either content coding (``Compression``: the same content).
     static func noneMatch(_ fields: [String], tag header: String) throws(APIError) -> Bool {
         guard let listed = try tags(fields, "If-None-Match", weakMatches: true) else { return false }
-        return listed.any || listed.opaque.contains(String(header.dropFirst(header.hasPrefix("W/") ? 3 : 1).dropLast()))
+        let opaque = String(header.dropFirst(header.hasPrefix("W/") ? 3 : 1).dropLast())
+        return listed.any || listed.opaque.contains(opaque) || listed.opaque.contains(opaque + Compression.suffix)
     }
 
     /// The `If-Match` (strong comparison) and `If-None-Match` (weak comparison)
