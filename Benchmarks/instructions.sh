@@ -4,7 +4,8 @@
 # between two builds that req/s and CPU time on a shared machine cannot.
 # Each server answers a fixed sequence over one keep-alive connection (curl): 300 GETs
 # of random items (anonymous, then again with an API key), 100 first list pages, 200
-# durable POSTs, on a 10,000-item database.
+# durable POSTs, on a 10,000-item database; and, last, the same 300 items asked again
+# once they have been read (nothing changed: what a GET of an unchanged item costs).
 # Each kind is measured as what its requests add to a warm-up of the same kind (50 GETs
 # of other items, 10 list pages, 20 POSTs) answered by itself: the difference, divided by
 # the requests, is what one more request costs, without start-up, shutdown, or the
@@ -36,6 +37,8 @@ sqlite3 "$work/base.sqlite" "SELECT id FROM playable_items ORDER BY random() LIM
     | sed "s|.*|url = \"$url/v1/playable-items/&\"\noutput = /dev/null|" > "$work/ids.conf"
 head -n 100 "$work/ids.conf" > "$work/get-warm.conf"
 cp "$work/ids.conf" "$work/get.conf"
+# The same 300 items asked again after they were read once (unchanged, so not asked of the database).
+{ cat "$work/ids.conf"; tail -n 600 "$work/ids.conf"; } > "$work/get-again.conf"
 # With the key: its first use (a database read and a write) is in the warm-up, so what is
 # left is what checking a known key costs. Options in a curl config apply to every URL
 # after them unless `next` starts a new set: each request carries its own one header.
@@ -82,7 +85,7 @@ instructions() {
     echo $total
 }
 
-printf '%-40s %14s %14s %14s %14s\n' "instructions per request" "GET item" "GET (API key)" "list page" "POST (durable)"
+printf '%-40s %14s %14s %14s %14s %16s\n' "instructions per request" "GET item" "GET (API key)" "list page" "POST (durable)" "GET unchanged"
 number=0
 for server in "$@"; do
     number=$((number + 1))
@@ -92,6 +95,9 @@ for server in "$@"; do
         all=$(instructions "$server" "$work/$kind.conf" "$number-$kind")
         case $kind in list) count=100 ;; post) count=200 ;; *) count=300 ;; esac
         per_request+=($(((all - warm) / count)))
+        [ $kind = get ] && get_all=$all
     done
-    printf '%-40s %14s %14s %14s %14s\n' "$server" "${per_request[@]}"
+    again=$(instructions "$server" "$work/get-again.conf" "$number-get-again")
+    per_request+=($(((again - get_all) / 300)))
+    printf '%-40s %14s %14s %14s %14s %16s\n' "$server" "${per_request[@]}"
 done

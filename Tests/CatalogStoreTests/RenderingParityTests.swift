@@ -176,10 +176,9 @@ import Testing
         let cache = RenderCache(capacity: 1000, maxBytes: 6400, shards: 1)
         func id(_ index: Int) -> [UInt8] { Array(String(format: "%036d", index).utf8) }
         func store(_ index: Int, bytes: Int) {
-            _ = id(index).withUnsafeBufferPointer {
-                cache.store(
-                    id: $0, version: 1, revision: 0, json: ArraySlice(repeating: UInt8(ascii: "x"), count: bytes),
-                    epoch: RenderCache.currentEpoch)
+            let json = [UInt8](repeating: UInt8(ascii: "x"), count: bytes)
+            _ = id(index).withUnsafeBufferPointer { id in
+                json.withUnsafeBufferPointer { cache.store(id: id, version: 1, revision: 0, json: $0, epoch: RenderCache.currentEpoch) }
             }
         }
         func held(_ index: Int, revision: Int64 = 0) -> Bool {

@@ -6,8 +6,9 @@ protocol PooledConnection: AnyObject {
     var isBroken: Bool { get }
 }
 
-/// A bounded set of connections, made when first needed; a borrower waits at most `wait`
-/// for one, and a broken connection is dropped. PostgreSQL's readers, and SQLite's.
+/// A bounded set of connections, made when first needed (or given when opened); a
+/// borrower waits at most `wait` for one, and a broken connection is dropped.
+/// PostgreSQL's readers, and SQLite's (two of them opened with the database).
 final class ConnectionPool<Connection: PooledConnection>: @unchecked Sendable {
     private let condition = NSCondition()
     private var idle: [Connection] = []

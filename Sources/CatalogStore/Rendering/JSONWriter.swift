@@ -55,9 +55,9 @@ struct JSONWriter {
     /// How many bytes have been written.
     var count: Int { storage.count }
 
-    /// The bytes written from offset `start` on.
-    func bytes(from start: Int) -> ArraySlice<UInt8> {
-        ArraySlice(UnsafeBufferPointer(start: storage.start + start, count: storage.count - start))
+    /// Calls `body` with the bytes written from offset `start` on, in place.
+    func withBytes<T>(from start: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
+        try body(UnsafeBufferPointer(start: storage.start + start, count: storage.count - start))
     }
 
     mutating func raw(_ text: StaticString) {

@@ -130,17 +130,23 @@ final class RenderCache: Sendable {
     }
 
     /// Remembers the JSON of the resource `id` at `version`, read from a snapshot taken in
-    /// `epoch`; nothing when an invalidation came since, or when the JSON alone would take
-    /// more than 1/64 of its shard's byte budget.
+    /// `epoch` (and, when `confirmed` is given, as current in that database generation:
+    /// ``confirm(id:version:revision:generation:)``); nothing when an invalidation came
+    /// since, or when the JSON alone would take more than 1/64 of its shard's byte budget.
     /// - Returns: whether it is kept.
     @discardableResult
-    func store(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64, json: ArraySlice<UInt8>, epoch: UInt64) -> Bool {
-        guard json.count <= maxBytes / 64 else { return false }
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(id.count + json.count)
-        bytes.append(contentsOf: id)
-        bytes.append(contentsOf: json)
-        let entry = Entry(version: version, revision: revision, idCount: id.count, bytes: bytes)
+    func store(
+        id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64, json: UnsafeBufferPointer<UInt8>, epoch: UInt64, confirmed: UInt64? = nil
+    ) -> Bool {
+        guard json.count <= maxBytes / 64, let idBase = id.baseAddress, let jsonBase = json.baseAddress else { return false }
+        // One allocation holding the id, then the JSON.
+        let bytes = [UInt8](unsafeUninitializedCapacity: id.count + json.count) { buffer, count in
+            guard let base = buffer.baseAddress else { return }
+            base.initialize(from: idBase, count: id.count)
+            (base + id.count).initialize(from: jsonBase, count: json.count)
+            count = id.count + json.count
+        }
+        let entry = Entry(version: version, revision: revision, idCount: id.count, bytes: bytes, confirmed: confirmed.map { $0 &+ 1 } ?? 0)
         let key = Self.key(id)
         return shard(key).writing { entries in
             guard Self.epoch.load(ordering: .acquiring) == epoch else { return false }

@@ -36,10 +36,7 @@ struct ResourceRendering: Sendable {
         guard try rows.step() else { return nil }
         var writer = JSONWriter(capacity: 512)
         if let cache {
-            if try renderer.render(rows, into: &writer, cache: cache, epoch: epoch) {
-                let key = renderer.cacheKey(rows)
-                cache.confirm(id: key.id, version: key.version, revision: key.revision, generation: generation)
-            }
+            try renderer.render(rows, into: &writer, cache: cache, epoch: epoch, confirming: generation)
         } else {
             try renderer.render(rows, into: &writer)
         }

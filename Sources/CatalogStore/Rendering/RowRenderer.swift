@@ -259,15 +259,23 @@ struct RowRenderer: Sendable {
 
     /// Appends the whole JSON object of the statement's current row (columns from
     /// `offset`), from `cache` when it holds the row's id at the row's version; a miss is
-    /// stored, as read in a snapshot of `epoch`.
+    /// stored, as read in a snapshot of `epoch`. With `generation`, the row is recorded as
+    /// the resource's current one in that database generation (the read began in it).
     /// - Returns: whether `cache` holds the row now (false when it could not keep it).
     @discardableResult
-    func render(_ rows: some SQLRows, into writer: inout JSONWriter, offset: Int32 = 0, cache: RenderCache, epoch: UInt64) throws -> Bool {
+    func render(
+        _ rows: some SQLRows, into writer: inout JSONWriter, offset: Int32 = 0, cache: RenderCache, epoch: UInt64, confirming generation: UInt64? = nil
+    ) throws -> Bool {
         let (id, version, revision) = cacheKey(rows, offset: offset)
-        if cache.write(id: id, version: version, revision: revision, into: &writer) { return true }
+        if cache.write(id: id, version: version, revision: revision, into: &writer) {
+            if let generation { cache.confirm(id: id, version: version, revision: revision, generation: generation) }
+            return true
+        }
         let start = writer.count
         try render(rows, into: &writer, offset: offset)
-        return cache.store(id: id, version: version, revision: revision, json: writer.bytes(from: start), epoch: epoch)
+        return writer.withBytes(from: start) { json in
+            cache.store(id: id, version: version, revision: revision, json: json, epoch: epoch, confirmed: generation)
+        }
     }
 
     /// The current row's key in a ``RenderCache``: its id's bytes, its version and its

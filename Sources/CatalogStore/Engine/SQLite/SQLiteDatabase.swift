@@ -73,9 +73,18 @@ final class SQLiteDatabase: SQLDatabase {
             lock.release()
             throw error
         }
+        let pool = ConnectionPool(size: max(2, readers), wait: .seconds(5)) { try SQLiteReader(path: path) }
+        do {
+            // Two readers opened now (each reads the schema), so that the first requests and
+            // the first background read do not wait for that; the others when first needed.
+            for _ in 0..<2 { pool.give(try SQLiteReader(path: path)) }
+        } catch {
+            lock.release()
+            throw error
+        }
         self.lock = lock
         self.path = path
-        self.readers = ConnectionPool(size: max(2, readers), wait: .seconds(5)) { try SQLiteReader(path: path) }
+        self.readers = pool
     }
 
     var version: String {
