@@ -64,3 +64,14 @@ static inline EVP_PKEY *ccrypto_p256_public_key(const unsigned char *point, size
     OSSL_PARAM_BLD_free(builder);
     return key;
 }
+
+/// The SHA-256 of `length` bytes at `data` into `digest` (32 bytes), under `algorithm`
+/// (fetched once by the caller), on a digest context the calling thread keeps: no
+/// context is made and freed per call. Returns 1, or 0 on failure.
+static inline int ccrypto_sha256(const EVP_MD *algorithm, const void *data, size_t length, unsigned char *digest) {
+    static __thread EVP_MD_CTX *context;
+    if (context == NULL && (context = EVP_MD_CTX_new()) == NULL) return 0;
+    unsigned int written = 0;
+    return EVP_DigestInit_ex2(context, algorithm, NULL) == 1 && EVP_DigestUpdate(context, data, length) == 1
+        && EVP_DigestFinal_ex(context, digest, &written) == 1 && written == 32;
+}

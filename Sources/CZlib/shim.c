@@ -12,6 +12,8 @@ static __thread z_stream *thread_stream;
 static __thread int thread_level;
 
 size_t czlib_gzip(const uint8_t *input, size_t length, uint8_t *output, size_t capacity, int level) {
+    // zlib counts in 32-bit unsigned integers.
+    if (length > 0xFFFFFFFFu || capacity > 0xFFFFFFFFu) return 0;
     if (thread_stream == NULL || thread_level != level) {
         if (thread_stream != NULL) {
             deflateEnd(thread_stream);
@@ -34,13 +36,13 @@ size_t czlib_gzip(const uint8_t *input, size_t length, uint8_t *output, size_t c
     stream->avail_in = (uInt)length;
     stream->next_out = output;
     stream->avail_out = (uInt)capacity;
-    if (length > 0xFFFFFFFFu || capacity > 0xFFFFFFFFu) return 0;
     int result = deflate(stream, Z_FINISH);
     if (result != Z_STREAM_END) return 0;
     return capacity - stream->avail_out;
 }
 
 long czlib_gunzip(const uint8_t *input, size_t length, uint8_t *output, size_t capacity) {
+    if (length > 0xFFFFFFFFu || capacity > 0xFFFFFFFFu) return -1;
     z_stream stream;
     memset(&stream, 0, sizeof(stream));
     if (inflateInit2(&stream, 15 + 16) != Z_OK) return -1;

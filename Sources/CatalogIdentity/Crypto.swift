@@ -24,12 +24,16 @@ public enum Crypto {
     /// again on every use of `EVP_sha256()` (about ten thousand instructions a digest).
     nonisolated(unsafe) private static let sha256Algorithm: OpaquePointer? = EVP_MD_fetch(nil, "SHA2-256", nil)
 
-    /// The SHA-256 digest of `bytes`.
+    /// The SHA-256 digest of `bytes` (on a digest context each thread keeps).
     public static func sha256(_ bytes: some Collection<UInt8>) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         let hash = { (input: UnsafeRawBufferPointer) in
             _ = digest.withUnsafeMutableBufferPointer { output in
-                EVP_Digest(input.baseAddress, input.count, output.baseAddress, nil, sha256Algorithm ?? EVP_sha256(), nil)
+                if let algorithm = sha256Algorithm {
+                    ccrypto_sha256(algorithm, input.baseAddress, input.count, output.baseAddress)
+                } else {
+                    EVP_Digest(input.baseAddress, input.count, output.baseAddress, nil, EVP_sha256(), nil)
+                }
             }
         }
         if bytes.withContiguousStorageIfAvailable({ hash(UnsafeRawBufferPointer($0)) }) == nil {
