@@ -484,7 +484,9 @@ extension EventStreamTests {
             #expect(order.status == 200, "\(order.text.prefix(300))")
             let port = try #require(catalog.client.baseURL.port)
             let stream = try await onThread { try EventStreamClient(port: port) }
-            let events = try await onThread { try stream.events(PlaylistOrder.maxEntries + 2, timeout: 30) }
+            // A stream catches up at some 300 changes a second (a round waits for the client
+            // to drain the last): 17 s alone, more beside the whole suite.
+            let events = try await onThread { try stream.events(PlaylistOrder.maxEntries + 2, timeout: 90) }
             let changes = events.compactMap { $0["data"].flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } }
             #expect(changes.filter { $0["type"] as? String == "playlistEntry" }.count == PlaylistOrder.maxEntries)
             #expect(events.allSatisfy { ($0["data"]?.utf8.count ?? 0) < 1024 }, "each change is small")
