@@ -113,10 +113,19 @@ final class WebhookWorker: Sendable {
         running.enter()
         let dispatcher = Thread { [self] in
             _ = clinux_lower_thread_priority(Self.niceness)
+            // The generation in which the dispatcher last found nothing more to do: until it
+            // moves, nothing has committed, so the next look would read nothing new.
+            var idle: UInt64?
             while !isStopped {
                 state.withLock { $0.dispatchWanted = false }
                 var more = false
-                do { more = try dispatchOnce() } catch { Self.logger.warning("Making webhook messages failed: \(error)") }
+                let generation = queue.generation()
+                if generation == nil || generation != idle {
+                    do {
+                        more = try dispatchOnce()
+                        idle = more ? nil : generation
+                    } catch { Self.logger.warning("Making webhook messages failed: \(error)") }
+                }
                 if !more { _ = dispatcherWake.wait(timeout: .now() + 1) }
             }
             running.leave()

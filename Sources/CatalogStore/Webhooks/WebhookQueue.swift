@@ -86,6 +86,10 @@ public final class WebhookQueue: Sendable {
 
     // MARK: Events into deliveries
 
+    /// The database's generation (``SQLDatabase/generation()``): while it stays the same,
+    /// no event can have come (they are written by commits). `nil` where it cannot be told.
+    package func generation() -> UInt64? { try? database.generation() }
+
     /// The oldest events waiting, at most `limit`.
     package func events(limit: Int) throws(StoreError) -> [WebhookEvent] {
         try guarded {

@@ -62,8 +62,9 @@ final class SQLiteDatabase: SQLDatabase {
                 return try Int.fetchOne(db, sql: "PRAGMA synchronous")
             }
             guard synchronous == 2 else { throw StoreError.unavailable("SQLite refused synchronous=FULL.") }
-            commitWatch = CommitWatch(databasePath: path)
-            let checkpointer = try Checkpointer(path: path)
+            let commitWatch = CommitWatch(databasePath: path)
+            self.commitWatch = commitWatch
+            let checkpointer = try Checkpointer(path: path, commits: commitWatch)
             self.checkpointer = checkpointer
             let searchIndex = SearchIndexQueue()
             writes = GroupCommit(
