@@ -8,39 +8,81 @@ import Synchronization
 public enum Gzip {
     /// Whether `Accept-Encoding` field values accept gzip: `gzip` (or `x-gzip`) listed with
     /// a weight above 0, or else `*` listed so. No field, or a malformed weight, accepts nothing.
+    /// Read byte by byte, without a string made (URLSession sends the field on every request).
     public static func isAccepted(_ fields: [String]) -> Bool {
         var gzip: Bool?
         var any: Bool?
         for field in fields {
-            for element in field.split(separator: ",") {
-                let parts = element.split(separator: ";", omittingEmptySubsequences: false)
-                let coding = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
-                var weight: Double? = 1
-                for parameter in parts.dropFirst() {
-                    let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-                    guard pair.count == 2, pair[0].lowercased() == "q" else { continue }
-                    weight = Self.weight(pair[1])
-                }
-                guard let weight else { continue }
-                if coding == "gzip" || coding == "x-gzip" {
-                    gzip = weight > 0
-                } else if coding == "*" {
-                    any = weight > 0
+            var field = field
+            field.withUTF8 { bytes in
+                var start = 0
+                while start <= bytes.count {
+                    var end = start
+                    while end < bytes.count, bytes[end] != UInt8(ascii: ",") { end += 1 }
+                    if let (coding, weight) = element(UnsafeBufferPointer(rebasing: bytes[start..<end])) {
+                        switch coding {
+                        case .gzip: gzip = weight
+                        case .any: any = weight
+                        case .other: break
+                        }
+                    }
+                    start = end + 1
                 }
             }
         }
         return gzip ?? any ?? false
     }
 
-    /// A weight (`qvalue`: `0` to `1` with at most three decimals); `nil` when malformed.
-    private static func weight(_ text: String) -> Double? {
-        let digits = text.utf8
+    private enum Coding { case gzip, any, other }
+
+    /// One element of the list: its coding and whether its weight is above 0; `nil` when
+    /// empty or when its weight is malformed.
+    private static func element(_ bytes: UnsafeBufferPointer<UInt8>) -> (Coding, Bool)? {
+        var parts = bytes.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: false).makeIterator()
+        guard let name = parts.next().map(trimmed), !name.isEmpty else { return nil }
+        let coding: Coding =
+            equalsIgnoringCase(name, "gzip") || equalsIgnoringCase(name, "x-gzip") ? .gzip : name.elementsEqual("*".utf8) ? .any : .other
+        var above = true
+        while let parameter = parts.next() {
+            let parameter = trimmed(parameter)
+            guard parameter.count >= 2, equalsIgnoringCase(parameter.prefix(1), "q") else { continue }
+            var rest = trimmed(parameter.dropFirst())
+            guard rest.first == UInt8(ascii: "=") else { continue }
+            rest = trimmed(rest.dropFirst())
+            guard let weight = weight(rest) else { return nil }
+            above = weight
+        }
+        return (coding, above)
+    }
+
+    /// Whether a weight (`qvalue`: `0` to `1` with at most three decimals) is above 0;
+    /// `nil` when malformed.
+    private static func weight(_ digits: Slice<UnsafeBufferPointer<UInt8>>) -> Bool? {
         guard let first = digits.first, first == UInt8(ascii: "0") || first == UInt8(ascii: "1"), digits.count <= 5 else { return nil }
-        guard digits.count > 1 else { return Double(text) }
-        guard digits.dropFirst().first == UInt8(ascii: "."), digits.dropFirst(2).allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-            let value = Double(text), value <= 1
-        else { return nil }
-        return value
+        let decimals = digits.dropFirst()
+        if decimals.isEmpty { return first == UInt8(ascii: "1") }
+        guard decimals.first == UInt8(ascii: "."), decimals.dropFirst().allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        if first == UInt8(ascii: "1") { return decimals.dropFirst().allSatisfy { $0 == UInt8(ascii: "0") } ? true : nil }
+        return decimals.dropFirst().contains { $0 != UInt8(ascii: "0") }
+    }
+
+    private static func trimmed(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> Slice<UnsafeBufferPointer<UInt8>> {
+        var slice = bytes
+        while let first = slice.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { slice = slice.dropFirst() }
+        while let last = slice.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { slice = slice.dropLast() }
+        return slice
+    }
+
+    private static func trimmed(_ bytes: UnsafeBufferPointer<UInt8>) -> Slice<UnsafeBufferPointer<UInt8>> {
+        trimmed(bytes[...])
+    }
+
+    /// Whether `bytes` are `text` (lowercase ASCII) in any case.
+    private static func equalsIgnoringCase(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, _ text: StaticString) -> Bool {
+        guard bytes.count == text.utf8CodeUnitCount else { return false }
+        return text.withUTF8Buffer { expected in
+            zip(bytes, expected).allSatisfy { byte, wanted in (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte) == wanted }
+        }
     }
 
     /// `bytes` in gzip at `level` (1 fastest to 9 smallest), on the calling thread's deflate
