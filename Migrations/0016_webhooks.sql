@@ -35,10 +35,8 @@ CREATE TABLE webhooks (
     version INTEGER NOT NULL DEFAULT 1
 );
 
--- (A rowid, not AUTOINCREMENT: the insert is in every change's transaction, and a number
--- is never needed again once its event is dispatched.)
 CREATE TABLE webhook_events (
-    seq INTEGER PRIMARY KEY,
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
     event_type TEXT NOT NULL,
     type TEXT NOT NULL,
     id TEXT NOT NULL,
