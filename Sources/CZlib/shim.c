@@ -1,5 +1,4 @@
 #include "CZlib.h"
-#include <string.h>
 #include <stdlib.h>
 #include <zlib.h>
 
@@ -39,20 +38,4 @@ size_t czlib_gzip(const uint8_t *input, size_t length, uint8_t *output, size_t c
     int result = deflate(stream, Z_FINISH);
     if (result != Z_STREAM_END) return 0;
     return capacity - stream->avail_out;
-}
-
-long czlib_gunzip(const uint8_t *input, size_t length, uint8_t *output, size_t capacity) {
-    if (length > 0xFFFFFFFFu || capacity > 0xFFFFFFFFu) return -1;
-    z_stream stream;
-    memset(&stream, 0, sizeof(stream));
-    if (inflateInit2(&stream, 15 + 16) != Z_OK) return -1;
-    stream.next_in = (Bytef *)input;
-    stream.avail_in = (uInt)length;
-    stream.next_out = output;
-    stream.avail_out = (uInt)capacity;
-    int result = inflate(&stream, Z_FINISH);
-    long written = (long)(capacity - stream.avail_out);
-    int whole = result == Z_STREAM_END && stream.avail_in == 0;
-    inflateEnd(&stream);
-    return whole ? written : -1;
 }

@@ -16,6 +16,21 @@ import Testing
     /// SQLite always; PostgreSQL when `CATALOG_TEST_POSTGRES_URL` names a server.
     static let engines: [DatabaseEngine] = TestEngine.postgresURL == nil ? [.sqlite] : [.sqlite, .postgresql]
 
+    /// Submits a write that holds the writer (in `group`) until the semaphore returned is
+    /// signalled, and returns once it runs: writes submitted meanwhile queue up.
+    static func holdTheWriter(_ database: any SQLDatabase, _ group: DispatchGroup) -> DispatchSemaphore {
+        let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        group.enter()
+        database.submit(
+            WriteOptions(), atomic: false, heavy: true,
+            { _ in
+                held.signal()
+                release.wait()
+            }, completion: { _ in group.leave() })
+        held.wait()
+        return release
+    }
+
     @Test(arguments: engines) func aWriteFailingInABatchFailsAloneAndTheOthersCommit(_ engine: DatabaseEngine) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("group-commit-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -36,15 +51,7 @@ import Testing
         let outcomes = Mutex<[String: Bool]>([:])
         try await onThread { () throws -> Void in
             let group = DispatchGroup()
-            let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-            group.enter()
-            database.submit(
-                WriteOptions(), atomic: false, heavy: true,
-                { _ in
-                    held.signal()
-                    release.wait()
-                }, completion: { _ in group.leave() })
-            held.wait()
+            let release = Self.holdTheWriter(database, group)
             // Every writer is busy, so the three writes below queue up and are taken
             // together. PostgreSQL has a second writer: a write taken by it waits for the
             // change log's lock, which the first one's transaction holds.
@@ -87,15 +94,7 @@ import Testing
         let order = Mutex<[String]>([])
         try await onThread { () throws -> Void in
             let group = DispatchGroup()
-            let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
-            group.enter()
-            database.submit(
-                WriteOptions(), atomic: false, heavy: true,
-                { _ in
-                    held.signal()
-                    release.wait()
-                }, completion: { _ in group.leave() })
-            held.wait()
+            let release = Self.holdTheWriter(database, group)
             for (name, options) in [("background", WriteOptions.inBackground), ("request", WriteOptions())] {
                 group.enter()
                 database.submit(

@@ -13,8 +13,4 @@ size_t czlib_gzip_bound(size_t length);
 /// state (made at its first use, about 256 KiB, and reset for each call).
 /// Returns the bytes written; 0 on failure (no memory, or `capacity` too small).
 size_t czlib_gzip(const uint8_t *input, size_t length, uint8_t *output, size_t capacity, int level);
-
-/// Inflates gzip of `length` bytes into `output` (`capacity` bytes); returns the bytes
-/// written, or -1 when the input is not whole, valid gzip or does not fit. For tests.
-long czlib_gunzip(const uint8_t *input, size_t length, uint8_t *output, size_t capacity);
 #endif

@@ -42,7 +42,7 @@ enum Caching: Sendable {
     func finishing(_ request: HTTPRequest, _ caller: Caller, maxAge: Int?, signer: PlaybackSigner? = nil) -> Finishing {
         let perCaller: Bool
         switch self {
-        case .noStore: return Finishing(kind: .noStore, isRead: false, conditions: [], maxAge: nil, signer: signer, gzip: Self.gzip(request))
+        case .noStore: return Finishing(kind: .noStore, isRead: false, conditions: [], maxAge: nil, signer: signer, acceptEncoding: Self.acceptEncoding(request))
         case .shared: perCaller = false
         case .perCaller: perCaller = true
         case let .perCallerWhen(asks): perCaller = asks(request)
@@ -51,13 +51,14 @@ enum Caching: Sendable {
         let isRead = request.method == .GET || request.method == .HEAD
         return Finishing(
             kind: viewer.map(Finishing.Kind.perCaller) ?? .shared, isRead: isRead,
-            conditions: isRead ? request.headers.values(for: "if-none-match") : [], maxAge: maxAge, signer: signer, gzip: Self.gzip(request))
+            conditions: isRead ? request.headers.values(for: "if-none-match") : [], maxAge: maxAge, signer: signer, acceptEncoding: Self.acceptEncoding(request))
     }
 
-    /// For a read, whether its client accepts gzip (``Compression``); `nil` for a write.
-    static func gzip(_ request: HTTPRequest) -> Bool? {
+    /// For a read, its `Accept-Encoding` values, read only if its answer is worth
+    /// compressing (``Compression``); `nil` for a write.
+    static func acceptEncoding(_ request: HTTPRequest) -> [String]? {
         guard request.method == .GET || request.method == .HEAD else { return nil }
-        return Gzip.isAccepted(request.headers.values(for: "accept-encoding"))
+        return request.headers.values(for: "accept-encoding")
     }
 
     /// The weak tag of a page: a digest of its bytes.
@@ -102,19 +103,19 @@ struct Finishing: Sendable {
     let maxAge: Int?
     /// What signs the media paths answers show, when playback must be signed.
     let signer: PlaybackSigner?
-    /// For a read, whether its client accepts gzip (``Compression``); `nil` for a write,
-    /// whose answer is never compressed.
-    let gzip: Bool?
+    /// For a read, its `Accept-Encoding` values (``Compression``); `nil` for a write, whose
+    /// answer is never compressed.
+    let acceptEncoding: [String]?
 
     /// `response`, finished (``finish(_:)``), then in gzip when it is a read's answer
     /// worth compressing and its client accepts it (``Compression``); either way an answer
     /// that could be compressed says that it varies by `Accept-Encoding`.
     /// - Throws: 400 for a malformed `If-None-Match`.
     func apply(_ response: consuming HTTPResponse) throws(APIError) -> HTTPResponse {
-        guard let gzip, Compression.isEligible(response) else { return try finish(response) }
+        guard let acceptEncoding, Compression.isEligible(response) else { return try finish(response) }
         var finished = try finish(response)
         Compression.vary(&finished)
-        if gzip { Compression.gzip(&finished) }
+        if Gzip.isAccepted(acceptEncoding) { Compression.gzip(&finished) }
         return finished
     }
 

@@ -22,12 +22,24 @@ enum Compression {
     /// The compressed copies of the process's answers (4 MiB of both codings).
     static let copies = CompressedCopies()
 
-    /// Whether `response` would be compressed for a client accepting gzip.
+    /// The media types compressed (their prefixes, lowercase).
+    private static let textTypes = ["application/json", "application/problem+json", "application/yaml", "application/x-ndjson", "text/"]
+
+    /// Whether `response` would be compressed for a client accepting gzip (read on every
+    /// answer to a read: no string is made).
     static func isEligible(_ response: borrowing HTTPResponse) -> Bool {
         guard response.status == .ok, response.file == nil, response.stream == nil, response.body.count > minimumBytes else { return false }
-        guard let type = response.headers.first(where: { $0.name.lowercased() == "content-type" })?.value.lowercased() else { return false }
-        return type.hasPrefix("application/json") || type.hasPrefix("application/problem+json") || type.hasPrefix("application/yaml")
-            || type.hasPrefix("application/x-ndjson") || type.hasPrefix("text/")
+        guard let type = response.headers.first(where: { startsIgnoringCase($0.name, "content-type", whole: true) })?.value else { return false }
+        return textTypes.contains { startsIgnoringCase(type, $0, whole: false) }
+    }
+
+    /// Whether `text` starts with `prefix` (lowercase ASCII) in any case; with `whole`, is it.
+    private static func startsIgnoringCase(_ text: String, _ prefix: String, whole: Bool) -> Bool {
+        let count = text.utf8.count
+        guard whole ? count == prefix.utf8.count : count >= prefix.utf8.count else { return false }
+        return zip(text.utf8, prefix.utf8).allSatisfy { byte, wanted in
+            (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte) == wanted
+        }
     }
 
     /// Adds `Accept-Encoding` to the response's `Vary` (one field).

@@ -212,11 +212,13 @@ public final class ResourceStore: Sendable {
         if embedding.isEmpty {
             // A whole resource that no commit has touched since a read found it comes from
             // the render cache, with no query (where the engine tells generations apart).
-            if fields == .all, rendering.cache != nil, visibleFilter == nil || viewer == .everything, let generation = try? database.generation() {
+            if fields == .all, let cache = rendering.cache, visibleFilter == nil || viewer == .everything, let generation = try? database.generation() {
                 if let resource = rendering.current(id, generation: generation) { return resource }
                 let epoch = RenderCache.currentEpoch
                 return try guarded {
-                    try database.read { db in try rendering.one(try db.query(renderedSelectSQL, [id.rawValue]), id: id, confirming: generation, epoch: epoch) }
+                    try database.read { db in
+                        try rendering.one(try db.query(renderedSelectSQL, [id.rawValue]), id: id, cache: cache, confirming: generation, epoch: epoch)
+                    }
                 }
             }
             return try guarded { try database.read { db in try render(db, id, fields: fields, viewer: viewer) } }

@@ -96,17 +96,6 @@ public enum Gzip {
         }
         return compressed.isEmpty ? nil : compressed
     }
-
-    /// `bytes` decoded from gzip when they are whole, valid gzip of at most `limit` bytes.
-    public static func decompress(_ bytes: [UInt8], limit: Int) -> [UInt8]? {
-        var failed = false
-        let decoded = [UInt8](unsafeUninitializedCapacity: limit) { output, count in
-            let written = bytes.withUnsafeBufferPointer { input in czlib_gunzip(input.baseAddress, input.count, output.baseAddress, limit) }
-            failed = written < 0
-            count = max(0, written)
-        }
-        return failed ? nil : decoded
-    }
 }
 
 /// Bodies sent before, beside their gzip: a body asked for again comes out of here, not
