@@ -208,6 +208,7 @@ import Testing
             #expect(received.map(\.attempt) == [1, 2, 3, 4] && received.map(\.status) == [500, 500, 500, 204])
             #expect(Set(received.map(\.body)).count == 1 && Set(received.compactMap(\.id)).count == 1)
             #expect(received.allSatisfy { $0.verified == [0] })
+            #expect((1...4).contains(receiver.connections), "the connection log counts what refused addresses never get")
             let delivery = try await catalog.api.webhooks.deliveries(of: webhook.id).items[0]
             let shown = try await catalog.api.webhooks.delivery(delivery.id, of: webhook.id)
             #expect(shown.attempts?.map(\.statusCode) == [500, 500, 500, 204])
@@ -263,10 +264,54 @@ import Testing
         #expect(refused != nil)
         let enabled = try await catalog.api.webhooks.update(webhook.id, WebhookUpdate(enabled: true)).value
         #expect(enabled.enabled && enabled.disabledReason == nil && enabled.failingSince == nil)
+        // A retried delivery starts its schedule again: the attempt after the retry's is 5 s later.
+        #expect(try await catalog.api.webhooks.retry(failed.id, of: webhook.id).status == .pending)
+        let again = try await Self.deliveries(catalog, webhook.id) { ($0.first?.attemptCount ?? 0) > attempts && $0.first?.nextAttemptAt != nil }
+        let last = try #require(again.first?.lastAttempt), next = try #require(again.first?.nextAttemptAt)
+        let waited = next.timeIntervalSince(last.at)
+        #expect(waited >= 4 - 0.01 && waited <= 6 + 0.01, "the attempt after a retry's waited \(waited) s")
     }
 
-    /// A hosted video's outcome is a message of its own.
-    @Test func aVideoReadyIsSent() async throws {
+    /// An endpoint gets the changes committed once it exists, or once it is enabled again:
+    /// none of the events still waiting from before, however they are numbered (SQLite
+    /// numbers them from 1 again once none waits). A disabled endpoint gets no message
+    /// made while it is disabled, even of a change committed before.
+    @Test(arguments: TestEngine.all) func anEndpointGetsOnlyTheChangesMadeOnceItExists(_ engine: DatabaseEngine) async throws {
+        try await TestEngine.run(engine) {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-tests-\(UUID().uuidString)")
+            let early = try await WebhookReceiver(), late = try await WebhookReceiver(), toggled = try await WebhookReceiver()
+            // Nothing is sent while the events wait.
+            let waiting = try Self.catalog(directory: directory) { $0.webhookDeliveries = false }
+            _ = try await Self.endpoint(waiting, early.url, receiver: early)
+            let toggledEndpoint = try await Self.endpoint(waiting, toggled.url, receiver: toggled)
+            let before = try await Self.game(waiting, "Before")
+            _ = try await Self.endpoint(waiting, late.url, receiver: late)
+            let after = try await Self.game(waiting, "After")
+            _ = try await waiting.api.webhooks.update(toggledEndpoint.id, WebhookUpdate(enabled: false))
+            let whileDisabled = try await Self.game(waiting, "While disabled")
+            _ = try await waiting.api.webhooks.update(toggledEndpoint.id, WebhookUpdate(enabled: true))
+            let enabledAgain = try await Self.game(waiting, "Enabled again")
+            try waiting.stop()
+            let sending = try Self.catalog(directory: directory)
+            defer { try? sending.stop() }
+            func ids(_ receiver: WebhookReceiver, _ count: Int) async throws -> [String] {
+                try await receiver.wait { $0.count >= count }.compactMap { $0.data["id"] as? String }
+            }
+            #expect(try await ids(early, 4) == [before, after, whileDisabled, enabledAgain].map(\.rawValue))
+            #expect(try await ids(late, 3) == [after, whileDisabled, enabledAgain].map(\.rawValue))
+            #expect(try await ids(toggled, 1) == [enabledAgain].map(\.rawValue))
+            // Every event sent: the next ones are numbered from 1 again on SQLite, and go to all.
+            let next = try await Self.game(sending, "Next")
+            #expect(try await ids(early, 5).last == next.rawValue)
+            #expect(try await ids(late, 4).last == next.rawValue)
+            #expect(try await ids(toggled, 2) == [enabledAgain, next].map(\.rawValue))
+            let all = early.received + late.received + toggled.received
+            #expect(all.count == 11 && all.allSatisfy { $0.verified == [0] && $0.type == "game.created" })
+        }
+    }
+
+    /// A hosted video's outcome is a message of its own: ready, or failed.
+    @Test func aVideoReadyOrFailedIsSent() async throws {
         let catalog = try Self.catalog()
         defer { try? catalog.stop() }
         let receiver = try await WebhookReceiver()
@@ -280,6 +325,15 @@ import Testing
         #expect(received.compactMap(\.type) == ["video.ready"])
         let video = (received.first?.data["resource"] as? [String: Any])?["video"] as? [String: Any]
         #expect(received.first?.data["id"] as? String == item.rawValue && video?["status"] as? String == "ready")
+        let bad = try await catalog.api.playableItems.create(PlayableItemInput(title: "Not a video", streamURL: URL(string: "https://example.com/b")!)).value.id
+        let text = try await catalog.inProcess.send(
+            "POST", "/v1/playable-items/\(bad)/video", headers: ["Content-Type": "application/octet-stream"], body: Data("not a video, just text".utf8))
+        #expect(text.status == 201)
+        try await catalog.processVideos()
+        let both = try await receiver.wait { $0.count >= 2 }
+        #expect(both.compactMap(\.type) == ["video.ready", "video.failed"] && both.last?.data["id"] as? String == bad.rawValue)
+        let failed = (both.last?.data["resource"] as? [String: Any])?["video"] as? [String: Any]
+        #expect(failed?["status"] as? String == "failed" && (failed?["error"] as? String)?.contains("not a video") == true, "\(both.last?.body ?? "")")
     }
 
     @Test func bodiesAreCheckedWholeAndEndpointsAreBounded() async throws {

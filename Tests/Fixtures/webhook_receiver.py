@@ -169,6 +169,9 @@ class Receiver:
         self.secrets = Secrets(options.secrets_file)
         self.attempts = collections.Counter()
         self.log_fd = os.open(options.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644) if options.log else None
+        self.connection_log_fd = (
+            os.open(options.connection_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644) if options.connection_log else None
+        )
         self.connections = set()
         self.loop = None
         self.requests = 0
@@ -257,6 +260,8 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport):
         self.transport = transport
         self.receiver.connections.add(self)
+        if self.receiver.connection_log_fd is not None:
+            os.write(self.receiver.connection_log_fd, (repr(transport.get_extra_info("peername")) + "\n").encode("utf-8"))
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
@@ -549,6 +554,7 @@ def parse_arguments(argv=None):
     parser.add_argument("--port", type=int, default=0, help="0: an ephemeral port (see --port-file)")
     parser.add_argument("--port-file", help="write the bound port here (atomically) once listening")
     parser.add_argument("--log", help="append one JSON line per request received")
+    parser.add_argument("--connection-log", help="append one line per connection accepted (its peer), before it sends anything")
     parser.add_argument("--secrets-file", help="one whsec_ secret a line; re-read when it changes")
     parser.add_argument("--fail-first", type=int, default=0, metavar="N", help="500 `nope` to the first N requests of each webhook-id")
     parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="wait this long after a request's first byte before answering")

@@ -27,7 +27,8 @@ package final class WebhookReceiver: @unchecked Sendable {
         process.arguments =
             [
                 "python3", Self.script.path, "--host", host, "--port", "0", "--port-file", portFile.path, "--log", directory.appendingPathComponent("log.jsonl").path,
-                "--secrets-file", directory.appendingPathComponent("secrets").path, "--exit-with-parent",
+                "--secrets-file", directory.appendingPathComponent("secrets").path, "--connection-log", directory.appendingPathComponent("connections").path,
+                "--exit-with-parent",
             ] + options
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: Self.touch(directory.appendingPathComponent("stderr")))
@@ -79,6 +80,11 @@ package final class WebhookReceiver: @unchecked Sendable {
     package var received: [Received] {
         let text = (try? String(contentsOf: directory.appendingPathComponent("log.jsonl"), encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { try? JSONDecoder().decode(Received.self, from: Data($0.utf8)) }
+    }
+
+    /// How many connections it accepted so far, whether or not they sent anything.
+    package var connections: Int {
+        ((try? String(contentsOf: directory.appendingPathComponent("connections"), encoding: .utf8)) ?? "").split(separator: "\n").count
     }
 
     /// Waits (up to `timeout` seconds) until `condition` holds of what was received; what was.

@@ -9,6 +9,8 @@ import HTTPServer
 /// `/v1/webhooks`: admins manage the endpoints that receive signed messages of changes,
 /// look at their deliveries and retry them. Every answer is `no-store` (one holds a
 /// secret; all are an admin's). A secret is shown once, in the answer that makes it.
+/// Reads that count or gather many rows (the endpoints with their backlogs, deliveries
+/// with their attempts) run on the expensive-read pool, never on an event loop.
 struct WebhookRoutes: Sendable {
     let store: WebhookStore
     /// What seals secrets; `nil` where none can be kept (replicas without a shared key file).
@@ -25,7 +27,7 @@ struct WebhookRoutes: Sendable {
         let one = Self.path + "/{id}", deliveries = one + "/deliveries", delivery = deliveries + "/{deliveryId}"
         routes.add(
             .GET, Self.path, .admin, caching: .noStore,
-            .inline { [store] request, _ in
+            .read(isExpensive: Self.always) { [store] request, _ in
                 _ = try QueryParameters.parse(request, accepted: [])
                 return try Self.json(Page(items: try store.list(), nextCursor: nil))
             })
@@ -51,7 +53,7 @@ struct WebhookRoutes: Sendable {
             .later { [self] request, _, options, done in try rotate(request, options, done) })
         routes.add(
             .GET, deliveries, .admin, caching: .noStore,
-            .inline { [store] request, _ in
+            .read(isExpensive: Self.always) { [store] request, _ in
                 let webhook = try ResourceEndpoints.id(request)
                 let values = try QueryParameters.parse(request, accepted: ["status", "limit", "cursor"])
                 let status = try values["status"].map { text throws(APIError) in
@@ -60,14 +62,16 @@ struct WebhookRoutes: Sendable {
                     }
                     return status
                 }
+                let before = try Self.cursor(ListParameters.cursor(values), status: status)
                 guard try store.row(webhook) != nil else { throw APIError.notFound }
-                let page = try store.deliveries(
-                    of: webhook, status: status, limit: try ListParameters.limit(values), before: try Self.cursor(ListParameters.cursor(values)))
-                return try Self.json(Page(items: page.items, nextCursor: page.next.map(Self.cursor)))
+                let page = try store.deliveries(of: webhook, status: status, limit: try ListParameters.limit(values), before: before)
+                let next = page.next.map { Self.cursor($0, status: status) }
+                let link = next.map { ("Link", "<\(request.path)?\(ListParameters.nextQuery(request, cursor: $0))>; rel=\"next\"") }
+                return try Self.json(Page(items: page.items, nextCursor: next), headers: link.map { [$0] } ?? [])
             })
         routes.add(
             .GET, delivery, .admin, caching: .noStore,
-            .inline { [store] request, _ in
+            .read(isExpensive: Self.always) { [store] request, _ in
                 _ = try QueryParameters.parse(request, accepted: [])
                 guard let (delivery, body) = try store.delivery(try ResourceEndpoints.id(request, "deliveryId"), of: try ResourceEndpoints.id(request)) else {
                     throw APIError.notFound
@@ -244,16 +248,25 @@ struct WebhookRoutes: Sendable {
         return HTTPResponse(status: status, headers: fields, body: Array(try JSONResponse.encoder.encode(value)))
     }
 
-    /// A deliveries page's cursor: where the next page starts (before a delivery's `seq`).
-    private static func cursor(_ seq: Int64) -> String {
-        Base64URL.encode(Array("d:\(seq)".utf8))
+    private static let always: @Sendable (HTTPRequest) -> Bool = { _ in true }
+
+    /// A deliveries page's cursor: where the next page starts (before a delivery's
+    /// `seq`), bound to the `status` it lists (`*`: any).
+    private static func cursor(_ seq: Int64, status: WebhookDeliveryStatus?) -> String {
+        Base64URL.encode(Array("d:\(status?.rawValue ?? "*"):\(seq)".utf8))
     }
 
-    private static func cursor(_ text: String?) throws(APIError) -> Int64? {
+    /// The `seq` a cursor made by ``cursor(_:status:)`` for `status` starts before; a
+    /// cursor of another status, or none this list made, is a 400.
+    private static func cursor(_ text: String?, status: WebhookDeliveryStatus?) throws(APIError) -> Int64? {
         guard let text else { return nil }
-        guard let bytes = Base64URL.decode(Array(text.utf8)), let plain = String(validating: bytes, as: UTF8.self), plain.hasPrefix("d:"),
-            let seq = Int64(plain.dropFirst(2)), seq > 0
-        else { throw .invalidParameter("cursor", "is not a cursor this list made.") }
+        let prefix = "d:\(status?.rawValue ?? "*"):"
+        guard let bytes = Base64URL.decode(Array(text.utf8)), let plain = String(validating: bytes, as: UTF8.self) else {
+            throw .invalidParameter("cursor", "is not a cursor this list made.")
+        }
+        guard plain.hasPrefix(prefix), let seq = Int64(plain.dropFirst(prefix.count)), seq > 0 else {
+            throw .invalidParameter("cursor", plain.hasPrefix("d:") ? "was made for another status: ask with the status it was made for." : "is not a cursor this list made.")
+        }
         return seq
     }
 }

@@ -213,7 +213,7 @@ final class WebhookWorker: Sendable {
         let endpoints = try queue.enabledEndpoints()
         let bodies = try changes.webhookBodies(events)
         let batch = events.map { event in
-            let targets = endpoints.filter { WebhookEventType.matches($0.eventTypes, event.eventType) }
+            let targets = endpoints.filter { $0.eventsAfter < event.seq && WebhookEventType.matches($0.eventTypes, event.eventType) }
             return WebhookDispatch(
                 event: event.seq,
                 message: targets.isEmpty ? nil : (Self.messageID(), event.eventType, bodies[event.seq] ?? []),
@@ -261,8 +261,7 @@ final class WebhookWorker: Sendable {
             error = "HTTP \(status)" + ((300..<400).contains(status) ? " (redirects are not followed)" : "")
         }
         let next = RetrySchedule.next(
-            status: result.status, attempt: delivery.attempts + 1, attemptedAt: startedAt, first: delivery.firstAttempt ?? startedAt,
-            random: Double.random(in: 0..<1))
+            status: result.status, attemptedAt: startedAt, first: delivery.firstAttempt ?? startedAt, random: Double.random(in: 0..<1))
         return DeliveryOutcome(
             delivery: delivery, attemptedAt: startedAt, status: result.status, durationMilliseconds: Int(result.durationMicroseconds / 1000), error: error,
             response: result.body.isEmpty ? nil : result.body, next: next)

@@ -154,6 +154,11 @@ public final class WebhookQueue: Sendable {
                         }
                     }
                 }
+                // Once no event at or below an endpoint's `events_after` waits, every
+                // later one is after it, whatever it is numbered (SQLite numbers from 1
+                // again once the table is empty).
+                try db.execute(
+                    "UPDATE webhooks SET events_after = 0 WHERE events_after > 0 AND NOT EXISTS (SELECT 1 FROM webhook_events e WHERE e.seq <= webhooks.events_after)", [])
                 return (touched, handed)
             }
         }

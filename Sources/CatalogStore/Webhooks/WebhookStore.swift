@@ -23,6 +23,9 @@ package struct WebhookRow: Sendable, Equatable {
     package var createdAt: Int64
     package var updatedAt: Int64
     package var version: Int
+    /// The highest event waiting when it was made or enabled again: it gets only later
+    /// ones (0: every waiting event is later).
+    package var eventsAfter: Int64 = 0
 
     /// The endpoint as admins see it (never its secrets).
     package var webhook: Webhook {
@@ -63,7 +66,19 @@ public final class WebhookStore: Sendable {
     static func columns(counted: Bool = true) -> String {
         "w.id, w.url, w.event_types, w.description, w.enabled, w.secret, w.previous_secret, w.previous_secret_expires_at, w.failing_since, "
             + "w.disabled_at, w.disabled_reason, w.dropped, w.created_at, w.updated_at, w.version, "
-            + (counted ? "(SELECT count(*) FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.status = 'pending')" : "0")
+            + (counted ? "(SELECT count(*) FROM webhook_deliveries d WHERE d.webhook_id = w.id AND d.status = 'pending')" : "0") + ", w.events_after"
+    }
+
+    /// The highest event waiting now: what an endpoint made or enabled now comes after.
+    static let waitingTop = "(SELECT coalesce(max(seq), 0) FROM webhook_events)"
+
+    /// Waits, where the engine numbers events out of commit order (PostgreSQL), until
+    /// every event numbered so far is committed, and holds new ones back until this
+    /// write commits, so that ``waitingTop`` divides before from after exactly. Taken
+    /// first, before any row lock (the dispatcher holds the table's row lock while it
+    /// clears ``WebhookRow/eventsAfter``).
+    static func waitForEvents(_ db: any SQLConnection) throws {
+        if let lock = db.dialect.waitForWriters(of: "webhook_events") { try db.execute(lock, []) }
     }
 
     static func row(_ values: SQLRow) -> WebhookRow? {
@@ -72,7 +87,7 @@ public final class WebhookStore: Sendable {
             id: id, url: url, eventTypes: eventTypes(values[2].string), description: values[3].string ?? "", enabled: values[4].bool, secret: secret,
             previousSecret: values[6].bytes, previousSecretExpires: values[7].int64, failingSince: values[8].int64, disabledAt: values[9].int64,
             disabledReason: values[10].string, dropped: values[11].int ?? 0, pending: values[15].int ?? 0, createdAt: values[12].int64 ?? 0,
-            updatedAt: values[13].int64 ?? 0, version: values[14].int ?? 1)
+            updatedAt: values[13].int64 ?? 0, version: values[14].int ?? 1, eventsAfter: values[16].int64 ?? 0)
     }
 
     /// The event names of the JSON array `text`.
@@ -115,13 +130,17 @@ public final class WebhookStore: Sendable {
     ) {
         let now = Timestamp.milliseconds(Date())
         write(options, completion) { db in
+            try Self.waitForEvents(db)
             // Counted under the writer's lock: two creations cannot both pass the limit.
             let count = try db.fetchValue("SELECT count(*) FROM webhooks").int ?? 0
             guard count < WebhookRules.maxEndpoints else {
                 throw StoreError.quotaExceeded("A catalog keeps at most \(WebhookRules.maxEndpoints) webhook endpoints; delete one first.")
             }
             try db.execute(
-                "INSERT INTO webhooks (id, url, event_types, description, enabled, secret, created_at, updated_at, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)",
+                """
+                INSERT INTO webhooks (id, url, event_types, description, enabled, secret, created_at, updated_at, version, events_after)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, \(Self.waitingTop))
+                """,
                 [id.rawValue, values.url, Self.eventTypesText(values.eventTypes), values.description, values.enabled, secret, now, now])
             guard let row = try Self.fetch(db, id) else { throw StoreError.notFound }
             return row
@@ -129,17 +148,20 @@ public final class WebhookStore: Sendable {
     }
 
     /// Replaces what an admin may change of the endpoint `id`; enabling it again forgets
-    /// why it was disabled and since when it failed.
+    /// why it was disabled and since when it failed, and gives it the changes committed
+    /// from then on (not those that wait from before).
     package func update(
         _ id: CatalogID, _ values: WebhookChanges, preconditions: WritePreconditions, options: WriteOptions,
         completion: @escaping @Sendable (Result<WebhookRow, any Error>) -> Void
     ) {
         let now = Timestamp.milliseconds(Date())
         write(options, completion) { db in
+            if values.enabled { try Self.waitForEvents(db) }
             try preconditions.check(current: try db.fetchValue("SELECT version FROM webhooks WHERE id = ?" + db.dialect.forUpdate, [id.rawValue]).int)
             try db.execute(
                 """
                 UPDATE webhooks SET url = ?, event_types = ?, description = ?,
+                    events_after = CASE WHEN ? = 1 AND enabled = 0 THEN \(Self.waitingTop) ELSE events_after END,
                     failing_since = CASE WHEN ? = 1 AND enabled = 0 THEN NULL ELSE failing_since END,
                     disabled_at = CASE WHEN ? = 1 THEN NULL ELSE disabled_at END,
                     disabled_reason = CASE WHEN ? = 1 THEN NULL ELSE disabled_reason END,
@@ -147,7 +169,7 @@ public final class WebhookStore: Sendable {
                 """,
                 [
                     values.url, Self.eventTypesText(values.eventTypes), values.description, values.enabled, values.enabled, values.enabled,
-                    values.enabled, now, id.rawValue,
+                    values.enabled, values.enabled, now, id.rawValue,
                 ])
             guard let row = try Self.fetch(db, id) else { throw StoreError.notFound }
             return row
