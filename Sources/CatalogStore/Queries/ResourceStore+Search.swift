@@ -25,11 +25,10 @@ extension ResourceStore {
     /// one) skip the sample.
     func walksSearch(_ request: ListRequest) throws -> Bool {
         guard let text = request.search, request.order != .distance,
-            let sample = database.dialect.searchSample(schema, sample: Self.searchSample)
+            let sample = database.dialect.searchSample(schema, sample: Self.searchSample), let query = database.dialect.searchQuery(text)
         else { return false }
-        let terms = SearchQuery.terms(text)
-        let matches = try searchDensities.matches(terms) {
-            try database.read { db in try db.fetchValue(sample, [terms]).int ?? 0 }
+        let matches = try searchDensities.matches(SearchQuery.terms(text)) {
+            try database.read { db in try db.fetchValue(sample, [query]).int ?? 0 }
         }
         return matches >= (request.order == .relevance ? Self.searchSample / 4 : Self.searchSample / 64)
     }
