@@ -120,7 +120,7 @@ public final class CatalogApplication: Sendable {
         } else {
             tokens = nil
         }
-        authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier, remembers: !store.mayBeShared)
+        authenticator = Authenticator(accounts: store.accounts, tokens: tokens?.verifier, watch: store.credentials)
         if configuration.requireSignedPlayback, configuration.playbackKeyFile == nil, store.mayBeShared || videoStorage is S3VideoStorage {
             // Each replica would make a key of its own, and refuse the others' signatures.
             throw MediaStoreError("Signed playback on several servers needs the same key on each: set --playback-key-file.")

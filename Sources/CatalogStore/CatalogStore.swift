@@ -229,6 +229,10 @@ public final class CatalogStore: Sendable {
     /// it (credentials) may then be changed by another.
     public var mayBeShared: Bool { database.dialect.mayBeShared }
 
+    /// What lets this server remember credentials that other servers may change
+    /// (PostgreSQL); `nil` where only this server changes them.
+    public var credentials: CredentialWatch? { database.credentials }
+
     /// Whether the database answers and every migration is applied.
     public func isReady(migrations: [Migration]) -> Bool {
         (try? database.read { db in try MigrationRunner.isCurrent(db, migrations: migrations) }) ?? false

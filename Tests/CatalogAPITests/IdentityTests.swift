@@ -195,12 +195,20 @@ import Testing
         try await TestEngine.run(engine) {
             let catalog = try TestCatalog(seed: false)
             let member = try catalog.user("Member")
+            // On PostgreSQL, which other servers may share, once the server's lease of remembered credentials is current.
+            if let credentials = catalog.application.store.credentials {
+                for _ in 0..<100 where !credentials.isCurrent { try await Task.sleep(for: .milliseconds(50)) }
+                #expect(credentials.isCurrent)
+            }
             #expect(try await catalog.client(key: member.key).get("/v1/me").status == 200)
             // Behind the server's back: the row goes, the remembered key still works (no read)...
             if case let .postgresql(url) = catalog.application.store.location {
+                // (Without telling the servers, which a change of a key's hash otherwise does.)
                 try PostgresAdmin.run(
                     """
-                    UPDATE api_keys SET secret_hash = decode(md5(random()::text) || md5(random()::text), 'hex') WHERE user_id = '\(member.id.rawValue)'
+                    ALTER TABLE api_keys DISABLE TRIGGER api_keys_changed_credentials;
+                    UPDATE api_keys SET secret_hash = decode(md5(random()::text) || md5(random()::text), 'hex') WHERE user_id = '\(member.id.rawValue)';
+                    ALTER TABLE api_keys ENABLE TRIGGER api_keys_changed_credentials
                     """, at: url)
             } else {
                 var configuration = Configuration()
@@ -209,8 +217,7 @@ import Testing
                 try await queue.write { db in try db.execute(sql: "UPDATE api_keys SET secret_hash = randomblob(32) WHERE user_id = ?", arguments: [member.id.rawValue]) }
                 try queue.close()
             }
-            // (On PostgreSQL, which other servers may share, every request reads its key.)
-            #expect(try await catalog.client(key: member.key).get("/v1/me").status == (TestEngine.isSQLite ? 200 : 401), "checked from memory")
+            #expect(try await catalog.client(key: member.key).get("/v1/me").status == 200, "checked from memory")
             // ...while any change through the API is seen at once.
             let keys = try await catalog.api.apiKeys.list().items.filter { $0.userId == member.id }
             try await catalog.api.apiKeys.revoke(keys[0].id)

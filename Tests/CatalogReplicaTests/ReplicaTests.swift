@@ -231,15 +231,57 @@ struct ReplicaTests {
         #expect(games.filter { $0.name == "Once only" }.count == 1, "created once")
     }
 
+    /// Each replica remembers the keys it checked (no read of the database per request),
+    /// yet a key revoked, or a user's role changed, through one replica is refused by the
+    /// other on the very next request: the change is answered once both have forgotten.
     @Test func aKeyRevokedThroughOneReplicaIsRefusedByTheOther() async throws {
         let replicas = try await Replicas()
-        let created = try await replicas.client(0).send("POST", "/v1/api-keys", json: ["name": "short-lived", "role": "member"])
+        // Both replicas hold a current lease of remembered credentials.
+        func current() throws -> Int {
+            Int(
+                try PostgresAdmin.integer(
+                    "SELECT count(*) FROM credential_replicas WHERE alive_until > (extract(epoch FROM clock_timestamp()) * 1000)::bigint", at: replicas.database
+                ) ?? 0)
+        }
+        for _ in 0..<100 where try current() < 2 { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(try current() == 2)
+        let user = try await replicas.client(0).send("POST", "/v1/users", json: ["displayName": "Operator", "role": "admin"])
+        let userID = try #require(try JSONSerialization.jsonObject(with: user.body) as? [String: Any])["id"] as? String
+        let created = try await replicas.client(0).send("POST", "/v1/api-keys", json: ["name": "short-lived", "role": "admin", "userId": try #require(userID)])
         #expect(created.status == 201)
         let body = try #require(try JSONSerialization.jsonObject(with: created.body) as? [String: Any])
         let secret = try #require(body["secret"] as? String), keyID = try #require(body["id"] as? String)
         let other = APIClient(baseURL: replicas.clients[1].baseURL, key: secret)
+        #expect(try await other.get("/v1/users").status == 200)
+        // Behind both replicas' backs (no notification): the key's hash changes, and the other still knows it.
+        func quietly(_ sql: String) throws {
+            try PostgresAdmin.run(
+                "ALTER TABLE api_keys DISABLE TRIGGER api_keys_changed_credentials; \(sql); ALTER TABLE api_keys ENABLE TRIGGER api_keys_changed_credentials",
+                at: replicas.database)
+        }
+        try quietly(
+            "CREATE TABLE saved_hash AS SELECT secret_hash FROM api_keys WHERE id = '\(keyID)'; UPDATE api_keys SET secret_hash = decode(md5('a') || md5('b'), 'hex') WHERE id = '\(keyID)'"
+        )
+        #expect(try await other.get("/v1/users").status == 200, "remembered, not read again")
+        try quietly("UPDATE api_keys SET secret_hash = (SELECT secret_hash FROM saved_hash) WHERE id = '\(keyID)'")
+        // The user's role changed through the first: the other refuses what it no longer allows, at once.
+        let patched = try await replicas.client(0).send(
+            "PATCH", "/v1/users/\(try #require(userID))", json: ["role": "member"], contentType: "application/merge-patch+json")
+        #expect(patched.status == 200, "\(patched.text)")
+        #expect(try await other.get("/v1/users").status == 403, "the very next request on the other replica")
         #expect(try await other.get("/v1/me").status == 200)
-        #expect(try await replicas.client(0).send("DELETE", "/v1/api-keys/\(keyID)").status == 204)
+        // A replica that cannot say it forgot (stopped) holds the revocation's answer until its lease has ended.
+        let stopped = replicas.processes[1].processIdentifier
+        kill(stopped, SIGSTOP)
+        let revoked = try await replicas.client(0).send("DELETE", "/v1/api-keys/\(keyID)")
+        let lagging = try PostgresAdmin.integer(
+            """
+            SELECT count(*) FROM credential_replicas, credential_generation
+            WHERE seen < generation AND alive_until > (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+            """, at: replicas.database)
+        kill(stopped, SIGCONT)
+        #expect(revoked.status == 204)
+        #expect(lagging == 0, "answered once no live lease lags behind the revocation")
         #expect(try await other.get("/v1/me").status == 401, "the very next request on the other replica")
     }
 

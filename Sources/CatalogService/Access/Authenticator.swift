@@ -13,10 +13,11 @@ import Synchronization
 /// remembered before the change is answered, on every event loop at once (the memory is
 /// shared); a lookup that raced with such a change is not remembered.
 ///
-/// Servers that share their database with others (PostgreSQL) remember nothing: another
-/// server may revoke a key or change a role, so each request reads its credential and a
-/// change made through any server applies to the next request on every one. Key-shaped
-/// tokens that named no key are still refused unread (no key can ever have their digest).
+/// Servers that share their database with others (PostgreSQL) remember through a
+/// ``CredentialWatch``: a change made through any server makes every server forget what
+/// it remembered before that change is answered, and a server that cannot tell (its
+/// lease with the database lapsed) reads each credential again until it can. Key-shaped
+/// tokens that named no key are refused unread (no key can ever have their digest).
 final class Authenticator: Sendable {
     /// The longest token read; longer ones are refused unread.
     static let maxTokenBytes = 8192
@@ -33,13 +34,29 @@ final class Authenticator: Sendable {
     private let accounts: AccountStore
     private let tokens: TokenVerifier?
     private let memory = CredentialMemory(capacity: 10_000)
-    /// Whether checked credentials are remembered (only this server changes them).
-    private let remembers: Bool
+    /// What tells when remembered credentials may be used, where other servers change
+    /// them too; `nil` where only this server does.
+    private let watch: CredentialWatch?
 
-    init(accounts: AccountStore, tokens: TokenVerifier?, remembers: Bool = true) {
+    init(accounts: AccountStore, tokens: TokenVerifier?, watch: CredentialWatch?) {
         self.accounts = accounts
         self.tokens = tokens
-        self.remembers = remembers
+        self.watch = watch
+        watch?.start { [memory] in memory.forget { _ in true } }
+    }
+
+    /// Whether remembered credentials may be used now.
+    private var remembers: Bool { watch?.isCurrent ?? true }
+
+    /// Answers `done` once every server has forgotten what a credential change just
+    /// committed made wrong (at once where only this server remembers): off the event
+    /// loops, on the blocking pool, where servers share the database.
+    func afterEveryServerForgets(_ done: @escaping @Sendable () -> Void) {
+        guard let watch else { return done() }
+        WorkPool.blocking.submit {
+            watch.awaitEveryServer()
+            done()
+        }
     }
 
     /// The caller `request` names: anonymous without `Authorization`.

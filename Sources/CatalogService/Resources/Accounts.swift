@@ -86,8 +86,9 @@ struct Accounts: Sendable {
         let id = try ResourceEndpoints.id(request)
         // The role may have changed: credentials are checked again, from the commit on.
         try users.patch(id, request, accepting: ResourceSchema.user.edit, options.answeredAtCommit) { [authenticator] result in
-            if case .success = result { authenticator.forget(user: id) }
-            done(result)
+            guard case .success = result else { return done(result) }
+            authenticator.forget(user: id)
+            authenticator.afterEveryServerForgets { done(result) }
         }
     }
 
@@ -95,12 +96,11 @@ struct Accounts: Sendable {
         let preconditions = try ETag.preconditions(request)
         // Forgotten at the commit, before any later write runs: not once this loop gets to it.
         store.deleteUser(id, preconditions: preconditions, options: options.answeredAtCommit) { [authenticator, imageSweep] result in
-            if case let .success(released) = result {
-                authenticator.forget(user: id)
-                // Its avatar goes now, off the loop (else the next sweep takes it).
-                if !released.isEmpty { WorkPool.blocking.submit { imageSweep.removeNow(released) } }
-            }
-            done(result.map { _ in HTTPResponse(status: .noContent) })
+            guard case let .success(released) = result else { return done(result.map { _ in HTTPResponse(status: .noContent) }) }
+            authenticator.forget(user: id)
+            // Its avatar goes now, off the loop (else the next sweep takes it).
+            if !released.isEmpty { WorkPool.blocking.submit { imageSweep.removeNow(released) } }
+            authenticator.afterEveryServerForgets { done(.success(HTTPResponse(status: .noContent))) }
         }
     }
 
@@ -145,8 +145,9 @@ struct Accounts: Sendable {
         let preconditions = try ETag.preconditions(request)
         // Forgotten at the commit, before any later write runs: not once this loop gets to it.
         store.keys.delete(id, preconditions: preconditions, options: options.answeredAtCommit) { [authenticator] result in
-            if case .success = result { authenticator.forget(key: id) }
-            done(result.map { HTTPResponse(status: .noContent) })
+            guard case .success = result else { return done(result.map { HTTPResponse(status: .noContent) }) }
+            authenticator.forget(key: id)
+            authenticator.afterEveryServerForgets { done(.success(HTTPResponse(status: .noContent))) }
         }
     }
 

@@ -22,6 +22,10 @@ protocol SQLDatabase: Sendable {
     /// cheaply than by answering (PostgreSQL, which other servers write to), and whenever
     /// it cannot tell at once (every connection lent).
     func generation() throws -> UInt64?
+    /// What lets a server remember checked credentials where other servers may change
+    /// them (``CredentialWatch``); `nil` where only this server writes (SQLite), which
+    /// forgets what it changes itself.
+    var credentials: CredentialWatch? { get }
     /// Queues `work` to run inside a write transaction; `completion` receives its result
     /// once the transaction is durable, or its failure (nothing of it is then kept).
     /// - Parameters:

@@ -86,8 +86,8 @@ final class PostgresConnection: SQLConnection, PooledConnection {
     }
 
     /// Waits up to `milliseconds` for notifications (of channels this connection
-    /// listens to); true when at least one arrived.
-    func awaitNotifications(milliseconds: Int32) throws -> Bool {
+    /// listens to): the channels of those that arrived.
+    func awaitNotifications(milliseconds: Int32) throws -> Set<String> {
         var ready = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
         guard ready.fd >= 0 else {
             isBroken = true
@@ -97,9 +97,9 @@ final class PostgresConnection: SQLConnection, PooledConnection {
             isBroken = true
             throw SQLError(kind: .connection, code: "08006", message: Self.message(PQerrorMessage(connection)))
         }
-        var received = false
+        var received: Set<String> = []
         while let notification = PQnotifies(connection) {
-            received = true
+            if let channel = notification.pointee.relname { received.insert(String(cString: channel)) }
             PQfreemem(notification)
         }
         return received

@@ -14,6 +14,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     private let writes: GroupCommit<PostgresWriter>
     let version: String
     let commits = CommitSignal()
+    let credentials: CredentialWatch?
     /// Whether the thread listening for the change log's notifications goes on.
     private let listening = Atomic<Bool>(true)
     /// Signalled once that thread has closed its connection and ended (``close()`` waits for it).
@@ -43,6 +44,10 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
             PostgresWriter { try PostgresConnection(url: url, settings: Self.writerSettings) }
         }
         writes = GroupCommit(writers, name: "catalog-writer", maxBatch: PostgresWriter.maxBatch, commits: commits)
+        let readers = self.readers
+        credentials = CredentialWatch { sql, arguments in
+            try readers.with { connection in try connection.fetchValue(sql, arguments) }
+        }
         closed.enter()
         let thread = Thread { [self] in listen() }
         thread.name = "catalog-listener"
@@ -51,7 +56,9 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
 
     /// Fires ``commits`` for each commit any replica makes to the change log (its
     /// triggers notify `catalog_changes`), on a connection of its own that is made again
-    /// when lost (firing then too, as notifications may have been missed meanwhile).
+    /// when lost (firing then too, as notifications may have been missed meanwhile); and
+    /// keeps ``credentials``' lease, renewed at each change of credentials
+    /// (`catalog_credentials`) and every second (lapsed while the connection is lost).
     private func listen() {
         var connection: PostgresConnection?
         var failures: UInt32 = 0
@@ -62,13 +69,16 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
                     current = connection
                 } else {
                     current = try PostgresConnection(url: url, settings: "")
-                    try current.script("LISTEN catalog_changes")
+                    try current.script("LISTEN catalog_changes; LISTEN catalog_credentials")
                     connection = current
                     commits.fire()
                 }
-                if try current.awaitNotifications(milliseconds: 250) { commits.fire() }
+                let heard = try current.awaitNotifications(milliseconds: 250)
+                if heard.contains("catalog_changes") { commits.fire() }
+                if let credentials, heard.contains("catalog_credentials") || credentials.isDue { try credentials.renew(on: current) }
                 failures = 0
             } catch {
+                credentials?.lapse()
                 connection = nil
                 failures += 1
                 usleep(min(failures, 20) * 100_000)
@@ -76,6 +86,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         }
         // Closed here, before the store says it is closed: a process that exits then must
         // not find this thread still inside libpq.
+        if let connection { credentials?.end(on: connection) }
         connection = nil
         listenerEnded.signal()
     }
@@ -204,5 +215,11 @@ package enum PostgresAdmin {
     /// Runs `sql` (statements without parameters) on the database at `url`.
     package static func run(_ sql: String, at url: String) throws {
         try PostgresConnection(url: url, settings: "").script(sql)
+    }
+
+    /// The integer in the first column of the first row of `sql` (without parameters) on
+    /// the database at `url`.
+    package static func integer(_ sql: String, at url: String) throws -> Int64? {
+        try PostgresConnection(url: url, settings: "").fetchValue(sql).int64
     }
 }

@@ -106,6 +106,8 @@ final class SQLiteDatabase: SQLDatabase {
     /// Without the mapping, a reader asks SQLite (`PRAGMA data_version`, which counts
     /// every other connection's commits, other processes' too); then `nil` when no reader
     /// is free at once: a read that would wait is not doubled for a cache.
+    var credentials: CredentialWatch? { nil }
+
     func generation() throws -> UInt64? {
         if let commitWatch { return commitWatch.generation() }
         return try readers.withFree { reader in try reader.observeCommits(generations) }
