@@ -53,10 +53,12 @@ final class Authenticator: Sendable {
     /// loops, on the blocking pool, where servers share the database.
     func afterEveryServerForgets(_ done: @escaping @Sendable () -> Void) {
         guard let watch else { return done() }
-        WorkPool.blocking.submit {
+        let wait: @Sendable () -> Void = {
             watch.awaitEveryServer()
             done()
         }
+        // A full pool must not leave the write unanswered.
+        if !WorkPool.blocking.submit(wait) { Thread.detachNewThread(wait) }
     }
 
     /// The caller `request` names: anonymous without `Authorization`.
