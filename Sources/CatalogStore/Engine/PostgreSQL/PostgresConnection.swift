@@ -61,10 +61,16 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         try check(result, expecting: PGRES_COMMAND_OK, sql: sql)
     }
 
-    /// Runs `body` in a transaction opened by `begin`: committed when it returns, rolled
-    /// back when it throws.
+    /// Runs `body` in a transaction opened by `begin` (which may hold more statements,
+    /// sent with it in one round trip): committed when it returns, rolled back when it
+    /// or `begin` throws.
     func inTransaction<T>(_ begin: String = "BEGIN", _ body: () throws -> T) throws -> T {
-        try script(begin)
+        do {
+            try script(begin)
+        } catch {
+            try? script("ROLLBACK")
+            throw error
+        }
         do {
             let result = try body()
             try script("COMMIT")
@@ -75,15 +81,13 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         }
     }
 
-    /// Takes the change log's lock for the rest of the transaction: writers take it when
-    /// they begin, before any row lock, so that the change log's triggers (which take it
-    /// too) never wait for it while holding a row another writer waits for. See
-    /// `Migrations/postgresql/0002_change_log.sql`. It may be held by a long write (an
-    /// import), so the wait for it may last as long as a write statement may run (60 s),
-    /// not the 5 s of a row lock.
-    func lockChangeLog() throws {
-        _ = try query("SELECT set_config('lock_timeout', '60s', true), pg_advisory_xact_lock(7031950146)", [])
-    }
+    /// Begins a writer's transaction and takes the change log's lock for the rest of it,
+    /// in one round trip: writers take it when they begin, before any row lock, so that
+    /// the change log's triggers (which take it too) never wait for it while holding a
+    /// row another writer waits for. See `Migrations/postgresql/0002_change_log.sql`. It
+    /// may be held by a long write (an import), so the wait for it may last as long as a
+    /// write statement may run (60 s), not the 5 s of a row lock.
+    static let beginLockingChangeLog = "BEGIN; SELECT set_config('lock_timeout', '60s', true), pg_advisory_xact_lock(7031950146)"
 
     /// Waits up to `milliseconds` for notifications (of channels this connection
     /// listens to): the channels of those that arrived.
