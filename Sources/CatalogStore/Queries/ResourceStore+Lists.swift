@@ -155,13 +155,19 @@ extension ResourceStore {
     /// Builds `SELECT * FROM (rows with their sort_key) WHERE keyset ORDER BY sort_key, id LIMIT n+1`.
     /// Plain lists seek straight to the cursor on the (column, id) index, so a page costs
     /// the same at any depth; filtered lists sort only their matches.
-    func listQuery(_ request: ListRequest, after cursor: ListCursor?, way: SearchWay = .index) throws(StoreError) -> (String, SQLArguments) {
+    /// A search reads the search index's queue when `queued` says it holds writes (in
+    /// the snapshot the query runs in: ``searchQueueWaits(_:)``), or when it cannot be told.
+    func listQuery(
+        _ request: ListRequest, after cursor: ListCursor?, way: SearchWay = .index, queued: Bool? = nil
+    ) throws(StoreError) -> (
+        String, SQLArguments
+    ) {
         var from = "\(schema.table) t"
         var filters: [String] = []
         var outerFilters: [String] = []
         var arguments: SQLArguments = []
         let dialect = database.dialect
-        let search = request.search.flatMap { dialect.search(schema, text: $0, queued: searchesQueue) }
+        let search = request.search.flatMap { dialect.search(schema, text: $0, queued: queued ?? searchesQueue) }
         let (keyExpression, keyArguments, descending) = try sortKey(request, search: search)
 
         if let search {

@@ -33,6 +33,16 @@ extension ResourceStore {
         return matches >= (request.order == .relevance ? Self.searchSample / 4 : Self.searchSample / 64)
     }
 
+    /// Whether the search index's queue holds writes in `db`'s snapshot (SQLite: only
+    /// then must a search read it, ``SQLDialect/search(_:text:queued:)``). The writer
+    /// applies the queue within a second, so it is mostly empty, and a search then
+    /// spares the temporary tables its reads of the queue build (128,000 instructions of
+    /// a selective search). One look at the queue's first row, of any index.
+    func searchQueueWaits(_ db: any SQLConnection) throws -> Bool {
+        guard searchesQueue else { return false }
+        return try db.exists("SELECT 1 FROM search_index_queue LIMIT 1")
+    }
+
     /// The page of a search that walks: the walk reads at most ``walkLimit`` rows in the
     /// list's order (newest first for relevance) and stops once it holds the page (the
     /// candidates, for relevance, which it ranks as it reads them). If it found them, or
@@ -41,16 +51,17 @@ extension ResourceStore {
     /// them up in the index after all. Either way it finds what the index would: a walk
     /// only bounds the work.
     func walkedQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?) throws -> (String, SQLArguments) {
+        let queued = try searchQueueWaits(db)
         if request.order == .relevance {
-            guard var candidates = try walkedCandidates(db, request) else { return try listQuery(request, after: cursor) }
+            guard var candidates = try walkedCandidates(db, request, queued: queued) else { return try listQuery(request, after: cursor, queued: queued) }
             // The page: the best-ranked candidates after the cursor.
             if let cursor, case let .real(rank) = cursor.key {
                 let after = (rank: rank, id: Array(cursor.id.utf8))
                 candidates.removeAll { !Self.precedes(after, ($0.rank, $0.id)) }
             }
-            return try listQuery(request, after: cursor, way: .rows(candidates.prefix(request.limit + 1).map(\.pk)))
+            return try listQuery(request, after: cursor, way: .rows(candidates.prefix(request.limit + 1).map(\.pk)), queued: queued)
         }
-        let walk = try listQuery(request, after: cursor, way: .walk)
+        let walk = try listQuery(request, after: cursor, way: .walk, queued: queued)
         let rows = try db.query(walk.0, walk.1)
         var read = 0
         var found: [Int64] = []
@@ -58,8 +69,8 @@ extension ResourceStore {
             read += 1
             if rows.integer(1) != 0 { found.append(rows.integer(0)) }
         }
-        if found.count <= request.limit, read == Self.walkLimit { return try listQuery(request, after: cursor) }
-        return try listQuery(request, after: cursor, way: .rows(found))
+        if found.count <= request.limit, read == Self.walkLimit { return try listQuery(request, after: cursor, queued: queued) }
+        return try listQuery(request, after: cursor, way: .rows(found), queued: queued)
     }
 
     /// Whether the matches of a search are kept in their list's order (``keptQuery(_:_:after:walks:)``):
@@ -87,8 +98,9 @@ extension ResourceStore {
     /// page holds what the index would give.
     func keptQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?, walks: Bool) throws -> (String, SQLArguments) {
         // The way the search runs unkept: never dearer than before there were kept lists.
+        let queued = try searchQueueWaits(db)
         func unkept() throws -> (String, SQLArguments) {
-            try walks ? walkedQuery(db, request, after: cursor) : listQuery(request, after: cursor)
+            try walks ? walkedQuery(db, request, after: cursor) : listQuery(request, after: cursor, queued: queued)
         }
         guard let versionSQL = db.dialect.writeVersion, let version = try db.fetchValue(versionSQL).int64 else { return try unkept() }
         // Who lists matters only where some rows are hidden from some viewers.
@@ -99,10 +111,10 @@ extension ResourceStore {
         } else if cursor == nil {
             // Only a first page reads them all: a later page after a write costs what it did.
             var pks: [Int64] = []
-            if walks, let candidates = try walkedCandidates(db, request) {
+            if walks, let candidates = try walkedCandidates(db, request, queued: queued) {
                 pks = candidates.map(\.pk)
             } else {
-                let ordered = try listQuery(request, after: nil, way: .ordered)
+                let ordered = try listQuery(request, after: nil, way: .ordered, queued: queued)
                 let rows = try db.query(ordered.0, ordered.1)
                 while try rows.step() { pks.append(rows.integer(0)) }
             }
@@ -113,7 +125,7 @@ extension ResourceStore {
         var start = 0
         if let cursor {
             // The cursor's row, if its sort key is still the cursor's (equal as the order compares).
-            let key = try sortKey(request, search: request.search.flatMap { db.dialect.search(schema, text: $0, queued: searchesQueue) })
+            let key = try sortKey(request, search: request.search.flatMap { db.dialect.search(schema, text: $0, queued: queued) })
             guard
                 let pk = try db.fetchValue(
                     "SELECT t.pk FROM \(schema.table) t WHERE \(key.expression) = ? AND t.id = ?",
@@ -125,14 +137,14 @@ extension ResourceStore {
         }
         let end = start + request.limit + 1
         guard end <= matches.pks.count || matches.complete else { return try unkept() }
-        return try listQuery(request, after: cursor, way: .rows(Array(matches.pks[start..<min(end, matches.pks.count)])))
+        return try listQuery(request, after: cursor, way: .rows(Array(matches.pks[start..<min(end, matches.pks.count)])), queued: queued)
     }
 
     /// The candidates of a search by relevance, found by a walk of the newest rows that
     /// ranks them as it reads them, best first (ties by id); `nil` when the walk read
     /// ``walkLimit`` rows without finding them all.
-    func walkedCandidates(_ db: any SQLConnection, _ request: ListRequest) throws -> [(rank: Double, id: [UInt8], pk: Int64)]? {
-        let walk = try listQuery(request, after: nil, way: .walk)
+    func walkedCandidates(_ db: any SQLConnection, _ request: ListRequest, queued: Bool) throws -> [(rank: Double, id: [UInt8], pk: Int64)]? {
+        let walk = try listQuery(request, after: nil, way: .walk, queued: queued)
         let rows = try db.query(walk.0, walk.1)
         var read = 0
         var candidates: [(rank: Double, id: [UInt8], pk: Int64)] = []
