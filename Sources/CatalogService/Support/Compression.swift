@@ -33,13 +33,22 @@ enum Compression {
         return textTypes.contains { startsIgnoringCase(type, $0, whole: false) }
     }
 
-    /// Whether `text` starts with `prefix` (lowercase ASCII) in any case; with `whole`, is it.
+    /// Whether `text` starts with `prefix` (lowercase ASCII) in any case; with `whole`, is
+    /// it. Compared over the strings' contiguous bytes where they have them (native
+    /// strings do): iterating two UTF-8 views in step cost 3,600 instructions a list page.
     private static func startsIgnoringCase(_ text: String, _ prefix: String, whole: Bool) -> Bool {
-        let count = text.utf8.count
-        guard whole ? count == prefix.utf8.count : count >= prefix.utf8.count else { return false }
-        return zip(text.utf8, prefix.utf8).allSatisfy { byte, wanted in
-            (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte) == wanted
+        func starts(_ text: UnsafeBufferPointer<UInt8>, _ prefix: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard whole ? text.count == prefix.count : text.count >= prefix.count else { return false }
+            for index in 0..<prefix.count {
+                let byte = text[index]
+                guard (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte) == prefix[index] else { return false }
+            }
+            return true
         }
+        let fast = text.utf8.withContiguousStorageIfAvailable { text in prefix.utf8.withContiguousStorageIfAvailable { starts(text, $0) } }
+        if let fast, let result = fast { return result }
+        let bytes = Array(text.utf8), wanted = Array(prefix.utf8)
+        return bytes.withUnsafeBufferPointer { bytes in wanted.withUnsafeBufferPointer { starts(bytes, $0) } }
     }
 
     /// Adds `Accept-Encoding` to the response's `Vary` (one field).
