@@ -17,7 +17,9 @@ final class Connection {
         /// Reading the body of a request whose head is complete, with what its admission
         /// check found (``Handler/admitting(_:)``).
         case body(RequestHead, admitted: (any AnyObject & Sendable)?)
-        /// A deferred handler is working on the request; reading is paused.
+        /// A deferred handler is working on the request; what arrives meanwhile (a
+        /// pipelined request) is only read into the input, up to ``readChunk``, and a
+        /// hang-up abandons the work.
         case awaiting(ResponseContext)
         /// A streaming route's handler took the body (``RequestBodySink``): it is read
         /// into the sink as it arrives, then the answer is awaited.
@@ -90,7 +92,8 @@ final class Connection {
     var abortAfterFlush = false
     var peerClosedInput = false
     var isClosed = false
-    var registeredEvents = Epoll.readable
+    /// As the event loop registers a new connection.
+    var registeredEvents = Epoll.readable | Epoll.peerClosed
     /// The phase's deadline and the write's (``ConnectionDeadlines``).
     var deadlines: ConnectionDeadlines
     var requestSequence: UInt64 = 0
@@ -205,11 +208,15 @@ final class Connection {
         process()
     }
 
-    /// Whether more input is useful now (not while a handler runs, after a decision to
-    /// close, or while the client is not reading its responses).
+    /// Whether more input is useful now (not after a decision to close, or while the
+    /// client is not reading its responses). While a handler runs (plain connections, no
+    /// body waiting for its handler), up to ``readChunk`` is read ahead: the interest set
+    /// then stays as it was for the request's head, and an answer made off the loop costs
+    /// no `epoll_ctl` before or after.
     var wantsInput: Bool {
         switch phase {
-        case .awaiting, .streaming: false
+        case .awaiting: tls == nil && unreadBody == nil && !closeAfterFlush && input.readableCount < Self.readChunk
+        case .streaming: false
         case .lingering: true
         case .receiving: unreadBody?.paused != true && !closeAfterFlush && output.readableCount <= Self.outputHighWater
         case .head, .body: !closeAfterFlush && output.readableCount <= Self.outputHighWater && sendingFile == nil
@@ -265,10 +272,13 @@ final class Connection {
         } else {
             if !peerClosedInput {
                 if wantsInput || tlsWriteWantsReadable { desired |= Epoll.readable }
-                // Only while a handler works: then nothing reads, and a hang-up must still be seen
-                // (at other times EPOLLIN reports it, and an unread RDHUP would wake the loop for ever).
+                // While a handler works, a hang-up must be seen (it abandons the work), read or
+                // not. While a head or body is read, with reading (EPOLLIN then reports a
+                // hang-up too, and an unread RDHUP would wake the loop for ever): the same set
+                // as while a handler works, so that no `epoll_ctl` comes between.
                 switch phase {
                 case .awaiting, .streaming: desired |= Epoll.peerClosed
+                case .head where desired & Epoll.readable != 0, .body where desired & Epoll.readable != 0: desired |= Epoll.peerClosed
                 case .receiving where unreadBody?.paused == true: desired |= Epoll.peerClosed
                 default: break
                 }
