@@ -83,25 +83,29 @@ import Testing
         _ = try store.items.renderedList(some)
         #expect(try !kept(some))
 
-        // A page is kept as answered, even one with an item too large for the render cache (over 8 KiB of JSON).
+        // Nor a page with an item too large for the render cache (over 8 KiB of JSON): it
+        // could never be written again from there.
         _ = try wait {
             store.items.create(
                 PlayableItemInput(
                     title: "Long", description: String(repeating: "€", count: 3_000),
                     streamURL: URL(string: "https://example.com/long.m3u8")!), completion: $0)
         }
-        let newest = ListRequest(limit: 10, order: .field("createdAt", descending: true))
-        let read = try store.items.renderedList(newest)
-        #expect(try kept(newest))
-        let served = try store.items.renderedList(newest)
-        #expect(served.json == read.json)
-        #expect(served.nextCursor == read.nextCursor && served.digest == read.digest)
-        #expect(text(served).contains(String(repeating: "€", count: 3_000)))
+        var last = ListRequest(limit: 10, order: .field("createdAt", descending: true))
+        _ = try store.items.renderedList(last)
+        #expect(try !kept(last))
+        last.limit = 1
+        last.cursor = try store.items.renderedList(last).nextCursor
+        _ = try store.items.renderedList(last)
+        #expect(try kept(last), "the next page, without it, is kept")
     }
 
     @Test func theCacheHoldsAtMostItsPagesAndBytes() throws {
         func page(_ items: Int) -> PageCache.Page {
-            PageCache.Page(json: Array(repeating: UInt8(ascii: " "), count: items * 50), nextCursor: nil, digest: 0)
+            var page = PageCache.Page()
+            let id = Array(CatalogID().rawValue.utf8)
+            for version in 0..<items { id.withUnsafeBufferPointer { page.append(id: $0, version: Int64(version), revision: 0) } }
+            return page
         }
         func request(_ index: Int) -> PageCache.Key { PageCache.Key(ListRequest(limit: 10, cursor: "c\(index)"), viewer: false) }
         let byCount = PageCache(capacity: 3, maxBytes: 1 << 20)
@@ -117,20 +121,28 @@ import Testing
         byCount.store(request(5), page(1), generation: 8)
         #expect(byCount.page(request(5), generation: 8) == nil, "nor is an earlier one kept after it")
 
-        // A page of 4 items of 50 bytes takes 256 bytes, its key's (about 84) and its JSON's
-        // 200: about 540; eight fit in 4,400, nine do not.
+        // A page of 20 items takes 256 bytes, its key's (about 84) and 20 × 53 (an id of
+        // 36 bytes, its length and two numbers): about 1,400; three fit in 4,400, four do not.
         let byBytes = PageCache(capacity: 100, maxBytes: 4_400)
-        for index in 0..<8 { byBytes.store(request(index), page(4), generation: 1) }
-        #expect(byBytes.page(request(7), generation: 1) != nil && byBytes.page(request(0), generation: 1) != nil)
-        byBytes.store(request(8), page(4), generation: 1)
-        #expect(byBytes.page(request(8), generation: 1) != nil && byBytes.page(request(0), generation: 1) == nil)
-        // A page over an eighth of the bytes is not kept (it would drop the others).
-        let small = PageCache(capacity: 100, maxBytes: 16_000)
-        small.store(request(9), page(21), generation: 1)
-        #expect(small.page(request(9), generation: 1) != nil)
-        let tight = PageCache(capacity: 100, maxBytes: 8_000)
-        tight.store(request(9), page(21), generation: 1)
-        #expect(tight.page(request(9), generation: 1) == nil)
+        for index in 0..<3 { byBytes.store(request(index), page(20), generation: 1) }
+        #expect(byBytes.page(request(2), generation: 1) != nil && byBytes.page(request(0), generation: 1) != nil)
+        byBytes.store(request(3), page(20), generation: 1)
+        #expect(byBytes.page(request(3), generation: 1) != nil && byBytes.page(request(0), generation: 1) == nil)
+
+        // The first pages keep their JSON, up to its budget; later ones their items only.
+        let budget = PageCache(capacity: 100, maxBytes: 1 << 20, maxJSONBytes: 100)
+        var whole = page(1)
+        whole.json = Array(repeating: UInt8(ascii: " "), count: 60)
+        budget.store(request(0), whole, generation: 1)
+        budget.store(request(1), whole, generation: 1)
+        #expect(budget.page(request(0), generation: 1)?.json?.count == 60)
+        #expect(budget.page(request(1), generation: 1) != nil && budget.page(request(1), generation: 1)?.json == nil)
+        // A page replaced without its JSON gives the bytes back; a new generation starts the budget again.
+        budget.store(request(0), page(1), generation: 1)
+        budget.store(request(2), whole, generation: 1)
+        #expect(budget.page(request(2), generation: 1)?.json?.count == 60)
+        budget.store(request(3), whole, generation: 2)
+        #expect(budget.page(request(3), generation: 2)?.json?.count == 60)
 
         // Requests that Swift finds equal but that differ in what was sent have keys of their own.
         func key(_ change: (inout ListRequest) -> Void) -> PageCache.Key {
@@ -146,6 +158,25 @@ import Testing
         let anonymous = ListRequest(viewer: .user(nil)), someone = ListRequest(viewer: .user(CatalogID()))
         #expect(PageCache.Key(anonymous, viewer: true) != PageCache.Key(someone, viewer: true))
         #expect(PageCache.Key(anonymous, viewer: false) == PageCache.Key(someone, viewer: false))
+
+        // An item the render cache could not keep leaves its page incomplete.
+        var missing = page(2)
+        #expect(missing.isComplete)
+        Array("x".utf8).withUnsafeBufferPointer { missing.append(id: $0, version: 1, revision: 0, held: false) }
+        #expect(!missing.isComplete)
+
+        // An item is read back as it was recorded.
+        var recorded: [(String, Int64, Int64)] = []
+        var two = PageCache.Page()
+        for (id, version, revision) in [("a", Int64(1), Int64(0)), (CatalogID().rawValue, 42, -3)] {
+            Array(id.utf8).withUnsafeBufferPointer { two.append(id: $0, version: version, revision: revision) }
+        }
+        #expect(
+            two.forEachItem { id, version, revision in
+                recorded.append((String(decoding: id, as: UTF8.self), version, revision))
+                return true
+            })
+        #expect(recorded.map(\.0).first == "a" && recorded.map(\.1) == [1, 42] && recorded.map(\.2) == [0, -3])
     }
 }
 

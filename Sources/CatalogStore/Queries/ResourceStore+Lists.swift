@@ -34,25 +34,34 @@ extension ResourceStore {
         // The cache is skipped when the generation cannot be had at once (the read reports any error).
         if let pages, request.fields == .all, let generation = try? database.generation() {
             let key = PageCache.Key(request, viewer: visibleFilter != nil)
-            if let page = pages.page(key, generation: generation) { return (page.json, page.nextCursor, page.digest) }
+            if let page = pages.page(key, generation: generation), let json = page.json ?? rendering.write(page) {
+                return (json, page.nextCursor, page.digest)
+            }
             keeping = (pages, key, generation)
         }
         let cursor = try decodeCursor(request)
+        var kept = keeping.map { _ in PageCache.Page() }
         // One budget for all the rings: interrupted once their reads together take too long.
-        let page = try guarded { try ReadBudget.run { try renderedList(request, after: cursor) } }
-        guard let keeping else { return (page.json, page.nextCursor, nil) }
-        let kept = PageCache.Page(json: page.json, nextCursor: page.nextCursor, digest: Digest.of(page.json))
+        let page = try guarded { try ReadBudget.run { try renderedList(request, after: cursor, kept: &kept) } }
+        guard let keeping, var kept, kept.isComplete else { return (page.json, page.nextCursor, nil) }
+        kept.nextCursor = page.nextCursor
+        kept.digest = Digest.of(page.json)
+        kept.json = page.json
         keeping.pages.store(keeping.key, kept, generation: keeping.generation)
         return (page.json, page.nextCursor, kept.digest)
     }
 
-    private func renderedList(_ request: ListRequest, after cursor: ListCursor?) throws -> (json: [UInt8], nextCursor: String?) {
+    private func renderedList(
+        _ request: ListRequest, after cursor: ListCursor?, kept: inout PageCache.Page?
+    ) throws
+        -> (json: [UInt8], nextCursor: String?)
+    {
         let walks = try walksSearch(request)
         if keepsMatches(request, walks: walks) {
-            return try renderedList(request) { db in try keptQuery(db, request, after: cursor, walks: walks) }
+            return try renderedList(request, kept: &kept) { db in try keptQuery(db, request, after: cursor, walks: walks) }
         }
         if walks {
-            return try renderedList(request) { db in try walkedQuery(db, request, after: cursor) }
+            return try renderedList(request, kept: &kept) { db in try walkedQuery(db, request, after: cursor) }
         }
         if request.order == .distance, let near = request.near {
             let after = if case let .real(distance)? = cursor?.key { distance } else { 0.0 }
@@ -63,58 +72,66 @@ extension ResourceStore {
                     if case .near = area { .near(latitude: near.latitude, longitude: near.longitude, radiusMeters: ring) } else { area }
                 }
                 let query = try listQuery(narrowed, after: cursor)
-                let page = try renderedList(request) { _ in query }
+                let page = try renderedList(request, kept: &kept) { _ in query }
                 if page.nextCursor != nil { return page }
                 ring *= 8
             }
         }
         let query = try listQuery(request, after: cursor)
-        return try renderedList(request) { _ in query }
+        return try renderedList(request, kept: &kept) { _ in query }
     }
 
     /// The radius of the first ring a list by distance looks in, in meters.
     static var firstRing: Double { 10_000 }
 
     /// One page of `request` from what `query` makes of the database (it may narrow the
-    /// request, or read to choose its rows first: then from the same snapshot).
+    /// request, or read to choose its rows first: then from the same snapshot); `kept`
+    /// (when given) receives what makes the page (``PageCache``), or `nil` when it cannot be kept.
     private func renderedList(
-        _ request: ListRequest, _ query: (any SQLConnection) throws -> (String, SQLArguments)
-    ) throws(StoreError) -> (json: [UInt8], nextCursor: String?) {
+        _ request: ListRequest, kept: inout PageCache.Page?, _ query: (any SQLConnection) throws -> (String, SQLArguments)
+    )
+        throws(StoreError) -> (json: [UInt8], nextCursor: String?)
+    {
         let epoch = RenderCache.currentEpoch
         return try guarded {
             if let parent = request.scope?.parent {
                 // The parent and the page from one snapshot.
                 return try database.snapshot { db in
                     guard try db.exists("SELECT 1 FROM \(parent.table) WHERE id = ?", [parent.id.rawValue]) else { throw StoreError.notFound }
-                    return try renderList(db, request, query(db), epoch: epoch)
+                    return try renderList(db, request, query(db), epoch: epoch, kept: &kept)
                 }
             }
             if request.search != nil {
-                return try database.snapshot { db in try renderList(db, request, query(db), epoch: epoch) }
+                return try database.snapshot { db in try renderList(db, request, query(db), epoch: epoch, kept: &kept) }
             }
-            return try database.read { db in try renderList(db, request, query(db), epoch: epoch) }
+            return try database.read { db in try renderList(db, request, query(db), epoch: epoch, kept: &kept) }
         }
     }
 
     private func renderList(
-        _ db: any SQLConnection, _ request: ListRequest, _ query: (String, SQLArguments), epoch: UInt64
+        _ db: any SQLConnection, _ request: ListRequest, _ query: (String, SQLArguments), epoch: UInt64,
+        kept: inout PageCache.Page?
     ) throws -> (json: [UInt8], nextCursor: String?) {
         var writer = JSONWriter(capacity: 256 + request.limit * 512)
-        let next = try renderList(db, request, query, epoch: epoch, into: &writer)
+        if kept != nil { kept = PageCache.Page() }
+        let next = try renderList(db, request, query, epoch: epoch, into: &writer, kept: &kept)
         return (writer.bytes, next)
     }
 
     /// Writes the first page of `request` as `db` sees it (for embedding in another resource).
     func renderList(_ db: any SQLConnection, _ request: ListRequest, epoch: UInt64, into writer: inout JSONWriter) throws {
-        _ = try renderList(db, request, listQuery(request, after: nil), epoch: epoch, maxBytes: .max, into: &writer)
+        var kept: PageCache.Page?
+        _ = try renderList(db, request, listQuery(request, after: nil), epoch: epoch, maxBytes: .max, into: &writer, kept: &kept)
     }
 
     /// Writes a page; returns the next page's cursor.
     private func renderList(
         _ db: any SQLConnection, _ request: ListRequest, _ query: (String, SQLArguments), epoch: UInt64,
-        maxBytes: Int = ListRequest.maxPageBytes, into writer: inout JSONWriter
+        maxBytes: Int = ListRequest.maxPageBytes, into writer: inout JSONWriter, kept: inout PageCache.Page?
     ) throws -> String? {
-        try rendering.page(db.query(query.0, query.1), request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: maxBytes, into: &writer)
+        try rendering.page(
+            db.query(query.0, query.1), request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: maxBytes,
+            into: &writer, kept: &kept)
     }
 
     /// Decodes the request's cursor and checks that it was made by this list: same

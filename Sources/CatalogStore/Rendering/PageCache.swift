@@ -1,15 +1,20 @@
 import Foundation
 import Synchronization
 
-/// List pages of a resource whose renderings are cached (``RenderCache``), kept as
-/// answered (their JSON, next cursor and digest) for the database generation they were
-/// read in (``SQLDatabase/generation()``). While the generation stays the same nothing
-/// has committed, so the same request would select the same rows in the same order and
-/// render them the same: a hit is the kept JSON, with no query and nothing written
-/// again. (Written again from the render cache, a 20-item page cost 26,000 instructions.)
+/// List pages of a resource whose renderings are cached (``RenderCache``), kept as what
+/// makes them: their items' ids and versions and their next cursor, for the database
+/// generation they were read in (``SQLDatabase/generation()``). While the generation
+/// stays the same nothing has committed, so the same request would select the same rows
+/// in the same order: a hit is the page written again from the render cache, with no
+/// query. A page whose item the render cache no longer holds is read again.
 ///
-/// Only the newest generation's pages are kept (older ones can never be served again).
-/// Bounded in pages and in bytes (a page over an eighth of the bytes is not kept): when
+/// A page costs some 53 bytes an item (a 36-byte id, its length, version and revision):
+/// the render cache holds the JSON, within its own bounds. The first pages kept in a
+/// generation also keep their whole JSON, up to ``maxJSONBytes`` in all, and are served
+/// as kept (writing a 20-item page again from the render cache costs 26,000
+/// instructions); once that budget is spent, pages keep their items only, so that a list
+/// read page by page at random is still all kept. Only the newest generation's pages are
+/// kept (older ones can never be served again). Bounded in pages and in bytes: when
 /// either is full it starts over. Keyed by the request's exact bytes (``Key``).
 final class PageCache: Sendable {
     /// A list request as exact bytes: limit, fields, order, search text, areas (their
@@ -77,17 +82,59 @@ final class PageCache: Sendable {
         }
     }
 
-    /// A page as answered: its JSON, the next page's cursor (`nil` on the last page) and
-    /// the JSON's digest (its weak tag), made once when the page is kept.
+    /// What a page is made of.
     struct Page: Sendable {
-        let json: [UInt8]
-        let nextCursor: String?
-        let digest: UInt64
+        /// Each item's key in the render cache, in order: the id's length (one byte), the
+        /// id, then its version and revision (eight bytes each). One buffer, not one per field.
+        private(set) var items: [UInt8] = []
+        /// The next page's cursor; `nil` on the last page.
+        var nextCursor: String?
+        /// The digest of the page's JSON (its weak tag), made once when the page is kept.
+        var digest: UInt64 = 0
+        /// The page's JSON, while the cache's budget for JSON lasts (``store(_:_:generation:)`` decides).
+        var json: [UInt8]?
+        /// False once an item is missing: one the render cache could not keep (it could
+        /// never be written again from there), or an id longer than 255 bytes. Such a page is not kept.
+        private(set) var isComplete = true
+
+        /// Adds the item `id` at `version` and `revision`, the next on the page, which the
+        /// render cache holds when `held`.
+        mutating func append(id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64, held: Bool = true) {
+            guard held, id.count <= Int(UInt8.max) else {
+                isComplete = false
+                return
+            }
+            items.append(UInt8(id.count))
+            items.append(contentsOf: id)
+            withUnsafeBytes(of: version.littleEndian) { items.append(contentsOf: $0) }
+            withUnsafeBytes(of: revision.littleEndian) { items.append(contentsOf: $0) }
+        }
+
+        /// Calls `body` with each item's id, version and revision, in order, while it returns true.
+        /// - Returns: whether `body` returned true for every item.
+        func forEachItem(_ body: (_ id: UnsafeBufferPointer<UInt8>, _ version: Int64, _ revision: Int64) -> Bool) -> Bool {
+            items.withUnsafeBufferPointer { items in
+                let raw = UnsafeRawBufferPointer(items)
+                var offset = 0
+                while offset < items.count {
+                    let idCount = Int(items[offset])
+                    let id = UnsafeBufferPointer(rebasing: items[(offset + 1)..<(offset + 1 + idCount)])
+                    offset += 1 + idCount
+                    let version = Int64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: Int64.self))
+                    let revision = Int64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 8, as: Int64.self))
+                    offset += 16
+                    guard body(id, version, revision) else { return false }
+                }
+                return true
+            }
+        }
     }
 
     private struct Entries {
         var byKey: [Key: Page] = [:]
         var bytes = 0
+        /// What the pages' JSON takes.
+        var jsonBytes = 0
         /// The generation of every page held.
         var generation: UInt64 = 0
     }
@@ -95,11 +142,15 @@ final class PageCache: Sendable {
     private let entries = Mutex(Entries())
     private let capacity: Int
     private let maxBytes: Int
+    /// The most bytes of JSON kept with pages.
+    let maxJSONBytes: Int
 
-    /// A cache of at most `capacity` pages taking at most `maxBytes`.
-    init(capacity: Int = 4_096, maxBytes: Int = 4 << 20) {
+    /// A cache of at most `capacity` pages taking at most `maxBytes`, and `maxJSONBytes`
+    /// more of whole pages' JSON.
+    init(capacity: Int = 4_096, maxBytes: Int = 1 << 20, maxJSONBytes: Int = 2 << 20) {
         self.capacity = capacity
         self.maxBytes = maxBytes
+        self.maxJSONBytes = maxJSONBytes
     }
 
     /// The page of the request `key` made in `generation`, if kept.
@@ -114,26 +165,31 @@ final class PageCache: Sendable {
     /// first page of a later generation drops the others.
     func store(_ key: Key, _ page: Page, generation: UInt64) {
         let bytes = Self.bytes(key, page)
-        guard bytes <= maxBytes / 8 else { return }
+        var page = page
         entries.withLock { entries in
             if generation != entries.generation {
                 guard generation > entries.generation else { return }
                 entries.byKey.removeAll(keepingCapacity: true)
                 entries.bytes = 0
+                entries.jsonBytes = 0
                 entries.generation = generation
             }
             let old = entries.byKey[key]
             if old == nil && (entries.byKey.count >= capacity || entries.bytes + bytes > maxBytes) {
                 entries.byKey.removeAll(keepingCapacity: true)
                 entries.bytes = 0
+                entries.jsonBytes = 0
             }
+            let oldJSON = old?.json?.count ?? 0
+            if let json = page.json, entries.jsonBytes - oldJSON + json.count > maxJSONBytes { page.json = nil }
             entries.byKey[key] = page
             entries.bytes += bytes - (old.map { Self.bytes(key, $0) } ?? 0)
+            entries.jsonBytes += (page.json?.count ?? 0) - oldJSON
         }
     }
 
-    /// What an entry takes, roughly: its key, the page's JSON and cursor, and their overheads.
+    /// What an entry takes, roughly: its key, the page's items and cursor, and their overheads.
     private static func bytes(_ key: Key, _ page: Page) -> Int {
-        256 + key.bytes.count + page.json.count + (page.nextCursor?.utf8.count ?? 0)
+        256 + key.bytes.count + page.items.count + (page.nextCursor?.utf8.count ?? 0)
     }
 }

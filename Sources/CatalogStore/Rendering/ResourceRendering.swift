@@ -51,18 +51,25 @@ struct ResourceRendering: Sendable {
 
     /// Writes a page of `request` from rows that carry their sort key after the
     /// renderer's columns; returns the next page's cursor, bound to `fingerprint` (made only when there is one).
+    /// When the page is written from the render cache, `kept` (when given) receives its
+    /// items' keys (and is marked incomplete when the cache could not keep one of them).
     @_specialize(exported:false,kind:full,where Rows == SQLiteRows)
     func page<Rows: SQLRows>(
         _ rows: Rows, _ request: ListRequest, fingerprint: () -> String, epoch: UInt64, maxBytes: Int,
-        into writer: inout JSONWriter
+        into writer: inout JSONWriter, kept: inout PageCache.Page?
     ) throws -> String? {
         let sortKeyIndex = renderer.columnCount
         let cached = request.fields == .all ? cache : nil
+        if cached == nil { kept = nil }
         return try rows.writePage(
             limit: request.limit, maxBytes: maxBytes, into: &writer,
             item: { [renderer] rows, writer in
                 if let cached {
-                    _ = try renderer.render(rows, into: &writer, cache: cached, epoch: epoch)
+                    let held = try renderer.render(rows, into: &writer, cache: cached, epoch: epoch)
+                    if kept != nil {
+                        let key = renderer.cacheKey(rows)
+                        kept?.append(id: key.id, version: key.version, revision: key.revision, held: held)
+                    }
                 } else {
                     try renderer.render(rows, into: &writer, mask: request.fields)
                 }
@@ -72,6 +79,23 @@ struct ResourceRendering: Sendable {
                     ListCursor(fingerprint: fingerprint(), key: $0, id: String(decoding: rows.text(idIndex), as: UTF8.self)).encoded()
                 }
             })
+    }
+
+    /// A kept page (``PageCache``) written again from the render cache; `nil` when the
+    /// cache no longer holds one of its items at its version.
+    func write(_ page: PageCache.Page) -> [UInt8]? {
+        guard let cache else { return nil }
+        var writer = JSONWriter(capacity: 256 + page.items.count * 12)
+        writer.openPage()
+        var first = true
+        let found = page.forEachItem { id, version, revision in
+            if !first { writer.byte(UInt8(ascii: ",")) }
+            first = false
+            return cache.write(id: id, version: version, revision: revision, into: &writer)
+        }
+        guard found else { return nil }
+        writer.closePage(next: page.nextCursor)
+        return writer.bytes
     }
 
     /// Every row, by the id it holds (those whose id is malformed are left out).
