@@ -4,8 +4,9 @@
 # between two builds that req/s and CPU time on a shared machine cannot.
 # Each server answers a fixed sequence over one keep-alive connection (curl): 300 GETs
 # of random items (anonymous, then again with an API key), 100 first list pages, 200
-# durable POSTs, on a 10,000-item database; and, last, the same 300 items asked again
-# once they have been read (nothing changed: what a GET of an unchanged item costs).
+# durable POSTs, 100 selective searches (`q=` an item's number, each a different one), on
+# a 10,000-item database; and, last, the same 300 items asked again once they have been
+# read (nothing changed: what a GET of an unchanged item costs).
 # Each kind is measured as what its requests add to a warm-up of the same kind (50 GETs
 # of other items, 10 list pages, 20 POSTs) answered by itself: the difference, divided by
 # the requests, is what one more request costs, without start-up, shutdown, or the
@@ -54,6 +55,9 @@ posts() {
             "$url" "$key" "${post_body//\"/\\\"}"
     done | sed '$d'
 }
+# Searches by numbers of items: each once (a search's matches are kept for the database's version).
+for i in $(seq 1 140); do printf 'url = "%s/v1/playable-items?limit=20&q=%s"\noutput = /dev/null\n' "$url" $(((i * 7919) % 10000 + 1)); done > "$work/search.conf"
+head -n 80 "$work/search.conf" > "$work/search-warm.conf"
 posts 20 > "$work/post-warm.conf"
 posts 220 > "$work/post.conf"
 
@@ -85,19 +89,19 @@ instructions() {
     echo $total
 }
 
-printf '%-40s %14s %14s %14s %14s %16s\n' "instructions per request" "GET item" "GET (API key)" "list page" "POST (durable)" "GET unchanged"
+printf '%-40s %14s %14s %14s %14s %14s %16s\n' "instructions per request" "GET item" "GET (API key)" "list page" "POST (durable)" "search" "GET unchanged"
 number=0
 for server in "$@"; do
     number=$((number + 1))
     per_request=()
-    for kind in get get-key list post; do
+    for kind in get get-key list post search; do
         warm=$(instructions "$server" "$work/$kind-warm.conf" "$number-$kind-warm")
         all=$(instructions "$server" "$work/$kind.conf" "$number-$kind")
-        case $kind in list) count=100 ;; post) count=200 ;; *) count=300 ;; esac
+        case $kind in list) count=100 ;; post) count=200 ;; search) count=100 ;; *) count=300 ;; esac
         per_request+=($(((all - warm) / count)))
         [ $kind = get ] && get_all=$all
     done
     again=$(instructions "$server" "$work/get-again.conf" "$number-get-again")
     per_request+=($(((again - get_all) / 300)))
-    printf '%-40s %14s %14s %14s %14s %16s\n' "$server" "${per_request[@]}"
+    printf '%-40s %14s %14s %14s %14s %14s %16s\n' "$server" "${per_request[@]}"
 done
