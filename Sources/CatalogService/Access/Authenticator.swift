@@ -49,16 +49,11 @@ final class Authenticator: Sendable {
     private var remembers: Bool { watch?.isCurrent ?? true }
 
     /// Answers `done` once every server has forgotten what a credential change just
-    /// committed made wrong (at once where only this server remembers): off the event
-    /// loops, on the blocking pool, where servers share the database.
+    /// committed made wrong: at once where only this server remembers, else from the
+    /// watch's one poller thread, which serves every waiting change.
     func afterEveryServerForgets(_ done: @escaping @Sendable () -> Void) {
         guard let watch else { return done() }
-        let wait: @Sendable () -> Void = {
-            watch.awaitEveryServer()
-            done()
-        }
-        // A full pool must not leave the write unanswered.
-        if !WorkPool.blocking.submit(wait) { Thread.detachNewThread(wait) }
+        watch.afterEveryServer(done)
     }
 
     /// The caller `request` names: anonymous without `Authorization`.

@@ -97,10 +97,19 @@ final class PostgresConnection: SQLConnection, PooledConnection {
             isBroken = true
             throw SQLError(kind: .connection, code: "08006", message: "the connection has no socket")
         }
+        // Notifications libpq took in while this connection ran a statement wait in its
+        // queue, not on the socket: they are answered before any wait.
+        let queued = takeNotifications()
+        if !queued.isEmpty { return queued }
         if poll(&ready, 1, milliseconds) > 0, PQconsumeInput(connection) != 1 {
             isBroken = true
             throw SQLError(kind: .connection, code: "08006", message: Self.message(PQerrorMessage(connection)))
         }
+        return takeNotifications()
+    }
+
+    /// The channels of the notifications libpq holds, taken from it.
+    private func takeNotifications() -> Set<String> {
         var received: Set<String> = []
         while let notification = PQnotifies(connection) {
             if let channel = notification.pointee.relname { received.insert(String(cString: channel)) }
