@@ -41,11 +41,6 @@ protocol SQLDialect: Sendable {
     /// until the transaction ends (taken before any other lock of the write, in the order
     /// a deletion takes its locks).
     var forKeyShare: String { get }
-    /// A statement that waits for every transaction that wrote to `table` to end and
-    /// holds back new writes to it until this transaction ends (PostgreSQL's `LOCK TABLE …
-    /// IN SHARE MODE`), so that numbers handed out in it are, up to now, those of
-    /// committed rows only; `nil` where one writer orders every write (SQLite).
-    func waitForWriters(of table: String) -> String?
     /// The sort key of a text column that sorts without regard to case: the column itself
     /// in SQLite (declared `COLLATE NOCASE`), its lower case in byte order in PostgreSQL
     /// (indexed as such).

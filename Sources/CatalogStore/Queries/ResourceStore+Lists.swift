@@ -61,7 +61,7 @@ extension ResourceStore {
             return try renderedList(request, kept: &kept) { db in try keptQuery(db, request, after: cursor, walks: walks) }
         }
         if walks {
-            return try renderedList(request, kept: &kept) { db in try walkedQuery(db, request, after: cursor) }
+            return try renderedList(request, kept: &kept) { db in try walkedQuery(db, request, after: cursor, queued: searchQueueWaits(db)) }
         }
         if request.order == .distance, let near = request.near {
             let after = if case let .real(distance)? = cursor?.key { distance } else { 0.0 }

@@ -11,7 +11,7 @@ extension ResourceStore {
     /// How many of the newest rows a search tests to see how densely it matches.
     static var searchSample: Int { 256 }
 
-    /// The most rows a search's walk reads (``walkedQuery(_:_:after:)``).
+    /// The most rows a search's walk reads (``walkedQuery(_:_:after:queued:)``).
     static var walkLimit: Int { 4_000 }
 
     /// Whether the search of `request` first walks the list's order, testing rows as it
@@ -50,8 +50,8 @@ extension ResourceStore {
     /// than the walk goes (matches that cluster elsewhere in the order), the search looks
     /// them up in the index after all. Either way it finds what the index would: a walk
     /// only bounds the work.
-    func walkedQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?) throws -> (String, SQLArguments) {
-        let queued = try searchQueueWaits(db)
+    /// `queued`: whether the search index's queue holds writes (``searchQueueWaits(_:)``).
+    func walkedQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?, queued: Bool) throws -> (String, SQLArguments) {
         if request.order == .relevance {
             guard var candidates = try walkedCandidates(db, request, queued: queued) else { return try listQuery(request, after: cursor, queued: queued) }
             // The page: the best-ranked candidates after the cursor.
@@ -100,7 +100,7 @@ extension ResourceStore {
         // The way the search runs unkept: never dearer than before there were kept lists.
         let queued = try searchQueueWaits(db)
         func unkept() throws -> (String, SQLArguments) {
-            try walks ? walkedQuery(db, request, after: cursor) : listQuery(request, after: cursor, queued: queued)
+            try walks ? walkedQuery(db, request, after: cursor, queued: queued) : listQuery(request, after: cursor, queued: queued)
         }
         guard let versionSQL = db.dialect.writeVersion, let version = try db.fetchValue(versionSQL).int64 else { return try unkept() }
         // Who lists matters only where some rows are hidden from some viewers.
@@ -166,7 +166,7 @@ extension ResourceStore {
     enum SearchWay {
         /// In the full-text index.
         case index
-        /// Testing each row read along the list's order: the walk of ``walkedQuery(_:_:after:)``,
+        /// Testing each row read along the list's order: the walk of ``walkedQuery(_:_:after:queued:)``,
         /// which answers `(pk, matches)` rows, or `(pk, id, rank or NULL)` for relevance.
         case walk
         /// Exactly these rows (by `pk`), which a walk or a kept list found.

@@ -143,7 +143,7 @@ final class PageCache: Sendable {
     private let capacity: Int
     private let maxBytes: Int
     /// The most bytes of JSON kept with pages.
-    let maxJSONBytes: Int
+    private let maxJSONBytes: Int
 
     /// A cache of at most `capacity` pages taking at most `maxBytes`, and `maxJSONBytes`
     /// more of whole pages' JSON.

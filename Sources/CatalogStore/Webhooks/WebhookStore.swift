@@ -70,16 +70,11 @@ public final class WebhookStore: Sendable {
     }
 
     /// The highest event waiting now: what an endpoint made or enabled now comes after.
+    /// Exact on either engine: the write reading it excludes every other write that logs
+    /// a change (SQLite's one writer; on PostgreSQL the change log's lock, which the
+    /// writers hold from their first statement and the trigger writing an event takes),
+    /// so every event numbered so far is committed, and every later one comes after.
     static let waitingTop = "(SELECT coalesce(max(seq), 0) FROM webhook_events)"
-
-    /// Waits, where the engine numbers events out of commit order (PostgreSQL), until
-    /// every event numbered so far is committed, and holds new ones back until this
-    /// write commits, so that ``waitingTop`` divides before from after exactly. Taken
-    /// first, before any row lock (the dispatcher holds the table's row lock while it
-    /// clears ``WebhookRow/eventsAfter``).
-    static func waitForEvents(_ db: any SQLConnection) throws {
-        if let lock = db.dialect.waitForWriters(of: "webhook_events") { try db.execute(lock, []) }
-    }
 
     static func row(_ values: SQLRow) -> WebhookRow? {
         guard let id = values[0].string.flatMap(CatalogID.init), let url = values[1].string, let secret = values[5].bytes else { return nil }
@@ -130,7 +125,6 @@ public final class WebhookStore: Sendable {
     ) {
         let now = Timestamp.milliseconds(Date())
         write(options, completion) { db in
-            try Self.waitForEvents(db)
             // Counted under the writer's lock: two creations cannot both pass the limit.
             let count = try db.fetchValue("SELECT count(*) FROM webhooks").int ?? 0
             guard count < WebhookRules.maxEndpoints else {
@@ -156,7 +150,6 @@ public final class WebhookStore: Sendable {
     ) {
         let now = Timestamp.milliseconds(Date())
         write(options, completion) { db in
-            if values.enabled { try Self.waitForEvents(db) }
             try preconditions.check(current: try db.fetchValue("SELECT version FROM webhooks WHERE id = ?" + db.dialect.forUpdate, [id.rawValue]).int)
             try db.execute(
                 """

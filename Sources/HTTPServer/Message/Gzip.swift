@@ -41,11 +41,12 @@ public enum Gzip {
         var parts = bytes.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: false).makeIterator()
         guard let name = parts.next().map(trimmed), !name.isEmpty else { return nil }
         let coding: Coding =
-            equalsIgnoringCase(name, "gzip") || equalsIgnoringCase(name, "x-gzip") ? .gzip : name.elementsEqual("*".utf8) ? .any : .other
+            ASCII.startsIgnoringCase(name, "gzip", whole: true) || ASCII.startsIgnoringCase(name, "x-gzip", whole: true)
+            ? .gzip : name.elementsEqual("*".utf8) ? .any : .other
         var above = true
         while let parameter = parts.next() {
             let parameter = trimmed(parameter)
-            guard parameter.count >= 2, equalsIgnoringCase(parameter.prefix(1), "q") else { continue }
+            guard parameter.count >= 2, ASCII.startsIgnoringCase(parameter, "q", whole: false) else { continue }
             var rest = trimmed(parameter.dropFirst())
             guard rest.first == UInt8(ascii: "=") else { continue }
             rest = trimmed(rest.dropFirst())
@@ -75,14 +76,6 @@ public enum Gzip {
 
     private static func trimmed(_ bytes: UnsafeBufferPointer<UInt8>) -> Slice<UnsafeBufferPointer<UInt8>> {
         trimmed(bytes[...])
-    }
-
-    /// Whether `bytes` are `text` (lowercase ASCII) in any case.
-    private static func equalsIgnoringCase(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, _ text: StaticString) -> Bool {
-        guard bytes.count == text.utf8CodeUnitCount else { return false }
-        return text.withUTF8Buffer { expected in
-            zip(bytes, expected).allSatisfy { byte, wanted in (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte) == wanted }
-        }
     }
 
     /// `bytes` in gzip at `level` (1 fastest to 9 smallest), on the calling thread's deflate

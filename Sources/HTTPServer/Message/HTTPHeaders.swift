@@ -105,8 +105,9 @@ public struct HTTPHeaders: Sendable, Sequence {
     }
 }
 
-/// Byte classification used by the parser and the writer.
-enum ASCII {
+/// Byte classification used by the parser and the writer, and the case-insensitive
+/// comparison of ASCII names and tokens (header names, media types, codings).
+public enum ASCII {
     static let cr: UInt8 = 0x0D
     static let lf: UInt8 = 0x0A
     static let space: UInt8 = 0x20
@@ -115,6 +116,22 @@ enum ASCII {
 
     @inline(__always) static func lowercase(_ byte: UInt8) -> UInt8 {
         byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+    }
+
+    /// Whether `bytes` begin with `prefix` (lowercase ASCII) in any case; with `whole`,
+    /// whether they are it.
+    static func startsIgnoringCase(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, _ prefix: StaticString, whole: Bool) -> Bool {
+        prefix.withUTF8Buffer { prefix in
+            guard whole ? bytes.count == prefix.count : bytes.count >= prefix.count else { return false }
+            return zip(bytes, prefix).allSatisfy { lowercase($0) == $1 }
+        }
+    }
+
+    /// As ``startsIgnoringCase(_:_:whole:)`` for a string, over its contiguous UTF-8
+    /// where it has it (native strings do; stepping through a `UTF8View` costs far more).
+    public static func startsIgnoringCase(_ text: String, _ prefix: StaticString, whole: Bool) -> Bool {
+        if let result = text.utf8.withContiguousStorageIfAvailable({ startsIgnoringCase($0[...], prefix, whole: whole) }) { return result }
+        return Array(text.utf8).withUnsafeBufferPointer { startsIgnoringCase($0[...], prefix, whole: whole) }
     }
 
     /// RFC 9110 `tchar`: the characters of a token such as a method or field name.

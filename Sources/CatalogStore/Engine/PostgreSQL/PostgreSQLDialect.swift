@@ -15,7 +15,6 @@ struct PostgreSQLDialect: SQLDialect {
     var forDeleteSkippingLocked: String { " FOR UPDATE SKIP LOCKED" }
     var forDelete: String { " FOR UPDATE" }
     var forKeyShare: String { " FOR KEY SHARE" }
-    func waitForWriters(of table: String) -> String? { "LOCK TABLE \(table) IN SHARE MODE" }
     func caseFoldedKey(_ column: String) -> String { "lower(\(column)) COLLATE \"C\"" }
     var tableExists: String { "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?" }
     func jsonElements(_ alias: String) -> String {

@@ -7,8 +7,8 @@ import Synchronization
 ///
 /// A few times a second it runs a passive checkpoint, which never blocks the writer or
 /// readers; not while nothing has committed since one that copied every frame (the
-/// wal-index header tells, ``CommitWatch``), so an idle server reads nothing. Under a steady stream of writes the WAL is then always copied but never
-/// rewound (that needs a moment with no writer), so once it holds more than
+/// wal-index header tells, ``CommitWatch``), so an idle server reads nothing. Under a
+/// steady stream of writes the WAL is then always copied but never rewound (that needs a moment with no writer), so once it holds more than
 /// ``restartFrames`` frames ``needsRestart`` asks the writer to run a restart
 /// checkpoint between two batches: it copies the little that is left and makes the
 /// next commit start the WAL from the beginning.

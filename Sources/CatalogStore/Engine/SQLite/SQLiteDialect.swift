@@ -15,7 +15,6 @@ struct SQLiteDialect: SQLDialect {
     var forDeleteSkippingLocked: String { "" }
     var forDelete: String { "" }
     var forKeyShare: String { "" }
-    func waitForWriters(of table: String) -> String? { nil }
     func caseFoldedKey(_ column: String) -> String { column }
     var tableExists: String { "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?" }
     func jsonElements(_ alias: String) -> String { "json_each(?) \(alias)" }
