@@ -1,4 +1,5 @@
 import CatalogStore
+import HTTPServer
 import Foundation
 import ServiceTestSupport
 import TestSupport
@@ -117,7 +118,7 @@ import Testing
             #expect(!text.contains("QQQQ"), "no client token is a label")
             let samples = try Self.parse(text)
             let methods = Set(samples.compactMap { $0.labels["method"] })
-            #expect(methods.isSubset(of: Metrics.methods.union(["OTHER", "-"])), "\(methods)")
+            #expect(methods.isSubset(of: Set(HTTPMethod.allCases.map(\.rawValue) + ["OTHER", "-"])), "\(methods)")
             let other = samples.filter { $0.name == "catalog_http_requests_total" && $0.labels["method"] == "OTHER" }.map(\.value).reduce(0, +)
             #expect(other == 300)
             #expect(text.utf8.count < 64 * 1024)

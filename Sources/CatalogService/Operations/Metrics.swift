@@ -10,8 +10,6 @@ import Synchronization
 /// implements or `OTHER`; a status is a three-digit code. The series are therefore at
 /// most routes × methods × statuses, and the exposition stays small.
 final class Metrics: Sendable {
-    /// The method labels: the methods the server implements; any other token counts as `OTHER`.
-    static let methods: Set<String> = Set(HTTPMethod.allCases.map(\.rawValue))
     /// A latency histogram with cumulative buckets, in seconds.
     struct Histogram {
         static let bounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
@@ -26,15 +24,25 @@ final class Metrics: Sendable {
         }
     }
 
-    private struct RequestKey: Hashable {
-        let route: String
-        let method: String
-        let status: Int
+    /// One route's series: its latency histogram and its counts by method and status (a
+    /// few per route, so a list searched in order costs less than hashing a key).
+    private struct RouteSeries {
+        var durations = Histogram()
+        var counts: [(method: String, status: Int, count: UInt64)] = []
+
+        mutating func record(_ method: String, _ status: Int, seconds: Double) {
+            durations.observe(seconds)
+            if let index = counts.firstIndex(where: { $0.status == status && $0.method == method }) {
+                counts[index].count += 1
+            } else {
+                counts.append((method, status, 1))
+            }
+        }
     }
 
     private struct State {
-        var requests: [RequestKey: UInt64] = [:]
-        var durations: [String: Histogram] = [:]
+        /// By route label: one hash of the route per request.
+        var routes: [String: RouteSeries] = [:]
         var rejected: [String: UInt64] = [:]
         var reads = Histogram()
         var writes = Histogram()
@@ -52,12 +60,13 @@ final class Metrics: Sendable {
     /// Records an answered request (the server's request observer).
     func observe(_ request: CompletedRequest) {
         let route = request.route ?? (request.method == "-" ? "-" : "unmatched")
-        let method = request.method == "-" || Self.methods.contains(request.method) ? request.method : "OTHER"
+        // The methods the server implements; any other token counts as `OTHER`.
+        let method = request.method == "-" || HTTPMethod(rawValue: request.method) != nil ? request.method : "OTHER"
         let reason = request.route == nil ? Self.rejectionReason(request) : nil
         let status = (100...599).contains(request.status) ? request.status : 0
+        let seconds = Double(request.durationMicroseconds) / 1_000_000
         state.withLock { state in
-            state.requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
-            state.durations[route, default: Histogram()].observe(Double(request.durationMicroseconds) / 1_000_000)
+            state.routes[route, default: RouteSeries()].record(method, status, seconds: seconds)
             if let reason { state.rejected[reason, default: 0] += 1 }
         }
     }
@@ -109,13 +118,16 @@ final class Metrics: Sendable {
         var out = ""
         out += "# HELP catalog_http_requests_total Requests answered, by route pattern, method and status.\n"
         out += "# TYPE catalog_http_requests_total counter\n"
-        for (key, count) in snapshot.requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
-            out += "catalog_http_requests_total{route=\(Self.quoted(key.route)),method=\(Self.quoted(key.method)),status=\"\(key.status)\"} \(count)\n"
+        let routes = snapshot.routes.sorted(by: { $0.key < $1.key })
+        for (route, series) in routes {
+            for (method, status, count) in series.counts.sorted(by: { ($0.method, $0.status) < ($1.method, $1.status) }) {
+                out += "catalog_http_requests_total{route=\(Self.quoted(route)),method=\(Self.quoted(method)),status=\"\(status)\"} \(count)\n"
+            }
         }
         out += "# HELP catalog_http_request_duration_seconds Time from a complete request head to the queued response, by route pattern.\n"
         out += "# TYPE catalog_http_request_duration_seconds histogram\n"
-        for (route, histogram) in snapshot.durations.sorted(by: { $0.key < $1.key }) {
-            out += Self.histogram("catalog_http_request_duration_seconds", labels: "route=\(Self.quoted(route))", histogram)
+        for (route, series) in routes {
+            out += Self.histogram("catalog_http_request_duration_seconds", labels: "route=\(Self.quoted(route))", series.durations)
         }
         out += "# HELP catalog_http_requests_in_flight Requests whose handler has not answered yet.\n"
         out += "# TYPE catalog_http_requests_in_flight gauge\n"

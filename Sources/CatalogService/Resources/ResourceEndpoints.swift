@@ -218,9 +218,9 @@ struct ResourceEndpoints: Sendable {
         _ resource: RenderedResource, status: HTTPStatus = .ok, tag: String? = nil,
         headers: [(name: String, value: String)] = []
     ) -> HTTPResponse {
-        HTTPResponse(
-            status: status, headers: [("Content-Type", JSONResponse.contentType), ("ETag", tag ?? ETag.header(resource.version))] + headers,
-            body: resource.json)
+        var fields: [(name: String, value: String)] = [("Content-Type", JSONResponse.contentType), ("ETag", tag ?? ETag.header(resource.version))]
+        if !headers.isEmpty { fields += headers }  // (`+` would allocate again for none)
+        return HTTPResponse(status: status, headers: fields, body: resource.json)
     }
 
     /// The id in the path parameter `name`; 400 when it is not a UUID.

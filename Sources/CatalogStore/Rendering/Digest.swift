@@ -25,8 +25,7 @@ package enum Digest {
                 offset += 1
             }
         }
-        var hash = UInt64(bytes.count)
-        for lane in [lanes.0, lanes.1, lanes.2, lanes.3, tail] { hash = mix(hash, lane) }
-        return hash
+        // Folded one by one: an array literal of the lanes would be allocated per digest.
+        return mix(mix(mix(mix(mix(UInt64(bytes.count), lanes.0), lanes.1), lanes.2), lanes.3), tail)
     }
 }
