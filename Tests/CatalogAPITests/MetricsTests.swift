@@ -1,6 +1,6 @@
 import CatalogStore
-import HTTPServer
 import Foundation
+import HTTPServer
 import ServiceTestSupport
 import TestSupport
 import Testing
