@@ -211,9 +211,12 @@ public final class ResourceStore: Sendable {
     {
         if embedding.isEmpty {
             // A whole resource that no commit has touched since a read found it comes from
-            // the render cache, with no query (where the engine tells generations apart).
-            if fields == .all, let cache = rendering.cache, visibleFilter == nil || viewer == .everything, let generation = try? database.generation() {
-                if let resource = rendering.current(id, generation: generation) { return resource }
+            // the render cache, with no query (where the engine tells generations apart:
+            // SQLite). Elsewhere its row is read, and written from the cache when the cache
+            // holds it at the row's version and revision (PostgreSQL's `xmin`).
+            if fields == .all, let cache = rendering.cache, visibleFilter == nil || viewer == .everything {
+                let generation = try? database.generation()
+                if let generation, let resource = rendering.current(id, generation: generation) { return resource }
                 let epoch = RenderCache.currentEpoch
                 return try guarded {
                     try database.read { db in

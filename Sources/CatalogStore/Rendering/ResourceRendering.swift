@@ -29,10 +29,10 @@ struct ResourceRendering: Sendable {
     }
 
     /// The first row as the whole resource `id`, through `cache` (the render cache),
-    /// recorded there as current in database `generation` (the read began in it;
-    /// renderings are kept as read in `epoch`); `nil` without a row.
+    /// recorded there as current in database `generation` (the read began in it; none
+    /// where the engine has no generations) and kept as read in `epoch`; `nil` without a row.
     @_specialize(exported:false,kind:full,where Rows == SQLiteRows)
-    func one<Rows: SQLRows>(_ rows: Rows, id: CatalogID, cache: RenderCache, confirming generation: UInt64, epoch: UInt64) throws -> RenderedResource? {
+    func one<Rows: SQLRows>(_ rows: Rows, id: CatalogID, cache: RenderCache, confirming generation: UInt64?, epoch: UInt64) throws -> RenderedResource? {
         guard try rows.step() else { return nil }
         var writer = JSONWriter(capacity: 512)
         try renderer.render(rows, into: &writer, cache: cache, epoch: epoch, confirming: generation)

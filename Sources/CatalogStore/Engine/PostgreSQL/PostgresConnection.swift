@@ -7,7 +7,7 @@ import Foundation
 final class PostgresConnection: SQLConnection, PooledConnection {
     private let connection: OpaquePointer
     /// Prepared statement names by SQL text.
-    private var prepared: [String: String] = [:]
+    private var prepared: [StatementKey: String] = [:]
     /// The statement timeout set on the session, in milliseconds (0: none).
     private var statementTimeout: Int64 = -1
     /// Set once the connection has failed: the pool then drops it.
@@ -146,7 +146,7 @@ final class PostgresConnection: SQLConnection, PooledConnection {
             case let .text(text):
                 // PostgreSQL's text holds no NUL, and a text parameter ends at one: refuse
                 // rather than look up (or store) a shorter string than was given.
-                guard !text.utf8.contains(0) else {
+                guard !Self.holdsNUL(text) else {
                     throw SQLError(kind: .other, code: "22021", message: "a text parameter holds a NUL byte")
                 }
                 storage += text.utf8
@@ -174,9 +174,18 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         return result
     }
 
+    /// Whether `text` holds a NUL byte: over its contiguous UTF-8 with `memchr` (a
+    /// native string's; stepping through a `UTF8View` costs far more).
+    private static func holdsNUL(_ text: String) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { bytes in
+            guard let base = bytes.baseAddress else { return false }
+            return memchr(base, 0, bytes.count) != nil
+        } ?? text.utf8.contains(0)
+    }
+
     /// The prepared statement's name for `sql`, preparing it on first use.
     private func statement(_ sql: String) throws -> String {
-        if let name = prepared[sql] { return name }
+        if let name = prepared[StatementKey(sql)] { return name }
         if prepared.count >= Self.maxPrepared {
             try script("DEALLOCATE ALL")
             prepared.removeAll()
@@ -185,7 +194,7 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         let result = PQprepare(connection, name, Self.numbered(sql), 0, nil)
         defer { PQclear(result) }
         try check(result, expecting: PGRES_COMMAND_OK, sql: sql)
-        prepared[sql] = name
+        prepared[StatementKey(sql)] = name
         return name
     }
 
