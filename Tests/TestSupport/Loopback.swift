@@ -61,7 +61,10 @@ public enum Loopback {
         try await onThread { try blockingExchange(port: port, bytes) }
     }
 
-    private static func blockingExchange(port: Int, _ bytes: [UInt8]) throws -> String {
+    /// ``exchange(port:_:)`` on the calling thread: for a thread of a test's own, which
+    /// waits on no task (a loaded suite can keep Swift's cooperative threads, and so an
+    /// async client, busy for seconds).
+    public static func blockingExchange(port: Int, _ bytes: [UInt8]) throws -> String {
         let fd = try connect(port: port)
         defer { close(fd) }
         var sent = 0

@@ -166,6 +166,31 @@ public enum ASCII {
         byte >= 0x20 ? byte != 0x7F : byte == tab
     }
 
+    /// The first position in `range` of `bytes` that is no field-value byte, or `nil`.
+    /// Eight bytes at a time while none is a control character or DEL (the common case:
+    /// a value with no tab), then byte by byte.
+    static func firstNonFieldValue(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int? {
+        var index = range.lowerBound
+        if let base = bytes.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            while index + 8 <= range.upperBound {
+                let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+                // A byte below 0x20 (obs-text's high bit keeps it out), or one equal to 0x7F.
+                let below = (word &- ones &* 0x20) & ~word & highs
+                let flipped = word ^ (ones &* 0x7F)
+                let del = (flipped &- ones) & ~flipped & highs
+                if below | del != 0 { break }
+                index += 8
+            }
+        }
+        while index < range.upperBound {
+            if !isFieldValue(bytes[index]) { return index }
+            index += 1
+        }
+        return nil
+    }
+
     @inline(__always) static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case 0x30...0x39: byte - 0x30

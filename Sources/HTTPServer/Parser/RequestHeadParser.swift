@@ -187,7 +187,7 @@ struct RequestHeadParser {
         var valueEnd = line.upperBound
         while valueStart < valueEnd, bytes[valueStart] == ASCII.space || bytes[valueStart] == ASCII.tab { valueStart += 1 }
         while valueEnd > valueStart, bytes[valueEnd - 1] == ASCII.space || bytes[valueEnd - 1] == ASCII.tab { valueEnd -= 1 }
-        for position in valueStart..<valueEnd where !ASCII.isFieldValue(bytes[position]) {
+        if let position = ASCII.firstNonFieldValue(bytes, valueStart..<valueEnd) {
             throw bytes[position] == ASCII.cr ? .bareCarriageReturn : .invalidHeaderValue
         }
         fields.append(

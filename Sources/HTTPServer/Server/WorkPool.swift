@@ -96,8 +96,15 @@ public final class WorkPool: @unchecked Sendable {
     }
 
     private func work() {
+        // The caller of the job this thread ran last, released when it next takes the lock
+        // (one lock a job rather than two, so the event loops queueing work contend less).
+        var finished: String?
         while true {
             condition.lock()
+            if let caller = finished {
+                if let holding = held[caller], holding > 1 { held[caller] = holding - 1 } else { held[caller] = nil }
+                finished = nil
+            }
             while queued == 0 { condition.wait() }
             let caller = turns[next]
             next += 1
@@ -117,9 +124,7 @@ public final class WorkPool: @unchecked Sendable {
             queued -= 1
             condition.unlock()
             job()
-            condition.lock()
-            if let holding = held[caller], holding > 1 { held[caller] = holding - 1 } else { held[caller] = nil }
-            condition.unlock()
+            finished = caller
         }
     }
 }
