@@ -549,6 +549,9 @@ extension EventStreamTests {
                 }
             }
         }
+        // Whatever ends the test, the writer stops at its next failure (never left sending
+        // to a port a later test's server may take).
+        defer { killed.withLock { $0 = true } }
         // A generous bound: the whole suite runs beside it on two cores.
         var received = EventStreamClient.resourceIDs(try await onThread { try stream.events(20, timeout: 120) })
         #expect(
