@@ -1,11 +1,11 @@
 -- Credentials remembered by replicas. Each server remembers the keys and identity tokens it
 -- has checked; any change that could make one of them wrong (a key revoked or changed, a
--- user deleted or given another role or identity) moves `credential_generation` in the
--- transaction of the change and notifies `catalog_credentials`. Every server that
--- remembers keeps a row in `credential_replicas`: the generation whose changes it has
--- applied (`seen`) and until when it may go on using what it remembers without renewing
--- the row (`alive_until`, milliseconds by the database's clock). The write that changed
--- a credential answers once every live server has seen its generation, or that server's
+-- user deleted or given another role or identity) moves `credential_generation` in its
+-- own transaction and notifies `catalog_credentials`. Every server that remembers keeps a
+-- row in `credential_replicas`: the generation whose changes it has applied (`seen`) and
+-- until when it may go on using what it remembers without renewing the row
+-- (`alive_until`, milliseconds by the database's clock). The write that changed a
+-- credential answers once every live server has seen its generation, or that server's
 -- row has lapsed (and with it, by its own clock and earlier, its right to remember).
 CREATE TABLE credential_generation (
     id INTEGER PRIMARY KEY CHECK (id = 1),

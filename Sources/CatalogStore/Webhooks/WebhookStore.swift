@@ -74,6 +74,8 @@ public final class WebhookStore: Sendable {
     /// a change (SQLite's one writer; on PostgreSQL the change log's lock, which the
     /// writers hold from their first statement and the trigger writing an event takes),
     /// so every event numbered so far is committed, and every later one comes after.
+    /// (The header of `Migrations/postgresql/0011_webhook_events_after.sql`, kept as it
+    /// shipped, describes the first version, which also took a lock on `webhook_events`.)
     static let waitingTop = "(SELECT coalesce(max(seq), 0) FROM webhook_events)"
 
     static func row(_ values: SQLRow) -> WebhookRow? {
