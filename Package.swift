@@ -133,7 +133,7 @@ let package = Package(
         // child processes, test certificates made with the openssl CLI and a TLS client.
         .target(name: "TestSupport", dependencies: ["CCrypto", "CLinux", "CTLS"], path: "Tests/TestSupport"),
         .testTarget(name: "CatalogModelsTests", dependencies: ["CatalogModels"]),
-        .testTarget(name: "CatalogSchemaTests", dependencies: ["CatalogSchema", "CatalogModels"]),
+        .testTarget(name: "CatalogSchemaTests", dependencies: ["CatalogSchema", "CatalogModels", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "CatalogMediaTests", dependencies: ["CatalogMedia", "CatalogModels"]),
         .testTarget(

@@ -5,6 +5,7 @@ import CatalogSchema
 import CatalogStore
 import Foundation
 import ServiceTestSupport
+import TestSupport
 import Testing
 
 @testable import CatalogService
@@ -318,7 +319,7 @@ import Testing
                 .decode(Game.self).image)
         // PyPI's blurhash (the reference algorithm's Python port) over the same pixels.
         let script = "import blurhash; print(blurhash.encode([[[x * 8, y * 10, 128] for x in range(32)] for y in range(24)], 4, 3))"
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", script]
         let output = Pipe()

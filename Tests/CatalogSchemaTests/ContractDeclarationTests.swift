@@ -1,5 +1,6 @@
 import CatalogModels
 import Foundation
+import TestSupport
 import Testing
 
 @testable import CatalogSchema
@@ -13,7 +14,7 @@ import Testing
     /// `openapi.yaml`'s component schemas, read by PyYAML (CI installs it with the spec
     /// validator): no YAML reader of our own to trust.
     static let contractJSON: Result<Data, any Error> = Result {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
             "python3", "-c", "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1]))['components']['schemas'], sys.stdout)",

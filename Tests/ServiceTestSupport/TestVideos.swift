@@ -42,7 +42,7 @@ package enum TestVideos {
 
     /// Runs `program` with `arguments`, failing when it does not exit with 0.
     package static func run(_ program: String, _ arguments: [String]) throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [program] + arguments
         try process.run()
