@@ -106,26 +106,45 @@ int clinux_start_writeback(int fd, long long offset, long long length) {
     return sync_file_range(fd, (off64_t)offset, (off64_t)length, SYNC_FILE_RANGE_WRITE);
 }
 
-static _Thread_local uint64_t budget_deadline;
+// A read's budget is the work its thread does: the CPU time it spends, so a machine that is
+// loaded (other processes, other threads) stretches no read into a refusal. The wall clock
+// is read first, for it costs no system call: only a read whose wall-clock allowance has
+// passed asks for its thread's CPU time, and one that has taken ten allowances of wall
+// clock (blocked on the disk, or starved) is interrupted whatever its CPU time.
+static _Thread_local uint64_t budget_started;      // monotonic, 0 while no budget runs
+static _Thread_local uint64_t budget_running;      // the allowance of the running budget
+static _Thread_local uint64_t budget_cpu_started;  // thread CPU time at the start, 0 until first asked
 static _Thread_local uint64_t budget_allowance;
 
-static uint64_t monotonic_ns(void) {
+static uint64_t clock_ns(clockid_t clock) {
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    clock_gettime(clock, &now);
     return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
 int clinux_budget_start(uint64_t allowance_ns) {
-    if (budget_deadline != 0) return 0;
-    budget_deadline = monotonic_ns() + allowance_ns;
+    if (budget_started != 0) return 0;
+    budget_started = clock_ns(CLOCK_MONOTONIC);
+    budget_running = allowance_ns;
+    budget_cpu_started = 0;
     return 1;
 }
 
-void clinux_budget_end(void) { budget_deadline = 0; }
+void clinux_budget_end(void) { budget_started = 0; }
 
 int clinux_budget_exceeded(void *unused) {
     (void)unused;
-    return budget_deadline != 0 && monotonic_ns() > budget_deadline;
+    if (budget_started == 0) return 0;
+    uint64_t elapsed = clock_ns(CLOCK_MONOTONIC) - budget_started;
+    if (budget_cpu_started == 0) {
+        // The first check: the CPU time at the start is taken as if the thread had run
+        // throughout (never less than it spent), so the start costs no system call.
+        uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        budget_cpu_started = cpu > elapsed ? cpu - elapsed : 1;
+    }
+    if (elapsed <= budget_running) return 0;
+    if (elapsed / 10 > budget_running) return 1;
+    return clock_ns(CLOCK_THREAD_CPUTIME_ID) - budget_cpu_started > budget_running;
 }
 
 uint64_t clinux_budget_allowance(void) { return budget_allowance; }

@@ -452,6 +452,7 @@ import Glibc
             #expect(first.head.lowercased().contains("content-type: text/event-stream"))
             #expect(events.compactMap { $0["data"].flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }?["id"] as? String } == created)
             // Resuming after the third event gives the fourth and fifth, then what comes next.
+            try #require(events.count == 5, "\(first.head)")
             let resumeFrom = try #require(events[2]["id"])
             let second = try await onThread { try EventStreamClient(port: port, headers: ["Last-Event-ID": resumeFrom]) }
             let later = try await Self.create(catalog.client, "Later")

@@ -19,10 +19,15 @@ import Testing
             return try await client.send("PUT", path, json: body).status
         }
         var statuses: [Int: Int] = [:]
+        let started = ContinuousClock.now
         for second in 0..<1000 { statuses[try await beat(flooder, second), default: 0] += 1 }
-        let quota = RatePolicy.defaults[.write]?.quota ?? 0
-        #expect((statuses[200] ?? 0) >= quota && (statuses[200] ?? 0) < quota + 100, "the budget's \(quota), and what refills meanwhile: \(statuses)")
-        #expect((statuses[429] ?? 0) > 800 - quota, "\(statuses)")
+        let elapsed = Double((ContinuousClock.now - started).components.seconds) + 1
+        let policy = try #require(RatePolicy.defaults[.write])
+        let quota = policy.quota
+        // What refills while the thousand are sent (a loaded machine takes longer to send them).
+        let refilled = Int(elapsed * Double(policy.quota) / Double(policy.window)) + 1
+        #expect((statuses[200] ?? 0) >= quota && (statuses[200] ?? 0) <= quota + refilled, "the budget's \(quota), and \(refilled) refilled meanwhile: \(statuses)")
+        #expect((statuses[429] ?? 0) == 1000 - (statuses[200] ?? 0), "every other answer a 429: \(statuses)")
         // The other viewer's budget is its own; the flooder's refills at 5 a second, more than one heartbeat a second needs.
         #expect(try await beat(steady, 1) == 200)
         try await Task.sleep(for: .milliseconds(1100))

@@ -113,7 +113,7 @@ import Testing
             let events = try await onThread { try stream.events(3) }
             #expect(stream.head.hasPrefix("HTTP/1.1 200") && stream.head.lowercased().contains("content-type: text/event-stream"))
             #expect(EventStreamClient.resourceIDs(events) == items.map(\.rawValue))
-            let resumeFrom = try #require(events[0]["id"])
+            let resumeFrom = try #require(events.first?["id"], "\(stream.head)")
             let resumed = try await onThread {
                 try EventStreamClient(port: port, path: "/v1/me/changes", headers: headers.merging(["Last-Event-ID": resumeFrom]) { $1 })
             }

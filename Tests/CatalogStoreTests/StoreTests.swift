@@ -460,6 +460,39 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         }
     }
 
+    /// The budget counts the work a read does, not the time its thread spends waiting (for the
+    /// disk, or for a core on a loaded machine), up to ten allowances of wall-clock time.
+    @Test func aReadThatWaitsIsBoundedByTenAllowancesOfWallClock() async throws {
+        try await onThread { () throws -> Void in
+            let queue = try DatabaseQueue()
+            // pause(row, ms): sleeps `ms` at row 2,000, after the budget's first checks.
+            let pause = DatabaseFunction("pause", argumentCount: 2, pure: false) { values in
+                if Int64.fromDatabaseValue(values[0]) == 2_000, let milliseconds = Int64.fromDatabaseValue(values[1]) {
+                    usleep(useconds_t(milliseconds * 1_000))
+                }
+                return 0
+            }
+            let sql = """
+                WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 4000)
+                SELECT sum(pause(x, ?)) FROM n
+                """
+            let previous = ReadBudget.allowance
+            defer { ReadBudget.allow(previous) }
+            ReadBudget.allow(.milliseconds(100))
+            try queue.inDatabase { (db: Database) throws -> Void in
+                db.add(function: pause)
+                ReadBudget.install(on: db)
+                // Three allowances spent asleep, next to no CPU time: the read finishes.
+                #expect(try ReadBudget.run { try Int.fetchOne(db, sql: sql, arguments: [300]) } == 0)
+                // Twelve allowances asleep: interrupted by the wall clock.
+                let error = #expect(throws: DatabaseError.self) { try ReadBudget.run { try Int.fetchOne(db, sql: sql, arguments: [1_200]) } }
+                #expect(error?.resultCode == .SQLITE_INTERRUPT)
+                // The budget ended with the read: the next one runs in full.
+                #expect(try ReadBudget.run { try Int.fetchOne(db, sql: sql, arguments: [0]) } == 0)
+            }
+        }
+    }
+
     @Test func searchWordsOfOneLetterMatchWhole() {
         #expect(SearchQuery.fts5("a big ba") == #""a" "big"* "ba"*"#)
         #expect(SearchQuery.words("one, two;three") == ["one", "two", "three"])

@@ -10,6 +10,28 @@ import Glibc
 
 /// Head, body and keep-alive timeouts, and slow clients that must not starve others.
 @Suite struct TimeoutTests {
+    /// A loop with no connection sleeps until something happens: no sweeps, no wakes (a
+    /// sweep walks the loop's own connections only, and only while it has some). With one
+    /// connection open, it sweeps, and the sweep still closes the connection when idle.
+    @Test func aLoopWithoutConnectionsSleepsAndOneWithAConnectionSweeps() async throws {
+        let server = try TestServer(.plaintext) { $0.loopThreads = 2 }
+        try await onThread {
+            let before = server.server.loopRounds
+            usleep(400_000)
+            // Each loop woke once in between: for the second reading.
+            #expect(zip(before, server.server.loopRounds).map { $1 - $0 } == [1, 1])
+            let client = try server.client()
+            try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+            let open = server.server.loopRounds
+            usleep(400_000)
+            // Sweeps every 30 ms on the loop that holds the connection (its shortest timeout,
+            // 300 ms, over ten); the keep-alive timeout (800 ms) has not passed yet.
+            #expect(zip(open, server.server.loopRounds).map { $1 - $0 }.max() ?? 0 >= 5)
+            #expect(client.waitForClose())
+        }
+    }
+
     @Test(arguments: Transport.allCases) func clientStallingMidHeadGets408WhileOthersAreServed(_ transport: Transport) async throws {
         let server = try TestServer(transport) { $0.headTimeout = .milliseconds(600) }
         try await onThread {

@@ -411,22 +411,28 @@ package final class EventStreamClient: @unchecked Sendable {
 
     deinit { close(fd) }
 
-    /// Reads until `count` events (or the end); each event's fields by name.
-    package func events(_ count: Int, timeout: Double = 10) throws -> [[String: String]] {
+    /// Reads until `count` events, the end, or `timeout` seconds (the whole suite can load the
+    /// machine for seconds at a time); each event's fields by name.
+    package func events(_ count: Int, timeout: Double = 30) throws -> [[String: String]] {
         var events: [[String: String]] = []
         let deadline = Date(timeIntervalSinceNow: timeout)
         while events.count < count {
             events += take()
             if events.count >= count || ended { break }
-            guard Date() < deadline, readMore() else { break }
+            guard Date() < deadline else { break }
+            if !readMore() && !lastReadTimedOut { break }
         }
         return events
     }
+
+    /// Whether the last ``readMore()`` ended on the socket's receive timeout (not its end).
+    package private(set) var lastReadTimedOut = false
 
     /// Reads what the socket holds; false at its end or on a timeout.
     package func readMore() -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65_536)
         let count = recv(fd, &chunk, chunk.count, 0)
+        lastReadTimedOut = count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
         guard count > 0 else { return false }
         buffer += chunk[0..<count]
         return true

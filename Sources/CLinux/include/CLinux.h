@@ -51,11 +51,12 @@ int clinux_punch_hole(int fd, long long offset, long long length);
 /// (sync_file_range with SYNC_FILE_RANGE_WRITE), so a later fdatasync has less to wait for.
 int clinux_start_writeback(int fd, long long offset, long long length);
 
-/// Work budgets for SQLite statements, per thread: `clinux_budget_start` sets a deadline
-/// `allowance_ns` from now (unless one is already running; returns whether it set one),
-/// `clinux_budget_end` clears it, and `clinux_budget_exceeded` (installed with
-/// sqlite3_progress_handler) answers non-zero, interrupting the statement, once the
-/// calling thread's deadline has passed.
+/// Work budgets for SQLite statements, per thread: `clinux_budget_start` starts one of
+/// `allowance_ns` (unless one is already running; returns whether it started one),
+/// `clinux_budget_end` ends it, and `clinux_budget_exceeded` (installed with
+/// sqlite3_progress_handler) answers non-zero, interrupting the statement, once the calling
+/// thread has spent more than the allowance of CPU time since the start, or ten times it
+/// of wall-clock time.
 int clinux_budget_start(uint64_t allowance_ns);
 void clinux_budget_end(void);
 int clinux_budget_exceeded(void *unused);

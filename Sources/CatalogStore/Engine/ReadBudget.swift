@@ -2,9 +2,11 @@ import CLinux
 
 /// How long one read may work before the engine interrupts it, so no statement can hold
 /// a thread (an event loop above all) for long, whatever a client asks. In SQLite every
-/// reader connection has a progress handler that checks the calling thread's deadline
-/// every thousand virtual machine steps; in PostgreSQL the allowance is the statement
-/// timeout. An interrupted read fails with ``StoreError/tooExpensive``.
+/// reader connection has a progress handler that, every thousand virtual machine steps,
+/// checks the CPU time the calling thread has spent on the read against its allowance, and
+/// the wall-clock time against ten allowances (a loaded machine stretches no read into a
+/// refusal; a read blocked or starved is still bounded); in PostgreSQL the allowance is the
+/// statement timeout. An interrupted read fails with ``StoreError/tooExpensive``.
 public enum ReadBudget {
     /// The allowance of a read on a thread that set none, such as an event loop.
     public static let inline: Duration = .milliseconds(100)

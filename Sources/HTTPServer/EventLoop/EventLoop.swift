@@ -18,8 +18,13 @@ final class EventLoop: @unchecked Sendable {
     let core: ServerCore
     let date = DateCache()
     private let epoll: Epoll
+    /// The loop's connections by descriptor, for its events.
     private var connections: [Connection?] = []
-    private(set) var connectionCount = 0
+    /// The same connections, densely: sweeps and shutdown walk these, whatever the
+    /// descriptors' numbers (a process with thousands of descriptors open elsewhere makes the
+    /// table above that long).
+    private var open: [Connection] = []
+    var connectionCount: Int { open.count }
     private let mailbox = Mutex<Mailbox>(Mailbox())
 
     private struct Mailbox {
@@ -41,6 +46,8 @@ final class EventLoop: @unchecked Sendable {
     private var nextConnectionID: UInt64 = 0
     private(set) var now: Int64 = EventLoop.monotonicMilliseconds()
     private var nextSweep: Int64 = 0
+    /// How many times the loop has woken (its thread only).
+    private(set) var rounds = 0
     private let sweepInterval: Int64
     /// Connections whose TLS session holds input the socket no longer signals.
     private var readyToRead: [Connection] = []
@@ -96,8 +103,11 @@ final class EventLoop: @unchecked Sendable {
         defer { events.deallocate() }
         nextSweep = now + sweepInterval
         while true {
-            let timeout = readyToRead.isEmpty ? Int32(clamping: max(0, nextSweep - now)) : 0
+            // With nothing to sweep, the loop sleeps until an event or a job wakes it.
+            let idle = open.isEmpty && acceptPausedUntil == 0 && !isDraining
+            let timeout = !readyToRead.isEmpty ? 0 : idle ? -1 : Int32(clamping: max(0, nextSweep - now))
             let count = epoll.wait(into: events, timeout: timeout)
+            rounds &+= 1
             now = Self.monotonicMilliseconds()
             date.refresh()
             for slot in 0..<count {
@@ -120,7 +130,7 @@ final class EventLoop: @unchecked Sendable {
             if isDraining, connectionCount == 0 || now >= drainDeadline { break }
         }
         stopped = true
-        for case let connection? in connections { connection.close() }
+        for connection in open { connection.close() }
         runMailbox(closing: true)
     }
 
@@ -210,7 +220,7 @@ final class EventLoop: @unchecked Sendable {
             acceptPausedUntil = 0
             epoll.modify(listener, events: Epoll.readable, token: UInt64(listener))
         }
-        for case let connection? in connections { connection.checkDeadlines(now: now) }
+        for connection in open { connection.checkDeadlines(now: now) }
     }
 
     // MARK: Connections
@@ -281,7 +291,8 @@ final class EventLoop: @unchecked Sendable {
             return drop(fd, client: client)
         }
         connections[slot] = connection
-        connectionCount += 1
+        connection.openSlot = open.count
+        open.append(connection)
     }
 
     /// Closes an accepted descriptor no connection was made for, and uncounts it.
@@ -295,7 +306,11 @@ final class EventLoop: @unchecked Sendable {
         let slot = Int(connection.fd)
         guard slot < connections.count, connections[slot] === connection else { return }
         connections[slot] = nil
-        connectionCount -= 1
+        let last = open.removeLast()
+        if last !== connection {
+            open[connection.openSlot] = last
+            last.openSlot = connection.openSlot
+        }
         if let client = connection.client { core.release(client) }
         core.openConnections.subtract(1, ordering: .relaxed)
     }
@@ -341,6 +356,6 @@ final class EventLoop: @unchecked Sendable {
             Glibc.close(listener)
             listener = -1
         }
-        for case let connection? in connections { connection.closeIfIdleWhileDraining() }
+        for connection in open { connection.closeIfIdleWhileDraining() }
     }
 }

@@ -73,6 +73,8 @@ final class Connection {
     /// The largest body the request being read may have (its route's limit).
     var bodyLimit = 0
     unowned let loop: EventLoop
+    /// Where the loop's list of open connections holds this one (its sweeps walk that list).
+    var openSlot = -1
     let input = ByteBuffer(capacity: 8 * 1024)
     let output = ByteBuffer(capacity: 4 * 1024)
     var parser: RequestHeadParser

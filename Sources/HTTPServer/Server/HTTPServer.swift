@@ -204,6 +204,23 @@ public final class HTTPServer: Sendable {
     /// TLS handshakes that failed since start, plaintext requests to a TLS listener among them.
     public var failedHandshakes: Int { core.failedHandshakes.load(ordering: .relaxed) }
 
+    /// How many times each event loop has woken since start, each read on its own loop
+    /// (which wakes it once more).
+    var loopRounds: [Int] {
+        loops.map { loop in
+            let rounds = Mutex(0)
+            let read = Latch()
+            if !loop.execute({ loop in
+                rounds.withLock { $0 = loop.rounds }
+                read.open()
+            }) {
+                return -1
+            }
+            read.wait()
+            return rounds.withLock { $0 }
+        }
+    }
+
     /// The number of client connections open right now.
     public var openConnections: Int { core.openConnections.load(ordering: .relaxed) }
 
