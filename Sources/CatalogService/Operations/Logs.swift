@@ -105,15 +105,19 @@ public final class LogWriter: @unchecked Sendable {
             condition.unlock()
             return
         }
+        let first = pending.isEmpty
         pending.append(contentsOf: line.utf8)
-        if pending.count >= Self.batchBytes { condition.signal() }
+        // The first line wakes the writer, which has slept since its last batch; it then
+        // gathers lines for ``interval``, unless a full batch wakes it before. (A broadcast:
+        // a `flush` may wait on the same condition, and the writer's wait has no timeout.)
+        if first || pending.count >= Self.batchBytes { condition.broadcast() }
         condition.unlock()
     }
 
     /// Returns once every line written so far is out.
     public func flush() {
         condition.lock()
-        condition.signal()
+        condition.broadcast()
         while !pending.isEmpty || writing { _ = condition.wait(until: Date(timeIntervalSinceNow: 0.01)) }
         condition.unlock()
     }
@@ -121,9 +125,11 @@ public final class LogWriter: @unchecked Sendable {
     private func run() {
         while true {
             condition.lock()
-            while pending.isEmpty || pending.count < Self.batchBytes {
-                if !condition.wait(until: Date(timeIntervalSinceNow: Self.interval)), !pending.isEmpty { break }
-            }
+            // With nothing to write, the writer sleeps until the first line: an idle server's
+            // log wakes no one.
+            while pending.isEmpty { condition.wait() }
+            let deadline = Date(timeIntervalSinceNow: Self.interval)
+            while pending.count < Self.batchBytes, condition.wait(until: deadline) {}
             var batch = pending
             pending.removeAll(keepingCapacity: true)
             if dropped > 0 {
