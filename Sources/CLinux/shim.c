@@ -108,9 +108,10 @@ int clinux_start_writeback(int fd, long long offset, long long length) {
 
 // A read's budget is the work its thread does: the CPU time it spends, so a machine that is
 // loaded (other processes, other threads) stretches no read into a refusal. The wall clock
-// is read first, for it costs no system call: only a read whose wall-clock allowance has
-// passed asks for its thread's CPU time, and one that has taken ten allowances of wall
-// clock (blocked on the disk, or starved) is interrupted whatever its CPU time.
+// is read at every check, for it costs no system call; the thread's CPU time (a system
+// call) at the first check, a thousand steps in, and then only once the wall-clock
+// allowance has passed. A read that has taken ten allowances of wall clock (blocked on the
+// disk, or starved) is interrupted whatever its CPU time.
 static _Thread_local uint64_t budget_started;      // monotonic, 0 while no budget runs
 static _Thread_local uint64_t budget_running;      // the allowance of the running budget
 static _Thread_local uint64_t budget_cpu_started;  // thread CPU time at the start, 0 until first asked
