@@ -426,7 +426,7 @@ package final class EventStreamClient: @unchecked Sendable {
     }
 
     /// Whether the last ``readMore()`` ended on the socket's receive timeout (not its end).
-    package private(set) var lastReadTimedOut = false
+    private var lastReadTimedOut = false
 
     /// Reads what the socket holds; false at its end or on a timeout.
     package func readMore() -> Bool {
