@@ -4,15 +4,21 @@
 # included) and a fixed seed, as an admin; it must finish with no failure. Then, without
 # credentials and with a bad one, every operation that needs a credential must refuse
 # with the documented 401.
-# Settings and the hooks: .ci/schemathesis/.
+# Settings and the hooks: .ci/schemathesis/. Runs of it at once do not share anything:
+# each works in a copy of the settings (schemathesis keeps its caches beside them).
 # Usage: .ci/contract.sh path/to/release/catalog-server
 #   env: CATALOG_DATABASE, an empty PostgreSQL database to run on instead of a new SQLite file
+#        CATALOG_CONTRACT_EXAMPLES, examples per operation in the fuzzing and stateful
+#        phases (default: the settings' 100)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 server=$(realpath "$1")
-python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore schemathesis==4.32.5
+# One install at a time: two at once into the same site-packages can break it.
+flock /tmp/catalog-contract-pip.lock \
+    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore schemathesis==4.32.5
 
 work=$(mktemp -d)
+cp -R "$root/.ci/schemathesis" "$work/settings"
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 # The first admin, created offline before the server holds the database; only the key
@@ -42,10 +48,12 @@ export CATALOG_CI_USER_ID CATALOG_CI_KEY_ID
 # schemathesis counts as a server error whatever the contract says: the API tests check it.
 excluded=(--exclude-operation-id deleteCurrentUser)
 [[ "$database" == postgres* ]] && excluded+=(--exclude-operation-id createBackup)
-cd "$root/.ci/schemathesis"
+examples=()
+[ -n "${CATALOG_CONTRACT_EXAMPLES:-}" ] && examples=(--max-examples "$CATALOG_CONTRACT_EXAMPLES")
+cd "$work/settings"
 PYTHONPATH=. schemathesis run "$root/openapi.yaml" --url "$url" --checks all \
     --phases examples,coverage,fuzzing,stateful --no-color \
-    -H "Authorization: Bearer $key" "${excluded[@]}"
+    -H "Authorization: Bearer $key" "${excluded[@]}" "${examples[@]}"
 
 # Without a credential every write (and every read that is not public) is a 401
 # `unauthenticated`; with a credential that is no good, a 401 `invalidToken`.

@@ -18,20 +18,29 @@ import Testing
             "--database", database, "--migrations", migrationsDirectory.path, "--no-seed", "--rate-limits", "off", "--webhook-allowed-networks", "127.0.0.1/32",
             "--webhook-http-networks", "127.0.0.1/32",
         ]
-        // Slow to answer: deliveries are in flight when the server dies.
-        let receiver = try await WebhookReceiver(["--delay", "1"])
+        let receiver = try await WebhookReceiver()
         var server = try await ServerProcess(arguments, log: directory.appendingPathComponent("server-1.log"), key: key)
         let api = CatalogClient(baseURL: server.client.baseURL, credentials: .apiKey(key), timeout: 10)
         let webhook = try await api.webhooks.create(WebhookInput(url: receiver.url, eventTypes: ["game.created"]))
         try receiver.trust([try #require(webhook.secret)])
-        // At most four a second are answered: most are still to send when the server dies.
-        let created = try await withThrowingTaskGroup(of: String.self) { group in
-            for index in 0..<40 { group.addTask { try await api.games.create(GameInput(name: "Sent \(index)", imageName: "s")).value.id.rawValue } }
-            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        @Sendable func create(_ indices: Range<Int>) async throws -> Set<String> {
+            try await withThrowingTaskGroup(of: String.self) { group in
+                for index in indices { group.addTask { try await api.games.create(GameInput(name: "Sent \(index)", imageName: "s")).value.id.rawValue } }
+                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+            }
         }
-        try await receiver.wait { $0.count >= 5 }
+        // The first twenty are delivered and answered.
+        let answered = try await create(0..<20)
+        try await receiver.wait { _ in answered.isSubset(of: receiver.resourceIDs) }
+        // The receiver then holds its answers: the next twenty are in flight or still to send
+        // when the server dies, however slow the machine.
+        try receiver.delayAnswers(by: 3600)
+        let held = try await create(20..<40)
+        try await receiver.wait { _ in !held.isDisjoint(with: receiver.resourceIDs) }
         server.kill9()
-        #expect(receiver.resourceIDs.count < created.count, "the kill came mid-delivery")
+        let created = answered.union(held)
+        #expect(answered.isSubset(of: receiver.resourceIDs) && !held.isSubset(of: receiver.resourceIDs), "the kill came mid-delivery")
+        try receiver.delayAnswers(by: 0)
         server = try await ServerProcess(arguments, log: directory.appendingPathComponent("server-2.log"), key: key)
         try await receiver.expectEveryOne(of: created)
         _ = server

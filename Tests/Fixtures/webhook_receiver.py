@@ -8,6 +8,7 @@ are safe: requests on one connection are answered in order, bodies are read by
 
     webhook_receiver.py [--host 127.0.0.1] [--port 0] [--port-file PATH] [--log PATH]
                         [--secrets-file PATH] [--fail-first N] [--delay SECONDS]
+                        [--delay-file PATH]
                         [--status CODE | --hang | --redirect URL | --big-response BYTES]
                         [--exit-with-parent]
 
@@ -21,6 +22,9 @@ Answers (default 204 No Content at once):
   --delay SECONDS     answer each request SECONDS after its first byte arrived, without
                       holding up other connections (pipelined requests on one connection
                       still get their answers in order).
+  --delay-file PATH   as each request is read, a number of seconds in this file (when it
+                      holds one) replaces --delay for that request: a test can hold
+                      answers, then let them go, without restarting the receiver.
 
 --tls-cert PEM --tls-key PEM serve https instead of http.
 
@@ -187,6 +191,17 @@ class Receiver:
             self.success = (204, _response(204), 0)
         self.failure = (500, _response(500, [("Content-Type", "text/plain")], b"nope"), 0)
 
+    def delay(self):
+        """Seconds to hold the answer to a request read now: --delay-file's number, when
+        the file holds one, else --delay."""
+        if self.options.delay_file:
+            try:
+                with open(self.options.delay_file, encoding="utf-8") as file:
+                    return float(file.read().strip())
+            except (OSError, ValueError):
+                pass
+        return self.options.delay
+
     def answer_for(self, attempt):
         """(status, head bytes, big body length) or None for no answer."""
         if self.success is None:
@@ -239,7 +254,6 @@ class Connection(asyncio.Protocol):
 
     def __init__(self, receiver):
         self.receiver = receiver
-        self.delay = receiver.options.delay
         self.transport = None
         self.buf = bytearray()
         self.first_byte = None  # when the first byte of the request being read arrived
@@ -427,10 +441,11 @@ class Connection(asyncio.Protocol):
         if answer is None or self.hung:
             self.hung = True  # HTTP/1.1 answers go in order: nothing after this one is answered
             return
-        if self.delay <= 0 and not self.pending:
+        delay = self.receiver.delay()
+        if delay <= 0 and not self.pending:
             self._emit(answer, not keep_alive)
             return
-        due = first_byte + self.delay
+        due = first_byte + delay
         self.pending.append((due, answer, not keep_alive))
         if self.timer is None:
             self._schedule()
@@ -558,6 +573,7 @@ def parse_arguments(argv=None):
     parser.add_argument("--secrets-file", help="one whsec_ secret a line; re-read when it changes")
     parser.add_argument("--fail-first", type=int, default=0, metavar="N", help="500 `nope` to the first N requests of each webhook-id")
     parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="wait this long after a request's first byte before answering")
+    parser.add_argument("--delay-file", metavar="PATH", help="a number of seconds here replaces --delay for each request read while it does")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--status", type=int, metavar="CODE", help="always answer CODE")
     mode.add_argument("--hang", action="store_true", help="read requests, never answer")

@@ -28,7 +28,7 @@ package final class WebhookReceiver: @unchecked Sendable {
             [
                 "python3", Self.script.path, "--host", host, "--port", "0", "--port-file", portFile.path, "--log", directory.appendingPathComponent("log.jsonl").path,
                 "--secrets-file", directory.appendingPathComponent("secrets").path, "--connection-log", directory.appendingPathComponent("connections").path,
-                "--exit-with-parent",
+                "--delay-file", directory.appendingPathComponent("delay").path, "--exit-with-parent",
             ] + options
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: Self.touch(directory.appendingPathComponent("stderr")))
@@ -53,6 +53,13 @@ package final class WebhookReceiver: @unchecked Sendable {
     /// message's `verified` lists).
     package func trust(_ secrets: [String]) throws {
         try Data(secrets.joined(separator: "\n").utf8).write(to: directory.appendingPathComponent("secrets"), options: .atomic)
+    }
+
+    /// Answers each request read from now on `seconds` after its first byte arrived, in
+    /// place of the `--delay` it started with (0: at once). Answers on one connection still
+    /// leave in order, so one held answer holds those behind it.
+    package func delayAnswers(by seconds: Double) throws {
+        try Data("\(seconds)".utf8).write(to: directory.appendingPathComponent("delay"), options: .atomic)
     }
 
     /// One request it received.
