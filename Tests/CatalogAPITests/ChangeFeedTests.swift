@@ -554,9 +554,10 @@ extension EventStreamTests {
         // to a port a later test's server may take).
         defer { killed.withLock { $0 = true } }
         // A generous bound: the whole suite runs beside it on two cores.
+        // At least twenty: a read may bring more whole events than asked for.
         var received = EventStreamClient.resourceIDs(try await onThread { try stream.events(20, timeout: 120) })
         #expect(
-            received.count == 20,
+            received.count >= 20,
             "last write refused: \(refusal.withLock { $0 }); \(String((try? String(contentsOf: directory.appendingPathComponent("first.log"), encoding: .utf8))?.suffix(1_500) ?? ""))"
         )
         killed.withLock { $0 = true }

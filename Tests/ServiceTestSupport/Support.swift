@@ -412,7 +412,8 @@ package final class EventStreamClient: @unchecked Sendable {
     deinit { close(fd) }
 
     /// Reads until `count` events, the end, or `timeout` seconds (the whole suite can load the
-    /// machine for seconds at a time); each event's fields by name.
+    /// machine for seconds at a time); each event's fields by name. It can return more than
+    /// `count`: every whole event its last read brought.
     package func events(_ count: Int, timeout: Double = 30) throws -> [[String: String]] {
         var events: [[String: String]] = []
         let deadline = Date(timeIntervalSinceNow: timeout)
