@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/lib.sh
 bench_require
-swift build -c release --product catalog-server >/dev/null
+bench_server
 
 work=$(mktemp -d)
 ours_port=18180 nginx_port=18181
@@ -15,7 +15,7 @@ ours=
 trap '[ -n "$ours" ] && kill $ours 2>/dev/null; bench_nginx_stop "$work"; rm -rf "$work"' EXIT
 printf 'ok' > "$work/healthz"
 bench_nginx "$work" "$nginx_port" "/healthz $work/healthz text/plain;charset=utf-8"
-.build/release/catalog-server --port "$ours_port" --loop-threads "$BENCH_WORKERS" --database "$work/catalog.sqlite" --log-level warning --rate-limits off >/dev/null &
+"$server" --port "$ours_port" --loop-threads "$BENCH_WORKERS" --database "$work/catalog.sqlite" --log-level warning --rate-limits off >/dev/null &
 ours=$!
 bench_wait_port "$ours_port"
 

@@ -12,7 +12,7 @@
 # the requests, is what one more request costs, without start-up, shutdown, or the
 # one-time work a first request of a kind does (a connection opened, a statement
 # prepared, a type's metadata made), which lands on whichever run meets it first.
-# Usage: Benchmarks/instructions.sh [SERVER...]   (default: .build/release/catalog-server;
+# Usage: Benchmarks/instructions.sh [SERVER...]   (default: this checkout, built as the image ships it;
 #        name an earlier commit's build too to compare them side by side)
 #   env: INSTRUCTIONS_SERVER_FLAGS (default "--rate-limits off"; "" keeps the defaults, rate
 #        limits on, and suits builds older than the flag); INSTRUCTIONS_PROFILES=DIR keeps each
@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 . Benchmarks/lib.sh
 command -v valgrind >/dev/null || { apt-get update -qq; apt-get install -y -qq valgrind >/dev/null; }
 bench_require sqlite3 curl
-[ $# -gt 0 ] || { swift build -c release --product catalog-server >/dev/null; set -- .build/release/catalog-server; }
+[ $# -gt 0 ] || set -- "$(bench_build catalog-server)"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -16,11 +16,21 @@ bench_require() {
     fi
 }
 
+# bench_build PRODUCT: builds PRODUCT as the image ships it (the Dockerfile's flags: release,
+# Swift's runtime and Foundation linked in statically; in the image check's build
+# directory, `.build-image`) and prints its path. Under catalog.sh (10,000 items) its peak
+# RSS was 48.6–48.7 MB against 54.6–57.5 MB for a build against the toolchain's shared
+# libraries (interleaved runs), for the same instructions per request within 1%.
+bench_build() {
+    swift build -c release --static-swift-stdlib --scratch-path .build-image --product "$1" >/dev/null
+    echo "$(swift build -c release --static-swift-stdlib --scratch-path .build-image --show-bin-path)/$1"
+}
+
 # bench_server: sets `server` to the catalog-server measured: CATALOG_SERVER (a prebuilt
-# one, such as an earlier commit's), else this checkout's release build, built now.
+# one, such as an earlier commit's), else this checkout's build as the image ships it, built now.
 bench_server() {
-    server=${CATALOG_SERVER:-.build/release/catalog-server}
-    [ -n "${CATALOG_SERVER:-}" ] || swift build -c release --product catalog-server >/dev/null
+    server=${CATALOG_SERVER:-}
+    [ -n "$server" ] || server=$(bench_build catalog-server)
 }
 
 # Both servers run without access logs (nginx: access_log off; ours: --log-level warning).

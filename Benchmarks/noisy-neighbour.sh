@@ -58,7 +58,7 @@
 # pattern cannot take this machine's memory from everyone else.
 #
 # Usage: Benchmarks/noisy-neighbour.sh [--strict] [PATTERN...]
-#   env: CATALOG_SERVER (default .build/release/catalog-server; not built here),
+#   env: CATALOG_SERVER (default .build-image/release/catalog-server, as the image ships it; not built here),
 #        BENCH_DURATION=10 (seconds per pattern), NOISY_PATTERNS=a,b (or PATTERN arguments),
 #        NOISY_SERVER_FLAGS="--flag value" (added to every server start), NOISY_OUTPUT=FILE (the
 #        table, also), NOISY_RSS_CAP_MIB=2048, NOISY_MIGRATIONS=DIR (default: Migrations beside
@@ -91,10 +91,10 @@ for pattern in "${patterns[@]}"; do
     [[ " ${all_patterns[*]} " == *" $pattern "* ]] || { echo "unknown pattern $pattern (one of: ${all_patterns[*]})" >&2; exit 64; }
 done
 
-server=${CATALOG_SERVER:-.build/release/catalog-server}
+server=${CATALOG_SERVER:-.build-image/release/catalog-server}
 if [ ! -x "$server" ]; then
     if [ -z "${CATALOG_SERVER:-}" ]; then
-        echo "no $server: build it first (swift build -c release --product catalog-server), or set CATALOG_SERVER" >&2
+        echo "no $server: build it first (swift build -c release --static-swift-stdlib --scratch-path .build-image --product catalog-server), or set CATALOG_SERVER" >&2
     else
         echo "CATALOG_SERVER=$server is not an executable file" >&2
     fi

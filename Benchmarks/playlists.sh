@@ -13,8 +13,7 @@ cd "$(dirname "$0")/.."
 . Benchmarks/lib.sh
 bench_require sqlite3
 command -v jq >/dev/null || apt-get install -y -qq jq >/dev/null
-swift build -c release --product catalog-server >/dev/null
-server=.build/release/catalog-server
+bench_server
 items=1000 playlists=100
 
 work=$(mktemp -d)

@@ -12,9 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/lib.sh
 bench_require sqlite3
-swift build -c release --product catalog-server >/dev/null
-swift build -c release --product catalog >/dev/null
-server=.build/release/catalog-server
+bench_server
+cli=$(bench_build catalog)
 items=${SCALE_ITEMS:-1000000}
 pages=${SCALE_PAGES:-100}
 work=$(mktemp -d)
@@ -93,7 +92,7 @@ echo "peak RSS: catalog-server $(bench_rss "$large_pid")"
 if [ "${SCALE_IMPORT:-0}" = 1 ]; then
     echo "3. catalog export of $items items, then catalog import into an empty server"
     began=$(date +%s.%N)
-    .build/release/catalog export --server http://127.0.0.1:18481 --api-key "$large_key" > "$work/export.ndjson"
+    "$cli" export --server http://127.0.0.1:18481 --api-key "$large_key" > "$work/export.ndjson"
     echo "  export: $(awk -v a="$began" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s, $(wc -l < "$work/export.ndjson") records"
     "$server" migrate --database "$work/empty.sqlite" >/dev/null
     empty_key=$(bench_admin_key "$server" "$work/empty.sqlite")
@@ -101,6 +100,6 @@ if [ "${SCALE_IMPORT:-0}" = 1 ]; then
     pids+=("$!")
     bench_wait_port 18482
     began=$(date +%s.%N)
-    .build/release/catalog import --server http://127.0.0.1:18482 --api-key "$empty_key" < "$work/export.ndjson" >/dev/null
+    "$cli" import --server http://127.0.0.1:18482 --api-key "$empty_key" < "$work/export.ndjson" >/dev/null
     echo "  import: $(awk -v a="$began" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 fi

@@ -6,14 +6,14 @@
 # Counts are per request; what the loop waits in (epoll_wait) is shown apart. A server
 # answering one keep-alive GET at a time cannot do better than one read and one write;
 # 16 pipelined GETs can leave in one write.
-# Usage: Benchmarks/syscalls.sh [SERVER...]   (default: .build/release/catalog-server;
+# Usage: Benchmarks/syscalls.sh [SERVER...]   (default: this checkout, built as the image ships it;
 #        name an earlier commit's build too to compare them side by side)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . Benchmarks/lib.sh
 command -v strace >/dev/null || { apt-get update -qq; apt-get install -y -qq strace >/dev/null; }
 bench_require sqlite3 curl python3
-[ $# -gt 0 ] || { swift build -c release --product catalog-server >/dev/null; set -- .build/release/catalog-server; }
+[ $# -gt 0 ] || set -- "$(bench_build catalog-server)"
 
 work=$(mktemp -d)
 server_pid=
