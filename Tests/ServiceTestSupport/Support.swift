@@ -420,23 +420,25 @@ package final class EventStreamClient: @unchecked Sendable {
         while events.count < count {
             events += take()
             if events.count >= count || ended { break }
-            guard Date() < deadline else { break }
-            if !readMore() && !lastReadTimedOut { break }
+            guard Date() < deadline, read() != .end else { break }
         }
         return events
     }
 
-    /// Whether the last ``readMore()`` ended on the socket's receive timeout (not its end).
-    private var lastReadTimedOut = false
-
     /// Reads what the socket holds; false at its end or on a timeout.
-    package func readMore() -> Bool {
+    package func readMore() -> Bool { read() == .bytes }
+
+    /// What one read of the socket brought: bytes (added to the buffer), its end (or an
+    /// error), or nothing before the receive timeout.
+    private enum Read { case bytes, end, timedOut }
+
+    private func read() -> Read {
         var chunk = [UInt8](repeating: 0, count: 65_536)
         let count = recv(fd, &chunk, chunk.count, 0)
-        lastReadTimedOut = count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
-        guard count > 0 else { return false }
+        if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .timedOut }
+        guard count > 0 else { return .end }
         buffer += chunk[0..<count]
-        return true
+        return .bytes
     }
 
     /// The whole events decoded so far.
