@@ -503,6 +503,19 @@ func wait<T: Sendable>(_ start: (@escaping @Sendable (Result<T, any Error>) -> V
         #expect(SearchQuery.tsquery("--") == nil)
     }
 
+    /// ASCII text is split by its bytes, other text by its characters: the same words either way.
+    @Test func searchWordsOfASCIITextAreTheWordsOfItsCharacters() {
+        func byCharacters(_ text: String) -> [String] {
+            text.split { !($0.isLetter || $0.isNumber) }.map(String.init)
+        }
+        let ascii = String(decoding: (0..<128).map { UInt8($0) }, as: UTF8.self)
+        for text in [ascii, ascii + ascii.reversed(), "  Star Wars: Episode IV (1977)!", "x", "", "__a1_B2__"] {
+            #expect(SearchQuery.words(text) == byCharacters(text))
+        }
+        #expect(SearchQuery.words(ascii) == ["0123456789", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"])
+        #expect(SearchQuery.words("Café crème, 北京²") == ["Café", "crème", "北京²"])
+    }
+
     @Test func databaseURLsAndLibpqMessagesAreShownWithoutThePassword() {
         #expect(PostgresDatabase.redacted("postgresql://u:s3cret@h:5432/db") == "postgresql://u:***@h:5432/db")
         #expect(PostgresDatabase.redacted("postgresql://h/db?sslpassword=k&password=s3cret") == "postgresql://h/db?sslpassword=k&password=***")

@@ -76,9 +76,10 @@ protocol SQLDialect: Sendable {
     func search(_ schema: ResourceSchema, text: String, queued: Bool) -> SQLSearch?
     /// A count of the matches of a search among the newest `sample` rows of `schema`, when
     /// the engine can test a row as it reads it (SQLite): how densely it matches, to choose
-    /// between the full-text index and a walk. Its one parameter is the search's
-    /// ``searchQuery(_:)``.
-    func searchSample(_ schema: ResourceSchema, sample: Int) -> String?
+    /// between the full-text index and a walk. `floor` reads the key of the oldest of
+    /// those rows (no parameter); `count`'s parameters are the search's ``searchQuery(_:)``
+    /// and that key.
+    func searchSample(_ schema: ResourceSchema, sample: Int) -> (floor: String, count: String)?
 }
 
 /// The spatial index of geographic lists.

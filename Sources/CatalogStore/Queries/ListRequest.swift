@@ -113,6 +113,17 @@ public enum SearchQuery {
     /// The words of `text`: its runs of letters and digits.
     public static func words(_ text: String) -> [String] {
         var words: [String] = []
+        // ASCII text (most searches) by its bytes: the same words, without the grapheme
+        // breaking and Unicode property lookups of `Character` (a third of a selective search's Swift).
+        if text.utf8.allSatisfy({ $0 < 0x80 }) {
+            var utf8 = Substring(text).utf8[...]
+            while let start = utf8.firstIndex(where: Self.isASCIIWordByte) {
+                let end = utf8[start...].firstIndex { !Self.isASCIIWordByte($0) } ?? utf8.endIndex
+                words.append(String(Substring(utf8[start..<end])))
+                utf8 = utf8[end...]
+            }
+            return words
+        }
         var current = ""
         for character in text {
             if character.isLetter || character.isNumber {
@@ -124,6 +135,14 @@ public enum SearchQuery {
         }
         if !current.isEmpty { words.append(current) }
         return words
+    }
+
+    /// An ASCII letter or digit: what `Character.isLetter || isNumber` is in ASCII.
+    private static func isASCIIWordByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"): true
+        default: false
+        }
     }
 
     /// The FTS5 query, or `nil` when the text holds no letter or digit. Words past

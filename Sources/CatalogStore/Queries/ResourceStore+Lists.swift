@@ -56,12 +56,8 @@ extension ResourceStore {
     ) throws
         -> (json: [UInt8], nextCursor: String?)
     {
-        let walks = try walksSearch(request)
-        if keepsMatches(request, walks: walks) {
-            return try renderedList(request, kept: &kept) { db in try keptQuery(db, request, after: cursor, walks: walks) }
-        }
-        if walks {
-            return try renderedList(request, kept: &kept) { db in try walkedQuery(db, request, after: cursor, queued: searchQueueWaits(db)) }
+        if request.search != nil, request.order != .distance {
+            return try renderedList(request, kept: &kept) { db in try searchQuery(db, request, after: cursor) }
         }
         if request.order == .distance, let near = request.near {
             let after = if case let .real(distance)? = cursor?.key { distance } else { 0.0 }
@@ -182,7 +178,9 @@ extension ResourceStore {
             case .walk:
                 break
             case let .rows(pks):
-                filters.append("t.pk IN (SELECT value FROM \(dialect.jsonElements("found")))")
+                // Looked up one by one (no temporary index of the list, as `IN` would build).
+                from = "\(dialect.jsonElements("found")) CROSS JOIN \(schema.table) t"
+                filters.append("t.pk = found.value")
                 arguments.append("[" + pks.map(String.init).joined(separator: ",") + "]")
             }
         } else if request.search != nil, schema.searchTable != nil {
@@ -258,11 +256,20 @@ extension ResourceStore {
         if case .ordered = way {
             return ("SELECT candidate FROM (\(candidates)) c \(order) LIMIT \(SearchLists.listLimit + 1)", candidateArguments)
         }
-        let page = "SELECT candidate, sort_key, id FROM (\(candidates)) c\(outerFilter) \(order) LIMIT ?"
+        // Exactly the page's rows are read whole, each by its key as the page yields it (no
+        // temporary table of the page): its order is what the outer query sorts.
+        // `.rows` holds the page already (at most `limit + 1`): no top-n sort to keep.
+        var page = "SELECT candidate, sort_key, id FROM (\(candidates)) c\(outerFilter)"
+        var pageArguments = candidateArguments + outerArguments
+        let holdsPage = if case .rows = way { true } else { false }
+        if !holdsPage {
+            page += " \(order) LIMIT ?"
+            pageArguments.append(request.limit + 1)
+        }
         let sql =
             "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), p.sort_key FROM (\(page)) p"
-            + " JOIN \(schema.table) t ON t.pk = p.candidate) t \(order)"
-        return (sql, candidateArguments + outerArguments + [request.limit + 1])
+            + " CROSS JOIN \(schema.table) t WHERE t.pk = p.candidate) t \(order)"
+        return (sql, pageArguments)
     }
 
     /// The sort key of `request`'s order over a row of `t` (its `?` bound to `arguments`),

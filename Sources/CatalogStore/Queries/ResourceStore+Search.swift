@@ -22,15 +22,51 @@ extension ResourceStore {
     /// the newest rows then finds in some thousand rows); when at least one in 64 does,
     /// for a sorted list (whose page a walk along the sort's index then fills). A
     /// search's count is kept for a while, so the next pages of a search (and a popular
-    /// one) skip the sample.
-    func walksSearch(_ request: ListRequest) throws -> Bool {
+    /// one) skip the sample. Sampled in `db`, the snapshot the search reads, whose
+    /// ``SQLDialect/writeVersion`` is `version`: the oldest sampled row is found once a version
+    /// (stepping back 256 rows cost 40,000 instructions a search).
+    func walksSearch(_ db: any SQLConnection, _ request: ListRequest, version: Int64?) throws -> Bool {
         guard let text = request.search, request.order != .distance,
             let sample = database.dialect.searchSample(schema, sample: Self.searchSample), let query = database.dialect.searchQuery(text)
         else { return false }
         let matches = try searchDensities.matches(SearchQuery.terms(text)) {
-            try database.read { db in try db.fetchValue(sample, [query]).int ?? 0 }
+            let floor = try searchDensities.floor(version: version) { try db.fetchValue(sample.floor).int64 ?? 0 }
+            return try db.fetchValue(sample.count, [query, floor]).int ?? 0
         }
         return matches >= (request.order == .relevance ? Self.searchSample / 4 : Self.searchSample / 64)
+    }
+
+    /// The page of a search (not by distance), as `db` sees it: from its kept matches
+    /// when this version of the database has them (``keptPage(_:_:_:after:queued:)``),
+    /// otherwise by a walk or from the index. A later page of a search whose matches
+    /// are not kept for this version reads them all first, in order, and keeps them
+    /// (``keepsMatches(_:walks:)``): the pages after it then cost what a page of a plain
+    /// list does, until the next write. A first page is never kept: it is answered as
+    /// cheaply as a search that is never paged, and the page cache keeps it whole.
+    func searchQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?) throws -> (String, SQLArguments) {
+        let queued = try searchQueueWaits(db)
+        // Who lists matters only where some rows are hidden from some viewers.
+        let key = visibleFilter == nil ? request.fingerprint : "\(request.viewer)|\(request.fingerprint)"
+        let version = try db.dialect.writeVersion.flatMap { try db.fetchValue($0).int64 }
+        if let version, let matches = searchLists.matches(key, version: version),
+            let page = try keptPage(db, request, matches, after: cursor, queued: queued)
+        {
+            return page
+        }
+        let walks = try walksSearch(db, request, version: version)
+        if let version, let cursor, keepsMatches(request, walks: walks) {
+            var pks: [Int64] = []
+            if walks, let candidates = try walkedCandidates(db, request, queued: queued) {
+                pks = candidates.map(\.pk)
+            } else {
+                let ordered = try listQuery(request, after: nil, way: .ordered, queued: queued)
+                let rows = try db.query(ordered.0, ordered.1)
+                while try rows.step() { pks.append(rows.integer(0)) }
+            }
+            let matches = searchLists.keep(key, version: version, pks: pks)
+            if let page = try keptPage(db, request, matches, after: cursor, queued: queued) { return page }
+        }
+        return try walks ? walkedQuery(db, request, after: cursor, queued: queued) : listQuery(request, after: cursor, queued: queued)
     }
 
     /// Whether the search index's queue holds writes in `db`'s snapshot (SQLite: only
@@ -73,7 +109,7 @@ extension ResourceStore {
         return try listQuery(request, after: cursor, way: .rows(found), queued: queued)
     }
 
-    /// Whether the matches of a search are kept in their list's order (``keptQuery(_:_:after:walks:)``):
+    /// Whether the matches of a search are kept in their list's order (``searchQuery(_:_:after:)``):
     /// where the engine can tell, within a snapshot, that nothing has changed since they
     /// were read (SQLite), for searches not within a parent; sorted searches only when
     /// they do not walk (a walk finds a page, not every match, and is cheap).
@@ -91,37 +127,12 @@ extension ResourceStore {
     /// candidates): a search whose matches cluster in the order (`q=77&sort=title` at a
     /// million items: eleven thousand titles side by side, which no walk reaches) reads
     /// and sorts them all once, and every page after that costs what a page of a plain
-    /// list does, until the next write. Only a first page reads the list; the page after a
-    /// cursor starts after the cursor's row, found in the list with the key it still has.
-    /// A later page with no list for this version, a cursor whose row has moved, or one
-    /// past what the list holds, runs as before (a walk, or the index). Either way the
-    /// page holds what the index would give.
-    func keptQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?, walks: Bool) throws -> (String, SQLArguments) {
-        // The way the search runs unkept: never dearer than before there were kept lists.
-        let queued = try searchQueueWaits(db)
-        func unkept() throws -> (String, SQLArguments) {
-            try walks ? walkedQuery(db, request, after: cursor, queued: queued) : listQuery(request, after: cursor, queued: queued)
-        }
-        guard let versionSQL = db.dialect.writeVersion, let version = try db.fetchValue(versionSQL).int64 else { return try unkept() }
-        // Who lists matters only where some rows are hidden from some viewers.
-        let key = visibleFilter == nil ? request.fingerprint : "\(request.viewer)|\(request.fingerprint)"
-        let matches: SearchLists.Matches
-        if let kept = searchLists.matches(key, version: version) {
-            matches = kept
-        } else if cursor == nil {
-            // Only a first page reads them all: a later page after a write costs what it did.
-            var pks: [Int64] = []
-            if walks, let candidates = try walkedCandidates(db, request, queued: queued) {
-                pks = candidates.map(\.pk)
-            } else {
-                let ordered = try listQuery(request, after: nil, way: .ordered, queued: queued)
-                let rows = try db.query(ordered.0, ordered.1)
-                while try rows.step() { pks.append(rows.integer(0)) }
-            }
-            matches = searchLists.keep(key, version: version, pks: pks)
-        } else {
-            return try unkept()
-        }
+    /// list does, until the next write. The page after a cursor starts after the
+    /// cursor's row, found in the list with the key it still has. `nil` for a cursor whose
+    /// row has moved, or a page past what the list holds: the search then runs unkept.
+    func keptPage(
+        _ db: any SQLConnection, _ request: ListRequest, _ matches: SearchLists.Matches, after cursor: ListCursor?, queued: Bool
+    ) throws -> (String, SQLArguments)? {
         var start = 0
         if let cursor {
             // The cursor's row, if its sort key is still the cursor's (equal as the order compares).
@@ -132,11 +143,11 @@ extension ResourceStore {
                     key.arguments + [cursor.key.sqlValue, cursor.id]
                 ).int64,
                 let index = matches.pks.firstIndex(of: pk)
-            else { return try unkept() }
+            else { return nil }
             start = index + 1
         }
         let end = start + request.limit + 1
-        guard end <= matches.pks.count || matches.complete else { return try unkept() }
+        guard end <= matches.pks.count || matches.complete else { return nil }
         return try listQuery(request, after: cursor, way: .rows(Array(matches.pks[start..<min(end, matches.pks.count)])), queued: queued)
     }
 
@@ -169,10 +180,11 @@ extension ResourceStore {
         /// Testing each row read along the list's order: the walk of ``walkedQuery(_:_:after:queued:)``,
         /// which answers `(pk, matches)` rows, or `(pk, id, rank or NULL)` for relevance.
         case walk
-        /// Exactly these rows (by `pk`), which a walk or a kept list found.
+        /// Exactly these rows (by `pk`), which a walk or a kept list found: the page's
+        /// rows (at most its limit and one), after its cursor, in the list's order.
         case rows([Int64])
         /// The `pk` of every match (at most ``SearchLists/listLimit``), in the list's
-        /// order, from the index: what ``keptQuery(_:_:after:walks:)`` keeps.
+        /// order, from the index: what ``searchQuery(_:_:after:)`` keeps.
         case ordered
     }
 }

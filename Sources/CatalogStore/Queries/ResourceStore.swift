@@ -63,9 +63,9 @@ public final class ResourceStore: Sendable {
     let database: any SQLDatabase
     /// How its rows become JSON.
     let rendering: ResourceRendering
-    /// How densely recent searches matched (``walksSearch(_:)``).
+    /// How densely recent searches matched (``walksSearch(_:_:)``).
     let searchDensities = SearchDensities()
-    /// The matches of recent searches, in order (``keptQuery(_:_:after:walks:)``).
+    /// The matches of recent searches, in order (``searchQuery(_:_:after:)``).
     let searchLists = SearchLists()
     var renderer: RowRenderer { rendering.renderer }
     /// Renderings of whole rows by id and version, for resources that cache them.

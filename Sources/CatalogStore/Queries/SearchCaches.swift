@@ -5,6 +5,7 @@ import Synchronization
 /// search runs (never what it finds), kept for 30 seconds, at most 1,024 searches.
 final class SearchDensities: Sendable {
     private let counts = Mutex<[String: (matches: Int, at: UInt64)]>([:])
+    private let floors = Mutex<(version: Int64, key: Int64)?>(nil)
     private static let lifetime: UInt64 = 30_000_000_000
     private static let capacity = 1_024
 
@@ -18,6 +19,15 @@ final class SearchDensities: Sendable {
             counts[terms] = (matches, now)
         }
         return matches
+    }
+
+    /// The key of the oldest row a sample reads, as of the database's `version`: kept for
+    /// that version (a write changes it), read by `read` for another or when there is none.
+    func floor(version: Int64?, read: () throws -> Int64) rethrows -> Int64 {
+        if let version, let kept = floors.withLock({ $0 }), kept.version == version { return kept.key }
+        let key = try read()
+        if let version { floors.withLock { $0 = (version, key) } }
+        return key
     }
 }
 

@@ -35,5 +35,5 @@ struct PostgreSQLDialect: SQLDialect {
         )
     }
 
-    func searchSample(_ schema: ResourceSchema, sample: Int) -> String? { nil }
+    func searchSample(_ schema: ResourceSchema, sample: Int) -> (floor: String, count: String)? { nil }
 }

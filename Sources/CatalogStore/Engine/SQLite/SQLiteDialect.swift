@@ -57,9 +57,11 @@ struct SQLiteDialect: SQLDialect {
     /// with `catalog_match` cost some 7,000 instructions a row, three quarters of a
     /// selective search. Rows whose index writes still wait in the queue are not counted:
     /// the count only chooses how to search, never what a search finds.
-    func searchSample(_ schema: ResourceSchema, sample: Int) -> String? {
+    func searchSample(_ schema: ResourceSchema, sample: Int) -> (floor: String, count: String)? {
         guard let index = schema.searchTable else { return nil }
-        let newest = "coalesce((SELECT pk FROM \(schema.table) ORDER BY pk DESC LIMIT 1 OFFSET \(sample - 1)), 0)"
-        return "SELECT count(*) FROM \(index) WHERE \(index) MATCH ? AND rowid >= \(newest)"
+        return (
+            "SELECT coalesce((SELECT pk FROM \(schema.table) ORDER BY pk DESC LIMIT 1 OFFSET \(sample - 1)), 0)",
+            "SELECT count(*) FROM \(index) WHERE \(index) MATCH ? AND rowid >= ?"
+        )
     }
 }
