@@ -70,14 +70,16 @@ protocol SQLDialect: Sendable {
 
     // MARK: Search
 
-    /// The full-text query for `text` (``SearchQuery``), or `nil` when it holds no letter or digit.
-    func searchQuery(_ text: String) -> String?
-    /// How a list of `schema` finds the rows that match a search, and ranks them (``SQLSearch``).
-    func search(_ schema: ResourceSchema, text: String, queued: Bool) -> SQLSearch?
+    /// How a list of `schema` finds the rows that match a search, and ranks them
+    /// (``SQLSearchShape``): the same SQL for every search, made once a store.
+    func searchShape(_ schema: ResourceSchema, queued: Bool) -> SQLSearchShape?
+    /// What a search for `text` binds to its shape's parameters (``SearchQuery``), or `nil`
+    /// when the text holds no letter or digit.
+    func searchArguments(_ text: String) -> SQLSearchArguments?
     /// A count of the matches of a search among the newest `sample` rows of `schema`, when
     /// the engine can test a row as it reads it (SQLite): how densely it matches, to choose
     /// between the full-text index and a walk. `floor` reads the key of the oldest of
-    /// those rows (no parameter); `count`'s parameters are the search's ``searchQuery(_:)``
+    /// those rows (no parameter); `count`'s parameters are the search's ``SQLSearchArguments`` `filter`
     /// and that key.
     func searchSample(_ schema: ResourceSchema, sample: Int) -> (floor: String, count: String)?
 }
@@ -90,18 +92,27 @@ enum SpatialIndex: Sendable {
     case pointGiST
 }
 
-/// How a list finds the rows that match a search, and ranks them.
+/// How a list finds the rows that match a search, and ranks them: the SQL, which every
+/// search of a resource shares.
 ///
 /// - `filter` keeps the rows of `t` (or of `from`, which replaces `schema.table t`)
-///   that match, in the full-text index; `filterQuery` is bound to each of its `?`.
+///   that match, in the full-text index; the search's `filter` argument is bound to each of its `?`.
 /// - `newestFirst` orders those matches newest first, for the candidates of a ranked list.
-/// - `rank` is the relevance of a row of `t`, lower is better; `rankQuery` is bound to
-///   each of its `?`.
-/// - `match` tests one row of `t` as it is read (SQLite): 1 when it matches.
+/// - `rank` is the relevance of a row of `t`, lower is better; the `rank` argument is
+///   bound to each of its `?`.
+/// - `match` tests one row of `t` as it is read (SQLite): 1 when it matches; the `match`
+///   argument is bound to each of its `?`.
 /// - `pending` keeps the rows of `t` whose index writes still wait in the queue
 ///   (SQLite with `queued`, ``SearchIndexQueue``), which `filter` leaves out: their
 ///   matches are those of them that `match`, so that a search finds exactly the rows
 ///   whose text matches, indexed yet or not.
+typealias SQLSearchShape = (filter: String, from: String?, newestFirst: String, rank: String, match: String?, pending: String?)
+
+/// What one search binds to the `?` of its ``SQLSearchShape``'s `filter`, `rank` and `match`.
+typealias SQLSearchArguments = (filter: String, rank: String, match: String)
+
+/// A search's shape with its arguments (``SQLSearchShape``): `filterQuery`, `rankQuery`
+/// and `match.query` are bound to each `?` of `filter`, `rank` and `match.expression`.
 typealias SQLSearch = (
     filter: String, filterQuery: String, from: String?, newestFirst: String, rank: String, rankQuery: String,
     match: (expression: String, query: String)?, pending: String?

@@ -166,7 +166,7 @@ extension ResourceStore {
         var outerFilters: [String] = []
         var arguments: SQLArguments = []
         let dialect = database.dialect
-        let search = request.search.flatMap { dialect.search(schema, text: $0, queued: queued ?? searchesQueue) }
+        let search = request.search.flatMap { sqlSearch($0, queued: queued ?? searchesQueue) }
         let (keyExpression, keyArguments, descending) = try sortKey(request, search: search)
 
         if let search {

@@ -15,7 +15,7 @@ extension ResourceStore {
     static var walkLimit: Int { 4_000 }
 
     /// Whether the search of `request` first walks the list's order, testing rows as it
-    /// reads them (SQLite, ``SQLDialect/search(_:text:queued:)``'s `match`), rather than looking
+    /// reads them (SQLite, ``SQLSearchShape``'s `match`), rather than looking
     /// its matches up in the full-text index, which hands over every match to be sorted
     /// (and, for a prefix of a common word, merges their postings first): when at least
     /// a quarter of the newest rows match, for relevance (whose 500 candidates a walk of
@@ -27,7 +27,7 @@ extension ResourceStore {
     /// (stepping back 256 rows cost 40,000 instructions a search).
     func walksSearch(_ db: any SQLConnection, _ request: ListRequest, version: Int64?) throws -> Bool {
         guard let text = request.search, request.order != .distance,
-            let sample = database.dialect.searchSample(schema, sample: Self.searchSample), let query = database.dialect.searchQuery(text)
+            let sample = database.dialect.searchSample(schema, sample: Self.searchSample), let query = database.dialect.searchArguments(text)?.filter
         else { return false }
         let matches = try searchDensities.matches(SearchQuery.terms(text)) {
             let floor = try searchDensities.floor(version: version) { try db.fetchValue(sample.floor).int64 ?? 0 }
@@ -69,8 +69,21 @@ extension ResourceStore {
         return try walks ? walkedQuery(db, request, after: cursor, queued: queued) : listQuery(request, after: cursor, queued: queued)
     }
 
+    /// The search for `text`: the resource's search SQL (``searchShapes``), with what
+    /// `text` binds to it; `nil` when the resource has no search, or the text no letter or digit.
+    /// `queued`: whether the search reads the index's queue too.
+    func sqlSearch(_ text: String, queued: Bool) -> SQLSearch? {
+        guard let shape = queued ? searchShapes.queued : searchShapes.unqueued, let arguments = database.dialect.searchArguments(text) else {
+            return nil
+        }
+        return (
+            shape.filter, arguments.filter, shape.from, shape.newestFirst, shape.rank, arguments.rank,
+            shape.match.map { ($0, arguments.match) }, shape.pending
+        )
+    }
+
     /// Whether the search index's queue holds writes in `db`'s snapshot (SQLite: only
-    /// then must a search read it, ``SQLDialect/search(_:text:queued:)``). The writer
+    /// then must a search read it, ``SQLDialect/searchShape(_:queued:)``). The writer
     /// applies the queue within a second, so it is mostly empty, and a search then
     /// spares the temporary tables its reads of the queue build (128,000 instructions of
     /// a selective search). One look at the queue's first row, of any index.
@@ -136,7 +149,7 @@ extension ResourceStore {
         var start = 0
         if let cursor {
             // The cursor's row, if its sort key is still the cursor's (equal as the order compares).
-            let key = try sortKey(request, search: request.search.flatMap { db.dialect.search(schema, text: $0, queued: queued) })
+            let key = try sortKey(request, search: request.search.flatMap { sqlSearch($0, queued: queued) })
             guard
                 let pk = try db.fetchValue(
                     "SELECT t.pk FROM \(schema.table) t WHERE \(key.expression) = ? AND t.id = ?",

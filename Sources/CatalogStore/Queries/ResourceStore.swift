@@ -75,8 +75,11 @@ public final class ResourceStore: Sendable {
     let relations: Relations
     let insertSQL: String
     /// Whether the resource's index writes wait in a queue that searches read too
-    /// (SQLite's `search_index_queue`, from `Migrations/0007`; ``SQLDialect/search(_:text:queued:)``).
+    /// (SQLite's `search_index_queue`, from `Migrations/0007`; ``SQLDialect/searchShape(_:queued:)``).
     let searchesQueue: Bool
+    /// The SQL of the resource's searches, without and with the queue's rows: made once
+    /// (``sqlSearch(_:queued:)``).
+    let searchShapes: (unqueued: SQLSearchShape?, queued: SQLSearchShape?)
     /// The same INSERT without `RETURNING`, and which of its arguments each column the
     /// renderer reads is (`nil`: NULL), where the renderer reads only columns a creation
     /// writes (SQLite, whose rows have no revision to read back): a created row then
@@ -116,6 +119,7 @@ public final class ResourceStore: Sendable {
             && ((try? database.read { db in
                 try db.fetchValue("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_index_queue')", []).bool
             }) ?? false)
+        searchShapes = (database.dialect.searchShape(schema, queued: false), database.dialect.searchShape(schema, queued: true))
         let renderer = RowRenderer(schema.members, revision: schema.cachesRenderings ? database.dialect.rowRevision : nil)
         rendering = ResourceRendering(renderer: renderer, cache: schema.cachesRenderings ? RenderCache() : nil)
         pages = schema.cachesRenderings ? PageCache() : nil

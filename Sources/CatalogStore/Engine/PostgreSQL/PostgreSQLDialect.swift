@@ -25,13 +25,15 @@ struct PostgreSQLDialect: SQLDialect {
     func jsonElement(_ expression: String, _ index: Int) -> String { "(CAST(\(expression) AS json) ->> \(index))" }
     var writeVersion: String? { nil }
 
-    func searchQuery(_ text: String) -> String? { SearchQuery.tsquery(text) }
+    func searchArguments(_ text: String) -> SQLSearchArguments? {
+        SearchQuery.tsquery(text).map { ($0, $0, $0) }
+    }
 
-    func search(_ schema: ResourceSchema, text: String, queued: Bool) -> SQLSearch? {
-        guard schema.searchTable != nil, let query = searchQuery(text) else { return nil }
+    func searchShape(_ schema: ResourceSchema, queued: Bool) -> SQLSearchShape? {
+        guard schema.searchTable != nil else { return nil }
         return (
-            "t.search_vector @@ to_tsquery('simple', ?)", query, nil, "t.pk DESC",
-            "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)", query, nil, nil
+            "t.search_vector @@ to_tsquery('simple', ?)", nil, "t.pk DESC",
+            "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)", nil, nil
         )
     }
 

@@ -23,7 +23,12 @@ struct SQLiteDialect: SQLDialect {
     func jsonElement(_ expression: String, _ index: Int) -> String { "json_extract(\(expression), '$[\(index)]')" }
     var writeVersion: String? { "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0)" }
 
-    func searchQuery(_ text: String) -> String? { SearchQuery.fts5(text) }
+    /// The FTS5 query for the index, and the words for `catalog_rank` and `catalog_match`.
+    func searchArguments(_ text: String) -> SQLSearchArguments? {
+        guard let query = SearchQuery.fts5(text) else { return nil }
+        let terms = SearchQuery.terms(text)
+        return (query, terms, terms)
+    }
 
     /// Ranks with `catalog_rank` and tests with `catalog_match` (``CSQLite``), over the
     /// row's own text, so a rank depends on the row and the query alone, and the test
@@ -31,24 +36,19 @@ struct SQLiteDialect: SQLDialect {
     /// writes are read, which bounds what they add to a search: rows queued past them (a
     /// bulk load by another program, until the server's next batch) are found as the
     /// index has them.
-    func search(_ schema: ResourceSchema, text: String, queued: Bool) -> SQLSearch? {
-        guard let index = schema.searchTable, let query = searchQuery(text) else { return nil }
-        let terms = SearchQuery.terms(text)
+    func searchShape(_ schema: ResourceSchema, queued: Bool) -> SQLSearchShape? {
+        guard let index = schema.searchTable else { return nil }
         let columns = schema.searchColumns.map { "t.\($0.column)" }.joined(separator: ", ")
         let rank = "catalog_rank(?, " + schema.searchColumns.map { "\($0.weight), t.\($0.column)" }.joined(separator: ", ") + ")"
-        let match = ("catalog_match(?, \(columns))", terms)
-        guard queued else {
-            return ("\(index) MATCH ?", query, "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid", "\(index).rowid DESC", rank, terms, match, nil)
-        }
+        let match = "catalog_match(?, \(columns))"
+        let from = "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid"
+        guard queued else { return ("\(index) MATCH ?", from, "\(index).rowid DESC", rank, match, nil) }
         // The index's name is the schema's, a constant: a literal, not a parameter.
         let rows = "(SELECT row FROM search_index_queue WHERE index_name = '\(index)' ORDER BY seq LIMIT \(Self.searchedQueue))"
-        return (
-            "\(index) MATCH ? AND \(index).rowid NOT IN \(rows)", query, "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid",
-            "\(index).rowid DESC", rank, terms, match, "t.pk IN \(rows)"
-        )
+        return ("\(index) MATCH ? AND \(index).rowid NOT IN \(rows)", from, "\(index).rowid DESC", rank, match, "t.pk IN \(rows)")
     }
 
-    /// How many of the search index queue's writes a search reads (``search(_:text:queued:)``):
+    /// How many of the search index queue's writes a search reads (``searchShape(_:queued:)``):
     /// more than the writer lets wait (``SearchIndexQueue/due`` and a batch).
     static var searchedQueue: Int { 2_048 }
 

@@ -10,7 +10,7 @@ import GRDB
 /// (``GroupCommit``): a segment for each batch of 16 creates made the index's writes and
 /// merges about a fifth of the writer's time. Searches stay exact meanwhile: they leave
 /// the queued rows out of the index's matches and test them as they read them
-/// (``SQLDialect/search(_:text:queued:)``, which reads at most the queue's first 2,048).
+/// (``SQLDialect/searchShape(_:queued:)``, which reads at most the queue's first 2,048).
 ///
 /// Used on the writer connection only, which GRDB lends to one thread at a time.
 final class SearchIndexQueue {
