@@ -5,6 +5,9 @@
 #include <string.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -154,4 +157,59 @@ void clinux_budget_set_allowance(uint64_t allowance_ns) { budget_allowance = all
 
 int clinux_lower_thread_priority(int niceness) {
     return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), niceness);
+}
+
+long clinux_release_clean_file_pages(void) {
+    FILE *smaps = fopen("/proc/self/smaps", "re");
+    if (smaps == NULL) return -1;
+    /* The mappings to release are gathered first and released once the file is closed:
+       the kernel builds smaps from the mappings as it is read. */
+    enum { most = 4096 };
+    struct range { unsigned long start, end; long rss; } *found = malloc(most * sizeof *found);
+    if (found == NULL) {
+        fclose(smaps);
+        errno = ENOMEM;
+        return -1;
+    }
+    int count = 0;
+    char line[4096];
+    unsigned long start = 0, end = 0;
+    long rss = 0, anonymous = -1;
+    int candidate = 0;
+    for (;;) {
+        char *read = fgets(line, sizeof line, smaps);
+        unsigned long nextStart, nextEnd, offset, inode;
+        char permissions[5];
+        unsigned int major, minor;
+        int header = read != NULL
+            && sscanf(line, "%lx-%lx %4s %lx %x:%x %lu", &nextStart, &nextEnd, permissions, &offset, &major, &minor, &inode) == 7;
+        if (read == NULL || header) {
+            if (candidate && anonymous == 0 && rss > 0 && count < most) {
+                found[count].start = start;
+                found[count].end = end;
+                found[count].rss = rss;
+                count++;
+            }
+            if (read == NULL) break;
+            start = nextStart;
+            end = nextEnd;
+            rss = 0;
+            anonymous = -1;
+            /* A private mapping of a file (an inode), readable, never writable. */
+            candidate = inode != 0 && permissions[0] == 'r' && permissions[1] != 'w' && permissions[3] == 'p';
+            continue;
+        }
+        long value;
+        if (sscanf(line, "Rss: %ld kB", &value) == 1) rss = value;
+        else if (sscanf(line, "Anonymous: %ld kB", &value) == 1) anonymous = value;
+        /* A line longer than the buffer continues on the next read: it is no field line, and
+           no header either (it does not start with an address and permissions). */
+    }
+    fclose(smaps);
+    long released = 0;
+    for (int index = 0; index < count; index++) {
+        if (madvise((void *)found[index].start, found[index].end - found[index].start, MADV_DONTNEED) == 0) released += found[index].rss;
+    }
+    free(found);
+    return released;
 }

@@ -102,6 +102,7 @@ struct CatalogServer: ParsableCommand {
         if let tls = configuration.server.tls { TLSFiles.check(tls, logger) }
         for name in application.store.appliedMigrations { logger.info("applied migration \(name)") }
         if application.seeded { logger.info("loaded the demo catalog") }
+        Self.releaseStartUpPages(logger)
         let bound = try application.start()
         if let metrics = application.metricsServer, let (host, _) = configuration.metricsListener {
             logger.info("metrics on http://\(host):\(metrics.port)/metrics")
@@ -162,6 +163,22 @@ struct CatalogServer: ParsableCommand {
     /// an `include=entries` response). Keeping up to 64 MiB of it avoids that churn.
     private static func keepFreedMemory() {
         clinux_keep_freed_memory(64 << 20)
+    }
+
+    /// Starting touches code and read-only data that serving never runs again (settings,
+    /// migrations, the schema's SQL, Foundation's and the runtime's set-up): a third of the
+    /// binary's 28 MB of code, which the kernel maps 64 KiB at a time around each page used.
+    /// Once ready to listen, the server lets go of every clean page of its read-only file mappings
+    /// (``clinux_release_clean_file_pages``). They stay in the page cache, so what serving
+    /// uses comes back at its first use by a minor fault, without reading the disk; the
+    /// rest stays out of the process's resident memory.
+    private static func releaseStartUpPages(_ logger: Logger) {
+        let released = clinux_release_clean_file_pages()
+        if released < 0 {
+            logger.warning("kept the start-up pages: /proc/self/smaps cannot be read (errno \(errno))")
+        } else {
+            logger.info("released \(released) kB of start-up pages")
+        }
     }
 
     private func configuration(_ settings: Settings) throws(SettingError) -> CatalogConfiguration {

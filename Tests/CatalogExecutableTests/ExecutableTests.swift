@@ -320,6 +320,11 @@ import Glibc
         #expect(printed.contains("loaded the demo catalog"))
         #expect(printed.contains("listening on http://127.0.0.1:\(port)"))
         #expect(printed.contains("stopped"))
+        // The pages start-up touched were let go of before the server listened, and every
+        // request since (the health checks) ran with what it faulted in again.
+        let released = try #require(
+            entries.lazy.compactMap { $0["message"] }.first { $0.hasPrefix("released ") && $0.hasSuffix(" kB of start-up pages") })
+        #expect(try #require(Int(released.split(separator: " ")[1])) > 1_000)
     }
 }
 

@@ -20,6 +20,15 @@ static inline void clinux_keep_freed_memory(int bytes) {
     mallopt(M_MMAP_THRESHOLD, 2 << 20);
 }
 
+/// Tells the kernel that the process no longer needs the pages it has faulted in of its
+/// clean, read-only file mappings (its code and read-only data, and its libraries'):
+/// madvise(MADV_DONTNEED) on every private mapping of a file that is not writable and holds
+/// no page of its own (`Anonymous: 0 kB` in /proc/self/smaps: never written, so the file
+/// holds exactly what it maps). They stay in the page cache; those used again come back at
+/// their first use, by a minor fault. Returns the kilobytes released, or -1 with `errno`
+/// when /proc/self/smaps cannot be read.
+long clinux_release_clean_file_pages(void);
+
 /// posix_spawn(3) of `path` with `argv` and `envp` (NULL-terminated), its standard input,
 /// output and error from `input`, `output` and `error` (-1: the caller's own), and no other
 /// descriptor of the caller (posix_spawn_file_actions_addclosefrom_np, which Glibc's Swift
