@@ -5,8 +5,9 @@
 #include <string.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <link.h>
 #include <stdio.h>
-#include <stdlib.h>
+#include <stdint.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -159,57 +160,50 @@ int clinux_lower_thread_priority(int niceness) {
     return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), niceness);
 }
 
-long clinux_release_clean_file_pages(void) {
-    FILE *smaps = fopen("/proc/self/smaps", "re");
-    if (smaps == NULL) return -1;
-    /* The mappings to release are gathered first and released once the file is closed:
-       the kernel builds smaps from the mappings as it is read. */
-    enum { most = 4096 };
-    struct range { unsigned long start, end; long rss; } *found = malloc(most * sizeof *found);
-    if (found == NULL) {
-        fclose(smaps);
-        errno = ENOMEM;
-        return -1;
-    }
-    int count = 0;
-    char line[4096];
-    unsigned long start = 0, end = 0;
-    long rss = 0, anonymous = -1;
-    int candidate = 0;
-    for (;;) {
-        char *read = fgets(line, sizeof line, smaps);
-        unsigned long nextStart, nextEnd, offset, inode;
-        char permissions[5];
-        unsigned int major, minor;
-        int header = read != NULL
-            && sscanf(line, "%lx-%lx %4s %lx %x:%x %lu", &nextStart, &nextEnd, permissions, &offset, &major, &minor, &inode) == 7;
-        if (read == NULL || header) {
-            if (candidate && anonymous == 0 && rss > 0 && count < most) {
-                found[count].start = start;
-                found[count].end = end;
-                found[count].rss = rss;
-                count++;
-            }
-            if (read == NULL) break;
-            start = nextStart;
-            end = nextEnd;
-            rss = 0;
-            anonymous = -1;
-            /* A private mapping of a file (an inode), readable, never writable. */
-            candidate = inode != 0 && permissions[0] == 'r' && permissions[1] != 'w' && permissions[3] == 'p';
-            continue;
+/* Adds to `*released` the bytes of every read-only segment of one loaded object. */
+static int release_read_only_segments(struct dl_phdr_info *info, size_t size, void *released) {
+    (void)size;
+    /* The vDSO is the kernel's, not a file's. */
+    if (info->dlpi_name != NULL && strncmp(info->dlpi_name, "linux-vdso", 10) == 0) return 0;
+    /* An object whose code the loader relocated in place (text relocations) wrote to it. */
+    for (int index = 0; index < info->dlpi_phnum; index++) {
+        const ElfW(Phdr) *header = &info->dlpi_phdr[index];
+        if (header->p_type != PT_DYNAMIC) continue;
+        for (const ElfW(Dyn) *entry = (const ElfW(Dyn) *)(info->dlpi_addr + header->p_vaddr); entry->d_tag != DT_NULL; entry++) {
+            if (entry->d_tag == DT_TEXTREL || (entry->d_tag == DT_FLAGS && (entry->d_un.d_val & DF_TEXTREL))) return 0;
         }
-        long value;
-        if (sscanf(line, "Rss: %ld kB", &value) == 1) rss = value;
-        else if (sscanf(line, "Anonymous: %ld kB", &value) == 1) anonymous = value;
-        /* A line longer than the buffer continues on the next read: it is no field line, and
-           no header either (it does not start with an address and permissions). */
     }
-    fclose(smaps);
-    long released = 0;
-    for (int index = 0; index < count; index++) {
-        if (madvise((void *)found[index].start, found[index].end - found[index].start, MADV_DONTNEED) == 0) released += found[index].rss;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (int index = 0; index < info->dlpi_phnum; index++) {
+        const ElfW(Phdr) *header = &info->dlpi_phdr[index];
+        /* Never writable: mapped read-only by the loader and never made writable, unlike
+           the RELRO part of the writable segment, which holds relocated pointers. */
+        if (header->p_type != PT_LOAD || (header->p_flags & PF_W) != 0 || header->p_memsz == 0) continue;
+        uintptr_t start = (info->dlpi_addr + header->p_vaddr) & ~(page - 1);
+        uintptr_t end = (info->dlpi_addr + header->p_vaddr + header->p_memsz + page - 1) & ~(page - 1);
+        if (madvise((void *)start, end - start, MADV_DONTNEED) == 0) *(size_t *)released += end - start;
     }
-    free(found);
-    return released;
+    return 0;
+}
+
+/* The process's resident memory in kilobytes (/proc/self/statm), or -1. */
+static long resident_kilobytes(void) {
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char text[128];
+    ssize_t count = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (count <= 0) return -1;
+    text[count] = 0;
+    unsigned long size, resident;
+    if (sscanf(text, "%lu %lu", &size, &resident) != 2) return -1;
+    return (long)(resident * (unsigned long)sysconf(_SC_PAGESIZE) / 1024);
+}
+
+long clinux_release_read_only_segments(long *resident_before, long *resident_after) {
+    *resident_before = resident_kilobytes();
+    size_t released = 0;
+    dl_iterate_phdr(release_read_only_segments, &released);
+    *resident_after = resident_kilobytes();
+    return (long)(released / 1024);
 }

@@ -168,17 +168,15 @@ struct CatalogServer: ParsableCommand {
     /// Starting touches code and read-only data that serving never runs again (settings,
     /// migrations, the schema's SQL, Foundation's and the runtime's set-up): a third of the
     /// binary's 28 MB of code, which the kernel maps 64 KiB at a time around each page used.
-    /// Once ready to listen, the server lets go of every clean page of its read-only file mappings
-    /// (``clinux_release_clean_file_pages``). They stay in the page cache, so what serving
-    /// uses comes back at its first use by a minor fault, without reading the disk; the
-    /// rest stays out of the process's resident memory.
+    /// Once ready to listen, the server lets go of the pages of every read-only segment of
+    /// the program and its libraries (``clinux_release_read_only_segments``). They stay in the
+    /// page cache, so what serving uses comes back at its first use by a minor fault,
+    /// without reading the disk; the rest stays out of the process's resident memory.
     private static func releaseStartUpPages(_ logger: Logger) {
-        let released = clinux_release_clean_file_pages()
-        if released < 0 {
-            logger.warning("kept the start-up pages: /proc/self/smaps cannot be read (errno \(errno))")
-        } else {
-            logger.info("released \(released) kB of start-up pages")
-        }
+        var before = 0
+        var after = 0
+        let advised = clinux_release_read_only_segments(&before, &after)
+        logger.info("released start-up pages: resident \(before) kB, then \(after) kB (\(advised) kB of read-only segments)")
     }
 
     private func configuration(_ settings: Settings) throws(SettingError) -> CatalogConfiguration {

@@ -20,14 +20,18 @@ static inline void clinux_keep_freed_memory(int bytes) {
     mallopt(M_MMAP_THRESHOLD, 2 << 20);
 }
 
-/// Tells the kernel that the process no longer needs the pages it has faulted in of its
-/// clean, read-only file mappings (its code and read-only data, and its libraries'):
-/// madvise(MADV_DONTNEED) on every private mapping of a file that is not writable and holds
-/// no page of its own (`Anonymous: 0 kB` in /proc/self/smaps: never written, so the file
-/// holds exactly what it maps). They stay in the page cache; those used again come back at
-/// their first use, by a minor fault. Returns the kilobytes released, or -1 with `errno`
-/// when /proc/self/smaps cannot be read.
-long clinux_release_clean_file_pages(void);
+/// Tells the kernel that the process no longer needs the pages it has faulted in of the
+/// read-only segments of the program and its libraries (their code and read-only data):
+/// madvise(MADV_DONTNEED) on every loadable segment without write permission (never
+/// writable, so the file holds exactly what is mapped: not the RELRO part of the writable
+/// segment, whose pointers the loader relocated) of every loaded object but the vDSO and
+/// objects with text relocations. The pages stay in the page cache; those used again come
+/// back at their first use, by a minor fault. Segments stay mapped as long as their object
+/// is loaded: nothing another thread does can put other memory in their place. Returns
+/// the kilobytes of the segments advised (their size, resident or not), and sets the
+/// process's resident kilobytes before and after (/proc/self/statm, read with read(2) so
+/// that measuring touches no code serving does not: -1 when it cannot be read).
+long clinux_release_read_only_segments(long *resident_before, long *resident_after);
 
 /// posix_spawn(3) of `path` with `argv` and `envp` (NULL-terminated), its standard input,
 /// output and error from `input`, `output` and `error` (-1: the caller's own), and no other

@@ -48,13 +48,12 @@ extension ResourceStore {
         // Who lists matters only where some rows are hidden from some viewers.
         let key = visibleFilter == nil ? request.fingerprint : "\(request.viewer)|\(request.fingerprint)"
         let version = try db.dialect.writeVersion.flatMap { try db.fetchValue($0).int64 }
-        if let version, let matches = searchLists.matches(key, version: version),
-            let page = try keptPage(db, request, matches, after: cursor, queued: queued)
-        {
-            return page
-        }
+        let kept = version.flatMap { searchLists.matches(key, version: $0) }
+        if let kept, let page = try keptPage(db, request, kept, after: cursor, queued: queued) { return page }
         let walks = try walksSearch(db, request, version: version)
-        if let version, let cursor, keepsMatches(request, walks: walks) {
+        // Read and kept once a version: a list kept already that cannot serve this page (its
+        // cursor's row moved, or the page lies past it) would be read the same again.
+        if kept == nil, let version, let cursor, keepsMatches(request, walks: walks) {
             var pks: [Int64] = []
             if walks, let candidates = try walkedCandidates(db, request, queued: queued) {
                 pks = candidates.map(\.pk)
