@@ -179,9 +179,11 @@ static int release_read_only_segments(struct dl_phdr_info *info, size_t size, vo
         /* Never writable: mapped read-only by the loader and never made writable, unlike
            the RELRO part of the writable segment, which holds relocated pointers. */
         if (header->p_type != PT_LOAD || (header->p_flags & PF_W) != 0 || header->p_memsz == 0) continue;
-        uintptr_t start = (info->dlpi_addr + header->p_vaddr) & ~(page - 1);
-        uintptr_t end = (info->dlpi_addr + header->p_vaddr + header->p_memsz + page - 1) & ~(page - 1);
-        if (madvise((void *)start, end - start, MADV_DONTNEED) == 0) *(size_t *)released += end - start;
+        /* Only the pages wholly inside the segment: a page it shares with a neighbour (which
+           standard linkers avoid, but ELF allows) may hold that neighbour's written data. */
+        uintptr_t start = (info->dlpi_addr + header->p_vaddr + page - 1) & ~(page - 1);
+        uintptr_t end = (info->dlpi_addr + header->p_vaddr + header->p_memsz) & ~(page - 1);
+        if (end > start && madvise((void *)start, end - start, MADV_DONTNEED) == 0) *(size_t *)released += end - start;
     }
     return 0;
 }

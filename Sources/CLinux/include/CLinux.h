@@ -22,7 +22,7 @@ static inline void clinux_keep_freed_memory(int bytes) {
 
 /// Tells the kernel that the process no longer needs the pages it has faulted in of the
 /// read-only segments of the program and its libraries (their code and read-only data):
-/// madvise(MADV_DONTNEED) on every loadable segment without write permission (never
+/// madvise(MADV_DONTNEED) on the pages wholly inside every loadable segment without write permission (never
 /// writable, so the file holds exactly what is mapped: not the RELRO part of the writable
 /// segment, whose pointers the loader relocated) of every loaded object but the vDSO and
 /// objects with text relocations. The pages stay in the page cache; those used again come
