@@ -111,9 +111,5 @@ typealias SQLSearchShape = (filter: String, from: String?, newestFirst: String, 
 /// What one search binds to the `?` of its ``SQLSearchShape``'s `filter`, `rank` and `match`.
 typealias SQLSearchArguments = (filter: String, rank: String, match: String)
 
-/// A search's shape with its arguments (``SQLSearchShape``): `filterQuery`, `rankQuery`
-/// and `match.query` are bound to each `?` of `filter`, `rank` and `match.expression`.
-typealias SQLSearch = (
-    filter: String, filterQuery: String, from: String?, newestFirst: String, rank: String, rankQuery: String,
-    match: (expression: String, query: String)?, pending: String?
-)
+/// One search: its resource's shape and what its text binds to it.
+typealias SQLSearch = (shape: SQLSearchShape, arguments: SQLSearchArguments)

@@ -172,9 +172,9 @@ extension ResourceStore {
         if let search {
             switch way {
             case .index, .ordered:
-                from = search.from ?? from
-                filters.append(search.filter)
-                arguments += Self.repeated(search.filterQuery, for: search.filter)
+                from = search.shape.from ?? from
+                filters.append(search.shape.filter)
+                arguments += Self.repeated(search.arguments.filter, for: search.shape.filter)
             case .walk:
                 break
             case let .rows(pks):
@@ -222,16 +222,16 @@ extension ResourceStore {
             return (sql, keyArguments + arguments + outerArguments + [request.limit + 1])
         }
         if case .walk = way {
-            guard let match = search.match else { throw .unavailable("This engine cannot walk a search.") }
+            guard let match = search.shape.match else { throw .unavailable("This engine cannot walk a search.") }
             if request.order == .relevance {
                 // The newest rows first, each with its rank (NULL when it does not match).
                 let sql = "SELECT t.pk, t.id, \(keyExpression) FROM \(from)\(filter) ORDER BY t.pk DESC LIMIT \(Self.walkLimit)"
                 return (sql, keyArguments + arguments)
             }
             let sql =
-                "SELECT candidate, hit FROM (SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key, \(match.expression) AS hit"
+                "SELECT candidate, hit FROM (SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key, \(match) AS hit"
                 + " FROM \(from)\(filter)) c\(outerFilter) \(order) LIMIT \(Self.walkLimit)"
-            return (sql, keyArguments + Self.repeated(match.query, for: match.expression) + arguments + outerArguments)
+            return (sql, keyArguments + Self.repeated(search.arguments.match, for: match) + arguments + outerArguments)
         }
         // A search chooses its page from ids and sort keys alone, and reads only the page's
         // rows whole. Relevance ranks the newest matches only: a bounded amount of work
@@ -240,14 +240,14 @@ extension ResourceStore {
         var candidateArguments = keyArguments + arguments
         switch way {
         case .index, .ordered:
-            if request.order == .relevance { candidates += " ORDER BY \(search.newestFirst) LIMIT \(Self.rankedCandidates)" }
-            if let pending = search.pending, let match = search.match {
+            if request.order == .relevance { candidates += " ORDER BY \(search.shape.newestFirst) LIMIT \(Self.rankedCandidates)" }
+            if let pending = search.shape.pending, let match = search.shape.match {
                 // The rows whose index writes wait in the queue, which the index's matches
                 // leave out, tested as they are read.
                 candidates =
                     "SELECT * FROM (\(candidates)) UNION ALL SELECT t.pk, t.id, \(keyExpression) FROM \(schema.table) t WHERE "
-                    + ([pending, match.expression] + filters[searchFilters...]).joined(separator: " AND ")
-                candidateArguments += keyArguments + Self.repeated(match.query, for: match.expression) + arguments[searchArguments...]
+                    + ([pending, match] + filters[searchFilters...]).joined(separator: " AND ")
+                candidateArguments += keyArguments + Self.repeated(search.arguments.match, for: match) + arguments[searchArguments...]
                 if request.order == .relevance { candidates = "SELECT * FROM (\(candidates)) ORDER BY candidate DESC LIMIT \(Self.rankedCandidates)" }
             }
         case .walk, .rows:
@@ -287,7 +287,7 @@ extension ResourceStore {
             guard request.search != nil, schema.searchTable != nil else { throw .invalidCursor("Relevance order needs a search.") }
             // Text without a letter or digit searches for nothing: no rank to compute.
             guard let search else { return ("0.0", [], false) }
-            return (search.rank, Self.repeated(search.rankQuery, for: search.rank), false)
+            return (search.shape.rank, Self.repeated(search.arguments.rank, for: search.shape.rank), false)
         case .distance:
             guard let point = request.near else { throw .invalidCursor("Distance order needs a point.") }
             return (Geo.distanceSQL(database.dialect), [point.latitude, point.latitude, point.longitude], false)

@@ -14,7 +14,7 @@ extension ResourceStore {
     /// The most rows a search's walk reads (``walkedQuery(_:_:after:queued:)``).
     static var walkLimit: Int { 4_000 }
 
-    /// Whether the search of `request` first walks the list's order, testing rows as it
+    /// Whether the search of `request` (not by distance) first walks the list's order, testing rows as it
     /// reads them (SQLite, ``SQLSearchShape``'s `match`), rather than looking
     /// its matches up in the full-text index, which hands over every match to be sorted
     /// (and, for a prefix of a common word, merges their postings first): when at least
@@ -26,8 +26,7 @@ extension ResourceStore {
     /// ``SQLDialect/writeVersion`` is `version`: the oldest sampled row is found once a version
     /// (stepping back 256 rows cost 40,000 instructions a search).
     func walksSearch(_ db: any SQLConnection, _ request: ListRequest, version: Int64?) throws -> Bool {
-        guard let text = request.search, request.order != .distance,
-            let sample = database.dialect.searchSample(schema, sample: Self.searchSample), let query = database.dialect.searchArguments(text)?.filter
+        guard let text = request.search, let sample = database.dialect.searchSample(schema, sample: Self.searchSample), let query = database.dialect.searchArguments(text)?.filter
         else { return false }
         let matches = try searchDensities.matches(SearchQuery.terms(text)) {
             let floor = try searchDensities.floor(version: version) { try db.fetchValue(sample.floor).int64 ?? 0 }
@@ -75,10 +74,7 @@ extension ResourceStore {
         guard let shape = queued ? searchShapes.queued : searchShapes.unqueued, let arguments = database.dialect.searchArguments(text) else {
             return nil
         }
-        return (
-            shape.filter, arguments.filter, shape.from, shape.newestFirst, shape.rank, arguments.rank,
-            shape.match.map { ($0, arguments.match) }, shape.pending
-        )
+        return (shape, arguments)
     }
 
     /// Whether the search index's queue holds writes in `db`'s snapshot (SQLite: only
