@@ -151,35 +151,43 @@ extension ResourceStore {
         schema.table + "|" + request.fingerprint
     }
 
+    /// The statement of a page of `request` after `cursor` (a search's from the index, with
+    /// the search the resource's shape makes of its text).
+    func listQuery(_ request: ListRequest, after cursor: ListCursor?) throws(StoreError) -> (String, SQLArguments) {
+        try listQuery(request, after: cursor, way: .index, search: request.search.flatMap { sqlSearch($0, queued: searchesQueue) })
+    }
+
     /// Builds `SELECT * FROM (rows with their sort_key) WHERE keyset ORDER BY sort_key, id LIMIT n+1`.
     /// Plain lists seek straight to the cursor on the (column, id) index, so a page costs
     /// the same at any depth; filtered lists sort only their matches.
-    /// A search reads the search index's queue when `queued` says it holds writes (in
-    /// the snapshot the query runs in: ``searchQueueWaits(_:)``), or when it cannot be told.
+    /// `search` is the request's search (``sqlSearch(_:queued:)``), which reads the search
+    /// index's queue when its shape does (``searchQueueWaits(_:)``). The text comes from the
+    /// shape of the statement, made once (``ListStatements``); the arguments are this list's.
     func listQuery(
-        _ request: ListRequest, after cursor: ListCursor?, way: SearchWay = .index, queued: Bool? = nil
+        _ request: ListRequest, after cursor: ListCursor?, way: SearchWay, search: SQLSearch?
     ) throws(StoreError) -> (
         String, SQLArguments
     ) {
-        var from = "\(schema.table) t"
+        var from = schema.table + " t"
         var filters: [String] = []
         var outerFilters: [String] = []
         var arguments: SQLArguments = []
-        let dialect = database.dialect
-        let search = request.search.flatMap { sqlSearch($0, queued: queued ?? searchesQueue) }
         let (keyExpression, keyArguments, descending) = try sortKey(request, search: search)
-
+        var shapeWay = ListShape.Way.plain
         if let search {
             switch way {
             case .index, .ordered:
+                shapeWay = if case .ordered = way { .ordered } else { .index }
                 from = search.shape.from ?? from
                 filters.append(search.shape.filter)
                 arguments += Self.repeated(search.arguments.filter, for: search.shape.filter)
             case .walk:
-                break
+                guard search.shape.match != nil else { throw .unavailable("This engine cannot walk a search.") }
+                shapeWay = .walk
             case let .rows(pks):
+                shapeWay = .rows
                 // Looked up one by one (no temporary index of the list, as `IN` would build).
-                from = "\(dialect.jsonElements("found")) CROSS JOIN \(schema.table) t"
+                from = rowsFrom
                 filters.append("t.pk = found.value")
                 arguments.append("[" + pks.map(String.init).joined(separator: ",") + "]")
             }
@@ -198,7 +206,7 @@ extension ResourceStore {
             arguments += [hidden.value, user?.rawValue ?? ""]
         }
         for area in request.areas {
-            let (filter, filterArguments) = Geo.filter(area, dialect)
+            let (filter, filterArguments) = Geo.filter(area, database.dialect)
             filters.append(filter)
             arguments += filterArguments
         }
@@ -208,68 +216,79 @@ extension ResourceStore {
             outerArguments.append(radius)
         }
         if let cursor {
-            outerFilters.append("(sort_key, id) \(descending ? "<" : ">") (?, ?)")
+            outerFilters.append(descending ? "(sort_key, id) < (?, ?)" : "(sort_key, id) > (?, ?)")
             outerArguments += [cursor.key.sqlValue, cursor.id]
         }
-        let direction = descending ? "DESC" : "ASC"
-        let order = "ORDER BY sort_key \(direction), id \(direction)"
-        let columns = request.order == .distance ? listColumns.distance : listColumns.plain
-        let revision = renderer.revision.map { ", t.\($0) AS \($0)" } ?? ""
-        let filter = filters.isEmpty ? "" : " WHERE " + filters.joined(separator: " AND ")
-        let outerFilter = outerFilters.isEmpty ? "" : " WHERE " + outerFilters.joined(separator: " AND ")
-        guard let search else {
-            let sql = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), \(keyExpression) AS sort_key FROM \(from)\(filter)) t\(outerFilter) \(order) LIMIT ?"
-            return (sql, keyArguments + arguments + outerArguments + [request.limit + 1])
-        }
-        if case .walk = way {
-            guard let match = search.shape.match else { throw .unavailable("This engine cannot walk a search.") }
-            if request.order == .relevance {
-                // The newest rows first, each with its rank (NULL when it does not match).
-                let sql = "SELECT t.pk, t.id, \(keyExpression) FROM \(from)\(filter) ORDER BY t.pk DESC LIMIT \(Self.walkLimit)"
-                return (sql, keyArguments + arguments)
+        let shape = ListShape(
+            way: shapeWay, from: from, filters: filters, searchFilters: searchFilters, outerFilters: outerFilters, key: keyExpression,
+            descending: descending, relevance: request.order == .relevance, distance: request.order == .distance,
+            queued: search?.shape.pending != nil)
+        let sql = listStatements.text(shape) { listText($0, search: search?.shape) }
+        guard let search else { return (sql, keyArguments + arguments + outerArguments + [request.limit + 1]) }
+        switch way {
+        case .walk:
+            if request.order == .relevance { return (sql, keyArguments + arguments) }
+            return (sql, keyArguments + Self.repeated(search.arguments.match, for: search.shape.match ?? "") + arguments + outerArguments)
+        case .index, .ordered, .rows:
+            var candidateArguments = keyArguments + arguments
+            if shapeWay != .rows, search.shape.pending != nil, let match = search.shape.match {
+                candidateArguments += keyArguments + Self.repeated(search.arguments.match, for: match) + arguments[searchArguments...]
             }
-            let sql =
-                "SELECT candidate, hit FROM (SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key, \(match) AS hit"
+            if case .ordered = way { return (sql, candidateArguments) }
+            // `.rows` holds the page already (at most `limit + 1`): no limit to bind.
+            return (sql, candidateArguments + outerArguments + (shapeWay == .rows ? [] : [request.limit + 1]))
+        }
+    }
+
+    /// The `FROM` of a page whose rows a search chose by `pk` (bound as one JSON array).
+    private var rowsFrom: String { "\(database.dialect.jsonElements("found")) CROSS JOIN \(schema.table) t" }
+
+    /// The text of the list statements of `shape` (``listQuery(_:after:way:search:)``, whose
+    /// arguments follow its `?` in order), where `search` is the SQL of its search, if any.
+    private func listText(_ shape: ListShape, search: SQLSearchShape?) -> String {
+        let direction = shape.descending ? "DESC" : "ASC"
+        let order = "ORDER BY sort_key \(direction), id \(direction)"
+        let columns = shape.distance ? listColumns.distance : listColumns.plain
+        let revision = renderer.revision.map { ", t.\($0) AS \($0)" } ?? ""
+        let filter = shape.filters.isEmpty ? "" : " WHERE " + shape.filters.joined(separator: " AND ")
+        let outerFilter = shape.outerFilters.isEmpty ? "" : " WHERE " + shape.outerFilters.joined(separator: " AND ")
+        let (from, keyExpression) = (shape.from, shape.key)
+        guard let search, shape.way != .plain else {
+            return "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), \(keyExpression) AS sort_key FROM \(from)\(filter)) t\(outerFilter) \(order) LIMIT ?"
+        }
+        if shape.way == .walk {
+            if shape.relevance {
+                // The newest rows first, each with its rank (NULL when it does not match).
+                return "SELECT t.pk, t.id, \(keyExpression) FROM \(from)\(filter) ORDER BY t.pk DESC LIMIT \(Self.walkLimit)"
+            }
+            return "SELECT candidate, hit FROM (SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key, \(search.match ?? "NULL") AS hit"
                 + " FROM \(from)\(filter)) c\(outerFilter) \(order) LIMIT \(Self.walkLimit)"
-            return (sql, keyArguments + Self.repeated(search.arguments.match, for: match) + arguments + outerArguments)
         }
         // A search chooses its page from ids and sort keys alone, and reads only the page's
         // rows whole. Relevance ranks the newest matches only: a bounded amount of work
         // however many rows match.
         var candidates = "SELECT t.pk AS candidate, t.id AS id, \(keyExpression) AS sort_key FROM \(from)\(filter)"
-        var candidateArguments = keyArguments + arguments
-        switch way {
-        case .index, .ordered:
-            if request.order == .relevance { candidates += " ORDER BY \(search.shape.newestFirst) LIMIT \(Self.rankedCandidates)" }
-            if let pending = search.shape.pending, let match = search.shape.match {
+        if shape.way != .rows {
+            if shape.relevance { candidates += " ORDER BY \(search.newestFirst) LIMIT \(Self.rankedCandidates)" }
+            if let pending = search.pending, let match = search.match {
                 // The rows whose index writes wait in the queue, which the index's matches
                 // leave out, tested as they are read.
                 candidates =
                     "SELECT * FROM (\(candidates)) UNION ALL SELECT t.pk, t.id, \(keyExpression) FROM \(schema.table) t WHERE "
-                    + ([pending, match] + filters[searchFilters...]).joined(separator: " AND ")
-                candidateArguments += keyArguments + Self.repeated(search.arguments.match, for: match) + arguments[searchArguments...]
-                if request.order == .relevance { candidates = "SELECT * FROM (\(candidates)) ORDER BY candidate DESC LIMIT \(Self.rankedCandidates)" }
+                    + ([pending, match] + shape.filters[shape.searchFilters...]).joined(separator: " AND ")
+                if shape.relevance { candidates = "SELECT * FROM (\(candidates)) ORDER BY candidate DESC LIMIT \(Self.rankedCandidates)" }
             }
-        case .walk, .rows:
-            break
         }
-        if case .ordered = way {
-            return ("SELECT candidate FROM (\(candidates)) c \(order) LIMIT \(SearchLists.listLimit + 1)", candidateArguments)
+        if shape.way == .ordered {
+            return "SELECT candidate FROM (\(candidates)) c \(order) LIMIT \(SearchLists.listLimit + 1)"
         }
         // Exactly the page's rows are read whole, each by its key as the page yields it (no
         // temporary table of the page): its order is what the outer query sorts.
         // `.rows` holds the page already (at most `limit + 1`): no top-n sort to keep.
         var page = "SELECT candidate, sort_key, id FROM (\(candidates)) c\(outerFilter)"
-        var pageArguments = candidateArguments + outerArguments
-        let holdsPage = if case .rows = way { true } else { false }
-        if !holdsPage {
-            page += " \(order) LIMIT ?"
-            pageArguments.append(request.limit + 1)
-        }
-        let sql =
-            "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), p.sort_key FROM (\(page)) p"
+        if shape.way != .rows { page += " \(order) LIMIT ?" }
+        return "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), p.sort_key FROM (\(page)) p"
             + " CROSS JOIN \(schema.table) t WHERE t.pk = p.candidate) t \(order)"
-        return (sql, pageArguments)
     }
 
     /// The sort key of `request`'s order over a row of `t` (its `?` bound to `arguments`),

@@ -11,7 +11,7 @@ extension ResourceStore {
     /// How many of the newest rows a search tests to see how densely it matches.
     static var searchSample: Int { 256 }
 
-    /// The most rows a search's walk reads (``walkedQuery(_:_:after:queued:)``).
+    /// The most rows a search's walk reads (``walkedQuery(_:_:after:search:)``).
     static var walkLimit: Int { 4_000 }
 
     /// Whether the search of `request` (not by distance) first walks the list's order, testing rows as it
@@ -24,47 +24,47 @@ extension ResourceStore {
     /// search's count is kept for a while, so the next pages of a search (and a popular
     /// one) skip the sample. Sampled in `db`, the snapshot the search reads, whose
     /// ``SQLDialect/writeVersion`` is `version`: the oldest sampled row is found once a version
-    /// (stepping back 256 rows cost 40,000 instructions a search).
-    func walksSearch(_ db: any SQLConnection, _ request: ListRequest, version: Int64?) throws -> Bool {
-        guard let text = request.search, let sample = database.dialect.searchSample(schema, sample: Self.searchSample), let query = database.dialect.searchArguments(text)?.filter
-        else { return false }
-        let matches = try searchDensities.matches(SearchQuery.terms(text)) {
+    /// (stepping back 256 rows cost 40,000 instructions a search). `search` is the
+    /// request's (``sqlSearch(_:queued:)``); a search without one never walks.
+    func walksSearch(_ db: any SQLConnection, _ request: ListRequest, _ search: SQLSearch?, version: Int64?) throws -> Bool {
+        guard let search, let sample = database.dialect.searchSample(schema, sample: Self.searchSample) else { return false }
+        let matches = try searchDensities.matches(search.arguments.filter) {
             let floor = try searchDensities.floor(version: version) { try db.fetchValue(sample.floor).int64 ?? 0 }
-            return try db.fetchValue(sample.count, [query, floor]).int ?? 0
+            return try db.fetchValue(sample.count, [search.arguments.filter, floor]).int ?? 0
         }
         return matches >= (request.order == .relevance ? Self.searchSample / 4 : Self.searchSample / 64)
     }
 
     /// The page of a search (not by distance), as `db` sees it: from its kept matches
-    /// when this version of the database has them (``keptPage(_:_:_:after:queued:)``),
+    /// when this version of the database has them (``keptPage(_:_:_:after:search:)``),
     /// otherwise by a walk or from the index. A later page of a search whose matches
     /// are not kept for this version reads them all first, in order, and keeps them
     /// (``keepsMatches(_:walks:)``): the pages after it then cost what a page of a plain
     /// list does, until the next write. A first page is never kept: it is answered as
     /// cheaply as a search that is never paged, and the page cache keeps it whole.
     func searchQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?) throws -> (String, SQLArguments) {
-        let queued = try searchQueueWaits(db)
+        let search = try request.search.flatMap { sqlSearch($0, queued: try searchQueueWaits(db)) }
         // Who lists matters only where some rows are hidden from some viewers.
         let key = visibleFilter == nil ? request.fingerprint : "\(request.viewer)|\(request.fingerprint)"
         let version = try db.dialect.writeVersion.flatMap { try db.fetchValue($0).int64 }
         let kept = version.flatMap { searchLists.matches(key, version: $0) }
-        if let kept, let page = try keptPage(db, request, kept, after: cursor, queued: queued) { return page }
-        let walks = try walksSearch(db, request, version: version)
+        if let kept, let page = try keptPage(db, request, kept, after: cursor, search: search) { return page }
+        let walks = try walksSearch(db, request, search, version: version)
         // Read and kept once a version: a list kept already that cannot serve this page (its
         // cursor's row moved, or the page lies past it) would be read the same again.
         if kept == nil, let version, let cursor, keepsMatches(request, walks: walks) {
             var pks: [Int64] = []
-            if walks, let candidates = try walkedCandidates(db, request, queued: queued) {
+            if walks, let candidates = try walkedCandidates(db, request, search: search) {
                 pks = candidates.map(\.pk)
             } else {
-                let ordered = try listQuery(request, after: nil, way: .ordered, queued: queued)
+                let ordered = try listQuery(request, after: nil, way: .ordered, search: search)
                 let rows = try db.query(ordered.0, ordered.1)
                 while try rows.step() { pks.append(rows.integer(0)) }
             }
             let matches = searchLists.keep(key, version: version, pks: pks)
-            if let page = try keptPage(db, request, matches, after: cursor, queued: queued) { return page }
+            if let page = try keptPage(db, request, matches, after: cursor, search: search) { return page }
         }
-        return try walks ? walkedQuery(db, request, after: cursor, queued: queued) : listQuery(request, after: cursor, queued: queued)
+        return try walks ? walkedQuery(db, request, after: cursor, search: search) : listQuery(request, after: cursor, way: .index, search: search)
     }
 
     /// The search for `text`: the resource's search SQL (``searchShapes``), with what
@@ -94,18 +94,18 @@ extension ResourceStore {
     /// than the walk goes (matches that cluster elsewhere in the order), the search looks
     /// them up in the index after all. Either way it finds what the index would: a walk
     /// only bounds the work.
-    /// `queued`: whether the search index's queue holds writes (``searchQueueWaits(_:)``).
-    func walkedQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?, queued: Bool) throws -> (String, SQLArguments) {
+    /// `search`: the request's search, reading the index's queue if it holds writes (``searchQueueWaits(_:)``).
+    func walkedQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?, search: SQLSearch?) throws -> (String, SQLArguments) {
         if request.order == .relevance {
-            guard var candidates = try walkedCandidates(db, request, queued: queued) else { return try listQuery(request, after: cursor, queued: queued) }
+            guard var candidates = try walkedCandidates(db, request, search: search) else { return try listQuery(request, after: cursor, way: .index, search: search) }
             // The page: the best-ranked candidates after the cursor.
             if let cursor, case let .real(rank) = cursor.key {
                 let after = (rank: rank, id: Array(cursor.id.utf8))
                 candidates.removeAll { !Self.precedes(after, ($0.rank, $0.id)) }
             }
-            return try listQuery(request, after: cursor, way: .rows(candidates.prefix(request.limit + 1).map(\.pk)), queued: queued)
+            return try listQuery(request, after: cursor, way: .rows(candidates.prefix(request.limit + 1).map(\.pk)), search: search)
         }
-        let walk = try listQuery(request, after: cursor, way: .walk, queued: queued)
+        let walk = try listQuery(request, after: cursor, way: .walk, search: search)
         let rows = try db.query(walk.0, walk.1)
         var read = 0
         var found: [Int64] = []
@@ -113,8 +113,8 @@ extension ResourceStore {
             read += 1
             if rows.integer(1) != 0 { found.append(rows.integer(0)) }
         }
-        if found.count <= request.limit, read == Self.walkLimit { return try listQuery(request, after: cursor, queued: queued) }
-        return try listQuery(request, after: cursor, way: .rows(found), queued: queued)
+        if found.count <= request.limit, read == Self.walkLimit { return try listQuery(request, after: cursor, way: .index, search: search) }
+        return try listQuery(request, after: cursor, way: .rows(found), search: search)
     }
 
     /// Whether the matches of a search are kept in their list's order (``searchQuery(_:_:after:)``):
@@ -139,12 +139,12 @@ extension ResourceStore {
     /// cursor's row, found in the list with the key it still has. `nil` for a cursor whose
     /// row has moved, or a page past what the list holds: the search then runs unkept.
     func keptPage(
-        _ db: any SQLConnection, _ request: ListRequest, _ matches: SearchLists.Matches, after cursor: ListCursor?, queued: Bool
+        _ db: any SQLConnection, _ request: ListRequest, _ matches: SearchLists.Matches, after cursor: ListCursor?, search: SQLSearch?
     ) throws -> (String, SQLArguments)? {
         var start = 0
         if let cursor {
             // The cursor's row, if its sort key is still the cursor's (equal as the order compares).
-            let key = try sortKey(request, search: request.search.flatMap { sqlSearch($0, queued: queued) })
+            let key = try sortKey(request, search: search)
             guard
                 let pk = try db.fetchValue(
                     "SELECT t.pk FROM \(schema.table) t WHERE \(key.expression) = ? AND t.id = ?",
@@ -156,14 +156,14 @@ extension ResourceStore {
         }
         let end = start + request.limit + 1
         guard end <= matches.pks.count || matches.complete else { return nil }
-        return try listQuery(request, after: cursor, way: .rows(Array(matches.pks[start..<min(end, matches.pks.count)])), queued: queued)
+        return try listQuery(request, after: cursor, way: .rows(Array(matches.pks[start..<min(end, matches.pks.count)])), search: search)
     }
 
     /// The candidates of a search by relevance, found by a walk of the newest rows that
     /// ranks them as it reads them, best first (ties by id); `nil` when the walk read
     /// ``walkLimit`` rows without finding them all.
-    func walkedCandidates(_ db: any SQLConnection, _ request: ListRequest, queued: Bool) throws -> [(rank: Double, id: [UInt8], pk: Int64)]? {
-        let walk = try listQuery(request, after: nil, way: .walk, queued: queued)
+    func walkedCandidates(_ db: any SQLConnection, _ request: ListRequest, search: SQLSearch?) throws -> [(rank: Double, id: [UInt8], pk: Int64)]? {
+        let walk = try listQuery(request, after: nil, way: .walk, search: search)
         let rows = try db.query(walk.0, walk.1)
         var read = 0
         var candidates: [(rank: Double, id: [UInt8], pk: Int64)] = []
@@ -185,7 +185,7 @@ extension ResourceStore {
     enum SearchWay {
         /// In the full-text index.
         case index
-        /// Testing each row read along the list's order: the walk of ``walkedQuery(_:_:after:queued:)``,
+        /// Testing each row read along the list's order: the walk of ``walkedQuery(_:_:after:search:)``,
         /// which answers `(pk, matches)` rows, or `(pk, id, rank or NULL)` for relevance.
         case walk
         /// Exactly these rows (by `pk`), which a walk or a kept list found: the page's

@@ -63,10 +63,12 @@ public final class ResourceStore: Sendable {
     let database: any SQLDatabase
     /// How its rows become JSON.
     let rendering: ResourceRendering
-    /// How densely recent searches matched (``walksSearch(_:_:)``).
+    /// How densely recent searches matched (``walksSearch(_:_:_:version:)``).
     let searchDensities = SearchDensities()
     /// The matches of recent searches, in order (``searchQuery(_:_:after:)``).
     let searchLists = SearchLists()
+    /// The texts of its list statements, by shape (``listQuery(_:after:way:search:)``).
+    let listStatements = ListStatements()
     var renderer: RowRenderer { rendering.renderer }
     /// Renderings of whole rows by id and version, for resources that cache them.
     var cache: RenderCache? { rendering.cache }
