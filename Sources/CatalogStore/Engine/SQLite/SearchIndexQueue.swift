@@ -38,14 +38,10 @@ final class SearchIndexQueue {
     /// - Returns: whether writes still wait.
     func applyIfDue(_ db: Database) throws -> Bool {
         guard try queueExists(db) else { return false }
-        // The queue's rows are numbered from 1 after each apply empties it: the span of
-        // their numbers counts them in two seeks, one a subquery (SQLite seeks for a lone
-        // `max` or `min`; with both in one query it read every row: 78,000 instructions of
-        // a create's 314,000 in the writer).
-        let queued =
-            try Int.fetchOne(
-                db.cachedStatement(
-                    sql: "SELECT coalesce((SELECT max(seq) FROM search_index_queue) - (SELECT min(seq) FROM search_index_queue) + 1, 0)")) ?? 0
+        // The queue's rows are numbered from 1 after each apply empties it: the last one's
+        // number counts them, in one seek (`max(seq) - min(seq)` in one query read every
+        // row: 78,000 instructions of a create's 314,000 in the writer).
+        let queued = try Int.fetchOne(db.cachedStatement(sql: "SELECT coalesce(max(seq), 0) FROM search_index_queue")) ?? 0
         guard queued >= Self.due else { return queued > 0 }
         try apply(db)
         return false
