@@ -120,6 +120,69 @@ import Testing
         #expect(try reader.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM playable_items WHERE title LIKE 'sample %'") ?? 0 } > 3_000)
     }
 
+    /// The words of the newest 256 rows count a search's matches among them exactly as the
+    /// full-text index does, where their text and the search are ASCII; otherwise (a word
+    /// with an accent, among the rows or in the search, or rows of too many different
+    /// words) they give no count, and the index is asked.
+    @Test func theSampledRowsWordsCountWhatTheIndexCounts() async throws {
+        try await onThread { try self.theSampledRowsWordsCountWhatTheIndexCountsOnAThread() }
+    }
+
+    private func theSampledRowsWordsCountWhatTheIndexCountsOnAThread() throws {
+        let scratch = try Scratch()
+        let store = try scratch.open()
+        defer { try? store.close() }
+        var random = SeededGenerator(seed: 38)
+        let vocabulary = ["Sample", "SAMPLES", "video", "cafe", "x", "x1", "42", "4200", "trail", "trailer", "b", "zurich", "a1B2", "Star-Wars"]
+        func create(_ title: String, _ description: String) {
+            _ = try? wait {
+                store.items.create(
+                    PlayableItemInput(title: title, description: description, streamURL: URL(string: "https://example.com/v.m3u8")!), completion: $0)
+            }
+        }
+        let group = DispatchGroup()
+        for index in 0..<600 {
+            let words = (0..<(1 + random.next() % 4)).map { _ in vocabulary[Int(random.next() % UInt64(vocabulary.count))] }
+            let description = (0..<(random.next() % 6)).map { _ in vocabulary[Int(random.next() % UInt64(vocabulary.count))] }
+            group.enter()
+            store.items.create(
+                PlayableItemInput(
+                    title: (words + ["\(index)"]).joined(separator: " "), description: description.joined(separator: ", "),
+                    streamURL: URL(string: "https://example.com/\(index).m3u8")!)
+            ) { _ in group.leave() }
+        }
+        group.wait()
+        let reader = try DatabaseQueue(path: scratch.database)
+        try settled(reader)
+        func words() throws -> SampleWords.Words? {
+            try store.items.database.read { db in try SampleWords(table: "playable_items", columns: ["title", "description"], rows: 256).words(db, version: 0) }
+        }
+        let texts = [
+            "sample", "samp", "SAMP", "s", "x", "x1", "42", "4", "trail", "b", "video sample", "star wars", "zz", "nothing", "1", "12", "59",
+            "a1b2", "A1", "cafe zurich sample",
+        ]
+        let sampled = try #require(try words())
+        for text in texts {
+            let indexed = try reader.read { db in
+                let floor = try Int64.fetchOne(db, sql: "SELECT pk FROM playable_items ORDER BY pk DESC LIMIT 1 OFFSET 255") ?? 0
+                return try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM playable_items_fts WHERE playable_items_fts MATCH ? AND rowid >= ?",
+                    arguments: [SearchQuery.fts5(text), floor]) ?? -1
+            }
+            #expect(sampled.matches(SearchQuery.searched(text)) == indexed, "\(text)")
+        }
+        #expect(sampled.matches(SearchQuery.searched("sample")) ?? 0 > 64, "a word in most rows")
+        #expect(sampled.matches(SearchQuery.searched("café")) == nil, "a search with an accent")
+        // A title with an accent among the newest rows.
+        create("Café 600", "")
+        #expect(try words() == nil)
+        // Rows of too many different words.
+        for index in 0..<256 {
+            create("Many \(index)", (0..<70).map { "w\(index)x\($0)" }.joined(separator: " "))
+        }
+        #expect(try words() == nil)
+    }
+
     @Test func aTitleMatchOutranksADescriptionMatchAndAShortTitleALongOne() throws {
         let scratch = try Scratch()
         let store = try scratch.open()

@@ -145,25 +145,30 @@ public enum SearchQuery {
         }
     }
 
-    /// The FTS5 query, or `nil` when the text holds no letter or digit. Words past
-    /// ``maxWords`` are left out (requests with more are refused before this).
+    /// The words a search for `text` looks for (at most ``maxWords``: requests with more
+    /// are refused before this), each matching as a prefix when it has two characters or more.
+    public static func searched(_ text: String) -> [(word: String, prefix: Bool)] {
+        words(text).prefix(maxWords).map { ($0, $0.count > 1) }
+    }
+
+    /// The FTS5 query, or `nil` when the text holds no letter or digit.
     public static func fts5(_ text: String) -> String? {
-        let words = words(text)
+        let words = searched(text)
         guard !words.isEmpty else { return nil }
-        return words.prefix(maxWords).map { $0.count > 1 ? "\"\($0)\"*" : "\"\($0)\"" }.joined(separator: " ")
+        return words.map { $0.prefix ? "\"\($0.word)\"*" : "\"\($0.word)\"" }.joined(separator: " ")
     }
 
     /// The words for `catalog_match` and `catalog_rank` (SQLite, ``CSQLite``): separated
     /// by spaces, each ending in `*` when it matches as a prefix, as in ``fts5(_:)``.
     public static func terms(_ text: String) -> String {
-        words(text).prefix(maxWords).map { $0.count > 1 ? "\($0)*" : $0 }.joined(separator: " ")
+        searched(text).map { $0.prefix ? "\($0.word)*" : $0.word }.joined(separator: " ")
     }
 
     /// The tsquery (for `to_tsquery('simple', …)`), or `nil` when the text holds no letter
     /// or digit. Words are runs of letters and digits, so nothing in them needs quoting.
     public static func tsquery(_ text: String) -> String? {
-        let words = words(text)
+        let words = searched(text)
         guard !words.isEmpty else { return nil }
-        return words.prefix(maxWords).map { $0.count > 1 ? "\($0.lowercased()):*" : $0.lowercased() }.joined(separator: " & ")
+        return words.map { $0.prefix ? "\($0.word.lowercased()):*" : $0.word.lowercased() }.joined(separator: " & ")
     }
 }

@@ -24,13 +24,18 @@ extension ResourceStore {
     /// search's count is kept for a while, so the next pages of a search (and a popular
     /// one) skip the sample. Sampled in `db`, the snapshot the search reads, whose
     /// ``SQLDialect/writeVersion`` is `version`: the oldest sampled row is found once a version
-    /// (stepping back 256 rows cost 40,000 instructions a search). `search` is the
+    /// (stepping back 256 rows cost 40,000 instructions a search). The count comes from
+    /// the sampled rows' words (``SampleWords``) where they give one, else from the index.
+    /// `search` is the
     /// request's (``sqlSearch(_:queued:)``); a search without one never walks.
     func walksSearch(_ db: any SQLConnection, _ request: ListRequest, _ search: SQLSearch?, version: Int64?) throws -> Bool {
-        guard let search, let sample = database.dialect.searchSample(schema, sample: Self.searchSample) else { return false }
+        guard let search, let text = request.search, let sample = sampling else { return false }
         let matches = try searchDensities.matches(search.arguments.filter) {
-            let floor = try searchDensities.floor(version: version) { try db.fetchValue(sample.floor).int64 ?? 0 }
-            return try db.fetchValue(sample.count, [search.arguments.filter, floor]).int ?? 0
+            if let version, let words = try sample.words.words(db, version: version), let count = words.matches(SearchQuery.searched(text)) {
+                return count
+            }
+            let floor = try searchDensities.floor(version: version) { try db.fetchValue(sample.sql.floor).int64 ?? 0 }
+            return try db.fetchValue(sample.sql.count, [search.arguments.filter, floor]).int ?? 0
         }
         return matches >= (request.order == .relevance ? Self.searchSample / 4 : Self.searchSample / 64)
     }

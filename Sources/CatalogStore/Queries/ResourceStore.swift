@@ -67,6 +67,9 @@ public final class ResourceStore: Sendable {
     let searchDensities = SearchDensities()
     /// The matches of recent searches, in order (``searchQuery(_:_:after:)``).
     let searchLists = SearchLists()
+    /// The SQL of a search's sample (``SQLDialect/searchSample(_:sample:)``), made once,
+    /// and the words of the sampled rows, which count most samples without it.
+    let sampling: (sql: (floor: String, count: String), words: SampleWords)?
     /// The texts of its list statements, by shape (``listQuery(_:after:way:search:)``).
     let listStatements = ListStatements()
     var renderer: RowRenderer { rendering.renderer }
@@ -122,6 +125,9 @@ public final class ResourceStore: Sendable {
                 try db.fetchValue("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_index_queue')", []).bool
             }) ?? false)
         searchShapes = (database.dialect.searchShape(schema, queued: false), database.dialect.searchShape(schema, queued: true))
+        sampling = database.dialect.searchSample(schema, sample: Self.searchSample).map { sql in
+            (sql, SampleWords(table: schema.table, columns: schema.searchColumns.map(\.column), rows: Self.searchSample))
+        }
         let renderer = RowRenderer(schema.members, revision: schema.cachesRenderings ? database.dialect.rowRevision : nil)
         rendering = ResourceRendering(renderer: renderer, cache: schema.cachesRenderings ? RenderCache() : nil)
         pages = schema.cachesRenderings ? PageCache() : nil
