@@ -26,8 +26,7 @@ extension ResourceStore {
     /// ``SQLDialect/writeVersion`` is `version`: the oldest sampled row is found once a version
     /// (stepping back 256 rows cost 40,000 instructions a search). The count comes from
     /// the sampled rows' words (``SampleWords``) where they give one, else from the index.
-    /// `search` is the
-    /// request's (``sqlSearch(_:queued:)``); a search without one never walks.
+    /// `search` is the request's (``sqlSearch(_:queued:)``); a search without one never walks.
     func walksSearch(_ db: any SQLConnection, _ request: ListRequest, _ search: SQLSearch?, version: Int64?) throws -> Bool {
         guard let search, let text = request.search, let sample = sampling else { return false }
         let matches = try searchDensities.matches(search.arguments.filter) {
