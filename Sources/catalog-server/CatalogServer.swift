@@ -76,6 +76,22 @@ struct CatalogServer: ParsableCommand {
 
     @OptionGroup var storage: StorageOptions
 
+    /// Parses and runs the command as `ParsableCommand.main()` does, then leaves through
+    /// `_exit` once it has returned (everything written, flushed and closed): `exit` runs
+    /// the libraries' destructors, libkrb5's among them (loaded with libpq), while a
+    /// background thread may still be ending and freeing its thread-specific data, which
+    /// aborted `keys create` with a double free now and then. Errors leave as before.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            exit(withError: error)
+        }
+        fflush(nil)
+        _exit(0)
+    }
+
     func run() throws {
         // Before any thread starts: a SIGTERM or SIGINT that arrives while the server starts
         // (migrations included) is kept for the drain once it listens, and a SIGHUP for the

@@ -82,6 +82,52 @@ import Testing
         #expect(Set(names).intersection(["before", "after", "Existing", "duplicate"]) == ["Existing", "after", "before"])
     }
 
+    /// A statement that rolls SQLite's whole transaction back (`OR ROLLBACK`, as a full disk
+    /// or an I/O error may) fails every write of its batch, and nothing after it runs
+    /// outside the transaction: a write taken later in the batch (atomic, in a savepoint of
+    /// its own, or not) neither commits alone nor is reported done.
+    @Test func aWriteThatRollsTheBatchBackFailsEveryWriteInItAndNoneCommits() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("group-commit-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try CatalogStore(
+            .file(directory.appendingPathComponent("catalog.sqlite").path), migrations: Migration.load(from: migrationsDirectory, for: .sqlite))
+        defer { try? store.close() }
+        let database = store.database
+        let existing = CatalogID()
+        let insert = "INSERT INTO games (id, name, description, image_name, created_at, updated_at, version) VALUES (?, ?, '', 'g', 0, 0, 1)"
+        _ = try database.write { db in try db.execute(insert, [existing.rawValue, "Existing"]) }
+
+        let outcomes = Mutex<[String: Bool]>([:])
+        try await onThread { () throws -> Void in
+            let group = DispatchGroup()
+            let release = Self.holdTheWriter(database, group)
+            let writes: [(name: String, atomic: Bool, sql: String, id: CatalogID)] = [
+                ("before", false, insert, CatalogID()),
+                ("rollback", false, insert.replacingOccurrences(of: "INSERT INTO", with: "INSERT OR ROLLBACK INTO"), existing),
+                ("atomic after", true, insert, CatalogID()),
+                ("after", false, insert, CatalogID()),
+            ]
+            for write in writes {
+                group.enter()
+                database.submit(
+                    WriteOptions(), atomic: write.atomic, heavy: false, { db in try db.execute(write.sql, [write.id.rawValue, write.name]) },
+                    completion: { result in
+                        outcomes.withLock { $0[write.name] = (try? result.get()) != nil }
+                        group.leave()
+                    })
+            }
+            release.signal()
+            group.wait()
+        }
+        #expect(outcomes.withLock { $0 } == ["before": false, "rollback": false, "atomic after": false, "after": false])
+        let names = try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }
+        #expect(Set(names).intersection(["before", "rollback", "atomic after", "after", "Existing"]) == ["Existing"])
+        // The writer goes on: the next write commits.
+        _ = try database.write { db in try db.execute(insert, [CatalogID().rawValue, "next"]) }
+        #expect(try database.read { db in try db.fetchValue("SELECT count(*) FROM games WHERE name = 'next'").int } == 1)
+    }
+
     /// A background write (the server's own bookkeeping) waits while a request's write
     /// waits, and runs once none does; both commit.
     @Test func aBackgroundWriteGoesAfterTheRequestsWritesWaiting() async throws {

@@ -2,7 +2,9 @@ import Synchronization
 
 /// What the text of a list's statement is made of (``ResourceStore/listQuery(_:after:way:search:)``):
 /// the same parts make the same SQL, so a resource makes each text once (``ListStatements``)
-/// and a list binds only its arguments. Every string that goes into the text is a part, so
+/// and a list binds only its arguments. The key holds every part of the text that differs
+/// between lists of one resource; the rest is the resource's own (its table, select lists
+/// and revision column, and its search shapes, of which `queued` names the one used), so
 /// two lists that share a shape share exactly the same statement.
 struct ListShape: Hashable {
     /// How the statement finds its rows.

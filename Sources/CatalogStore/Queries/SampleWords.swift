@@ -71,8 +71,9 @@ final class SampleWords: Sendable {
     static let lifetime: UInt64 = 1_000_000_000
 
     /// The words last read, the database version they were read at (``SQLDialect/writeVersion``)
-    /// and when (uptime, nanoseconds); no words when the rows could not give them.
-    private let kept = Mutex<(version: Int64, at: UInt64, words: Words?)?>(nil)
+    /// and when (uptime, nanoseconds), no words when the rows could not give them; and
+    /// whether a search is reading them again.
+    private let state = Mutex<(kept: (version: Int64, at: UInt64, words: Words?)?, reading: Bool)>((nil, false))
     /// The newest rows' searched columns.
     private let sql: String
     private let rowCount: Int
@@ -83,14 +84,27 @@ final class SampleWords: Sendable {
         rowCount = min(rows, 256)
     }
 
-    /// The words as of `version` in `db` (read there when those kept are older, and the
-    /// database has changed since); `nil` when the rows' text is not all ASCII, or holds
-    /// too many different words.
+    /// The words as of `version` in `db`: read there when those kept are older and the
+    /// database has changed since, by one search at a time (the others meanwhile take
+    /// those kept, or none, and the index counts); `nil` when the rows' text is not all
+    /// ASCII, or holds too many different words.
     func words(_ db: any SQLConnection, version: Int64) throws -> Words? {
         let now = DispatchTime.now().uptimeNanoseconds
-        if let kept = kept.withLock({ $0 }), kept.version == version || now - kept.at < Self.lifetime { return kept.words }
+        let (kept, reads) = state.withLock { state -> ((version: Int64, at: UInt64, words: Words?)?, Bool) in
+            // (Another thread may have kept words read after this one took `now`.)
+            if let kept = state.kept, kept.version == version || now < kept.at || now - kept.at < Self.lifetime { return (kept, false) }
+            if state.reading { return (state.kept, false) }
+            state.reading = true
+            return (nil, true)
+        }
+        guard reads else { return kept?.words }
+        defer { state.withLock { $0.reading = false } }
         let words = try read(db)
-        kept.withLock { $0 = (version, now, words) }
+        state.withLock { state in
+            // Never over words read at a later version (by a snapshot begun after this one).
+            if let kept = state.kept, kept.version > version { return }
+            state.kept = (version, now, words)
+        }
         return words
     }
 

@@ -12,7 +12,8 @@ final class SearchDensities: Sendable {
     /// The count for `terms`, from `sample` when none is kept or it is too old.
     func matches(_ terms: String, sample: () throws -> Int) throws -> Int {
         let now = DispatchTime.now().uptimeNanoseconds
-        if let kept = counts.withLock({ $0[terms] }), now - kept.at < Self.lifetime { return kept.matches }
+        // (Another thread may have kept a count taken after this one took `now`.)
+        if let kept = counts.withLock({ $0[terms] }), now < kept.at || now - kept.at < Self.lifetime { return kept.matches }
         let matches = try sample()
         counts.withLock { counts in
             if counts.count >= Self.capacity { counts.removeAll(keepingCapacity: true) }

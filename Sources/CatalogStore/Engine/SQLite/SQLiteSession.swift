@@ -19,11 +19,7 @@ struct SQLiteSession: SQLConnection {
             try statement.setArguments(StatementArguments(arguments.map(\.sqlValue.databaseValue)))
             return SQLiteRows(statement, stepping: try Row.fetchCursor(statement), sql: sql)
         }
-        // What GRDB checks before each of its own statements (the savepoints, `finish`,
-        // the commit): once a failed statement has rolled the batch's transaction back (a
-        // full disk, an I/O error), nothing more runs, and above all not outside a
-        // transaction, each statement committing alone.
-        guard db.isInsideTransaction else { throw DatabaseError(resultCode: .SQLITE_ABORT, message: "The transaction was rolled back.", sql: sql) }
+        try db.requireTransaction(sql)
         let raw = statement.sqliteStatement
         sqlite3_reset(raw)
         try bind(raw, arguments, sql: sql)
@@ -186,5 +182,16 @@ extension DatabaseError: EngineError {
         case .SQLITE_FULL: .unavailable("The database is full.")
         default: .unavailable("The database failed to complete the request.")
         }
+    }
+}
+
+extension Database {
+    /// Throws `SQLITE_ABORT` once SQLite has rolled the writer's transaction back by itself
+    /// after a failed statement (a full disk, an I/O error, an interrupt): then nothing
+    /// more runs, and above all not outside a transaction, each statement committing
+    /// alone. Checked before every statement of a batch (``SQLiteSession``, the savepoints,
+    /// ``SQLiteWriter/finish(_:)``, the commit), as GRDB's `inTransaction` checks its own.
+    func requireTransaction(_ sql: String) throws {
+        guard isInsideTransaction else { throw DatabaseError(resultCode: .SQLITE_ABORT, message: "The transaction was rolled back.", sql: sql) }
     }
 }

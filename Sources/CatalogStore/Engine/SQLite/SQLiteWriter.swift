@@ -30,23 +30,32 @@ final class SQLiteWriter: CommitWriter, @unchecked Sendable {
 
     /// Runs `body` in a transaction and commits it; rolls it back if `body` or the commit
     /// throws. `BEGIN` and `COMMIT` are statements prepared once (GRDB's `inTransaction`
-    /// parsed both again each time: about 20,000 instructions of a create's 245,000).
+    /// parsed both again each time: about 20,000 instructions of a create's 245,000). A
+    /// transaction SQLite has rolled back by itself is not committed: the commit, as
+    /// every statement of the batch, first checks that it is still open
+    /// (``GRDB/Database/requireTransaction(_:)``), or writes that ran after the rollback
+    /// would have committed alone, and the batch been reported failed.
     func transaction<T>(_ body: (Database) throws -> T) throws -> T {
         try pool.writeWithoutTransaction { db in
             try db.cachedStatement(sql: "BEGIN IMMEDIATE").execute()
             do {
                 let result = try body(db)
+                try db.requireTransaction("COMMIT")
                 try db.cachedStatement(sql: "COMMIT").execute()
                 return result
             } catch {
-                // A statement that failed may have rolled the transaction back already.
-                if db.isInsideTransaction { try? db.cachedStatement(sql: "ROLLBACK").execute() }
+                // GRDB's rollback, which an interrupt cannot stop halfway (a transaction
+                // left open is fatal to GRDB), and which does nothing when SQLite rolled back.
+                try? db.rollback()
                 throw error
             }
         }
     }
 
-    func savepoint(_ db: Database) throws { try db.cachedStatement(sql: "SAVEPOINT job").execute() }
+    func savepoint(_ db: Database) throws {
+        try db.requireTransaction("SAVEPOINT job")
+        try db.cachedStatement(sql: "SAVEPOINT job").execute()
+    }
 
     func release(_ db: Database) throws { try db.cachedStatement(sql: "RELEASE job").execute() }
 
@@ -62,7 +71,10 @@ final class SQLiteWriter: CommitWriter, @unchecked Sendable {
     func isRetryable(_ error: any Error) -> Bool { false }
 
     /// Applies the search index writes queued, once enough have.
-    func finish(_ db: Database) throws -> Bool { try searchIndex.applyIfDue(db) }
+    func finish(_ db: Database) throws -> Bool {
+        try db.requireTransaction("finish")
+        return try searchIndex.applyIfDue(db)
+    }
 
     func settle() {
         try? transaction { db in try searchIndex.apply(db) }
