@@ -31,7 +31,12 @@ import Testing
         return release
     }
 
-    @Test(arguments: engines) func aWriteFailingInABatchFailsAloneAndTheOthersCommit(_ engine: DatabaseEngine) async throws {
+    /// The INSERT of a game: its id, then its name.
+    static let insertGame = "INSERT INTO games (id, name, description, image_name, created_at, updated_at, version) VALUES (?, ?, '', 'g', 0, 0, 1)"
+
+    /// Runs `body` with the database of a store on a fresh database of `engine`, which
+    /// holds one game, named "Existing", whose id it passes too.
+    static func withStore(_ engine: DatabaseEngine, _ body: (any SQLDatabase, CatalogID) async throws -> Void) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("group-commit-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -43,43 +48,47 @@ import Testing
         defer { if engine == .postgresql { TestEngine.release(directory) } }
         let store = try CatalogStore(location, migrations: Migration.load(from: migrationsDirectory, for: engine))
         defer { try? store.close() }
-        let database = store.database
         let existing = CatalogID()
-        let insert = "INSERT INTO games (id, name, description, image_name, created_at, updated_at, version) VALUES (?, ?, '', 'g', 0, 0, 1)"
-        _ = try database.write { db in try db.execute(insert, [existing.rawValue, "Existing"]) }
+        _ = try store.database.write { db in try db.execute(insertGame, [existing.rawValue, "Existing"]) }
+        try await body(store.database, existing)
+    }
 
-        let outcomes = Mutex<[String: Bool]>([:])
-        try await onThread { () throws -> Void in
-            let group = DispatchGroup()
-            let release = Self.holdTheWriter(database, group)
-            // Every writer is busy, so the three writes below queue up and are taken
-            // together. PostgreSQL has a second writer: a write taken by it waits for the
-            // change log's lock, which the first one's transaction holds.
-            if engine == .postgresql {
-                group.enter()
-                database.submit(WriteOptions(), atomic: false, heavy: false, { _ in }, completion: { _ in group.leave() })
-                let deadline = Date().addingTimeInterval(10)
-                while try database.read({ db in try db.fetchValue("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").int }) == 0 {
-                    guard Date() < deadline else { throw StoreError.unavailable("the second writer never waited for the lock") }
-                    usleep(2_000)
+    @Test(arguments: engines) func aWriteFailingInABatchFailsAloneAndTheOthersCommit(_ engine: DatabaseEngine) async throws {
+        try await Self.withStore(engine) { database, existing in
+            let insert = Self.insertGame
+            let outcomes = Mutex<[String: Bool]>([:])
+            try await onThread { () throws -> Void in
+                let group = DispatchGroup()
+                let release = Self.holdTheWriter(database, group)
+                // Every writer is busy, so the three writes below queue up and are taken
+                // together. PostgreSQL has a second writer: a write taken by it waits for the
+                // change log's lock, which the first one's transaction holds.
+                if engine == .postgresql {
+                    group.enter()
+                    database.submit(WriteOptions(), atomic: false, heavy: false, { _ in }, completion: { _ in group.leave() })
+                    let deadline = Date().addingTimeInterval(10)
+                    while try database.read({ db in try db.fetchValue("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").int }) == 0 {
+                        guard Date() < deadline else { throw StoreError.unavailable("the second writer never waited for the lock") }
+                        usleep(2_000)
+                    }
                 }
+                for (name, id) in [("before", CatalogID()), ("duplicate", existing), ("after", CatalogID())] {
+                    group.enter()
+                    // One statement each, not atomic: no savepoint of its own.
+                    database.submit(
+                        WriteOptions(), atomic: false, heavy: false, { db in try db.execute(insert, [id.rawValue, name]) },
+                        completion: { result in
+                            outcomes.withLock { $0[name] = (try? result.get()) != nil }
+                            group.leave()
+                        })
+                }
+                release.signal()
+                group.wait()
             }
-            for (name, id) in [("before", CatalogID()), ("duplicate", existing), ("after", CatalogID())] {
-                group.enter()
-                // One statement each, not atomic: no savepoint of its own.
-                database.submit(
-                    WriteOptions(), atomic: false, heavy: false, { db in try db.execute(insert, [id.rawValue, name]) },
-                    completion: { result in
-                        outcomes.withLock { $0[name] = (try? result.get()) != nil }
-                        group.leave()
-                    })
-            }
-            release.signal()
-            group.wait()
+            #expect(outcomes.withLock { $0 } == ["before": true, "duplicate": false, "after": true])
+            let names = try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }
+            #expect(Set(names).intersection(["before", "after", "Existing", "duplicate"]) == ["Existing", "after", "before"])
         }
-        #expect(outcomes.withLock { $0 } == ["before": true, "duplicate": false, "after": true])
-        let names = try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }
-        #expect(Set(names).intersection(["before", "after", "Existing", "duplicate"]) == ["Existing", "after", "before"])
     }
 
     /// A statement that rolls SQLite's whole transaction back (`OR ROLLBACK`, as a full disk
@@ -87,45 +96,37 @@ import Testing
     /// outside the transaction: a write taken later in the batch (atomic, in a savepoint of
     /// its own, or not) neither commits alone nor is reported done.
     @Test func aWriteThatRollsTheBatchBackFailsEveryWriteInItAndNoneCommits() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("group-commit-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try CatalogStore(
-            .file(directory.appendingPathComponent("catalog.sqlite").path), migrations: Migration.load(from: migrationsDirectory, for: .sqlite))
-        defer { try? store.close() }
-        let database = store.database
-        let existing = CatalogID()
-        let insert = "INSERT INTO games (id, name, description, image_name, created_at, updated_at, version) VALUES (?, ?, '', 'g', 0, 0, 1)"
-        _ = try database.write { db in try db.execute(insert, [existing.rawValue, "Existing"]) }
-
-        let outcomes = Mutex<[String: Bool]>([:])
-        try await onThread { () throws -> Void in
-            let group = DispatchGroup()
-            let release = Self.holdTheWriter(database, group)
-            let writes: [(name: String, atomic: Bool, sql: String, id: CatalogID)] = [
-                ("before", false, insert, CatalogID()),
-                ("rollback", false, insert.replacingOccurrences(of: "INSERT INTO", with: "INSERT OR ROLLBACK INTO"), existing),
-                ("atomic after", true, insert, CatalogID()),
-                ("after", false, insert, CatalogID()),
-            ]
-            for write in writes {
-                group.enter()
-                database.submit(
-                    WriteOptions(), atomic: write.atomic, heavy: false, { db in try db.execute(write.sql, [write.id.rawValue, write.name]) },
-                    completion: { result in
-                        outcomes.withLock { $0[write.name] = (try? result.get()) != nil }
-                        group.leave()
-                    })
+        try await Self.withStore(.sqlite) { database, existing in
+            let insert = Self.insertGame
+            let outcomes = Mutex<[String: Bool]>([:])
+            try await onThread { () throws -> Void in
+                let group = DispatchGroup()
+                let release = Self.holdTheWriter(database, group)
+                let writes: [(name: String, atomic: Bool, sql: String, id: CatalogID)] = [
+                    ("before", false, insert, CatalogID()),
+                    ("rollback", false, insert.replacingOccurrences(of: "INSERT INTO", with: "INSERT OR ROLLBACK INTO"), existing),
+                    ("atomic after", true, insert, CatalogID()),
+                    ("after", false, insert, CatalogID()),
+                ]
+                for write in writes {
+                    group.enter()
+                    database.submit(
+                        WriteOptions(), atomic: write.atomic, heavy: false, { db in try db.execute(write.sql, [write.id.rawValue, write.name]) },
+                        completion: { result in
+                            outcomes.withLock { $0[write.name] = (try? result.get()) != nil }
+                            group.leave()
+                        })
+                }
+                release.signal()
+                group.wait()
             }
-            release.signal()
-            group.wait()
+            #expect(outcomes.withLock { $0 } == ["before": false, "rollback": false, "atomic after": false, "after": false])
+            let names = try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }
+            #expect(Set(names).intersection(["before", "rollback", "atomic after", "after", "Existing"]) == ["Existing"])
+            // The writer goes on: the next write commits.
+            _ = try database.write { db in try db.execute(insert, [CatalogID().rawValue, "next"]) }
+            #expect(try database.read { db in try db.fetchValue("SELECT count(*) FROM games WHERE name = 'next'").int } == 1)
         }
-        #expect(outcomes.withLock { $0 } == ["before": false, "rollback": false, "atomic after": false, "after": false])
-        let names = try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }
-        #expect(Set(names).intersection(["before", "rollback", "atomic after", "after", "Existing"]) == ["Existing"])
-        // The writer goes on: the next write commits.
-        _ = try database.write { db in try db.execute(insert, [CatalogID().rawValue, "next"]) }
-        #expect(try database.read { db in try db.fetchValue("SELECT count(*) FROM games WHERE name = 'next'").int } == 1)
     }
 
     /// A background write (the server's own bookkeeping) waits while a request's write
