@@ -152,16 +152,19 @@ public enum SearchQuery {
     }
 
     /// The FTS5 query, or `nil` when the text holds no letter or digit.
-    public static func fts5(_ text: String) -> String? {
-        let words = searched(text)
+    public static func fts5(_ text: String) -> String? { fts5(searched(text)) }
+
+    /// The FTS5 query of `words` (``searched(_:)``), or `nil` when there are none.
+    public static func fts5(_ words: [(word: String, prefix: Bool)]) -> String? {
         guard !words.isEmpty else { return nil }
         return words.map { $0.prefix ? "\"\($0.word)\"*" : "\"\($0.word)\"" }.joined(separator: " ")
     }
 
-    /// The words for `catalog_match` and `catalog_rank` (SQLite, ``CSQLite``): separated
-    /// by spaces, each ending in `*` when it matches as a prefix, as in ``fts5(_:)``.
-    public static func terms(_ text: String) -> String {
-        searched(text).map { $0.prefix ? "\($0.word)*" : $0.word }.joined(separator: " ")
+    /// The words for `catalog_match` and `catalog_rank` (SQLite, ``CSQLite``) of `words`
+    /// (``searched(_:)``): separated by spaces, each ending in `*` when it matches as a
+    /// prefix, as in ``fts5(_:)-(String)``.
+    public static func terms(_ words: [(word: String, prefix: Bool)]) -> String {
+        words.map { $0.prefix ? "\($0.word)*" : $0.word }.joined(separator: " ")
     }
 
     /// The tsquery (for `to_tsquery('simple', …)`), or `nil` when the text holds no letter

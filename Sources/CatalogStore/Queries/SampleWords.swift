@@ -76,12 +76,10 @@ final class SampleWords: Sendable {
     private let state = Mutex<(kept: (version: Int64, at: UInt64, words: Words?)?, reading: Bool)>((nil, false))
     /// The newest rows' searched columns.
     private let sql: String
-    private let rowCount: Int
 
-    /// The words of the newest `rows` rows (at most 256) of `table`'s `columns`.
+    /// The words of the newest `rows` rows (at most 256, the bits of a mask) of `table`'s `columns`.
     init(table: String, columns: [String], rows: Int) {
         sql = "SELECT \(columns.joined(separator: ", ")) FROM \(table) ORDER BY pk DESC LIMIT \(min(rows, 256))"
-        rowCount = min(rows, 256)
     }
 
     /// The words as of `version` in `db`: read there when those kept are older and the
@@ -113,8 +111,9 @@ final class SampleWords: Sendable {
         var masks: [[UInt8]: SIMD4<UInt64>] = [:]
         let rows = try db.query(sql, [])
         var row = 0
-        while row < rowCount, try rows.step() {
-            let bit = SIMD4<UInt64>((0..<4).map { $0 == row / 64 ? UInt64(1) << UInt64(row % 64) : 0 })
+        while try rows.step() {
+            var bit = SIMD4<UInt64>(repeating: 0)
+            bit[row / 64] = 1 << UInt64(row % 64)
             for column in 0..<rows.columnCount {
                 let text = rows.text(column)
                 var start = 0

@@ -25,8 +25,9 @@ struct SQLiteDialect: SQLDialect {
 
     /// The FTS5 query for the index, and the words for `catalog_rank` and `catalog_match`.
     func searchArguments(_ text: String) -> SQLSearchArguments? {
-        guard let query = SearchQuery.fts5(text) else { return nil }
-        let terms = SearchQuery.terms(text)
+        let words = SearchQuery.searched(text)
+        guard let query = SearchQuery.fts5(words) else { return nil }
+        let terms = SearchQuery.terms(words)
         return (query, terms, terms)
     }
 
