@@ -53,8 +53,9 @@ import Glibc
         try await again.videos.resume(clip, at: path, chunkSize: 1 << 16)
         let id = String(path.split(separator: "/").last ?? "")
         // The job is running (its ffmpeg is): killed with it, then done at the next start.
+        // (Up to 20 s for the worker to start it: the whole suite beside it can delay it past 5.)
         var running = false
-        for _ in 0..<200 where !running {
+        for _ in 0..<800 where !running {
             running = try await onThread { try runCommand("/usr/bin/pgrep", ["-f", "videos/\(id)/source"]).status == 0 }
             if !running { try await Task.sleep(for: .milliseconds(25)) }
         }
