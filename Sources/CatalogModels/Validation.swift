@@ -166,7 +166,9 @@ public enum Rules {
 
     /// Parses `value` once, checking it as ``webURL(_:)`` does.
     public static func parseWebURL(_ value: String) -> Result<URL, Violation> {
-        if value.utf8.count > maxURLLength * maxBytesPerCharacter || value.unicodeScalars.count > maxURLLength {
+        // No more bytes than the limit is no more scalars: only a longer one is counted.
+        let bytes = value.utf8.count
+        if bytes > maxURLLength * maxBytesPerCharacter || (bytes > maxURLLength && value.unicodeScalars.count > maxURLLength) {
             return .failure(Violation(.tooLong, "Must be at most \(maxURLLength) characters."))
         }
         guard let url = URL(string: value), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",

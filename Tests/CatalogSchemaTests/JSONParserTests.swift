@@ -24,8 +24,21 @@ import Testing
         #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse(Array(text.utf8)) }
     }
 
-    @Test func rejectsInvalidUTF8AndExcessiveDepth() {
+    @Test func rejectsInvalidUTF8AndExcessiveDepth() throws {
         #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse([0x22, 0xC3, 0x28, 0x22]) }
+        // A bad byte past the first eight (read a word at a time), in a name and in a value,
+        // unescaped and beside an escape; a valid two-byte letter there is kept.
+        let ascii = Array("abcdefghijk".utf8)
+        for bad: [UInt8] in [[0xFF], [0xC3, 0x28], [0xE2, 0x82], [0xED, 0xA0, 0x80]] {
+            let text = [0x22] + ascii + bad + [0x22]
+            let escaped = [0x22] + ascii + [0x5C, 0x6E] + bad + [0x22]
+            for string in [text, escaped] {
+                #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse(string) }
+                #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse([0x7B] + string + Array(":1}".utf8)) }
+            }
+        }
+        #expect(try JSONValue.parse([0x22] + ascii + [0xC3, 0xA9, 0x22]) == .string("abcdefghijké"))
+        #expect(try JSONValue.parse(Array("{\"abcdefghijklmnopq\":\"x\"}".utf8)) == .object(["abcdefghijklmnopq": .string("x")]))
         let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
         #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse(Array(deep.utf8)) }
         let limit = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)

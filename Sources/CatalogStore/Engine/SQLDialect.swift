@@ -106,10 +106,33 @@ enum SpatialIndex: Sendable {
 ///   (SQLite with `queued`, ``SearchIndexQueue``), which `filter` leaves out: their
 ///   matches are those of them that `match`, so that a search finds exactly the rows
 ///   whose text matches, indexed yet or not.
-typealias SQLSearchShape = (filter: String, from: String?, newestFirst: String, rank: String, match: String?, pending: String?)
+///
+/// A class, made once a store: a search passes it on by reference (as a tuple of six
+/// strings it was copied field by field through the runtime's generic tuple witnesses,
+/// some 5,000 instructions a search).
+final class SQLSearchShape: Sendable {
+    let filter: String
+    let from: String?
+    let newestFirst: String
+    let rank: String
+    let match: String?
+    let pending: String?
+
+    init(filter: String, from: String?, newestFirst: String, rank: String, match: String?, pending: String?) {
+        self.filter = filter
+        self.from = from
+        self.newestFirst = newestFirst
+        self.rank = rank
+        self.match = match
+        self.pending = pending
+    }
+}
 
 /// What one search binds to the `?` of its ``SQLSearchShape``'s `filter`, `rank` and `match`.
 typealias SQLSearchArguments = (filter: String, rank: String, match: String)
 
 /// One search: its resource's shape and what its text binds to it.
-typealias SQLSearch = (shape: SQLSearchShape, arguments: SQLSearchArguments)
+struct SQLSearch {
+    let shape: SQLSearchShape
+    let arguments: SQLSearchArguments
+}

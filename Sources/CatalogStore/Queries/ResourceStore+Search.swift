@@ -78,7 +78,7 @@ extension ResourceStore {
         guard let shape = queued ? searchShapes.queued : searchShapes.unqueued, let arguments = database.dialect.searchArguments(text) else {
             return nil
         }
-        return (shape, arguments)
+        return SQLSearch(shape: shape, arguments: arguments)
     }
 
     /// Whether the search index's queue holds writes in `db`'s snapshot (SQLite: only

@@ -31,10 +31,9 @@ struct PostgreSQLDialect: SQLDialect {
 
     func searchShape(_ schema: ResourceSchema, queued: Bool) -> SQLSearchShape? {
         guard schema.searchTable != nil else { return nil }
-        return (
-            "t.search_vector @@ to_tsquery('simple', ?)", nil, "t.pk DESC",
-            "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)", nil, nil
-        )
+        return SQLSearchShape(
+            filter: "t.search_vector @@ to_tsquery('simple', ?)", from: nil, newestFirst: "t.pk DESC",
+            rank: "-CAST(ts_rank(t.search_vector, to_tsquery('simple', ?)) AS float8)", match: nil, pending: nil)
     }
 
     func searchSample(_ schema: ResourceSchema, sample: Int) -> (floor: String, count: String)? { nil }

@@ -43,10 +43,14 @@ struct SQLiteDialect: SQLDialect {
         let rank = "catalog_rank(?, " + schema.searchColumns.map { "\($0.weight), t.\($0.column)" }.joined(separator: ", ") + ")"
         let match = "catalog_match(?, \(columns))"
         let from = "\(index) JOIN \(schema.table) t ON t.pk = \(index).rowid"
-        guard queued else { return ("\(index) MATCH ?", from, "\(index).rowid DESC", rank, match, nil) }
+        guard queued else {
+            return SQLSearchShape(filter: "\(index) MATCH ?", from: from, newestFirst: "\(index).rowid DESC", rank: rank, match: match, pending: nil)
+        }
         // The index's name is the schema's, a constant: a literal, not a parameter.
         let rows = "(SELECT row FROM search_index_queue WHERE index_name = '\(index)' ORDER BY seq LIMIT \(Self.searchedQueue))"
-        return ("\(index) MATCH ? AND \(index).rowid NOT IN \(rows)", from, "\(index).rowid DESC", rank, match, "t.pk IN \(rows)")
+        return SQLSearchShape(
+            filter: "\(index) MATCH ? AND \(index).rowid NOT IN \(rows)", from: from, newestFirst: "\(index).rowid DESC", rank: rank, match: match,
+            pending: "t.pk IN \(rows)")
     }
 
     /// How many of the search index queue's writes a search reads (``searchShape(_:queued:)``):
