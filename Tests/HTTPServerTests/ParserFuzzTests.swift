@@ -25,8 +25,7 @@ import Testing
             switch result {
             case let .failure(error):
                 return .rejected(status: error.status.code)
-            case let .success(parsed?):
-                let head = parsed.head
+            case let .success(head?):
                 return .parsed(
                     method: head.method, path: head.path, query: head.query, fields: head.headers.count,
                     framing: "\(head.framing)", keepAlive: head.keepAlive)

@@ -17,9 +17,11 @@ struct RequestHeadParser {
     private var requestLine: RequestLine?
     private var fields: [HTTPHeaders.Field] = []
 
+    /// Offsets and enumerations only: an optional of it holding a `String` was destroyed
+    /// through the runtime's generic witnesses, three times a request.
     private struct RequestLine {
         var method: HTTPMethod?
-        var methodToken: String
+        var methodRange: Range<Int>
         var version: HTTPVersion
         var path: Range<Int>
         var query: Range<Int>?
@@ -41,9 +43,14 @@ struct RequestHeadParser {
         fields.removeAll(keepingCapacity: true)
     }
 
+    /// How many bytes the head ``parse(_:)`` last returned occupied.
+    private(set) var headLength = 0
+
     /// Parses as far as `bytes` allows.
-    /// - Returns: the head and the number of bytes it occupied, or `nil` when more bytes are needed.
-    mutating func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(HTTPError) -> (head: RequestHead, consumed: Int)? {
+    /// - Returns: the head (its length in ``headLength``), or `nil` when more bytes are
+    ///   needed. (Not a tuple with the length: an optional tuple was destroyed through the
+    ///   runtime's generic witnesses, some 2,000 instructions a request.)
+    mutating func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(HTTPError) -> RequestHead? {
         guard let base = bytes.baseAddress else { return nil }
         let count = bytes.count
         var position = scanned
@@ -60,7 +67,9 @@ struct RequestHeadParser {
                 if !line.isEmpty { requestLine = try parseRequestLine(bytes, line) }
             } else if line.isEmpty {
                 scanned = 0
-                return (try finish(bytes, headEnd: lf + 1), lf + 1)
+                let head = try finish(bytes, headEnd: lf + 1)
+                headLength = lf + 1
+                return head
             } else {
                 try parseFieldLine(bytes, line)
             }
@@ -98,8 +107,7 @@ struct RequestHeadParser {
         let version = try parseVersion(bytes, versionRange)
         let method = HTTPMethod(bytes: UnsafeBufferPointer(rebasing: bytes[methodRange]))
         let (path, query) = try parseTarget(bytes, target, method: method)
-        let token = method?.rawValue ?? String(decoding: UnsafeBufferPointer(rebasing: bytes[methodRange]), as: UTF8.self)
-        return RequestLine(method: method, methodToken: token, version: version, path: path, query: query)
+        return RequestLine(method: method, methodRange: methodRange, version: version, path: path, query: query)
     }
 
     private func parseVersion(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) throws(HTTPError) -> HTTPVersion {
@@ -228,7 +236,7 @@ struct RequestHeadParser {
         let keepAlive = line.version == .http1_1 ? !semantics.connectionClose : (semantics.connectionKeepAlive && !semantics.connectionClose)
         return RequestHead(
             method: line.method,
-            methodToken: line.methodToken,
+            methodToken: line.method?.rawValue ?? String(decoding: UnsafeBufferPointer(rebasing: bytes[line.methodRange]), as: UTF8.self),
             version: line.version,
             path: String(decoding: UnsafeBufferPointer(rebasing: bytes[line.path]), as: UTF8.self),
             query: line.query.map { String(decoding: UnsafeBufferPointer(rebasing: bytes[$0]), as: UTF8.self) },

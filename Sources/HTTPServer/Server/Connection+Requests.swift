@@ -24,16 +24,16 @@ extension Connection {
                     return
                 }
                 guard !closeAfterFlush, output.readableCount <= Self.outputHighWater, !input.isEmpty else { return }
-                let parsed: (head: RequestHead, consumed: Int)?
+                let head: RequestHead
                 do {
-                    parsed = try parser.parse(input.readable)
+                    guard let parsed = try parser.parse(input.readable) else { return }
+                    head = parsed
                 } catch {
                     failConnection(error, path: nil)
                     return
                 }
-                guard let (head, consumed) = parsed else { return }
+                input.moveReader(by: parser.headLength)
                 parser.reset()
-                input.moveReader(by: consumed)
                 guard countRequestClient(head) else { return }
                 if head.framing == .none {
                     dispatch(head, body: [])
@@ -172,21 +172,23 @@ extension Connection {
                     // Counted in flight before it runs, as work it hands to another thread
                     // may look at the count. A later answer arrives through this loop's
                     // queue, so it cannot run before the phase below is set.
+                    // The answer is bound straight from the call: an optional response kept
+                    // in a local was destroyed through the runtime's generic witnesses.
                     loop.core.inFlight.add(1, ordering: .relaxed)
-                    let response: HTTPResponse?
                     let responder = responder()
+                    let answered: HTTPResponse
                     do {
-                        response = try handle(request, responder)
+                        guard let response = try handle(request, responder) else {
+                            awaitAnswer(context, timeout: route.handler.timeout)
+                            return
+                        }
+                        answered = response
                     } catch {
                         loop.core.inFlight.subtract(1, ordering: .relaxed)
                         throw error
                     }
-                    if let response {
-                        loop.core.inFlight.subtract(1, ordering: .relaxed)
-                        write(response, context)
-                    } else {
-                        awaitAnswer(context, timeout: route.handler.timeout)
-                    }
+                    loop.core.inFlight.subtract(1, ordering: .relaxed)
+                    write(answered, context)
                 }
             } catch {
                 write(loop.core.render(error, path: head.path, requestID: context.requestID), context)
