@@ -203,7 +203,7 @@ public enum Rules {
     /// An asset name: 1…200 letters, digits, `-`, `_` or `.`, not starting with `.`.
     public static func assetName(_ value: String) -> Violation? {
         if let violation = text(value, length: 1...200) { return violation }
-        let allowed = value.utf8.allSatisfy { byte in
+        let allowed = everyByte(of: value) { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
                 || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
         }
@@ -243,7 +243,8 @@ public enum Rules {
     /// would join the `@` in one character.
     public static func email(_ value: String) -> Violation? {
         let scalars = value.unicodeScalars
-        if value.utf8.count > maxEmailLength * maxBytesPerCharacter || scalars.count > maxEmailLength {
+        let bytes = value.utf8.count
+        if bytes > maxEmailLength * maxBytesPerCharacter || (bytes > maxEmailLength && scalars.count > maxEmailLength) {
             return Violation(.tooLong, "Must be at most \(maxEmailLength) characters.")
         }
         var at: String.UnicodeScalarView.Index?

@@ -26,8 +26,16 @@ import Testing
 
     @Test func rejectsInvalidUTF8AndExcessiveDepth() throws {
         #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse([0x22, 0xC3, 0x28, 0x22]) }
-        // A bad byte past the first eight (read a word at a time), in a name and in a value,
-        // unescaped and beside an escape; a valid two-byte letter there is kept.
+        // A bad byte inside the words read eight bytes at a time, at either end of one, and
+        // in the bytes after the last whole word.
+        let sixteen = Array("abcdefghijklmnop".utf8)
+        for offset in [0, 7, 8, 15, 16] {
+            var bytes = sixteen
+            bytes.insert(0xFF, at: offset)
+            #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse([0x22] + bytes + [0x22]) }
+        }
+        // A bad byte after eleven ASCII ones, in a name and in a value, unescaped and beside
+        // an escape; a valid two-byte letter there is kept.
         let ascii = Array("abcdefghijk".utf8)
         for bad: [UInt8] in [[0xFF], [0xC3, 0x28], [0xE2, 0x82], [0xED, 0xA0, 0x80]] {
             let text = [0x22] + ascii + bad + [0x22]

@@ -70,14 +70,16 @@ struct JSONParser {
 
     private mutating func object() throws(JSONValue.ParseError) -> JSONValue {
         try enter()
-        // Room for a document's members from the start: growing from one to eight
-        // members rehashed them three times (a quarter of parsing a small body).
-        var members = [String: JSONValue](minimumCapacity: 8)
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object(members)
+            return .object([:])
         }
+        // The document itself has room for its members from the start: growing from one
+        // to eight members rehashed them three times (a quarter of parsing a small body).
+        // Nested objects grow as they fill, so that a body of many small objects holds
+        // no more than they need.
+        var members = depth == 1 ? [String: JSONValue](minimumCapacity: 8) : [:]
         repeat {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }

@@ -43,7 +43,8 @@ struct RequestHeadParser {
         fields.removeAll(keepingCapacity: true)
     }
 
-    /// How many bytes the head ``parse(_:)`` last returned occupied.
+    /// How many bytes the head ``parse(_:)`` last returned occupied: read it right after
+    /// a head is returned, before ``reset()`` (it is not cleared).
     private(set) var headLength = 0
 
     /// Parses as far as `bytes` allows.
