@@ -20,6 +20,10 @@ static inline void clinux_keep_freed_memory(int bytes) {
     mallopt(M_MMAP_THRESHOLD, 2 << 20);
 }
 
+/// Returns the freed memory malloc holds, in every arena, to the kernel (malloc_trim): the
+/// top of each heap past what malloc must keep, and the whole pages inside its free chunks.
+static inline void clinux_return_freed_memory(void) { malloc_trim(0); }
+
 /// Tells the kernel that the process no longer needs the pages it has faulted in of the
 /// read-only segments of the program and its libraries (their code and read-only data):
 /// madvise(MADV_DONTNEED) on the pages wholly inside every loadable segment without write permission (never

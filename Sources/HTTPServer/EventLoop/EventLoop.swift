@@ -48,6 +48,13 @@ final class EventLoop: @unchecked Sendable {
     private var nextSweep: Int64 = 0
     /// How many times the loop has woken (its thread only).
     private(set) var rounds = 0
+    /// When the loop last had an event or a job.
+    private var lastActive: Int64 = EventLoop.monotonicMilliseconds()
+    /// Whether the process's freed memory was returned since the loop was last active.
+    private var returnedFreedMemory = false
+    /// How long the loop stays quiet before it returns freed memory, in milliseconds
+    /// (`nil`: never).
+    private let quietBeforeReturningMemory: Int64?
     private let sweepInterval: Int64
     /// Connections whose TLS session holds input the socket no longer signals.
     private var readyToRead: [Connection] = []
@@ -63,6 +70,7 @@ final class EventLoop: @unchecked Sendable {
         let configuration = core.configuration
         let shortest = min(configuration.headTimeout, configuration.bodyTimeout, configuration.keepAliveTimeout, configuration.lingerTimeout)
         sweepInterval = max(5, min(250, shortest.milliseconds / 10))
+        quietBeforeReturningMemory = configuration.quietBeforeReturningMemory?.milliseconds
     }
 
     static func monotonicMilliseconds() -> Int64 {
@@ -105,11 +113,22 @@ final class EventLoop: @unchecked Sendable {
         while true {
             // With nothing to sweep, the loop sleeps until an event or a job wakes it.
             let idle = open.isEmpty && acceptPausedUntil == 0 && !isDraining
-            let timeout = !readyToRead.isEmpty ? 0 : idle ? -1 : Int32(clamping: max(0, nextSweep - now))
+            var timeout = !readyToRead.isEmpty ? 0 : idle ? -1 : Int32(clamping: max(0, nextSweep - now))
+            if let quiet = quietBeforeReturningMemory, !returnedFreedMemory, timeout != 0 {
+                // Awake once quiet long enough to hand freed memory back.
+                let due = Int32(clamping: max(0, lastActive + quiet - now))
+                timeout = timeout < 0 ? due : min(timeout, due)
+            }
             let count = epoll.wait(into: events, timeout: timeout)
             rounds &+= 1
             now = Self.monotonicMilliseconds()
             date.refresh()
+            if count > 0 {
+                lastActive = now
+                returnedFreedMemory = false
+            } else if let quiet = quietBeforeReturningMemory, !returnedFreedMemory, now - lastActive >= quiet {
+                returnFreedMemory()
+            }
             for slot in 0..<count {
                 let token = events[slot].data.u64
                 let flags = events[slot].events
@@ -132,6 +151,18 @@ final class EventLoop: @unchecked Sendable {
         stopped = true
         for connection in open { connection.close() }
         runMailbox(closing: true)
+    }
+
+    /// Hands the memory malloc holds freed back to the kernel (in every arena), once a
+    /// quiet spell begins (``ServerConfiguration/quietBeforeReturningMemory``). While busy, the server keeps what it frees for the next
+    /// requests (up to 64 MiB at the top of the heap, and buffers of up to 2 MiB in it,
+    /// as `catalog-server` sets malloc up); after a burst of writes that left several
+    /// megabytes free, an idle server gives them back rather than holding them until the
+    /// next burst.
+    private func returnFreedMemory() {
+        returnedFreedMemory = true
+        clinux_return_freed_memory()
+        core.freedMemoryReturns.add(1, ordering: .relaxed)
     }
 
     /// Runs the queued jobs. A wake stays requested while they run, so jobs queued

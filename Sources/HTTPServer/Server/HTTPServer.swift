@@ -50,6 +50,9 @@ final class ServerCore: Sendable {
     let failedHandshakes = Atomic<Int>(0)
     /// Reads of input OpenSSL held that epoll could not report (see ``EventLoop/readSoon(_:)``).
     let bufferedReadPasses = Atomic<Int>(0)
+    /// How many times a loop, quiet for ``ServerConfiguration/quietBeforeReturningMemory``, returned
+    /// the process's freed memory to the kernel.
+    let freedMemoryReturns = Atomic<Int>(0)
     /// Header lines every response carries (`Strict-Transport-Security`), rendered once.
     let fixedFields: [UInt8]
     /// Open connections by client address.

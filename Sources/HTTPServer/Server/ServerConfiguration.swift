@@ -33,6 +33,9 @@ public struct ServerConfiguration: Sendable {
     /// How long the server keeps draining a client's input after it decided to close,
     /// so the final response is not destroyed by a TCP reset.
     public var lingerTimeout: Duration = .seconds(2)
+    /// How long a loop goes without events or jobs before it hands the memory malloc
+    /// holds freed back to the kernel (once a quiet spell); `nil`: never.
+    public var quietBeforeReturningMemory: Duration? = .seconds(1)
     /// The most connections open at once; further ones are answered 503 and closed.
     public var maxConnections = 10_000
     /// The most connections open at once from one client address (an IPv6 client's
