@@ -4,28 +4,34 @@ import Testing
 
 @testable import HTTPServer
 
-/// A loop quiet for a while (two seconds here) hands the memory malloc holds freed back
-/// to the kernel, once a quiet spell: not while requests keep coming, and not again until
-/// it has been busy since. A server configured not to never does.
+/// A server quiet for a while (a second here: no event, no job, no request in flight)
+/// hands the memory malloc holds freed back to the kernel, once a quiet spell: never
+/// while a request is in flight, however long it waits, and not again until it has been
+/// busy since (and five seconds have passed). A server configured not to never does.
 @Suite struct IdleMemoryTests {
-    @Test func aQuietLoopReturnsFreedMemoryOncePerQuietSpell() async throws {
-        let server = try TestServer { $0.quietBeforeReturningMemory = .seconds(2) }
-        let returns = { server.server.core.freedMemoryReturns.load(ordering: .relaxed) }
-        // Quiet since it started: returned once, two seconds after.
+    @Test func aQuietServerReturnsFreedMemoryOncePerQuietSpell() async throws {
+        let server = try TestServer {
+            $0.quietBeforeReturningMemory = .seconds(1)
+            $0.keepAliveTimeout = .seconds(30)
+        }
+        let returns: @Sendable () -> Int = { server.server.core.freedMemoryReturns.load(ordering: .relaxed) }
+        // Quiet since it started: returned once.
         for _ in 0..<100 where returns() == 0 { try await Task.sleep(for: .milliseconds(100)) }
         #expect(returns() == 1)
-        // Busy for three seconds, a request every 100 ms on a keep-alive connection: nothing
-        // returned meanwhile.
+        let token = UUID().uuidString
         try await onThread {
+            // A request in flight for seven seconds (past the quiet second and the five
+            // between returns): nothing returned meanwhile.
             let client = try server.client()
-            for _ in 0..<30 {
-                try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
-                #expect(try client.readResponse().text == "hello")
-                usleep(100_000)
-            }
+            try client.send("GET /wait/\(token) HTTP/1.1\r\nHost: x\r\n\r\n")
+            for _ in 0..<250 where TestServer.waiting.withLock({ $0[token] }) == nil { usleep(20_000) }
+            usleep(7_000_000)
+            #expect(returns() == 1)
+            TestServer.waiting.withLock { $0[token] }?.respond(.text("done"))
+            #expect(try client.readResponse().text == "done")
         }
-        #expect(returns() == 1)
-        // Quiet again: returned once more, and only once however long it stays quiet.
+        // Quiet again (the client's close was the last event): returned once more, and only
+        // once however long it stays quiet.
         for _ in 0..<100 where returns() == 1 { try await Task.sleep(for: .milliseconds(100)) }
         #expect(returns() == 2)
         try await Task.sleep(for: .milliseconds(3_000))

@@ -11,9 +11,12 @@ import Testing
 /// or through TLS, with keep-alive after it.
 @Suite struct StreamedBodyTests {
     @Test(arguments: Transport.allCases) func aStreamedBodyPausesAndTheNextRequestFollows(_ transport: Transport) async throws {
-        // Sending 8 MiB through TLS beside the whole suite can pause longer than the test
-        // server's half-second body timeout, which then ends the connection mid-body.
-        let server = try TestServer(transport) { $0.bodyTimeout = .seconds(10) }
+        // Beside the whole suite, making and sending 8 MiB can pause longer than the test
+        // server's half-second head and body timeouts, which then end the connection.
+        let server = try TestServer(transport) {
+            $0.headTimeout = .seconds(10)
+            $0.bodyTimeout = .seconds(10)
+        }
         try await onThread {
             let client = try server.client()
             let body = [UInt8](repeating: 7, count: 1 << 20)
@@ -26,11 +29,12 @@ import Testing
             // Chunks each within the limit, adding up past it (8 MiB): refused once the total
             // passes it, whatever the size of each. (The byte past it comes last, so the client
             // has sent all before the refusal closes the connection.)
-            let large = try server.client()
             let chunk = String(repeating: "z", count: 1 << 20)
             var stream = "POST /sink HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
             for _ in 0..<8 { stream += "100000\r\n" + chunk + "\r\n" }
-            try large.send(stream + "1\r\nz\r\n0\r\n\r\n")
+            stream += "1\r\nz\r\n0\r\n\r\n"
+            let large = try server.client()  // connected once the stream is made
+            try large.send(stream)
             #expect(try large.readResponse().status == 413)
         }
     }

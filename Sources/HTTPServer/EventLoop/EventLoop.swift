@@ -48,11 +48,9 @@ final class EventLoop: @unchecked Sendable {
     private var nextSweep: Int64 = 0
     /// How many times the loop has woken (its thread only).
     private(set) var rounds = 0
-    /// When the loop last had an event or a job.
-    private var lastActive: Int64 = EventLoop.monotonicMilliseconds()
-    /// Whether the process's freed memory was returned since the loop was last active.
-    private var returnedFreedMemory = false
-    /// How long the loop stays quiet before it returns freed memory, in milliseconds
+    /// The last time this loop marked the server active (``ServerCore/lastActive``).
+    private var markedActive: Int64 = 0
+    /// How long the server stays quiet before freed memory is returned, in milliseconds
     /// (`nil`: never).
     private let quietBeforeReturningMemory: Int64?
     private let sweepInterval: Int64
@@ -70,7 +68,7 @@ final class EventLoop: @unchecked Sendable {
         let configuration = core.configuration
         let shortest = min(configuration.headTimeout, configuration.bodyTimeout, configuration.keepAliveTimeout, configuration.lingerTimeout)
         sweepInterval = max(5, min(250, shortest.milliseconds / 10))
-        quietBeforeReturningMemory = configuration.quietBeforeReturningMemory?.milliseconds
+        quietBeforeReturningMemory = configuration.quietBeforeReturningMemory.map { max(1, $0.milliseconds) }
     }
 
     static func monotonicMilliseconds() -> Int64 {
@@ -114,19 +112,18 @@ final class EventLoop: @unchecked Sendable {
             // With nothing to sweep, the loop sleeps until an event or a job wakes it.
             let idle = open.isEmpty && acceptPausedUntil == 0 && !isDraining
             var timeout = !readyToRead.isEmpty ? 0 : idle ? -1 : Int32(clamping: max(0, nextSweep - now))
-            if let quiet = quietBeforeReturningMemory, !returnedFreedMemory, timeout != 0 {
-                // Awake once quiet long enough to hand freed memory back.
-                let due = Int32(clamping: max(0, lastActive + quiet - now))
-                timeout = timeout < 0 ? due : min(timeout, due)
+            if timeout != 0, let due = freedMemoryDue() {
+                // Awake when the server will have been quiet long enough to hand freed memory back.
+                let wait = Int32(clamping: max(1, due - now))
+                timeout = timeout < 0 ? wait : min(timeout, wait)
             }
             let count = epoll.wait(into: events, timeout: timeout)
             rounds &+= 1
             now = Self.monotonicMilliseconds()
             date.refresh()
             if count > 0 {
-                lastActive = now
-                returnedFreedMemory = false
-            } else if let quiet = quietBeforeReturningMemory, !returnedFreedMemory, now - lastActive >= quiet {
+                markActive()
+            } else if readyToRead.isEmpty, let due = freedMemoryDue(), now >= due {
                 returnFreedMemory()
             }
             for slot in 0..<count {
@@ -153,14 +150,44 @@ final class EventLoop: @unchecked Sendable {
         runMailbox(closing: true)
     }
 
-    /// Hands the memory malloc holds freed back to the kernel (in every arena), once a
-    /// quiet spell begins (``ServerConfiguration/quietBeforeReturningMemory``). While busy, the server keeps what it frees for the next
-    /// requests (up to 64 MiB at the top of the heap, and buffers of up to 2 MiB in it,
-    /// as `catalog-server` sets malloc up); after a burst of writes that left several
-    /// megabytes free, an idle server gives them back rather than holding them until the
-    /// next burst.
+    /// Notes that the server is active now (``ServerCore/lastActive``): an event or a job
+    /// on this loop, or a connection it closed (whose buffers were freed). At most once a
+    /// millisecond a loop.
+    private func markActive() {
+        guard now != markedActive else { return }
+        markedActive = now
+        core.lastActive.store(now, ordering: .relaxed)
+    }
+
+    /// The least time between two returns of freed memory, in milliseconds: a client
+    /// that lets the server fall quiet again and again makes it trim at most this often.
+    static let minimumGapBetweenMemoryReturns: Int64 = 5_000
+
+    /// When freed memory is to be returned: once the whole server (every loop, with no
+    /// request in flight) has been quiet for ``ServerConfiguration/quietBeforeReturningMemory``
+    /// since its last activity, and the last return is ``minimumGapBetweenMemoryReturns``
+    /// old; `nil` when nothing is due (returned since the last activity, a request in
+    /// flight, or never configured).
+    private func freedMemoryDue() -> Int64? {
+        guard let quiet = quietBeforeReturningMemory, core.inFlight.load(ordering: .relaxed) == 0 else { return nil }
+        let active = core.lastActive.load(ordering: .relaxed)
+        guard core.memoryReturnedAfter.load(ordering: .relaxed) != active else { return nil }
+        return max(active + quiet, core.lastMemoryReturn.load(ordering: .relaxed) + Self.minimumGapBetweenMemoryReturns)
+    }
+
+    /// Hands the memory malloc holds freed back to the kernel (in every arena of the
+    /// process), once a quiet spell of the whole server begins; of the loops that find it
+    /// due, the one that claims it first. While busy, the server keeps what it frees for
+    /// the next requests (as much as malloc is set up to keep: `catalog-server` keeps up
+    /// to 64 MiB at the top of the heap, and serves buffers of up to 2 MiB from it); once
+    /// idle, it gives that back rather than holding it until the next burst.
     private func returnFreedMemory() {
-        returnedFreedMemory = true
+        let active = core.lastActive.load(ordering: .relaxed)
+        let returned = core.memoryReturnedAfter.load(ordering: .relaxed)
+        guard returned != active,
+            core.memoryReturnedAfter.compareExchange(expected: returned, desired: active, ordering: .relaxed).exchanged
+        else { return }
+        core.lastMemoryReturn.store(now, ordering: .relaxed)
         clinux_return_freed_memory()
         core.freedMemoryReturns.add(1, ordering: .relaxed)
     }
@@ -251,7 +278,9 @@ final class EventLoop: @unchecked Sendable {
             acceptPausedUntil = 0
             epoll.modify(listener, events: Epoll.readable, token: UInt64(listener))
         }
+        let before = open.count
         for connection in open { connection.checkDeadlines(now: now) }
+        if open.count < before { markActive() }
     }
 
     // MARK: Connections

@@ -50,8 +50,15 @@ final class ServerCore: Sendable {
     let failedHandshakes = Atomic<Int>(0)
     /// Reads of input OpenSSL held that epoll could not report (see ``EventLoop/readSoon(_:)``).
     let bufferedReadPasses = Atomic<Int>(0)
-    /// How many times a loop, quiet for ``ServerConfiguration/quietBeforeReturningMemory``, returned
-    /// the process's freed memory to the kernel.
+    /// When a loop last had an event or a job, or closed a connection (monotonic
+    /// milliseconds): what the quiet spell before returning freed memory counts from.
+    let lastActive = Atomic<Int64>(EventLoop.monotonicMilliseconds())
+    /// The ``lastActive`` after which freed memory was last returned (once per quiet spell).
+    let memoryReturnedAfter = Atomic<Int64>(-1)
+    /// When freed memory was last returned (monotonic milliseconds).
+    let lastMemoryReturn = Atomic<Int64>(Int64.min / 2)
+    /// How many times the server, quiet for ``ServerConfiguration/quietBeforeReturningMemory``,
+    /// returned the process's freed memory to the kernel.
     let freedMemoryReturns = Atomic<Int>(0)
     /// Header lines every response carries (`Strict-Transport-Security`), rendered once.
     let fixedFields: [UInt8]

@@ -33,8 +33,9 @@ public struct ServerConfiguration: Sendable {
     /// How long the server keeps draining a client's input after it decided to close,
     /// so the final response is not destroyed by a TCP reset.
     public var lingerTimeout: Duration = .seconds(2)
-    /// How long a loop goes without events or jobs before it hands the memory malloc
-    /// holds freed back to the kernel (once a quiet spell); `nil`: never.
+    /// How long the server (every loop, no request in flight) goes without events or jobs
+    /// before one loop hands the memory malloc holds freed back to the kernel: once per
+    /// quiet spell, and at most once every five seconds. `nil`: never.
     public var quietBeforeReturningMemory: Duration? = .seconds(1)
     /// The most connections open at once; further ones are answered 503 and closed.
     public var maxConnections = 10_000
