@@ -21,6 +21,15 @@
                                    const int *paramLengths, const int *paramFormats, int resultFormat), \
       (conn, stmtName, nParams, paramValues, paramLengths, paramFormats, resultFormat)) \
     X(int, PQconsumeInput, (PGconn *conn), (conn)) \
+    X(int, PQsetnonblocking, (PGconn *conn, int arg), (conn, arg)) \
+    X(int, PQsendPrepare, (PGconn *conn, const char *stmtName, const char *query, int nParams, const Oid *paramTypes), \
+      (conn, stmtName, query, nParams, paramTypes)) \
+    X(int, PQsendQueryPrepared, (PGconn *conn, const char *stmtName, int nParams, const char *const *paramValues, \
+                                 const int *paramLengths, const int *paramFormats, int resultFormat), \
+      (conn, stmtName, nParams, paramValues, paramLengths, paramFormats, resultFormat)) \
+    X(int, PQflush, (PGconn *conn), (conn)) \
+    X(int, PQisBusy, (PGconn *conn), (conn)) \
+    X(PGresult *, PQgetResult, (PGconn *conn), (conn)) \
     X(PGnotify *, PQnotifies, (PGconn *conn), (conn)) \
     X(ExecStatusType, PQresultStatus, (const PGresult *res), (res)) \
     X(char *, PQresultErrorMessage, (const PGresult *res), (res)) \

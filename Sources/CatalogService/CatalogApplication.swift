@@ -85,6 +85,7 @@ public final class CatalogApplication: Sendable {
         let webhooks = try Self.webhooks(configuration, store: store, holder: leases.server)
         webhookWorker = webhooks.worker
         if let worker = webhooks.worker { metrics.observeWebhooks { worker.counters.withLock { $0 } } }
+        if location.engine == .postgresql { metrics.observeLoopReads { [store] in store.loopReads } }
         let videoSettings = VideoSettings(maxBytes: configuration.videoMaxBytes, quotaBytes: configuration.videoQuotaBytes)
         countBatches = CountBatches(counter: store.counts)
         if seeded, configuration.seedDemoArtwork { DemoImages.add(to: store, library: images) }

@@ -229,6 +229,10 @@ public final class CatalogStore: Sendable {
     /// it (credentials) may then be changed by another.
     public var mayBeShared: Bool { database.dialect.mayBeShared }
 
+    /// What became of reads sent from event loops, since the store opened (all zero where
+    /// the loops read the database themselves: SQLite).
+    public var loopReads: LoopReadCounts { (database as? PostgresDatabase)?.loopReadCounts.snapshot ?? LoopReadCounts() }
+
     /// What lets this server remember credentials that other servers may change
     /// (PostgreSQL); `nil` where only this server changes them.
     public var credentials: CredentialWatch? { database.credentials }

@@ -25,6 +25,16 @@ enum Endpoint: Sendable {
     /// and otherwise on the small pool reserved for expensive reads (searches,
     /// geographic lists), under that pool's larger ``ReadBudget``.
     case read(isExpensive: @Sendable (HTTPRequest) -> Bool, @Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
+    /// A read of one statement (a resource by its id). Where reads wait on a network
+    /// (PostgreSQL), `start` sends it from the event loop the request arrived on without
+    /// blocking it, answering through the completion once the database replies; when it
+    /// returns false (it cannot be read so now), or asks for it to run elsewhere (its
+    /// connection was lost), `body` runs on the route's pool. Elsewhere `body` runs inline.
+    case loopRead(
+        @Sendable (HTTPRequest, Caller) throws -> HTTPResponse,
+        start:
+            @Sendable (HTTPRequest, Caller, LoopReactor, _ isAbandoned: @escaping () -> Bool, _ elsewhere: @escaping () -> Void, @escaping Completion) throws
+            -> Bool)
     /// Takes a body too large to hold as a stream (an upload; its route streams bodies):
     /// it sees the head, and hands a sink to the responder
     /// (``Responder/receiveBody(into:)``) when it takes the body; it answers through the

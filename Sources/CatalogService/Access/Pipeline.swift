@@ -218,8 +218,10 @@ struct Execution: Sendable {
     /// Where the endpoint runs once its caller is known: a waiting endpoint queues its own
     /// reads, so it needs the pool for authentication only.
     var endpointPool: WorkPool? {
-        if case .waiting = endpoint { return nil }
-        return pool
+        switch endpoint {
+        case .waiting, .loopRead: nil
+        default: pool
+        }
     }
 
     /// Whether `request` is an expensive read of a `.read` endpoint (which runs it on its
@@ -255,6 +257,23 @@ struct Execution: Sendable {
         case let .blocking(body):
             let responder = delivery.responder
             delivery.run(on: WorkPool.blocking, for: RateLimiter.partition(caller, request)) { try body(request, caller, { responder.isAbandoned }) }
+            return nil
+        case let .loopRead(body, start):
+            let responder = delivery.responder
+            // Inline where reads do not wait (no pool), and on the pool already when the
+            // caller had to be looked up there (off its loop's thread).
+            guard let pool, responder.loop?.isCurrent != false else { return try delivery.answering { try body(request, caller) } }
+            let partition = RateLimiter.partition(caller, request)
+            let elsewhere = { delivery.run(on: pool, for: partition) { try body(request, caller) } }
+            // Answered in process (no loop): on the pool, as every read there.
+            guard let loop = responder.loop else {
+                elsewhere()
+                return nil
+            }
+            let started = try delivery.guarding {
+                try start(request, caller, LoopReactor(loop: loop), { responder.isAbandoned }, elsewhere) { delivery.complete($0) }
+            }
+            if !started { elsewhere() }
             return nil
         case let .read(_, body):
             guard expensive else { return try delivery.answering { try body(request, caller) } }

@@ -112,6 +112,13 @@ final class Metrics: Sendable {
         webhooks.withLock { $0 = counts }
     }
 
+    private let loopReads = Mutex<(@Sendable () -> LoopReadCounts)?>(nil)
+
+    /// Reports the reads event loops sent over their own PostgreSQL connections from `counts`.
+    func observeLoopReads(_ counts: @escaping @Sendable () -> LoopReadCounts) {
+        loopReads.withLock { $0 = counts }
+    }
+
     /// The exposition text.
     func render(server: ServerReference) -> String {
         let snapshot = state.withLock { $0 }
@@ -170,6 +177,18 @@ final class Metrics: Sendable {
             for (id, pending) in counts.backlog.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
                 out += "catalog_webhook_backlog{webhook=\"\(id)\"} \(pending)\n"
             }
+        }
+        if let counts = loopReads.withLock({ $0 })?() {
+            out += "# HELP catalog_db_loop_reads_total Reads of one statement sent from the event loops over their own PostgreSQL connections, "
+            out += "by outcome: taken, declined (every connection busy and the line full, or none made yet: read on the database pool), "
+            out += "handed_back (taken, then read on the pool: a connection lost).\n"
+            out += "# TYPE catalog_db_loop_reads_total counter\n"
+            out += "catalog_db_loop_reads_total{outcome=\"taken\"} \(counts.taken)\n"
+            out += "catalog_db_loop_reads_total{outcome=\"declined\"} \(counts.declined)\n"
+            out += "catalog_db_loop_reads_total{outcome=\"handed_back\"} \(counts.handedBack)\n"
+            out += "# HELP catalog_db_loop_connections_opened_total PostgreSQL connections the event loops have opened.\n"
+            out += "# TYPE catalog_db_loop_connections_opened_total counter\n"
+            out += "catalog_db_loop_connections_opened_total \(counts.connections)\n"
         }
         out += "# HELP catalog_db_read_duration_seconds Duration of database reads.\n"
         out += "# TYPE catalog_db_read_duration_seconds histogram\n"

@@ -91,13 +91,35 @@ struct ResourceEndpoints: Sendable {
         return HTTPResponse(status: .ok, headers: headers, body: page.json)
     }
 
-    /// `GET …/{id}`, with `fields` and `include`.
+    /// `GET …/{id}`, with `fields` and `include`: sent from the event loop where reads wait
+    /// on a network and it embeds nothing.
     var get: Endpoint {
-        .inline { [self] request, caller in try show(Self.id(request), request, caller) }
+        .loopRead { [self] request, caller in
+            try show(Self.id(request), request, caller)
+        } start: { [self] request, caller, reactor, isAbandoned, elsewhere, done in
+            let id = try Self.id(request)
+            let shape = try shape(id, request, caller)
+            guard shape.embedding.isEmpty else { return false }
+            let started = Self.now()
+            return store.renderedOnLoop(id, fields: shape.fields, viewer: caller.viewer, reactor: reactor, isAbandoned: isAbandoned) { outcome in
+                guard case let .done(result) = outcome else { return elsewhere() }
+                metrics.observeRead(seconds: Self.now() - started)
+                done(Result { try respond(result.get(), shape) })
+            }
+        }
     }
 
     /// The resource `id` as `caller` may see it, with the request's `fields` and `include`.
     func show(_ id: CatalogID, _ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        let shape = try shape(id, request, caller)
+        let started = Self.now()
+        let found = try store.rendered(id, fields: shape.fields, embedding: shape.embedding, viewer: caller.viewer, reader: caller.userID)
+        metrics.observeRead(seconds: Self.now() - started)
+        return try respond(found, shape)
+    }
+
+    /// What `caller` may see of the resource `id`, of what the request asks (`fields`, `include`).
+    private func shape(_ id: CatalogID, _ request: HTTPRequest, _ caller: Caller) throws -> Representation {
         var shape = try Representation.parse(request, fields: fields, includes: includes)
         // The reader's own state is for a signed-in reader.
         if shape.embedding.contains(where: \.isReaders), caller.userID == nil { throw APIError.unauthenticated }
@@ -105,9 +127,11 @@ struct ResourceEndpoints: Sendable {
             shape.fields = shape.fields.intersection(visible)
             shape.isShaped = true
         }
-        let started = Self.now()
-        let found = try store.rendered(id, fields: shape.fields, embedding: shape.embedding, viewer: caller.viewer, reader: caller.userID)
-        metrics.observeRead(seconds: Self.now() - started)
+        return shape
+    }
+
+    /// The answer with `found` in `shape`: 404 when it is absent.
+    private func respond(_ found: RenderedResource?, _ shape: Representation) throws -> HTTPResponse {
         guard let resource = found else { throw APIError.notFound }
         return Self.response(resource, tag: shape.isShaped ? ETag.header(resource.version, body: resource.json) : Self.tag(resource, in: schema))
     }

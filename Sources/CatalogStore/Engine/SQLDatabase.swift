@@ -15,6 +15,15 @@ protocol SQLDatabase: Sendable {
     func read<T>(_ body: (any SQLConnection) throws -> T) throws -> T
     /// Runs several reads in one read transaction, so they see one snapshot.
     func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T
+    /// Sends the one statement `sql` from `reactor`'s event loop, on the loop's thread,
+    /// without blocking it: `completion` runs there with what `body` makes of its rows, or
+    /// `nil` to ask for the read to run elsewhere (its connection was lost). False, having
+    /// started nothing, where reads do not wait on a network (SQLite, read on the loop
+    /// itself) or the loop cannot take it now (``PostgresLoopReader``).
+    func readOnLoop<T>(
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, isAbandoned: @escaping () -> Bool,
+        _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
+    ) -> Bool
     /// A number that stays the same while nothing commits to the database and has changed
     /// once anything has (through this server or any other program): what caches of whole
     /// answers are checked against. Read this before the snapshot an answer is made from,
@@ -43,6 +52,13 @@ protocol SQLDatabase: Sendable {
 }
 
 extension SQLDatabase {
+    func readOnLoop<T>(
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, isAbandoned: @escaping () -> Bool,
+        _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
+    ) -> Bool {
+        false
+    }
+
     func submit<T: Sendable>(
         _ options: WriteOptions, atomic: Bool = false, heavy: Bool = false,
         _ work: @escaping (any SQLConnection) throws -> T, completion: @escaping @Sendable (Result<T, any Error>) -> Void

@@ -250,6 +250,39 @@ public final class ResourceStore: Sendable {
         }
     }
 
+    /// ``rendered(_:fields:embedding:viewer:reader:)`` without embeddings, read from
+    /// `reactor`'s event loop without blocking it where reads wait on a network
+    /// (PostgreSQL): `completion` runs on the loop with the resource (`nil` when absent),
+    /// or with ``LoopReadOutcome/elsewhere`` when the read must run on a thread that may
+    /// wait (a lost connection). False, having started nothing, when it cannot be read so
+    /// (SQLite, embeddings, a loop whose connections are all taken and its line full): call
+    /// ``rendered(_:fields:embedding:viewer:reader:)`` then.
+    public func renderedOnLoop(
+        _ id: CatalogID, fields: FieldMask = .all, viewer: Viewer = .everything, reactor: any ReadReactor,
+        isAbandoned: @escaping () -> Bool, completion: @escaping (LoopReadOutcome<RenderedResource?>) -> Void
+    ) -> Bool {
+        let rendering = rendering
+        let sql: String
+        let arguments: SQLArguments
+        let body: (any SQLRows) throws -> RenderedResource?
+        if case let .user(user) = viewer, let visibleSelectSQL, let hidden = schema.ownership?.hiddenWhen {
+            (sql, arguments) = (visibleSelectSQL, [id.rawValue, hidden.value, user?.rawValue ?? ""])
+            body = { rows in try rendering.one(rows, id: id, fields: fields, embedded: []) }
+        } else if fields == .all, let cache = rendering.cache {
+            // Written from the render cache when it holds the row's version and revision.
+            let epoch = RenderCache.currentEpoch
+            (sql, arguments) = (renderedSelectSQL, [id.rawValue])
+            body = { rows in try rendering.one(rows, id: id, cache: cache, confirming: nil, epoch: epoch) }
+        } else {
+            (sql, arguments) = (renderedSelectSQL, [id.rawValue])
+            body = { rows in try rendering.one(rows, id: id, fields: fields, embedded: []) }
+        }
+        return database.readOnLoop(reactor, sql, arguments, isAbandoned: isAbandoned, body) { outcome in
+            guard let outcome else { return completion(.elsewhere) }
+            completion(.done(outcome.mapError { StoreError.from($0) }))
+        }
+    }
+
     /// Renders the row of `id` as read by `db` (inside a write transaction, what it will commit).
     func render(
         _ db: any SQLConnection, _ id: CatalogID, fields: FieldMask = .all, embedded: [EmbeddedMember] = [], viewer: Viewer = .everything

@@ -56,6 +56,10 @@ final class EventLoop: @unchecked Sendable {
     private let sweepInterval: Int64
     /// Connections whose TLS session holds input the socket no longer signals.
     private var readyToRead: [Connection] = []
+    /// Descriptors watched for others (``LoopWatcher``), by descriptor, with their tokens.
+    private var watched: [Int32: (token: UInt64, watcher: any LoopWatcher)] = [:]
+    /// The thread running the loop (`pthread_self()`), 0 before it runs.
+    private let owner = Atomic<UInt>(0)
     private var requestIDState: UInt64 = {
         var generator = SystemRandomNumberGenerator()
         return generator.next()
@@ -104,6 +108,7 @@ final class EventLoop: @unchecked Sendable {
 
     /// Runs until a drain completes. Call on the loop's own thread.
     func run() {
+        owner.store(UInt(pthread_self()), ordering: .releasing)
         let capacity = 512
         let events = UnsafeMutableBufferPointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
@@ -148,6 +153,34 @@ final class EventLoop: @unchecked Sendable {
         stopped = true
         for connection in open { connection.close() }
         runMailbox(closing: true)
+        let watchers = watched.values.map(\.watcher)
+        for (fd, _) in watched { epoll.remove(fd) }
+        watched.removeAll()
+        for watcher in watchers { watcher.loopStopped() }
+    }
+
+    /// Whether the calling thread runs this loop.
+    var isCurrentThread: Bool { owner.load(ordering: .acquiring) == UInt(pthread_self()) }
+
+    // MARK: Other descriptors
+
+    /// Reports `fd` to `watcher` (``LoopHandle/watch(_:writable:_:)``).
+    func watch(_ fd: Int32, writable: Bool, _ watcher: any LoopWatcher) throws {
+        guard !stopped else { throw SystemError("watch (the event loop has stopped)", errno: ESHUTDOWN) }
+        nextConnectionID &+= 1
+        let token = Self.token(fd: fd, id: nextConnectionID)
+        try epoll.add(fd, events: Epoll.readable | (writable ? Epoll.writable : 0), token: token)
+        watched[fd] = (token, watcher)
+    }
+
+    func want(writable: Bool, _ fd: Int32) {
+        guard let watch = watched[fd] else { return }
+        epoll.modify(fd, events: Epoll.readable | (writable ? Epoll.writable : 0), token: watch.token)
+    }
+
+    func unwatch(_ fd: Int32) {
+        guard watched.removeValue(forKey: fd) != nil else { return }
+        epoll.remove(fd)
     }
 
     /// Notes that the server is active now (``ServerCore/lastActive``): an event or a job
@@ -247,7 +280,12 @@ final class EventLoop: @unchecked Sendable {
 
     private func dispatch(token: UInt64, flags: UInt32) {
         let fd = Int(token & 0xFFFF_FFFF)
-        guard fd < connections.count, let connection = connections[fd], Self.token(fd: connection.fd, id: connection.id) == token else { return }
+        guard fd < connections.count, let connection = connections[fd], Self.token(fd: connection.fd, id: connection.id) == token else {
+            if let watch = watched[Int32(truncatingIfNeeded: fd)], watch.token == token {
+                watch.watcher.ready(readable: flags & Epoll.readable != 0, writable: flags & Epoll.writable != 0, failed: flags & Epoll.hangup != 0)
+            }
+            return
+        }
         if flags & Epoll.hangup != 0, flags & Epoll.readable == 0 {
             connection.close()
             return

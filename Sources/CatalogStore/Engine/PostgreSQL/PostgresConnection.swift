@@ -5,13 +5,13 @@ import Foundation
 /// connection (named, with `?` parameters numbered for PostgreSQL) and results come in
 /// binary, read in place. Not shared: a connection serves one thread at a time.
 final class PostgresConnection: SQLConnection, PooledConnection {
-    private let connection: OpaquePointer
+    let connection: OpaquePointer
     /// Prepared statement names by SQL text.
     private var prepared: [StatementKey: String] = [:]
     /// The statement timeout set on the session, in milliseconds (0: none).
     private var statementTimeout: Int64 = -1
     /// Set once the connection has failed: the pool then drops it.
-    private(set) var isBroken = false
+    var isBroken = false
 
     /// The most statements kept prepared; past it they are all deallocated.
     private static let maxPrepared = 512
@@ -130,6 +130,24 @@ final class PostgresConnection: SQLConnection, PooledConnection {
     /// Prepares `sql` when new, binds `arguments` (text, except blobs in binary) and runs it.
     private func run(_ sql: String, _ arguments: SQLArguments, expecting status: ExecStatusType) throws -> OpaquePointer {
         let name = try statement(sql)
+        let result: OpaquePointer? = try Self.withParameters(arguments) { count, values, lengths, formats in
+            PQexecPrepared(connection, name, count, values, lengths, formats, 1)
+        }
+        do {
+            try check(result, expecting: status, sql: sql)
+        } catch {
+            PQclear(result)
+            throw error
+        }
+        guard let result else { throw SQLError(kind: .connection, code: "08006", message: "no result") }
+        return result
+    }
+
+    /// Calls `body` with `arguments` as libpq takes them: their count, values, lengths and
+    /// formats (text NUL-terminated, except blobs in binary), all in one buffer.
+    static func withParameters<R>(
+        _ arguments: SQLArguments, _ body: (Int32, [UnsafePointer<CChar>?], [Int32], [Int32]) -> R
+    ) throws -> R {
         // Every parameter's bytes in one buffer (text NUL-terminated), with its place.
         var storage: [UInt8] = []
         var places: [(offset: Int, length: Int32)?] = []
@@ -159,19 +177,11 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         }
         storage.append(0)
         let lengths = places.map { $0?.length ?? 0 }
-        let result: OpaquePointer? = storage.withUnsafeBufferPointer { buffer in
+        return storage.withUnsafeBufferPointer { buffer in
             let base = UnsafeRawPointer(buffer.baseAddress)
             let pointers = places.map { place in place.flatMap { base?.advanced(by: $0.offset).assumingMemoryBound(to: CChar.self) } }
-            return PQexecPrepared(connection, name, Int32(arguments.count), pointers, lengths, formats, 1)
+            return body(Int32(arguments.count), pointers, lengths, formats)
         }
-        do {
-            try check(result, expecting: status, sql: sql)
-        } catch {
-            PQclear(result)
-            throw error
-        }
-        guard let result else { throw SQLError(kind: .connection, code: "08006", message: "no result") }
-        return result
     }
 
     /// Whether `text` holds a NUL byte: over its contiguous UTF-8 with `memchr` (a
@@ -221,7 +231,8 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         return output
     }
 
-    private func check(_ result: OpaquePointer?, expecting status: ExecStatusType, sql: String) throws {
+    /// Throws the error `result` holds unless it has `status` (tuples will do for a command).
+    func check(_ result: OpaquePointer?, expecting status: ExecStatusType, sql: String) throws {
         let actual = result.map(PQresultStatus) ?? PGRES_FATAL_ERROR
         if actual == status || (status == PGRES_COMMAND_OK && actual == PGRES_TUPLES_OK) { return }
         let state = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map { String(cString: $0) } ?? "XX000"

@@ -21,6 +21,10 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     private let listenerEnded = DispatchSemaphore(value: 0)
     /// Left once ``close()`` has finished: later calls wait for it.
     private let closed = DispatchGroup()
+    /// Each event loop's reader (``readOnLoop(_:_:_:isAbandoned:_:completion:)``), made at its first read.
+    private let loopReaders = Mutex<[ObjectIdentifier: PostgresLoopReader]>([:])
+    /// What became of the loops' reads.
+    let loopReadCounts = PostgresLoopReader.Counts()
 
     var dialect: any SQLDialect { PostgreSQLDialect() }
 
@@ -130,6 +134,31 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         }
     }
 
+    func readOnLoop<T>(
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, isAbandoned: @escaping () -> Bool,
+        _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
+    ) -> Bool {
+        guard reactor.isCurrent, listening.load(ordering: .relaxed) else { return false }
+        let reader = loopReaders.withLock { readers in
+            // A closed reader is replaced (its loop's identity reused by a later loop).
+            if let reader = readers[reactor.id], !reader.isClosed { return reader }
+            let url = url
+            let reader = PostgresLoopReader(reactor: reactor, counts: loopReadCounts) { try PostgresConnection(url: url, settings: Self.loopReaderSettings) }
+            readers[reactor.id] = reader
+            return reader
+        }
+        let job = PostgresLoopReader.Job(sql: sql, arguments: arguments, isAbandoned: isAbandoned) { outcome in
+            completion(outcome.map { result in result.flatMap { rows in Result { try body(rows) } } })
+        }
+        return reader.read(job)
+    }
+
+    /// A loop's readers: a reader's, each statement stopping after the least allowance of
+    /// a read (their one statement is the whole read).
+    /// They are named `catalog-loop-reads` where PostgreSQL lists its sessions.
+    private static let loopReaderSettings =
+        readerSettings + "; SET statement_timeout = \(minimumAllowance.components.seconds * 1000); SET application_name = 'catalog-loop-reads'"
+
     func submit<T: Sendable>(
         _ options: WriteOptions, atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
         completion: @escaping @Sendable (Result<T, any Error>) -> Void
@@ -153,6 +182,26 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         }
     }
 
+    /// Closes every loop's connections on its loop (a loop that has stopped closed them
+    /// when it stopped), waiting a few seconds at most for the loops to get to it.
+    private func closeLoopReaders() {
+        let readers = loopReaders.withLock { readers in
+            defer { readers.removeAll() }
+            return Array(readers.values)
+        }
+        let done = DispatchGroup()
+        for reader in readers {
+            done.enter()
+            if !reader.reactor.execute({
+                reader.close()
+                done.leave()
+            }) {
+                done.leave()
+            }
+        }
+        _ = done.wait(timeout: .now() + .seconds(5))
+    }
+
     /// The advisory lock key of migrations (`catalog` in ASCII).
     private static let migrationLock: Int64 = 0x63_61_74_61_6C_6F_67
 
@@ -160,6 +209,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     /// libpq runs on any of the engine's threads once it returns.
     func close() throws {
         guard listening.exchange(false, ordering: .relaxed) else { return closed.wait() }
+        closeLoopReaders()
         writes.stop()
         readers.close()
         // The listener notices within its wait (250 ms), or after a connection attempt,

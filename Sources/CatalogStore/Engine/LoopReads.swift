@@ -1,0 +1,47 @@
+/// An event loop as the store sees it: where a read waits for a database on the network
+/// without blocking a thread (PostgreSQL's connections are watched by the loop and read
+/// when they have the answer). The server's loops provide it; everything but
+/// ``execute(_:)`` and ``isCurrent`` is called on the loop's own thread.
+public protocol ReadReactor: Sendable {
+    /// Identifies the loop for the life of the server.
+    var id: ObjectIdentifier { get }
+    /// Whether the calling thread is the loop's own.
+    var isCurrent: Bool { get }
+    /// Runs `job` on the loop's thread; false when the loop has stopped (it is dropped).
+    func execute(_ job: @escaping @Sendable () -> Void) -> Bool
+    /// Reports `fd`'s readiness to `watcher` (readable always, writable while asked for)
+    /// until ``unwatch(_:)`` or the loop stops.
+    func watch(_ fd: Int32, writable: Bool, _ watcher: any ReactorWatcher) throws
+    /// Asks for `fd`'s writability to be reported, or stops asking.
+    func want(writable: Bool, _ fd: Int32)
+    /// Stops watching `fd` (before it is closed).
+    func unwatch(_ fd: Int32)
+}
+
+/// What a ``ReadReactor`` reports a descriptor's readiness to, on the loop's thread.
+public protocol ReactorWatcher: AnyObject {
+    /// The descriptor is readable, writable, or `failed` (an error or a hang-up).
+    func ready(readable: Bool, writable: Bool, failed: Bool)
+    /// The loop has stopped: nothing is reported again.
+    func loopStopped()
+}
+
+/// How a read sent from an event loop ended: its result, or a request to run it
+/// elsewhere (on a thread that may wait) because the loop could not finish it (its
+/// connection was lost, or the store closed).
+public enum LoopReadOutcome<T> {
+    case done(Result<T, StoreError>)
+    case elsewhere
+}
+
+/// What became of reads sent from event loops, since start (PostgreSQL; zero elsewhere).
+public struct LoopReadCounts: Sendable, Equatable {
+    /// Reads a loop took (sent at once, or queued for a connection).
+    public var taken = 0
+    /// Reads a loop could not take (no connection yet, or its line full): run on a pool.
+    public var declined = 0
+    /// Taken reads handed back to run on a pool (a connection lost, or the store closing).
+    public var handedBack = 0
+    /// Connections loops have opened.
+    public var connections = 0
+}
