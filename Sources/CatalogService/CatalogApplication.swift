@@ -52,7 +52,9 @@ public final class CatalogApplication: Sendable {
         // database pool (PostgreSQL), the expensive reads' pool, the webhook dispatcher and
         // sender, and two to spare.
         let readingThreads = location.engine == .postgresql ? DatabaseWork.threads : configuration.server.loopThreads
-        store = try CatalogStore(location, migrations: migrations, readers: readingThreads + ExpensiveReads.threads + WebhookWorker.readingThreads + 2)
+        store = try CatalogStore(
+            location, migrations: migrations, readers: readingThreads + ExpensiveReads.threads + WebhookWorker.readingThreads + 2,
+            loops: configuration.server.loopThreads)
         seeded = configuration.seedDemoCatalog ? try store.seedDemoCatalogIfEmpty() : false
         let metrics = Metrics(version: Self.version, engine: location.engine, engineVersion: store.engineVersion)
         let mediaStore: any MediaStore =

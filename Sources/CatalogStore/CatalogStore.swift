@@ -86,7 +86,7 @@ public final class CatalogStore: Sendable {
 
     let database: any SQLDatabase
 
-    /// Opens the SQLite database at `path` (see ``init(_:migrations:readers:)``).
+    /// Opens the SQLite database at `path` (see ``init(_:migrations:readers:loops:)``).
     public convenience init(path: String, migrations: [Migration], readers: Int = 4) throws {
         try self.init(.file(path), migrations: migrations, readers: readers)
     }
@@ -94,13 +94,14 @@ public final class CatalogStore: Sendable {
     /// Opens the database at `location` (a SQLite file is created, with its folder, when
     /// missing), checks the recorded migrations against `migrations` (those of its
     /// engine: ``Migration/load(from:for:)``) and applies the missing ones. `readers` is
-    /// how many reads may run at once.
+    /// how many reads may run at once on threads that wait; `loops`, how many event loops
+    /// send reads without waiting (PostgreSQL: their connections are shared out by it).
     /// - Throws: ``MigrationError`` naming the file at fault, or the open error.
-    public init(_ location: DatabaseLocation, migrations: [Migration], readers: Int = 4) throws {
+    public init(_ location: DatabaseLocation, migrations: [Migration], readers: Int = 4, loops: Int = 1) throws {
         database =
             switch location {
             case let .file(path): try SQLiteDatabase(path: path, readers: readers)
-            case let .postgresql(url): try PostgresDatabase(url: url, readers: readers)
+            case let .postgresql(url): try PostgresDatabase(url: url, readers: readers, loops: loops)
             }
         do {
             appliedMigrations = try database.migrate(migrations)

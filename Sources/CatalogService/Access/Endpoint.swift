@@ -23,24 +23,27 @@ enum Endpoint: Sendable {
     case blocking(@Sendable (HTTPRequest, Caller, _ isAbandoned: @escaping @Sendable () -> Bool) throws -> HTTPResponse)
     /// A read that runs on the event loop when `isExpensive` says the request is cheap,
     /// and otherwise on the small pool reserved for expensive reads (searches,
-    /// geographic lists), under that pool's larger ``ReadBudget``.
-    case read(isExpensive: @Sendable (HTTPRequest) -> Bool, @Sendable (HTTPRequest, Caller) throws -> HTTPResponse)
-    /// A read of one statement (a resource by its id). Where reads wait on a network
-    /// (PostgreSQL), `start` sends it from the event loop the request arrived on without
-    /// blocking it, answering through the completion once the database replies; when it
-    /// returns false (it cannot be read so now), or asks for it to run elsewhere (its
-    /// connection was lost), `body` runs on the route's pool. Elsewhere `body` runs inline.
-    case loopRead(
-        @Sendable (HTTPRequest, Caller) throws -> HTTPResponse,
-        start:
-            @Sendable (HTTPRequest, Caller, LoopReactor, _ isAbandoned: @escaping () -> Bool, _ elsewhere: @escaping () -> Void, @escaping Completion) throws
-            -> Bool)
+    /// geographic lists), under that pool's larger ``ReadBudget``. Where reads wait on a
+    /// network (PostgreSQL) a cheap one runs on the database pool instead, unless it has
+    /// `onLoop`: that sends it from the event loop the request arrived on without blocking
+    /// it (``LoopStart``), and `body` runs on the pool only when it cannot.
+    case read(
+        isExpensive: @Sendable (HTTPRequest) -> Bool, @Sendable (HTTPRequest, Caller) throws -> HTTPResponse, onLoop: LoopStart? = nil)
     /// Takes a body too large to hold as a stream (an upload; its route streams bodies):
     /// it sees the head, and hands a sink to the responder
     /// (``Responder/receiveBody(into:)``) when it takes the body; it answers through the
     /// completion.
     case receiving(@Sendable (HTTPRequest, Caller, Responder, @escaping Completion) throws -> Void)
 }
+
+/// Starts a read of one statement from the event loop (a resource by its id, a plain list
+/// page): true once it will answer through the completion, false when it cannot be read so
+/// now (the read then runs on the pool). When the loop cannot finish it (a connection
+/// lost) it calls `elsewhere`, which runs it on the pool.
+typealias LoopStart =
+    @Sendable (
+        HTTPRequest, Caller, LoopReactor, _ isAbandoned: @escaping () -> Bool, _ elsewhere: @escaping () -> Void, @escaping Completion
+    ) throws -> Bool
 
 /// The caller a request's admission check found from its head, handed to its handler.
 final class Admitted: Sendable {

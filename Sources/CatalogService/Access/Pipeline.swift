@@ -219,7 +219,7 @@ struct Execution: Sendable {
     /// reads, so it needs the pool for authentication only.
     var endpointPool: WorkPool? {
         switch endpoint {
-        case .waiting, .loopRead: nil
+        case .waiting, .read(_, _, onLoop: .some): nil
         default: pool
         }
     }
@@ -229,7 +229,7 @@ struct Execution: Sendable {
     /// `.inlineOrLater` one (for which it decides only the budget, so it is not asked otherwise).
     func isExpensive(_ request: HTTPRequest, budgeted: Bool) -> Bool {
         switch endpoint {
-        case let .read(isExpensive, _): return isExpensive(request)
+        case let .read(isExpensive, _, _): return isExpensive(request)
         case let .inlineOrLater(isExpensive, _): return budgeted && isExpensive(request)
         default: return false
         }
@@ -258,11 +258,20 @@ struct Execution: Sendable {
             let responder = delivery.responder
             delivery.run(on: WorkPool.blocking, for: RateLimiter.partition(caller, request)) { try body(request, caller, { responder.isAbandoned }) }
             return nil
-        case let .loopRead(body, start):
+        case let .read(_, body, onLoop):
+            if expensive {
+                // In the caller's line: one caller's searches cannot fill the pool for the others.
+                delivery.run(on: ExpensiveReads.pool, for: RateLimiter.partition(caller, request)) {
+                    ReadBudget.allow(ExpensiveReads.allowance)
+                    return try body(request, caller)
+                }
+                return nil
+            }
             let responder = delivery.responder
-            // Inline where reads do not wait (no pool), and on the pool already when the
-            // caller had to be looked up there (off its loop's thread).
-            guard let pool, responder.loop?.isCurrent != false else { return try delivery.answering { try body(request, caller) } }
+            // Inline where reads do not wait (no pool), or without a way to read from the
+            // loop (then on the pool already), or on the pool already because the caller
+            // had to be looked up there (off its loop's thread).
+            guard let pool, let onLoop, responder.loop?.isCurrent != false else { return try delivery.answering { try body(request, caller) } }
             let partition = RateLimiter.partition(caller, request)
             let elsewhere = { delivery.run(on: pool, for: partition) { try body(request, caller) } }
             // Answered in process (no loop): on the pool, as every read there.
@@ -271,17 +280,9 @@ struct Execution: Sendable {
                 return nil
             }
             let started = try delivery.guarding {
-                try start(request, caller, LoopReactor(loop: loop), { responder.isAbandoned }, elsewhere) { delivery.complete($0) }
+                try onLoop(request, caller, LoopReactor(loop: loop), { responder.isAbandoned }, elsewhere) { delivery.complete($0) }
             }
             if !started { elsewhere() }
-            return nil
-        case let .read(_, body):
-            guard expensive else { return try delivery.answering { try body(request, caller) } }
-            // In the caller's line: one caller's searches cannot fill the pool for the others.
-            delivery.run(on: ExpensiveReads.pool, for: RateLimiter.partition(caller, request)) {
-                ReadBudget.allow(ExpensiveReads.allowance)
-                return try body(request, caller)
-            }
             return nil
         }
     }

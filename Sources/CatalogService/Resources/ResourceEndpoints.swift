@@ -70,13 +70,30 @@ struct ResourceEndpoints: Sendable {
     func list(scope: (@Sendable (HTTPRequest, Caller) throws(APIError) -> ListRequest.Scope?)? = nil, descending: Bool? = nil) -> Endpoint {
         var options = options
         if let descending { options.descendingByDefault = descending }
-        return .read(isExpensive: ListParameters.isExpensive) { [self, options] request, caller in
+        // A list within a parent reads the parent too: only a plain list is sent from the loop.
+        let onLoop = scope == nil ? plainListOnLoop(options) : nil
+        let body: @Sendable (HTTPRequest, Caller) throws -> HTTPResponse = { [self, options] request, caller in
             var query = try ListParameters.parse(request, options: options, scope: scope?(request, caller))
             query.viewer = caller.viewer
             let started = Self.now()
             let page = try store.renderedList(query)
             metrics.observeRead(seconds: Self.now() - started)
             return Self.page(page, request: request)
+        }
+        return .read(isExpensive: ListParameters.isExpensive, body, onLoop: onLoop)
+    }
+
+    /// Sends a plain list's page (no parent) from the event loop (``LoopStart``).
+    private func plainListOnLoop(_ options: ListOptions) -> LoopStart {
+        { [self] request, caller, reactor, isAbandoned, elsewhere, done in
+            var query = try ListParameters.parse(request, options: options)
+            query.viewer = caller.viewer
+            let started = Self.now()
+            return try store.renderedListOnLoop(query, reactor: reactor, isAbandoned: isAbandoned) { outcome in
+                guard case let .done(result) = outcome else { return elsewhere() }
+                metrics.observeRead(seconds: Self.now() - started)
+                done(result.map { page in Self.page(page, request: request) }.mapError { error -> any Error in error })
+            }
         }
     }
 
@@ -94,9 +111,9 @@ struct ResourceEndpoints: Sendable {
     /// `GET …/{id}`, with `fields` and `include`: sent from the event loop where reads wait
     /// on a network and it embeds nothing.
     var get: Endpoint {
-        .loopRead { [self] request, caller in
+        .read(isExpensive: { _ in false }) { [self] request, caller in
             try show(Self.id(request), request, caller)
-        } start: { [self] request, caller, reactor, isAbandoned, elsewhere, done in
+        } onLoop: { [self] request, caller, reactor, isAbandoned, elsewhere, done in
             let id = try Self.id(request)
             let shape = try shape(id, request, caller)
             guard shape.embedding.isEmpty else { return false }

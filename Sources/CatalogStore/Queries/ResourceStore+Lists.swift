@@ -51,6 +51,31 @@ extension ResourceStore {
         return (page.json, page.nextCursor, kept.digest)
     }
 
+    /// ``renderedList(_:)`` of a plain list (no search, parent or distance: one statement),
+    /// read from `reactor`'s event loop without blocking it where reads wait on a network
+    /// (PostgreSQL, which keeps no pages): `completion` runs on the loop with the page, or
+    /// with ``LoopReadOutcome/elsewhere`` when the read must run on a thread that may wait.
+    /// False, having started nothing, when it cannot be read so: call ``renderedList(_:)``
+    /// then. Throws what a bad cursor or filter is.
+    public func renderedListOnLoop(
+        _ request: ListRequest, reactor: any ReadReactor, isAbandoned: @escaping () -> Bool,
+        completion: @escaping (LoopReadOutcome<(json: [UInt8], nextCursor: String?, digest: UInt64?)>) -> Void
+    ) throws(StoreError) -> Bool {
+        guard request.search == nil, request.scope?.parent == nil, request.order != .distance, request.near == nil else { return false }
+        let (sql, arguments) = try listQuery(request, after: try decodeCursor(request))
+        let epoch = RenderCache.currentEpoch
+        return database.readOnLoop(reactor, sql, arguments, isAbandoned: isAbandoned) { [self] rows in
+            var writer = JSONWriter(capacity: 256 + request.limit * 512)
+            var kept: PageCache.Page?
+            let next = try rendering.page(
+                rows, request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: ListRequest.maxPageBytes, into: &writer, kept: &kept)
+            return (writer.bytes, next)
+        } completion: { outcome in
+            guard let outcome else { return completion(.elsewhere) }
+            completion(.done(outcome.map { page in (page.0, page.1, nil) }.mapError { StoreError.from($0) }))
+        }
+    }
+
     private func renderedList(
         _ request: ListRequest, after cursor: ListCursor?, kept: inout PageCache.Page?
     ) throws

@@ -157,6 +157,8 @@ final class EventLoop: @unchecked Sendable {
         for (fd, _) in watched { epoll.remove(fd) }
         watched.removeAll()
         for watcher in watchers { watcher.loopStopped() }
+        // No later thread that happens to get the same id is taken for this loop's.
+        owner.store(0, ordering: .releasing)
     }
 
     /// Whether the calling thread runs this loop.

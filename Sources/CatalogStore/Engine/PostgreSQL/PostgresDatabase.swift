@@ -22,7 +22,9 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     /// Left once ``close()`` has finished: later calls wait for it.
     private let closed = DispatchGroup()
     /// Each event loop's reader (``readOnLoop(_:_:_:isAbandoned:_:completion:)``), made at its first read.
-    private let loopReaders = Mutex<[ObjectIdentifier: PostgresLoopReader]>([:])
+    private let loopReaders = Mutex<(readers: [ObjectIdentifier: PostgresLoopReader], closed: Bool)>(([:], false))
+    /// Connections each loop opens at most (``PostgresLoopReader/connections(loops:)``).
+    private let loopConnections: Int
     /// What became of the loops' reads.
     let loopReadCounts = PostgresLoopReader.Counts()
 
@@ -32,9 +34,10 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     static let connectionWait: Duration = .seconds(5)
 
     /// Connects to `url` (a libpq URL or connection string); fails when the server cannot
-    /// be reached.
-    init(url: String, readers: Int) throws {
+    /// be reached. `loops` event loops may read through connections of their own.
+    init(url: String, readers: Int, loops: Int) throws {
         self.url = url
+        loopConnections = PostgresLoopReader.connections(loops: loops)
         let first: PostgresConnection
         do {
             first = try PostgresConnection(url: url, settings: Self.readerSettings)
@@ -138,15 +141,18 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, isAbandoned: @escaping () -> Bool,
         _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
     ) -> Bool {
-        guard reactor.isCurrent, listening.load(ordering: .relaxed) else { return false }
-        let reader = loopReaders.withLock { readers in
-            // A closed reader is replaced (its loop's identity reused by a later loop).
-            if let reader = readers[reactor.id], !reader.isClosed { return reader }
+        guard reactor.isCurrent else { return false }
+        let reader = loopReaders.withLock { loops -> PostgresLoopReader? in
+            guard !loops.closed else { return nil }
+            if let reader = loops.readers[reactor.id] { return reader }
             let url = url
-            let reader = PostgresLoopReader(reactor: reactor, counts: loopReadCounts) { try PostgresConnection(url: url, settings: Self.loopReaderSettings) }
-            readers[reactor.id] = reader
+            let reader = PostgresLoopReader(reactor: reactor, limit: loopConnections, counts: loopReadCounts) {
+                try PostgresConnection(url: url, settings: Self.loopReaderSettings)
+            }
+            loops.readers[reactor.id] = reader
             return reader
         }
+        guard let reader else { return false }
         let job = PostgresLoopReader.Job(sql: sql, arguments: arguments, isAbandoned: isAbandoned) { outcome in
             completion(outcome.map { result in result.flatMap { rows in Result { try body(rows) } } })
         }
@@ -185,9 +191,12 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     /// Closes every loop's connections on its loop (a loop that has stopped closed them
     /// when it stopped), waiting a few seconds at most for the loops to get to it.
     private func closeLoopReaders() {
-        let readers = loopReaders.withLock { readers in
-            defer { readers.removeAll() }
-            return Array(readers.values)
+        let readers = loopReaders.withLock { loops in
+            defer {
+                loops.readers.removeAll()
+                loops.closed = true
+            }
+            return Array(loops.readers.values)
         }
         let done = DispatchGroup()
         for reader in readers {

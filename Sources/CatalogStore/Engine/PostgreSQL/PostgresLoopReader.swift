@@ -23,8 +23,21 @@ final class PostgresLoopReader: @unchecked Sendable {
         let completion: (Result<PostgresRows, any Error>?) -> Void
     }
 
-    /// Connections a loop opens at most. Each is one backend on the database server.
+    /// Connections a loop opens at most, whatever the loops: each is a session on the
+    /// database server.
     static let connectionsPerLoop = 8
+    /// Connections all the loops of a server open at most, but for 2 per loop beyond
+    /// eight loops (``connections(loops:)``).
+    static let connectionsPerServer = 16
+    /// How long a statement may be in flight before its connection is given up as hung (a
+    /// dropped network path that no reset reports): the statement timeout, with margin.
+    static let hung: Duration = .seconds(5)
+
+    /// The connections each of `loops` loops opens at most: 8, fewer with more than two
+    /// loops (16 for all of them), and never fewer than 2.
+    static func connections(loops: Int) -> Int {
+        max(2, min(connectionsPerLoop, connectionsPerServer / max(1, loops)))
+    }
     /// Reads that wait for a connection at most, per loop.
     static let maxWaiting = 64
     /// How long after a failed attempt the next connection is tried.
@@ -33,6 +46,8 @@ final class PostgresLoopReader: @unchecked Sendable {
     let reactor: any ReadReactor
     private let connect: @Sendable () throws -> PostgresConnection
     private let counts: Counts
+    /// Connections this loop opens at most.
+    private let limit: Int
     /// Every open connection, and those of them without a read.
     private var open: [LoopConnection] = []
     private var idle: [LoopConnection] = []
@@ -41,11 +56,10 @@ final class PostgresLoopReader: @unchecked Sendable {
     private var waiting: [Job] = []
     private var waitingHead = 0
     private var closed = false
-    /// Whether it has closed (read on its loop's thread).
-    var isClosed: Bool { closed }
 
-    init(reactor: any ReadReactor, counts: Counts, connect: @escaping @Sendable () throws -> PostgresConnection) {
+    init(reactor: any ReadReactor, limit: Int, counts: Counts, connect: @escaping @Sendable () throws -> PostgresConnection) {
         self.reactor = reactor
+        self.limit = limit
         self.counts = counts
         self.connect = connect
     }
@@ -73,7 +87,9 @@ final class PostgresLoopReader: @unchecked Sendable {
             connection.start(job)
             return true
         }
-        if !connecting, open.count < Self.connectionsPerLoop { startConnecting() }
+        giveUpHung()
+        if !connecting, open.count < limit { startConnecting() }
+        if waiting.count - waitingHead >= Self.maxWaiting { dropAbandoned() }
         guard open.count > idle.count, waiting.count - waitingHead < Self.maxWaiting else {
             counts.declined.add(1, ordering: .relaxed)
             return false
@@ -81,6 +97,20 @@ final class PostgresLoopReader: @unchecked Sendable {
         counts.taken.add(1, ordering: .relaxed)
         waiting.append(job)
         return true
+    }
+
+    /// Gives up connections whose statement has been in flight past ``hung`` (their
+    /// reads are handed back): asked whenever every connection is busy.
+    private func giveUpHung() {
+        let now = ContinuousClock.now
+        for connection in open where connection.isHung(at: now) { connection.giveUp() }
+    }
+
+    /// Removes the waiting reads whose clients no longer wait (a full line).
+    private func dropAbandoned() {
+        waiting.removeFirst(waitingHead)
+        waitingHead = 0
+        waiting.removeAll { $0.isAbandoned() }
     }
 
     /// Hands `job` back to run elsewhere.
@@ -117,8 +147,13 @@ final class PostgresLoopReader: @unchecked Sendable {
         while waitingHead < waiting.count {
             let job = waiting[waitingHead]
             waitingHead += 1
+            // Taken reads leave the array once they are its larger part: a line that never
+            // empties (a loop always this busy) holds no more than it has waiting.
             if waitingHead == waiting.count {
                 waiting.removeAll(keepingCapacity: true)
+                waitingHead = 0
+            } else if waitingHead * 2 > waiting.count {
+                waiting.removeFirst(waitingHead)
                 waitingHead = 0
             }
             if !job.isAbandoned() { return job }
@@ -163,7 +198,7 @@ final class PostgresLoopReader: @unchecked Sendable {
             nextAttempt = ContinuousClock.now + Self.retryAfter
         }
         serveLine()
-        if waiting.count > waitingHead, open.count < Self.connectionsPerLoop { startConnecting() }
+        if waiting.count > waitingHead, open.count < limit { startConnecting() }
     }
 
     /// Closes every connection (on the loop's thread, or once it has stopped): reads in
@@ -192,7 +227,8 @@ private final class LoopConnection: ReactorWatcher {
 
     private let connection: PostgresConnection
     private let fd: Int32
-    private unowned let reader: PostgresLoopReader
+    /// Held strongly: the reader lets its connections go when it closes, or when it drops one.
+    private let reader: PostgresLoopReader
     private var job: PostgresLoopReader.Job?
     private var phase = Phase.idle
     /// The statement's result, or its error, until libpq says it is done.
@@ -201,6 +237,8 @@ private final class LoopConnection: ReactorWatcher {
     private var prepared: [StatementKey: String] = [:]
     private var wantsWritable = false
     private var watching = false
+    /// When the job's statement was sent.
+    private var sent = ContinuousClock.now
 
     /// Statements kept prepared on a connection at most (a loop reads a few kinds).
     private static let maxPrepared = 64
@@ -221,6 +259,7 @@ private final class LoopConnection: ReactorWatcher {
     /// Sends `job`'s statement (preparing it first when new).
     func start(_ job: PostgresLoopReader.Job) {
         self.job = job
+        sent = ContinuousClock.now
         if let name = prepared[StatementKey(job.sql)] {
             execute(name)
         } else {
@@ -294,10 +333,20 @@ private final class LoopConnection: ReactorWatcher {
                     PQclear(next)
                 }
             case .idle:
+                // A job is never idle: the connection is in a state it cannot be in.
                 PQclear(next)
+                return lose()
             }
         }
     }
+
+    /// Whether its statement has been in flight past ``PostgresLoopReader/hung``.
+    func isHung(at now: ContinuousClock.Instant) -> Bool {
+        job != nil && now - sent > PostgresLoopReader.hung
+    }
+
+    /// Gives the connection up (a hung one): its job is handed back.
+    func giveUp() { lose() }
 
     private func note(_ result: OpaquePointer, expecting status: ExecStatusType, _ job: PostgresLoopReader.Job) {
         do { try connection.check(result, expecting: status, sql: job.sql) } catch { failure = error }
@@ -333,6 +382,12 @@ private final class LoopConnection: ReactorWatcher {
         self.job = nil
         phase = .idle
         failure = nil
+        // A result kept before an error came: never the next job's.
+        if let result {
+            PQclear(result)
+            self.result = nil
+        }
+        want(writable: false)
         if case let .failure(error as SQLError) = outcome, error.kind == .connection { connection.isBroken = true }
         reader.finished(self, job, connection.isBroken ? nil : outcome)
     }
