@@ -56,6 +56,9 @@ final class EventLoop: @unchecked Sendable {
     private let sweepInterval: Int64
     /// Connections whose TLS session holds input the socket no longer signals.
     private var readyToRead: [Connection] = []
+    /// Jobs this loop's own thread queued for once the events it is handling are handled
+    /// (``soon(_:)``): no lock, no wake.
+    private var soonJobs: [@Sendable (EventLoop) -> Void] = []
     /// Descriptors watched for others (``LoopWatcher``), by descriptor, with their tokens.
     private var watched: [Int32: (token: UInt64, watcher: any LoopWatcher)] = [:]
     /// The thread running the loop (`pthread_self()`), 0 before it runs.
@@ -143,22 +146,43 @@ final class EventLoop: @unchecked Sendable {
                     dispatch(token: token, flags: flags)
                 }
             }
+            runSoon()
             if !readyToRead.isEmpty { readBuffered() }
             if now >= nextSweep {
                 sweep()
                 nextSweep = now + sweepInterval
             }
+            runSoon()
             if isDraining, connectionCount == 0 || now >= drainDeadline { break }
         }
         stopped = true
         for connection in open { connection.close() }
+        runSoon()
         runMailbox(closing: true)
         let watchers = watched.values.map(\.watcher)
         for (fd, _) in watched { epoll.remove(fd) }
         watched.removeAll()
         for watcher in watchers { watcher.loopStopped() }
+        runSoon()
         // No later thread that happens to get the same id is taken for this loop's.
         owner.store(0, ordering: .releasing)
+    }
+
+    /// Runs `job` on this loop once the events it is handling now are handled, ahead of
+    /// the jobs other threads queued (``execute(_:)``). Call on the loop's own thread only:
+    /// an answer made there (a read the loop sent to the database) is delivered without a
+    /// lock or a wake.
+    func soon(_ job: @escaping @Sendable (EventLoop) -> Void) {
+        soonJobs.append(job)
+    }
+
+    /// Runs the jobs ``soon(_:)`` queued, and those they queue.
+    private func runSoon() {
+        while !soonJobs.isEmpty {
+            let jobs = soonJobs
+            soonJobs.removeAll(keepingCapacity: true)
+            for job in jobs { job(self) }
+        }
     }
 
     /// Whether the calling thread runs this loop.

@@ -257,7 +257,10 @@ public struct Responder: Sendable {
     private func deliver(_ result: Result<HTTPResponse, SendableError>) {
         switch target {
         case let .connection(loop, fd, id, sequence):
-            loop.execute { loop in loop.connection(fd: fd, id: id)?.complete(sequence: sequence, with: result) }
+            let job: @Sendable (EventLoop) -> Void = { loop in loop.connection(fd: fd, id: id)?.complete(sequence: sequence, with: result) }
+            // Made on the loop itself (a read it sent, a write's answer it was handed): after
+            // the events at hand, without the queue other threads share.
+            if loop.isCurrentThread { loop.soon(job) } else { loop.execute(job) }
         case let .inProcess(exchange):
             exchange.perform { exchange.complete(result) }
         }

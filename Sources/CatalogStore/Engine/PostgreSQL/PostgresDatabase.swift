@@ -25,6 +25,8 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     private let loopReaders = Mutex<(readers: [ObjectIdentifier: PostgresLoopReader], closed: Bool)>(([:], false))
     /// Connections each loop opens at most (``PostgresLoopReader/connections(loops:)``).
     private let loopConnections: Int
+    /// The loops' threads making connections (``close()`` waits for them).
+    private let loopConnecting = DispatchGroup()
     /// What became of the loops' reads.
     let loopReadCounts = PostgresLoopReader.Counts()
 
@@ -146,7 +148,11 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
             guard !loops.closed else { return nil }
             if let reader = loops.readers[reactor.id] { return reader }
             let url = url
-            let reader = PostgresLoopReader(reactor: reactor, limit: loopConnections, counts: loopReadCounts) {
+            let reader = PostgresLoopReader(
+                reactor: reactor, limit: loopConnections, counts: loopReadCounts, connectingThreads: loopConnecting
+            ) { [weak self] closed in
+                self?.forget(closed)
+            } connect: {
                 try PostgresConnection(url: url, settings: Self.loopReaderSettings)
             }
             loops.readers[reactor.id] = reader
@@ -188,6 +194,13 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         }
     }
 
+    /// Lets a closed reader go with its loop (whose identity a later loop may then reuse).
+    private func forget(_ reader: PostgresLoopReader) {
+        loopReaders.withLock { loops in
+            if loops.readers[reader.reactor.id] === reader { loops.readers[reader.reactor.id] = nil }
+        }
+    }
+
     /// Closes every loop's connections on its loop (a loop that has stopped closed them
     /// when it stopped), waiting a few seconds at most for the loops to get to it.
     private func closeLoopReaders() {
@@ -209,6 +222,9 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
             }
         }
         _ = done.wait(timeout: .now() + .seconds(5))
+        // A connection being made is closed by its thread once the loop refuses it: not
+        // for ever (as the listener's, bounded for a database that stopped answering).
+        _ = loopConnecting.wait(timeout: .now() + .seconds(10))
     }
 
     /// The advisory lock key of migrations (`catalog` in ASCII).

@@ -48,6 +48,10 @@ final class PostgresLoopReader: @unchecked Sendable {
     private let counts: Counts
     /// Connections this loop opens at most.
     private let limit: Int
+    /// The threads connecting for any loop of the database, which its close waits for.
+    private let connectingThreads: DispatchGroup
+    /// Told when the reader closes (its loop stopped, or the store closed).
+    private let closing: @Sendable (PostgresLoopReader) -> Void
     /// Every open connection, and those of them without a read.
     private var open: [LoopConnection] = []
     private var idle: [LoopConnection] = []
@@ -57,10 +61,15 @@ final class PostgresLoopReader: @unchecked Sendable {
     private var waitingHead = 0
     private var closed = false
 
-    init(reactor: any ReadReactor, limit: Int, counts: Counts, connect: @escaping @Sendable () throws -> PostgresConnection) {
+    init(
+        reactor: any ReadReactor, limit: Int, counts: Counts, connectingThreads: DispatchGroup,
+        closing: @escaping @Sendable (PostgresLoopReader) -> Void, connect: @escaping @Sendable () throws -> PostgresConnection
+    ) {
         self.reactor = reactor
         self.limit = limit
         self.counts = counts
+        self.connectingThreads = connectingThreads
+        self.closing = closing
         self.connect = connect
     }
 
@@ -137,7 +146,9 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// is left or coming to serve them.
     private func serveLine() {
         while !idle.isEmpty, let job = nextWaiting() { idle.removeLast().start(job) }
-        if open.isEmpty, !connecting {
+        // With no connection (one may be on its way: connecting can take long), the line
+        // goes to the pool.
+        if open.isEmpty {
             while let job = nextWaiting() { handBack(job) }
         }
     }
@@ -172,7 +183,9 @@ final class PostgresLoopReader: @unchecked Sendable {
         if let nextAttempt, ContinuousClock.now < nextAttempt { return }
         connecting = true
         let connect = connect
+        connectingThreads.enter()
         Thread.detachNewThread { [self] in
+            defer { connectingThreads.leave() }
             let made = Made(result: Result { try connect() })
             // Dropped (and closed) here when the loop has stopped.
             _ = reactor.execute { [self] in adopt(made.result) }
@@ -211,6 +224,7 @@ final class PostgresLoopReader: @unchecked Sendable {
         idle.removeAll()
         for connection in connections { if let job = connection.close() { handBack(job) } }
         while let job = nextWaiting() { handBack(job) }
+        closing(self)
     }
 }
 
@@ -250,11 +264,28 @@ private final class LoopConnection: ReactorWatcher {
         self.reader = reader
         fd = PQsocket(connection.connection)
         guard fd >= 0 else { throw SQLError(kind: .connection, code: "08006", message: "the connection has no socket") }
+        Self.bound(fd)
         try reader.reactor.watch(fd, writable: false, self)
         watching = true
     }
 
     deinit { if let result { PQclear(result) } }
+
+    /// Puts the kernel's deadlines on a TCP socket (a Unix socket refuses them, harmlessly):
+    /// what was sent and not acknowledged for 10 s, or an idle path silent through three
+    /// probes after 30 s, fails the socket, so a read on a connection whose network path
+    /// was dropped without a reset is handed back whatever else the loop does.
+    private static func bound(_ fd: Int32) {
+        func set(_ level: Int32, _ option: Int32, _ value: Int32) {
+            var value = value
+            _ = setsockopt(fd, level, option, &value, socklen_t(MemoryLayout<Int32>.size))
+        }
+        set(Int32(IPPROTO_TCP), TCP_USER_TIMEOUT, 10_000)
+        set(SOL_SOCKET, SO_KEEPALIVE, 1)
+        set(Int32(IPPROTO_TCP), TCP_KEEPIDLE, 30)
+        set(Int32(IPPROTO_TCP), TCP_KEEPINTVL, 10)
+        set(Int32(IPPROTO_TCP), TCP_KEEPCNT, 3)
+    }
 
     /// Sends `job`'s statement (preparing it first when new).
     func start(_ job: PostgresLoopReader.Job) {
