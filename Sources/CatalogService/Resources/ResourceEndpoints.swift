@@ -73,8 +73,7 @@ struct ResourceEndpoints: Sendable {
         // A list within a parent reads the parent too: only a plain list is sent from the loop.
         let onLoop = scope == nil ? plainListOnLoop(options) : nil
         let body: @Sendable (HTTPRequest, Caller) throws -> HTTPResponse = { [self, options] request, caller in
-            var query = try ListParameters.parse(request, options: options, scope: scope?(request, caller))
-            query.viewer = caller.viewer
+            let query = try Self.listRequest(request, caller, options, scope: scope?(request, caller))
             let started = Self.now()
             let page = try store.renderedList(query)
             metrics.observeRead(seconds: Self.now() - started)
@@ -83,11 +82,17 @@ struct ResourceEndpoints: Sendable {
         return .read(isExpensive: ListParameters.isExpensive, body, onLoop: onLoop)
     }
 
+    /// The list `request` asks `caller`'s view of, within `scope`.
+    private static func listRequest(_ request: HTTPRequest, _ caller: Caller, _ options: ListOptions, scope: ListRequest.Scope? = nil) throws -> ListRequest {
+        var query = try ListParameters.parse(request, options: options, scope: scope)
+        query.viewer = caller.viewer
+        return query
+    }
+
     /// Sends a plain list's page (no parent) from the event loop (``LoopStart``).
     private func plainListOnLoop(_ options: ListOptions) -> LoopStart {
         { [self] request, caller, reactor, isAbandoned, elsewhere, done in
-            var query = try ListParameters.parse(request, options: options)
-            query.viewer = caller.viewer
+            let query = try Self.listRequest(request, caller, options)
             let started = Self.now()
             return try store.renderedListOnLoop(query, reactor: reactor, isAbandoned: isAbandoned) { outcome in
                 guard case let .done(result) = outcome else { return elsewhere() }

@@ -17,7 +17,7 @@ final class EventLoop: @unchecked Sendable {
     let index: Int
     let core: ServerCore
     let date = DateCache()
-    private let epoll: Epoll
+    let epoll: Epoll
     /// The loop's connections by descriptor, for its events.
     private var connections: [Connection?] = []
     /// The same connections, densely: sweeps and shutdown walk these, whatever the
@@ -42,27 +42,27 @@ final class EventLoop: @unchecked Sendable {
 
     private(set) var isDraining = false
     private var drainDeadline: Int64 = 0
-    private var stopped = false
-    private var nextConnectionID: UInt64 = 0
+    private(set) var stopped = false
+    var nextConnectionID: UInt64 = 0
     private(set) var now: Int64 = EventLoop.monotonicMilliseconds()
     private var nextSweep: Int64 = 0
     /// How many times the loop has woken (its thread only).
     private(set) var rounds = 0
     /// The last time this loop marked the server active (``ServerCore/lastActive``).
-    private var markedActive: Int64 = 0
+    var markedActive: Int64 = 0
     /// How long the server stays quiet before freed memory is returned, in milliseconds
     /// (`nil`: never).
-    private let quietBeforeReturningMemory: Int64?
+    let quietBeforeReturningMemory: Int64?
     private let sweepInterval: Int64
     /// Connections whose TLS session holds input the socket no longer signals.
     private var readyToRead: [Connection] = []
     /// Jobs this loop's own thread queued for once the events it is handling are handled
     /// (``soon(_:)``): no lock, no wake.
-    private var soonJobs: [@Sendable (EventLoop) -> Void] = []
+    var soonJobs: [@Sendable (EventLoop) -> Void] = []
     /// Descriptors watched for others (``LoopWatcher``), by descriptor, with their tokens.
-    private var watched: [Int32: (token: UInt64, watcher: any LoopWatcher)] = [:]
+    var watched: [Int32: (token: UInt64, watcher: any LoopWatcher)] = [:]
     /// The thread running the loop (`pthread_self()`), 0 before it runs.
-    private let owner = Atomic<UInt>(0)
+    let owner = Atomic<UInt>(0)
     private var requestIDState: UInt64 = {
         var generator = SystemRandomNumberGenerator()
         return generator.next()
@@ -166,89 +166,6 @@ final class EventLoop: @unchecked Sendable {
         runSoon()
         // No later thread that happens to get the same id is taken for this loop's.
         owner.store(0, ordering: .releasing)
-    }
-
-    /// Runs `job` on this loop once the events it is handling now are handled, ahead of
-    /// the jobs other threads queued (``execute(_:)``). Call on the loop's own thread only:
-    /// an answer made there (a read the loop sent to the database) is delivered without a
-    /// lock or a wake.
-    func soon(_ job: @escaping @Sendable (EventLoop) -> Void) {
-        soonJobs.append(job)
-    }
-
-    /// Runs the jobs ``soon(_:)`` queued, and those they queue.
-    private func runSoon() {
-        while !soonJobs.isEmpty {
-            let jobs = soonJobs
-            soonJobs.removeAll(keepingCapacity: true)
-            for job in jobs { job(self) }
-        }
-    }
-
-    /// Whether the calling thread runs this loop.
-    var isCurrentThread: Bool { owner.load(ordering: .acquiring) == UInt(pthread_self()) }
-
-    // MARK: Other descriptors
-
-    /// Reports `fd` to `watcher` (``LoopHandle/watch(_:writable:_:)``).
-    func watch(_ fd: Int32, writable: Bool, _ watcher: any LoopWatcher) throws {
-        guard !stopped else { throw SystemError("watch (the event loop has stopped)", errno: ESHUTDOWN) }
-        nextConnectionID &+= 1
-        let token = Self.token(fd: fd, id: nextConnectionID)
-        try epoll.add(fd, events: Epoll.readable | (writable ? Epoll.writable : 0), token: token)
-        watched[fd] = (token, watcher)
-    }
-
-    func want(writable: Bool, _ fd: Int32) {
-        guard let watch = watched[fd] else { return }
-        epoll.modify(fd, events: Epoll.readable | (writable ? Epoll.writable : 0), token: watch.token)
-    }
-
-    func unwatch(_ fd: Int32) {
-        guard watched.removeValue(forKey: fd) != nil else { return }
-        epoll.remove(fd)
-    }
-
-    /// Notes that the server is active now (``ServerCore/lastActive``): an event or a job
-    /// on this loop, or a connection it closed (whose buffers were freed). At most once a
-    /// millisecond a loop.
-    private func markActive() {
-        guard now != markedActive else { return }
-        markedActive = now
-        core.lastActive.store(now, ordering: .relaxed)
-    }
-
-    /// The least time between two returns of freed memory, in milliseconds: a client
-    /// that lets the server fall quiet again and again makes it trim at most this often.
-    static let minimumGapBetweenMemoryReturns: Int64 = 5_000
-
-    /// When freed memory is to be returned: once the whole server (every loop, with no
-    /// request in flight) has been quiet for ``ServerConfiguration/quietBeforeReturningMemory``
-    /// since its last activity, and the last return is ``minimumGapBetweenMemoryReturns``
-    /// old; `nil` when nothing is due (returned since the last activity, a request in
-    /// flight, or never configured).
-    private func freedMemoryDue() -> Int64? {
-        guard let quiet = quietBeforeReturningMemory, core.inFlight.load(ordering: .relaxed) == 0 else { return nil }
-        let active = core.lastActive.load(ordering: .relaxed)
-        guard core.memoryReturnedAfter.load(ordering: .relaxed) != active else { return nil }
-        return max(active + quiet, core.lastMemoryReturn.load(ordering: .relaxed) + Self.minimumGapBetweenMemoryReturns)
-    }
-
-    /// Hands the memory malloc holds freed back to the kernel (in every arena of the
-    /// process), once a quiet spell of the whole server begins; of the loops that find it
-    /// due, the one that claims it first. While busy, the server keeps what it frees for
-    /// the next requests (as much as malloc is set up to keep: `catalog-server` keeps up
-    /// to 64 MiB at the top of the heap, and serves buffers of up to 2 MiB from it); once
-    /// idle, it gives that back rather than holding it until the next burst.
-    private func returnFreedMemory() {
-        let active = core.lastActive.load(ordering: .relaxed)
-        let returned = core.memoryReturnedAfter.load(ordering: .relaxed)
-        guard returned != active,
-            core.memoryReturnedAfter.compareExchange(expected: returned, desired: active, ordering: .relaxed).exchanged
-        else { return }
-        core.lastMemoryReturn.store(now, ordering: .relaxed)
-        clinux_return_freed_memory()
-        core.freedMemoryReturns.add(1, ordering: .relaxed)
     }
 
     /// Runs the queued jobs. A wake stays requested while they run, so jobs queued

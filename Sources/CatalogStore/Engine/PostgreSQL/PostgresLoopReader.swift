@@ -53,8 +53,8 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// Told when the reader closes (its loop stopped, or the store closed).
     private let closing: @Sendable (PostgresLoopReader) -> Void
     /// Every open connection, and those of them without a read.
-    private var open: [LoopConnection] = []
-    private var idle: [LoopConnection] = []
+    private var open: [Connection] = []
+    private var idle: [Connection] = []
     private var connecting = false
     private var nextAttempt: ContinuousClock.Instant?
     private var waiting: [Job] = []
@@ -112,7 +112,7 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// reads are handed back): asked whenever every connection is busy.
     private func giveUpHung() {
         let now = ContinuousClock.now
-        for connection in open where connection.isHung(at: now) { connection.giveUp() }
+        for connection in open where connection.isHung(at: now) { connection.lose() }
     }
 
     /// Removes the waiting reads whose clients no longer wait (a full line).
@@ -130,14 +130,14 @@ final class PostgresLoopReader: @unchecked Sendable {
 
     /// `connection` has finished `job` (`outcome` `nil`: run it elsewhere); the next
     /// waiting read goes to it.
-    fileprivate func finished(_ connection: LoopConnection, _ job: Job, _ outcome: Result<PostgresRows, any Error>?) {
+    func finished(_ connection: Connection, _ job: Job, _ outcome: Result<PostgresRows, any Error>?) {
         if connection.isBroken { drop(connection) } else { idle.append(connection) }
         if let outcome { job.completion(outcome) } else { handBack(job) }
         serveLine()
     }
 
     /// `connection` was lost while idle.
-    fileprivate func lost(_ connection: LoopConnection) {
+    func lost(_ connection: Connection) {
         drop(connection)
         serveLine()
     }
@@ -172,7 +172,7 @@ final class PostgresLoopReader: @unchecked Sendable {
         return nil
     }
 
-    private func drop(_ connection: LoopConnection) {
+    private func drop(_ connection: Connection) {
         connection.unwatch()
         open.removeAll { $0 === connection }
         idle.removeAll { $0 === connection }
@@ -201,7 +201,7 @@ final class PostgresLoopReader: @unchecked Sendable {
         connecting = false
         guard !closed else { return }
         if case let .success(made) = result, PQsetnonblocking(made.connection, 1) == 0,
-            let connection = try? LoopConnection(made, reader: self)
+            let connection = try? Connection(made, reader: self)
         {
             open.append(connection)
             idle.append(connection)
@@ -225,228 +225,5 @@ final class PostgresLoopReader: @unchecked Sendable {
         for connection in connections { if let job = connection.close() { handBack(job) } }
         while let job = nextWaiting() { handBack(job) }
         closing(self)
-    }
-}
-
-/// One non-blocking connection of a ``PostgresLoopReader``, watched by its loop: one
-/// statement at a time, prepared before its first run (one round trip more, once).
-private final class LoopConnection: ReactorWatcher {
-    private enum Phase {
-        case idle
-        /// Preparing the job's statement under this name ("": the unnamed statement,
-        /// once ``maxPrepared`` are kept).
-        case preparing(String)
-        case executing
-    }
-
-    private let connection: PostgresConnection
-    private let fd: Int32
-    /// Held strongly: the reader lets its connections go when it closes, or when it drops one.
-    private let reader: PostgresLoopReader
-    private var job: PostgresLoopReader.Job?
-    private var phase = Phase.idle
-    /// The statement's result, or its error, until libpq says it is done.
-    private var result: OpaquePointer?
-    private var failure: (any Error)?
-    private var prepared: [StatementKey: String] = [:]
-    private var wantsWritable = false
-    private var watching = false
-    /// When the job's statement was sent.
-    private var sent = ContinuousClock.now
-
-    /// Statements kept prepared on a connection at most (a loop reads a few kinds).
-    private static let maxPrepared = 64
-
-    var isBroken: Bool { connection.isBroken }
-
-    init(_ connection: PostgresConnection, reader: PostgresLoopReader) throws {
-        self.connection = connection
-        self.reader = reader
-        fd = PQsocket(connection.connection)
-        guard fd >= 0 else { throw SQLError(kind: .connection, code: "08006", message: "the connection has no socket") }
-        Self.bound(fd)
-        try reader.reactor.watch(fd, writable: false, self)
-        watching = true
-    }
-
-    deinit { if let result { PQclear(result) } }
-
-    /// Puts the kernel's deadlines on a TCP socket (a Unix socket refuses them, harmlessly):
-    /// what was sent and not acknowledged for 10 s, or an idle path silent through three
-    /// probes after 30 s, fails the socket, so a read on a connection whose network path
-    /// was dropped without a reset is handed back whatever else the loop does.
-    private static func bound(_ fd: Int32) {
-        func set(_ level: Int32, _ option: Int32, _ value: Int32) {
-            var value = value
-            _ = setsockopt(fd, level, option, &value, socklen_t(MemoryLayout<Int32>.size))
-        }
-        set(Int32(IPPROTO_TCP), TCP_USER_TIMEOUT, 10_000)
-        set(SOL_SOCKET, SO_KEEPALIVE, 1)
-        set(Int32(IPPROTO_TCP), TCP_KEEPIDLE, 30)
-        set(Int32(IPPROTO_TCP), TCP_KEEPINTVL, 10)
-        set(Int32(IPPROTO_TCP), TCP_KEEPCNT, 3)
-    }
-
-    /// Sends `job`'s statement (preparing it first when new).
-    func start(_ job: PostgresLoopReader.Job) {
-        self.job = job
-        sent = ContinuousClock.now
-        if let name = prepared[StatementKey(job.sql)] {
-            execute(name)
-        } else {
-            let name = prepared.count < Self.maxPrepared ? "l\(prepared.count)" : ""
-            guard PQsendPrepare(connection.connection, name, PostgresConnection.numbered(job.sql), 0, nil) == 1 else { return lose() }
-            phase = .preparing(name)
-        }
-        flush()
-    }
-
-    private func execute(_ name: String) {
-        guard let job else { return }
-        let sent: Int32
-        do {
-            sent = try PostgresConnection.withParameters(job.arguments) { count, values, lengths, formats in
-                PQsendQueryPrepared(connection.connection, name, count, values, lengths, formats, 1)
-            }
-        } catch {
-            // Refused before sending (a NUL in a text), as the blocking path refuses it.
-            return finish(.failure(error))
-        }
-        guard sent == 1 else { return lose() }
-        phase = .executing
-    }
-
-    /// Sends what libpq holds, watching for writability while some is left.
-    private func flush() {
-        guard job != nil else { return }
-        switch PQflush(connection.connection) {
-        case 0: want(writable: false)
-        case 1: want(writable: true)
-        default: lose()
-        }
-    }
-
-    private func want(writable: Bool) {
-        guard writable != wantsWritable else { return }
-        wantsWritable = writable
-        reader.reactor.want(writable: writable, fd)
-    }
-
-    func ready(readable: Bool, writable: Bool, failed: Bool) {
-        if writable { flush() }
-        guard readable || failed else { return }
-        guard PQconsumeInput(connection.connection) == 1 else { return lose() }
-        take()
-        if job == nil, PQstatus(connection.connection) != CONNECTION_OK { lose() }
-    }
-
-    func loopStopped() {
-        watching = false
-        reader.close()
-    }
-
-    /// Takes what libpq has read: the statement's results, each step ending with a null.
-    private func take() {
-        while let job, PQisBusy(connection.connection) == 0 {
-            guard let next = PQgetResult(connection.connection) else {
-                stepDone()
-                continue
-            }
-            switch phase {
-            case .preparing:
-                if failure == nil { note(next, expecting: PGRES_COMMAND_OK, job) }
-                PQclear(next)
-            case .executing:
-                if result == nil, failure == nil, PQresultStatus(next) == PGRES_TUPLES_OK {
-                    result = next
-                } else {
-                    if failure == nil { note(next, expecting: PGRES_TUPLES_OK, job) }
-                    PQclear(next)
-                }
-            case .idle:
-                // A job is never idle: the connection is in a state it cannot be in.
-                PQclear(next)
-                return lose()
-            }
-        }
-    }
-
-    /// Whether its statement has been in flight past ``PostgresLoopReader/hung``.
-    func isHung(at now: ContinuousClock.Instant) -> Bool {
-        job != nil && now - sent > PostgresLoopReader.hung
-    }
-
-    /// Gives the connection up (a hung one): its job is handed back.
-    func giveUp() { lose() }
-
-    private func note(_ result: OpaquePointer, expecting status: ExecStatusType, _ job: PostgresLoopReader.Job) {
-        do { try connection.check(result, expecting: status, sql: job.sql) } catch { failure = error }
-    }
-
-    /// A step of the job is done: its statement prepared (run it now), or run.
-    private func stepDone() {
-        switch phase {
-        case let .preparing(name):
-            if let failure { return finish(.failure(failure)) }
-            if !name.isEmpty, let job { prepared[StatementKey(job.sql)] = name }
-            execute(name)
-            flush()
-        case .executing:
-            let outcome: Result<PostgresRows, any Error>
-            if let failure {
-                outcome = .failure(failure)
-            } else if let result {
-                outcome = .success(PostgresRows(result))
-                self.result = nil
-            } else {
-                outcome = .failure(SQLError(kind: .other, code: "XX000", message: "no result"))
-            }
-            finish(outcome)
-        case .idle:
-            break
-        }
-    }
-
-    /// Ends the job: its outcome, or (a lost connection) a request to run it elsewhere.
-    private func finish(_ outcome: Result<PostgresRows, any Error>) {
-        guard let job else { return }
-        self.job = nil
-        phase = .idle
-        failure = nil
-        // A result kept before an error came: never the next job's.
-        if let result {
-            PQclear(result)
-            self.result = nil
-        }
-        want(writable: false)
-        if case let .failure(error as SQLError) = outcome, error.kind == .connection { connection.isBroken = true }
-        reader.finished(self, job, connection.isBroken ? nil : outcome)
-    }
-
-    /// The connection is lost: its job, if any, is run elsewhere.
-    private func lose() {
-        connection.isBroken = true
-        if let result {
-            PQclear(result)
-            self.result = nil
-        }
-        if job != nil { finish(.failure(SQLError(kind: .connection, code: "08006", message: "the connection was lost"))) } else { reader.lost(self) }
-    }
-
-    func unwatch() {
-        guard watching else { return }
-        watching = false
-        reader.reactor.unwatch(fd)
-    }
-
-    /// Stops watching (the connection closes when let go): the job it had, to run elsewhere.
-    func close() -> PostgresLoopReader.Job? {
-        unwatch()
-        connection.isBroken = true
-        defer {
-            job = nil
-            phase = .idle
-        }
-        return job
     }
 }
