@@ -259,35 +259,7 @@ public struct ChangeLog: ChangeSource {
     /// - Throws: ``StoreError/syncTokenExpired(_:)`` when deletions after `seq` were purged.
     public func read(after seq: Int64, filter: ChangeFilter, viewer: Viewer?, limit: Int, maxBytes: Int) throws(StoreError) -> ChangeBatch {
         let limit = max(1, min(limit, Self.maxReadLimit))
-        var conditions = "seq > ?"
-        var conditionArguments: SQLArguments = [seq]
-        if let types = filter.types {
-            conditions += " AND type IN (" + types.map { _ in "?" }.joined(separator: ", ") + ")"
-            for type in types { conditionArguments.append(type) }
-        }
-        if case let .user(user) = viewer {
-            // What the viewer can never see is not read at all.
-            conditions += " AND (hidden = 0 OR shown = 1 OR owner_id = ?)"
-            conditionArguments.append(user?.rawValue ?? "")
-        }
-        let select = "SELECT seq, type, id, version, deleted, owner_id, hidden, shown FROM changes WHERE "
-        var sql: String, arguments: SQLArguments
-        if let item = filter.playableItemID {
-            // The item's comments (and its own row, if logged before 0008) by subject, in
-            // order of changes_by_subject (not entries: their subject is a playlist's id);
-            // its own row by (type, id); merged in order.
-            sql =
-                select + "subject = ? AND type <> ? AND " + conditions
-                + " UNION ALL " + select + "type = ? AND id = ? AND subject IS NULL AND " + conditions
-            arguments =
-                [item.rawValue, ChangeFeedSchema.entryType] + conditionArguments + [ResourceSchema.playableItem.type, item.rawValue]
-                + conditionArguments
-        } else {
-            sql = select + conditions
-            arguments = conditionArguments
-        }
-        sql += " ORDER BY seq LIMIT ?"
-        arguments.append(limit + 1)
+        let (sql, arguments) = pageQuery(after: seq, filter: filter, viewer: viewer, limit: limit)
         return try guarded {
             try database.snapshot { db in
                 // A reader after the start must not have missed purged deletions: checked in
@@ -325,6 +297,41 @@ public struct ChangeLog: ChangeSource {
                 return ChangeBatch(after: seq, records: records, complete: complete, highWater: top)
             }
         }
+    }
+
+    /// The statement of ``read(after:filter:viewer:limit:maxBytes:)``: the changes after `seq`
+    /// that match `filter` (and `viewer` may see), in order, `limit + 1` of them at most.
+    func pageQuery(after seq: Int64, filter: ChangeFilter, viewer: Viewer?, limit: Int) -> (String, SQLArguments) {
+        var conditions = "seq > ?"
+        var conditionArguments: SQLArguments = [seq]
+        if let types = filter.types {
+            conditions += " AND type IN (" + types.map { _ in "?" }.joined(separator: ", ") + ")"
+            for type in types { conditionArguments.append(type) }
+        }
+        if case let .user(user) = viewer {
+            // What the viewer can never see is not read at all.
+            conditions += " AND (hidden = 0 OR shown = 1 OR owner_id = ?)"
+            conditionArguments.append(user?.rawValue ?? "")
+        }
+        let select = "SELECT seq, type, id, version, deleted, owner_id, hidden, shown FROM changes WHERE "
+        var sql: String, arguments: SQLArguments
+        if let item = filter.playableItemID {
+            // The item's comments (and its own row, if logged before 0008) by subject, in
+            // order of changes_by_subject (not entries: their subject is a playlist's id);
+            // its own row by (type, id); merged in order.
+            sql =
+                select + "subject = ? AND type <> ? AND " + conditions
+                + " UNION ALL " + select + "type = ? AND id = ? AND subject IS NULL AND " + conditions
+            arguments =
+                [item.rawValue, ChangeFeedSchema.entryType] + conditionArguments + [ResourceSchema.playableItem.type, item.rawValue]
+                + conditionArguments
+        } else {
+            sql = select + conditions
+            arguments = conditionArguments
+        }
+        sql = database.dialect.limited(sql, order: "ORDER BY seq", atMost: Self.maxReadLimit + 1)
+        arguments.append(limit + 1)
+        return (sql, arguments)
     }
 
     /// The record of a row of `changes`, its resource as the read's snapshot held it

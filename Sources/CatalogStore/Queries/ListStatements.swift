@@ -37,6 +37,9 @@ struct ListShape: Hashable {
     var distance: Bool
     /// Which of the resource's search shapes a search uses: the one that reads the index's queue.
     var queued: Bool
+    /// Whether a plain list's page is at most ``ResourceStore/plainListBound`` rows
+    /// (``SQLDialect/limited(_:order:atMost:)``).
+    var bounded: Bool
 }
 
 /// The texts of a resource's list statements, by shape: building one cost some 35,000

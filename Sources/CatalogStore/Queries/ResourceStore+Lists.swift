@@ -105,6 +105,11 @@ extension ResourceStore {
     /// The radius of the first ring a list by distance looks in, in meters.
     static var firstRing: Double { 10_000 }
 
+    /// The most rows of a plain list's page (``SQLDialect/limited(_:order:atMost:)``): the
+    /// largest page the API asks for (100) and the row that tells whether another follows.
+    /// A larger page (none the API asks for) is limited by its bound limit alone.
+    static var plainListBound: Int { 101 }
+
     /// One page of `request` from what `query` makes of the database (it may narrow the
     /// request, or read to choose its rows first: then from the same snapshot); `kept`
     /// (when given) receives what makes the page (``PageCache``), or `nil` when it cannot be kept.
@@ -247,7 +252,8 @@ extension ResourceStore {
         let shape = ListShape(
             way: shapeWay, from: from, filters: filters, searchFilters: searchFilters, outerFilters: outerFilters, key: keyExpression,
             descending: descending, relevance: request.order == .relevance, distance: request.order == .distance,
-            queued: search?.shape.pending != nil)
+            queued: search?.shape.pending != nil,
+            bounded: request.limit < Self.plainListBound)
         let sql = listStatements.text(shape) { listText($0, search: search?.shape) }
         guard let search else { return (sql, keyArguments + arguments + outerArguments + [request.limit + 1]) }
         switch way {
@@ -279,7 +285,8 @@ extension ResourceStore {
         let outerFilter = shape.outerFilters.isEmpty ? "" : " WHERE " + shape.outerFilters.joined(separator: " AND ")
         let (from, keyExpression) = (shape.from, shape.key)
         guard let search, shape.way != .plain else {
-            return "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), \(keyExpression) AS sort_key FROM \(from)\(filter)) t\(outerFilter) \(order) LIMIT ?"
+            let page = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), \(keyExpression) AS sort_key FROM \(from)\(filter)) t\(outerFilter)"
+            return shape.bounded ? database.dialect.limited(page, order: order, atMost: Self.plainListBound) : "\(page) \(order) LIMIT ?"
         }
         if shape.way == .walk {
             if shape.relevance {

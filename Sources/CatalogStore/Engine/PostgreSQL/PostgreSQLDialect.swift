@@ -16,6 +16,10 @@ struct PostgreSQLDialect: SQLDialect {
     var forDelete: String { " FOR UPDATE" }
     var forKeyShare: String { " FOR KEY SHARE" }
     func caseFoldedKey(_ column: String) -> String { "lower(\(column)) COLLATE \"C\"" }
+    /// The rows come in the inner query's order (no second sort).
+    func limited(_ select: String, order: String, atMost bound: Int) -> String {
+        "SELECT * FROM (\(select) \(order) LIMIT \(bound)) limited \(order) LIMIT ?"
+    }
     var tableExists: String { "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?" }
     func jsonElements(_ alias: String) -> String {
         "(SELECT e.value, e.ordinality - 1 AS key FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY AS e(value, ordinality)) \(alias)"
