@@ -40,7 +40,7 @@ struct ListOptions: Sendable {
 /// Parses and validates list query parameters into a ``ListRequest``. Unknown or
 /// repeated parameters and invalid values are 400s naming the parameter.
 enum ListParameters {
-    static let limitRange = 1...100
+    static let limitRange = 1...ListRequest.maxLimit
     static let defaultLimit = 20
     static let maxSearchLength = 200
     /// Half the Earth's circumference: every point is within it.

@@ -300,8 +300,10 @@ public struct ChangeLog: ChangeSource {
     }
 
     /// The statement of ``read(after:filter:viewer:limit:maxBytes:)``: the changes after `seq`
-    /// that match `filter` (and `viewer` may see), in order, `limit + 1` of them at most.
+    /// that match `filter` (and `viewer` may see), in order, `limit + 1` of them at most
+    /// (`limit` at most ``maxReadLimit``).
     func pageQuery(after seq: Int64, filter: ChangeFilter, viewer: Viewer?, limit: Int) -> (String, SQLArguments) {
+        let limit = max(1, min(limit, Self.maxReadLimit))
         var conditions = "seq > ?"
         var conditionArguments: SQLArguments = [seq]
         if let types = filter.types {
@@ -329,7 +331,11 @@ public struct ChangeLog: ChangeSource {
             sql = select + conditions
             arguments = conditionArguments
         }
-        sql = database.dialect.limited(sql, order: "ORDER BY seq", atMost: Self.maxReadLimit + 1)
+        // The whole log in order, planned once (the types it holds may be rare: their
+        // plan depends on which; an item's two index lookups were planned once already).
+        sql =
+            filter.types == nil && filter.playableItemID == nil
+            ? database.dialect.limited(sql, order: "ORDER BY seq", atMost: Self.maxReadLimit + 1) : sql + " ORDER BY seq LIMIT ?"
         arguments.append(limit + 1)
         return (sql, arguments)
     }

@@ -46,13 +46,16 @@ protocol SQLDialect: Sendable {
     /// (indexed as such).
     func caseFoldedKey(_ column: String) -> String
     /// `select` sorted by `order` (an `ORDER BY` of its output columns) with a bound
-    /// `LIMIT ?`, never more than `bound` rows. PostgreSQL plans a prepared statement
-    /// again at every execution unless one plan for all its arguments costs no more
-    /// (`plan_cache_mode = auto`), and it costs a bound limit at a tenth of the rows: a
-    /// page of 21 was planned anew each time (0.1 ms, most of its time for a list page).
-    /// There the page is also limited by the constant `bound` inside, which the one plan
-    /// is costed by; the outer limit stops the inner scan at the bound one.
-    func limited(_ select: String, order: String, atMost bound: Int) -> String
+    /// `LIMIT ?`, never more than `maxRows` rows. PostgreSQL (`plan_cache_mode = auto`)
+    /// plans a prepared statement again at every execution unless its one plan for all
+    /// arguments is estimated cheaper than the plans made for each (planning included),
+    /// and it estimates a bound limit as a tenth of the rows below it: over a whole table,
+    /// a page of 21 was planned anew each time (0.1 ms, most of its time for a list page).
+    /// There the rows below the bound limit are a query limited to the constant `maxRows`,
+    /// which its plan is chosen for (an index in the page's order, as for one page); the
+    /// bound limit stops that query once the page is read. Only for statements whose best
+    /// plan does not depend on their arguments' values (not a filter on a rare value).
+    func limited(_ select: String, order: String, atMost maxRows: Int) -> String
     /// A query returning a row when the table named by its one parameter exists.
     var tableExists: String { get }
     /// A FROM item over a JSON array bound as one text parameter, with each element as

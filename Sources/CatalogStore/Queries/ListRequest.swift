@@ -28,6 +28,9 @@ public struct ListRequest: Sendable, Hashable {
     /// once its items have taken this much (it always holds at least one).
     public static let maxPageBytes = 1 << 20
 
+    /// The largest page the API asks for.
+    public static let maxLimit = 100
+
     /// The page size.
     public var limit: Int
     /// The order.

@@ -37,8 +37,8 @@ struct ListShape: Hashable {
     var distance: Bool
     /// Which of the resource's search shapes a search uses: the one that reads the index's queue.
     var queued: Bool
-    /// Whether a plain list's page is at most ``ResourceStore/plainListBound`` rows
-    /// (``SQLDialect/limited(_:order:atMost:)``).
+    /// Whether a plain list's page (not by distance) is at most ``ResourceStore/plainListBound``
+    /// rows (``SQLDialect/limited(_:order:atMost:)``).
     var bounded: Bool
 }
 

@@ -106,9 +106,9 @@ extension ResourceStore {
     static var firstRing: Double { 10_000 }
 
     /// The most rows of a plain list's page (``SQLDialect/limited(_:order:atMost:)``): the
-    /// largest page the API asks for (100) and the row that tells whether another follows.
-    /// A larger page (none the API asks for) is limited by its bound limit alone.
-    static var plainListBound: Int { 101 }
+    /// largest page the API asks for and the row that tells whether another follows. A
+    /// larger page (none the API asks for) is limited by its bound limit alone.
+    static var plainListBound: Int { ListRequest.maxLimit + 1 }
 
     /// One page of `request` from what `query` makes of the database (it may narrow the
     /// request, or read to choose its rows first: then from the same snapshot); `kept`
@@ -187,7 +187,8 @@ extension ResourceStore {
         try listQuery(request, after: cursor, way: .index, search: request.search.flatMap { sqlSearch($0, queued: searchesQueue) })
     }
 
-    /// Builds `SELECT * FROM (rows with their sort_key) WHERE keyset ORDER BY sort_key, id LIMIT n+1`.
+    /// Builds `SELECT * FROM (rows with their sort_key) WHERE keyset ORDER BY sort_key, id LIMIT n+1`
+    /// (a plain list's within a constant bound too: ``SQLDialect/limited(_:order:atMost:)``).
     /// Plain lists seek straight to the cursor on the (column, id) index, so a page costs
     /// the same at any depth; filtered lists sort only their matches.
     /// `search` is the request's search (``sqlSearch(_:queued:)``), which reads the search
@@ -253,7 +254,7 @@ extension ResourceStore {
             way: shapeWay, from: from, filters: filters, searchFilters: searchFilters, outerFilters: outerFilters, key: keyExpression,
             descending: descending, relevance: request.order == .relevance, distance: request.order == .distance,
             queued: search?.shape.pending != nil,
-            bounded: request.limit < Self.plainListBound)
+            bounded: search == nil && request.order != .distance && request.limit < Self.plainListBound)
         let sql = listStatements.text(shape) { listText($0, search: search?.shape) }
         guard let search else { return (sql, keyArguments + arguments + outerArguments + [request.limit + 1]) }
         switch way {

@@ -16,9 +16,9 @@ struct PostgreSQLDialect: SQLDialect {
     var forDelete: String { " FOR UPDATE" }
     var forKeyShare: String { " FOR KEY SHARE" }
     func caseFoldedKey(_ column: String) -> String { "lower(\(column)) COLLATE \"C\"" }
-    /// The rows come in the inner query's order (no second sort).
-    func limited(_ select: String, order: String, atMost bound: Int) -> String {
-        "SELECT * FROM (\(select) \(order) LIMIT \(bound)) limited \(order) LIMIT ?"
+    /// The rows come in the inner query's order (no second sort: `PlanCacheTests`).
+    func limited(_ select: String, order: String, atMost maxRows: Int) -> String {
+        "SELECT * FROM (\(select) \(order) LIMIT \(maxRows)) limited \(order) LIMIT ?"
     }
     var tableExists: String { "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?" }
     func jsonElements(_ alias: String) -> String {

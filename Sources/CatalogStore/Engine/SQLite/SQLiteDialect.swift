@@ -17,7 +17,7 @@ struct SQLiteDialect: SQLDialect {
     var forKeyShare: String { "" }
     func caseFoldedKey(_ column: String) -> String { column }
     /// SQLite plans a statement when it is prepared, for all its arguments.
-    func limited(_ select: String, order: String, atMost bound: Int) -> String { "\(select) \(order) LIMIT ?" }
+    func limited(_ select: String, order: String, atMost maxRows: Int) -> String { "\(select) \(order) LIMIT ?" }
     var tableExists: String { "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?" }
     func jsonElements(_ alias: String) -> String { "json_each(?) \(alias)" }
     func isAmong(_ expression: String) -> String { "\(expression) IN (SELECT value FROM json_each(?))" }
