@@ -15,6 +15,11 @@ protocol SQLDatabase: Sendable {
     func read<T>(_ body: (any SQLConnection) throws -> T) throws -> T
     /// Runs several reads in one read transaction, so they see one snapshot.
     func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T
+    /// As ``snapshot(_:)``, for reads that are mostly one statement (a search), which is a
+    /// snapshot of its own. Where a transaction's beginning and end cost round trips
+    /// (PostgreSQL), the first statement runs alone, and a body that runs a second is run
+    /// again, whole, in a transaction: it must only read.
+    func snapshotOfMostlyOneStatement<T>(_ body: (any SQLConnection) throws -> T) throws -> T
     /// Sends the one statement `sql` from `reactor`'s event loop, on the loop's thread,
     /// without blocking it: `completion` runs there with what `body` makes of its rows, or
     /// `nil` to ask for the read to run elsewhere (its connection was lost). False, having
@@ -52,6 +57,10 @@ protocol SQLDatabase: Sendable {
 }
 
 extension SQLDatabase {
+    func snapshotOfMostlyOneStatement<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+        try snapshot(body)
+    }
+
     func readOnLoop<T>(
         _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, isAbandoned: @escaping () -> Bool,
         _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void

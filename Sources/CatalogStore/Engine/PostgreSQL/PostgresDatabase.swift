@@ -119,7 +119,27 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     func generation() throws -> UInt64? { nil }
 
     func snapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
-        try reading { connection in try connection.inTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY") { try body(connection) } }
+        try reading { connection in try connection.inTransaction(Self.beginSnapshot) { try body(connection) } }
+    }
+
+    /// How a snapshot begins: every statement of the transaction reads as of its first.
+    private static let beginSnapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+
+    /// One statement alone: BEGIN and COMMIT would be two more round trips. A body that runs
+    /// a second statement (or tried to) runs again in a transaction.
+    func snapshotOfMostlyOneStatement<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+        try reading { connection in
+            let alone = OneStatementRead(connection)
+            do {
+                let result = try body(alone)
+                if alone.isAlone { return result }
+            } catch  where alone.isAlone {
+                throw error
+            } catch {
+                // It tried a second statement.
+            }
+            return try connection.inTransaction(Self.beginSnapshot) { try body(connection) }
+        }
     }
 
     /// Runs a read on a pooled connection, under the calling thread's read budget; once
