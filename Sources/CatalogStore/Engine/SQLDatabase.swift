@@ -18,8 +18,10 @@ protocol SQLDatabase: Sendable {
     /// As ``snapshot(_:)``, for reads that are mostly one statement (a search), which is a
     /// snapshot of its own. Where a transaction's beginning and end cost round trips
     /// (PostgreSQL), the first statement runs alone, and a body that runs a second is run
-    /// again, whole, in a transaction: it must only read.
-    func snapshotOfMostlyOneStatement<T>(_ body: (any SQLConnection) throws -> T) throws -> T
+    /// again, whole, in a transaction. So `body` may run more than once (as any read may,
+    /// after a lost connection): it must only read, and change nothing else it would not
+    /// change the same again.
+    func oneStatementSnapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T
     /// Sends the one statement `sql` from `reactor`'s event loop, on the loop's thread,
     /// without blocking it: `completion` runs there with what `body` makes of its rows, or
     /// `nil` to ask for the read to run elsewhere (its connection was lost). False, having
@@ -57,7 +59,7 @@ protocol SQLDatabase: Sendable {
 }
 
 extension SQLDatabase {
-    func snapshotOfMostlyOneStatement<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+    func oneStatementSnapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         try snapshot(body)
     }
 

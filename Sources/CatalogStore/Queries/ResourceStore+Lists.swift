@@ -130,7 +130,7 @@ extension ResourceStore {
             if request.search != nil {
                 // Its counts, kept lists and page from one snapshot, where the engine keeps them
                 // (SQLite); elsewhere the page alone.
-                return try database.snapshotOfMostlyOneStatement { db in try renderList(db, request, query(db), epoch: epoch, kept: &kept) }
+                return try database.oneStatementSnapshot { db in try renderList(db, request, query(db), epoch: epoch, kept: &kept) }
             }
             return try database.read { db in try renderList(db, request, query(db), epoch: epoch, kept: &kept) }
         }

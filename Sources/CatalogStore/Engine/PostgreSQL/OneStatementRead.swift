@@ -1,9 +1,9 @@
 /// A pooled connection lent to a read that is mostly one statement
-/// (``PostgresDatabase/snapshotOfMostlyOneStatement(_:)``): it runs the first statement,
-/// alone (a snapshot of its own), and refuses every later one, after which the read runs
-/// again in a transaction.
+/// (``PostgresDatabase/oneStatementSnapshot(_:)``): it runs the first query, alone (a
+/// snapshot of its own), and refuses every later statement, and any `execute` (which could
+/// change the session: a `SET`, a `BEGIN`), after which the read runs again in a transaction.
 final class OneStatementRead: SQLConnection {
-    /// What a second statement throws.
+    /// What every statement after the first throws, and every `execute`.
     struct NotAlone: Error {}
 
     private let connection: PostgresConnection
@@ -24,8 +24,8 @@ final class OneStatementRead: SQLConnection {
     }
 
     func execute(_ sql: String, _ arguments: SQLArguments) throws -> Int {
-        try next()
-        return try connection.execute(sql, arguments)
+        statements += 2
+        throw NotAlone()
     }
 
     private func next() throws {

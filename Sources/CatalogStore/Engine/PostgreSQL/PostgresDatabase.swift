@@ -29,6 +29,9 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     private let loopConnecting = DispatchGroup()
     /// What became of the loops' reads.
     let loopReadCounts = PostgresLoopReader.Counts()
+    /// How many reads ``oneStatementSnapshot(_:)`` ran again in a snapshot: none while a
+    /// search is one statement here (`OneStatementReadTests`).
+    let snapshotReruns = Atomic<Int>(0)
 
     var dialect: any SQLDialect { PostgreSQLDialect() }
 
@@ -101,7 +104,10 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     }
 
     /// Readers never write, and give up on a lock they would wait for long.
-    private static let readerSettings = "SET default_transaction_read_only = on; SET lock_timeout = '5s'; SET idle_in_transaction_session_timeout = '60s'"
+    /// Their isolation is `READ COMMITTED` whatever the server's default: a statement alone
+    /// reads one snapshot of its own, and is never cancelled as a serializable one may be.
+    private static let readerSettings =
+        "SET default_transaction_read_only = on; SET default_transaction_isolation = 'read committed'; SET lock_timeout = '5s'; SET idle_in_transaction_session_timeout = '60s'"
     /// A write waits at most 5 s for a lock (SQLite's busy timeout) and runs at most a minute.
     private static let writerSettings = "SET lock_timeout = '5s'; SET statement_timeout = '60s'; SET idle_in_transaction_session_timeout = '60s'"
 
@@ -126,8 +132,9 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     private static let beginSnapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 
     /// One statement alone: BEGIN and COMMIT would be two more round trips. A body that runs
-    /// a second statement (or tried to) runs again in a transaction.
-    func snapshotOfMostlyOneStatement<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
+    /// a second statement (or tried to) runs again in a transaction, counted in
+    /// ``snapshotReruns``.
+    func oneStatementSnapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T {
         try reading { connection in
             let alone = OneStatementRead(connection)
             do {
@@ -138,6 +145,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
             } catch {
                 // It tried a second statement.
             }
+            snapshotReruns.add(1, ordering: .relaxed)
             return try connection.inTransaction(Self.beginSnapshot) { try body(connection) }
         }
     }
