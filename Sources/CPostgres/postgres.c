@@ -9,7 +9,8 @@
 #include <string.h>
 
 #define CPOSTGRES_FUNCTIONS(X) \
-    X(PGconn *, PQconnectdb, (const char *conninfo), (conninfo)) \
+    X(PGconn *, PQconnectdbParams, (const char *const *keywords, const char *const *values, int expand_dbname), \
+      (keywords, values, expand_dbname)) \
     X(ConnStatusType, PQstatus, (const PGconn *conn), (conn)) \
     X(char *, PQerrorMessage, (const PGconn *conn), (conn)) \
     X(int, PQsocket, (const PGconn *conn), (conn)) \

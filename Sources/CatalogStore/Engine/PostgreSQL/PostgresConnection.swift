@@ -24,7 +24,9 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         if let failure = cpostgres_load() {
             throw SQLError(kind: .connection, code: "08000", message: "PostgreSQL needs libpq (libpq5): \(String(cString: failure))")
         }
-        guard let connection = PQconnectdb(url) else { throw SQLError(kind: .connection, code: "08000", message: "libpq could not allocate a connection") }
+        guard let connection = Self.connect(url) else {
+            throw SQLError(kind: .connection, code: "08000", message: "libpq could not allocate a connection")
+        }
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = Self.message(PQerrorMessage(connection))
             PQfinish(connection)
@@ -36,6 +38,30 @@ final class PostgresConnection: SQLConnection, PooledConnection {
     }
 
     deinit { PQfinish(connection) }
+
+    /// How long making a connection may take, in seconds, unless the URL or
+    /// `PGCONNECT_TIMEOUT` says: libpq would otherwise wait for ever for a server that
+    /// accepts the connection and never answers (and the kernel's retries, minutes, for one
+    /// whose address drops every packet).
+    static let defaultConnectTimeout = 10
+
+    /// libpq's connection to `url`, with ``defaultConnectTimeout`` beneath what the URL sets
+    /// (its parameters are expanded after the default, so they win).
+    private static func connect(_ url: String) -> OpaquePointer? {
+        var keywords = ["dbname"], values = [url]
+        if ProcessInfo.processInfo.environment["PGCONNECT_TIMEOUT"] == nil {
+            keywords.insert("connect_timeout", at: 0)
+            values.insert(String(defaultConnectTimeout), at: 0)
+        }
+        // NULL-terminated arrays of C strings, freed once libpq has copied them.
+        let keywordStrings = keywords.map { strdup($0) }, valueStrings = values.map { strdup($0) }
+        defer { for string in keywordStrings + valueStrings { free(string) } }
+        let keywordArray = keywordStrings.map { $0.map { UnsafePointer($0) } } + [nil]
+        let valueArray = valueStrings.map { $0.map { UnsafePointer($0) } } + [nil]
+        return keywordArray.withUnsafeBufferPointer { keywords in
+            valueArray.withUnsafeBufferPointer { values in PQconnectdbParams(keywords.baseAddress, values.baseAddress, 1) }
+        }
+    }
 
     /// The server's version, such as `15.18`.
     var serverVersion: String {
