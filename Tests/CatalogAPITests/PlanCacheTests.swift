@@ -49,6 +49,7 @@ import Testing
     @Test(.enabled(if: TestEngine.postgresURL != nil)) func aListPageAndAFeedPageArePlannedOnce() async throws {
         try await TestEngine.run(.postgresql) {
             let catalog = try TestCatalog(seed: false)
+            defer { try? catalog.stop() }
             _ = try await catalog.api.playableItems.create(PlayableItemInput(title: "First", streamURL: URL(string: "https://example.com/first")!))
             guard case let .postgresql(url) = catalog.application.store.location else { throw StoreError.unavailable("not on PostgreSQL") }
             let connection = try PostgresConnection(url: url, settings: "")
@@ -80,7 +81,6 @@ import Testing
             // A feed of some types, or of an item, keeps its plans by their values.
             let (games, _) = store.changes.pageQuery(after: 0, filter: ChangeFilter(types: ["game"]), viewer: nil, limit: 10)
             #expect(games.hasSuffix(" ORDER BY seq LIMIT ?") && !games.hasPrefix("SELECT * FROM ("))
-            try catalog.stop()
         }
     }
 }
