@@ -29,6 +29,8 @@
                                  const int *paramLengths, const int *paramFormats, int resultFormat), \
       (conn, stmtName, nParams, paramValues, paramLengths, paramFormats, resultFormat)) \
     X(int, PQflush, (PGconn *conn), (conn)) \
+    X(int, PQenterPipelineMode, (PGconn *conn), (conn)) \
+    X(int, PQpipelineSync, (PGconn *conn), (conn)) \
     X(int, PQisBusy, (PGconn *conn), (conn)) \
     X(PGresult *, PQgetResult, (PGconn *conn), (conn)) \
     X(PGnotify *, PQnotifies, (PGconn *conn), (conn)) \

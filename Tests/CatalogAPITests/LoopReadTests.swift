@@ -12,8 +12,9 @@ import Testing
 /// On PostgreSQL, a GET of one resource is sent from the event loop over the loop's own
 /// non-blocking connections (`catalog-loop-reads` in `pg_stat_activity`): answers are the
 /// very bytes the database pool's path gives, under more requests at once than the loop
-/// has connections; a connection lost while idle or mid-read costs no request its answer;
-/// and closing the store closes them.
+/// has connections, in batches; a connection lost while idle or mid-read, or a read that
+/// fails before others of its batch, costs no other request its answer; and closing the
+/// store closes them.
 @Suite struct LoopReadTests {
     /// A GET over its own connection, `Connection: close`, with `fields`: the raw answer.
     private static func get(_ port: Int, _ path: String, _ fields: String = "") throws -> String {
@@ -260,6 +261,86 @@ import Testing
                 }
             }
             #expect(handedBack, "a read lost mid-way is handed to the pool")
+        }
+    }
+
+    /// Many reads at once leave in batches, one write each (pipelined, with one `Sync`). A
+    /// statement that fails (cancelled) cuts its batch short: its read is answered with
+    /// its error, and the reads after it, which PostgreSQL did not run, are handed to the
+    /// pool and answered from there.
+    @Test(.enabled(if: TestEngine.postgresURL != nil)) func aReadThatFailsCostsTheRestOfItsBatchNothing() async throws {
+        try await TestEngine.run(.postgresql) {
+            let catalog = try TestCatalog(seed: false)
+            let port = catalog.client.baseURL.port ?? 0
+            let url = try Self.postgresURL(catalog)
+            var created: [CatalogID] = []
+            for index in 0..<24 {
+                created.append(
+                    try await catalog.api.playableItems.create(PlayableItemInput(title: "Item \(index)", streamURL: URL(string: "https://example.com/\(index)")!)).value.id)
+            }
+            let ids = created
+            var expected: [CatalogID: String] = [:]
+            for id in ids { expected[id] = String(decoding: try await catalog.inProcess.get("/v1/playable-items/\(id)").body, as: UTF8.self) }
+            let first = "/v1/playable-items/\(ids[0])"
+            #expect(
+                try await Self.poll {
+                    Self.parts((try? await onThread { try Self.get(port, first) }) ?? "").body == expected[ids[0]]
+                        && catalog.application.store.loopReads.connections > 0
+                })
+            // The reads wait behind a lock on the table until their batches' first statements
+            // are cancelled. A loop read's statement times out after one second: on a machine
+            // so loaded that the steps below take longer, the scenario is run again.
+            var checked = false
+            for _ in 0..<5 where !checked {
+                let before = catalog.application.store.loopReads
+                let holder = Task {
+                    try? await onThread {
+                        try PostgresAdmin.run("BEGIN; LOCK TABLE playable_items IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(60); COMMIT", at: url)
+                    }
+                }
+                let holding = "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid() AND state = 'active'"
+                #expect(try await Self.poll { try PostgresAdmin.integer(holding, at: url) == 1 })
+                let started = ContinuousClock.now
+                let answers = Task {
+                    try await withThrowingTaskGroup(of: (CatalogID, String).self) { group in
+                        for id in ids { group.addTask { (id, try await onThread { try Self.get(port, "/v1/playable-items/\(id)") }) } }
+                        return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+                    }
+                }
+                // Every read taken or declined, and every batch sent waiting for the lock.
+                let settled = try await Self.poll {
+                    let now = catalog.application.store.loopReads
+                    let batches = now.batches - before.batches
+                    guard now.taken - before.taken + now.declined - before.declined == ids.count, batches > 0 else { return false }
+                    return try Self.loopSessions(url, where: "wait_event_type = 'Lock'") == Int64(batches)
+                }
+                let cancelled =
+                    try PostgresAdmin.integer(
+                        "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE application_name = 'catalog-loop-reads' AND datname = current_database() AND wait_event_type = 'Lock'",
+                        at: url) ?? -1
+                let inTime = ContinuousClock.now - started < .milliseconds(700)
+                _ = try PostgresAdmin.integer(
+                    "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()", at: url)
+                await holder.value
+                let got = try await answers.value.mapValues(Self.parts)
+                guard settled, inTime else { continue }
+                checked = true
+                let after = catalog.application.store.loopReads
+                let taken = after.taken - before.taken, batches = after.batches - before.batches
+                #expect(Int64(batches) == cancelled && batches < taken, "some batch held more than one read: \(before) \(after)")
+                // At most one read a batch failed, with its own error (a batch whose first
+                // statement was its preparation has none: its reads all went to the pool);
+                // every other read of a batch was handed back.
+                let failed = got.values.filter { $0.status == 503 }
+                #expect(failed.count <= batches, "\(got.values.map(\.status))")
+                #expect(failed.allSatisfy { $0.body.contains("\"tooExpensive\"") }, "\(failed)")
+                #expect(after.handedBack - before.handedBack == taken - failed.count, "\(before) \(after)")
+                for id in ids where got[id]?.status != 503 {
+                    #expect(got[id]?.status == 200 && got[id]?.body == expected[id], "\(id): \(String(describing: got[id]))")
+                }
+            }
+            #expect(checked, "the scenario ran within a read's statement timeout")
+            try catalog.stop()
         }
     }
 }

@@ -11,6 +11,8 @@ struct LoopReactor: ReadReactor {
 
     func execute(_ job: @escaping @Sendable () -> Void) -> Bool { loop.execute(job) }
 
+    func afterEvents(_ job: @escaping @Sendable () -> Void) { loop.soon(job) }
+
     func watch(_ fd: Int32, writable: Bool, _ watcher: any ReactorWatcher) throws {
         try loop.watch(fd, writable: writable, Watching(watcher: watcher))
     }

@@ -180,12 +180,15 @@ final class Metrics: Sendable {
         }
         if let counts = loopReads.withLock({ $0 })?() {
             out += "# HELP catalog_db_loop_reads_total Reads of one statement sent from the event loops over their own PostgreSQL connections, "
-            out += "by outcome: taken, declined (every connection busy and the line full, or none made yet: read on the database pool), "
-            out += "handed_back (taken, then read on the pool: a connection lost).\n"
+            out += "by outcome: taken, declined (the line full, or no connection made yet: read on the database pool), "
+            out += "handed_back (taken, then read on the pool: a connection lost, or a read before it in its batch failed).\n"
             out += "# TYPE catalog_db_loop_reads_total counter\n"
             out += "catalog_db_loop_reads_total{outcome=\"taken\"} \(counts.taken)\n"
             out += "catalog_db_loop_reads_total{outcome=\"declined\"} \(counts.declined)\n"
             out += "catalog_db_loop_reads_total{outcome=\"handed_back\"} \(counts.handedBack)\n"
+            out += "# HELP catalog_db_loop_read_batches_total Batches the event loops sent those reads in, each in one write with one Sync.\n"
+            out += "# TYPE catalog_db_loop_read_batches_total counter\n"
+            out += "catalog_db_loop_read_batches_total \(counts.batches)\n"
             out += "# HELP catalog_db_loop_connections_opened_total PostgreSQL connections the event loops have opened.\n"
             out += "# TYPE catalog_db_loop_connections_opened_total counter\n"
             out += "catalog_db_loop_connections_opened_total \(counts.connections)\n"

@@ -9,6 +9,9 @@ public protocol ReadReactor: Sendable {
     var isCurrent: Bool { get }
     /// Runs `job` on the loop's thread; false when the loop has stopped (it is dropped).
     func execute(_ job: @escaping @Sendable () -> Void) -> Bool
+    /// Runs `job` on the loop's thread once the events it is handling now are handled (also
+    /// when they stop it), without a lock or a wake: what they asked for, sent at once.
+    func afterEvents(_ job: @escaping @Sendable () -> Void)
     /// Reports `fd`'s readiness to `watcher` (readable always, writable while asked for)
     /// until ``unwatch(_:)`` or the loop stops.
     func watch(_ fd: Int32, writable: Bool, _ watcher: any ReactorWatcher) throws
@@ -38,6 +41,8 @@ public enum LoopReadOutcome<T> {
 public struct LoopReadCounts: Sendable, Equatable {
     /// Reads a loop took (sent at once, or queued for a connection).
     public var taken = 0
+    /// Batches those reads were sent in: each one write to PostgreSQL, with one `Sync`.
+    public var batches = 0
     /// Reads a loop could not take (no connection yet, or its line full): run on a pool.
     public var declined = 0
     /// Taken reads handed back to run on a pool (a connection lost, or the store closing).

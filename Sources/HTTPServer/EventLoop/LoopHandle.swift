@@ -35,6 +35,12 @@ public struct LoopHandle: Sendable {
         loop.execute { _ in job() }
     }
 
+    /// Runs `job` on the loop's thread once the events it is handling now are handled,
+    /// without a lock or a wake (``EventLoop/soon(_:)``). Call on the loop's own thread.
+    public func soon(_ job: @escaping @Sendable () -> Void) {
+        loop.soon { _ in job() }
+    }
+
     /// Reports `fd`'s readiness to `watcher` until ``unwatch(_:)`` (readable always, writable
     /// while asked for): the loop holds the watcher until then, or until it stops.
     public func watch(_ fd: Int32, writable: Bool = false, _ watcher: any LoopWatcher) throws {

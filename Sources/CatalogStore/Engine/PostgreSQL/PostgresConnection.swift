@@ -269,8 +269,11 @@ final class PostgresConnection: SQLConnection, PooledConnection {
 
     /// The class of an SQLSTATE (PostgreSQL appendix A).
     static func kind(_ state: String, connectionLost: Bool = false) -> SQLError.Kind {
-        // Only a connection that is gone counts as lost (a protocol error on a live one is a bug).
-        if connectionLost { return .connection }
+        // Only a connection that is gone counts as lost (a protocol error on a live one is a
+        // bug): one libpq has seen close, or one the server says it is ending (class 08, and
+        // 57P01–57P05: terminated, shut down, the database dropped, idle too long). A
+        // pipeline's statement hears that error before the connection closes.
+        if connectionLost || state.hasPrefix("08") || state.hasPrefix("57P") { return .connection }
         switch state {
         case "40001", "40P01": return .retry
         case "57014": return .interrupted

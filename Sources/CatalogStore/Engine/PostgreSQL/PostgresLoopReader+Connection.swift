@@ -2,36 +2,52 @@ import CPostgres
 import Foundation
 
 extension PostgresLoopReader {
-    /// One non-blocking connection of a ``PostgresLoopReader``, watched by its loop: one
-    /// statement at a time, prepared before its first run (one round trip more, once).
+    /// One non-blocking connection of a ``PostgresLoopReader``, watched by its loop, in
+    /// libpq's pipeline mode: it takes a batch of reads at once (each statement prepared
+    /// before its first run on the connection, in the same batch) and sends them in one
+    /// write with one `Sync`. PostgreSQL reads the batch at once and runs its statements
+    /// one after another, in one implicit transaction, each with a snapshot of its own
+    /// (`READ COMMITTED`), and answers them in one write; each read gets its rows as they
+    /// are read. When a statement fails, those after it in the batch are not run: their
+    /// reads are handed back to run elsewhere, and so are those of a statement that could
+    /// not be prepared (the pool answers one that never can with its error).
     final class Connection: ReactorWatcher {
-        private enum Phase {
-            case idle
-            /// Preparing the job's statement under this name ("": the unnamed statement,
-            /// once ``maxPrepared`` are kept).
-            case preparing(String)
-            case executing
+        /// What the connection waits to hear, in the order it was sent.
+        private enum Step {
+            /// A statement being prepared under `name` ("": the unnamed statement, once
+            /// ``maxPrepared`` are kept).
+            case prepare(name: String, key: StatementKey)
+            /// A read's statement, run.
+            case execute(Job)
+            /// The end of the batch.
+            case sync
         }
 
         private let connection: PostgresConnection
         private let fd: Int32
         /// Held strongly: the reader lets its connections go when it closes, or when it drops one.
         private let reader: PostgresLoopReader
-        private var job: Job?
-        private var phase = Phase.idle
-        /// The statement's result, or its error, until libpq says it is done.
+        /// The batch in flight, and the step of it being heard.
+        private var steps: [Step] = []
+        private var step = 0
+        /// The rows of the statement being heard, or its error, until libpq says it is done.
         private var result: OpaquePointer?
         private var failure: (any Error)?
+        /// Whether the statement being heard was not run (one before it in the batch failed).
+        private var aborted = false
         private var prepared: [StatementKey: String] = [:]
+        /// Names given so far: each prepared statement's is new (one that failed is not kept).
+        private var names = 0
         private var wantsWritable = false
         private var watching = false
-        /// When the job's statement was sent.
+        /// When the batch was sent.
         private var sent = ContinuousClock.now
 
         /// Statements kept prepared on a connection at most (a loop reads a few kinds).
         private static let maxPrepared = 64
 
         var isBroken: Bool { connection.isBroken }
+        private var isBusy: Bool { step < steps.count }
 
         init(_ connection: PostgresConnection, reader: PostgresLoopReader) throws {
             self.connection = connection
@@ -61,38 +77,46 @@ extension PostgresLoopReader {
             set(Int32(IPPROTO_TCP), TCP_KEEPCNT, 3)
         }
 
-        /// Sends `job`'s statement (preparing it first when new).
-        func start(_ job: Job) {
-            self.job = job
+        /// Sends `batch` (an idle connection's): each read's statement, prepared first
+        /// when new, and one `Sync`, in one write when the socket takes it.
+        func start(_ batch: [Job]) {
             sent = ContinuousClock.now
-            if let name = prepared[StatementKey(job.sql)] {
-                execute(name)
-            } else {
-                let name = prepared.count < Self.maxPrepared ? "l\(prepared.count)" : ""
-                guard PQsendPrepare(connection.connection, name, PostgresConnection.numbered(job.sql), 0, nil) == 1 else { return lose() }
-                phase = .preparing(name)
-            }
-            flush()
-        }
-
-        private func execute(_ name: String) {
-            guard let job else { return }
-            let sent: Int32
-            do {
-                sent = try PostgresConnection.withParameters(job.arguments) { count, values, lengths, formats in
-                    PQsendQueryPrepared(connection.connection, name, count, values, lengths, formats, 1)
+            for (index, job) in batch.enumerated() {
+                let key = StatementKey(job.sql)
+                var name = prepared[key]
+                if name == nil {
+                    let new = prepared.count < Self.maxPrepared ? "l\(names)" : ""
+                    guard PQsendPrepare(connection.connection, new, PostgresConnection.numbered(job.sql), 0, nil) == 1 else {
+                        return lose(unsent: batch[index...])
+                    }
+                    steps.append(.prepare(name: new, key: key))
+                    if !new.isEmpty {
+                        prepared[key] = new
+                        names += 1
+                    }
+                    name = new
                 }
-            } catch {
-                // Refused before sending (a NUL in a text), as the blocking path refuses it.
-                return finish(.failure(error))
+                let queued: Int32
+                do {
+                    queued = try PostgresConnection.withParameters(job.arguments) { count, values, lengths, formats in
+                        PQsendQueryPrepared(connection.connection, name, count, values, lengths, formats, 1)
+                    }
+                } catch {
+                    // Refused before sending (a NUL in a text), as the blocking path refuses it.
+                    reader.finished(job, .failure(error))
+                    continue
+                }
+                guard queued == 1 else { return lose(unsent: batch[index...]) }
+                steps.append(.execute(job))
             }
-            guard sent == 1 else { return lose() }
-            phase = .executing
+            guard PQpipelineSync(connection.connection) == 1 else { return lose() }
+            steps.append(.sync)
+            flush()
         }
 
         /// Sends what libpq holds, watching for writability while some is left.
         private func flush() {
-            guard job != nil else { return }
+            guard isBusy else { return }
             switch PQflush(connection.connection) {
             case 0: want(writable: false)
             case 1: want(writable: true)
@@ -111,7 +135,7 @@ extension PostgresLoopReader {
             guard readable || failed else { return }
             guard PQconsumeInput(connection.connection) == 1 else { return lose() }
             take()
-            if job == nil, PQstatus(connection.connection) != CONNECTION_OK { lose() }
+            if !isBusy, PQstatus(connection.connection) != CONNECTION_OK { lose() }
         }
 
         func loopStopped() {
@@ -119,89 +143,110 @@ extension PostgresLoopReader {
             reader.close()
         }
 
-        /// Takes what libpq has read: the statement's results, each step ending with a null.
+        /// Takes what libpq has read: each statement's results, ending with a null, and the
+        /// batch's `Sync`.
         private func take() {
-            while let job, PQisBusy(connection.connection) == 0 {
-                guard let next = PQgetResult(connection.connection) else {
-                    stepDone()
-                    continue
-                }
-                switch phase {
-                case .preparing:
-                    if failure == nil { note(next, expecting: PGRES_COMMAND_OK, job) }
+            while isBusy, PQisBusy(connection.connection) == 0 {
+                let next = PQgetResult(connection.connection)
+                switch steps[step] {
+                case let .prepare(name, key):
+                    guard let next else {
+                        step += 1
+                        continue
+                    }
+                    // Not prepared (cancelled, say, or not reached): its reads are not run
+                    // either, and go elsewhere, where one that cannot be prepared fails.
+                    if !name.isEmpty, PQresultStatus(next) != PGRES_COMMAND_OK { prepared[key] = nil }
                     PQclear(next)
-                case .executing:
-                    if result == nil, failure == nil, PQresultStatus(next) == PGRES_TUPLES_OK {
+                case let .execute(job):
+                    guard let next else {
+                        step += 1
+                        finish(job)
+                        continue
+                    }
+                    let status = PQresultStatus(next)
+                    if status == PGRES_PIPELINE_ABORTED {
+                        aborted = true
+                        PQclear(next)
+                    } else if result == nil, failure == nil, status == PGRES_TUPLES_OK {
                         result = next
                     } else {
-                        if failure == nil { note(next, expecting: PGRES_TUPLES_OK, job) }
+                        if failure == nil { failure = error(of: next, expecting: PGRES_TUPLES_OK, job.sql) }
                         PQclear(next)
                     }
-                case .idle:
-                    // A job is never idle: the connection is in a state it cannot be in.
-                    PQclear(next)
-                    return lose()
+                case .sync:
+                    let status = next.map(PQresultStatus)
+                    if let next { PQclear(next) }
+                    // Anything but the batch's end is a state the connection cannot be in.
+                    guard status == PGRES_PIPELINE_SYNC else { return lose() }
+                    steps.removeAll(keepingCapacity: true)
+                    step = 0
+                    want(writable: false)
+                    reader.batchEnded(self)
                 }
             }
         }
 
-        /// Whether its statement has been in flight past ``hung``.
+        /// Whether its batch has been in flight past ``hung``.
         func isHung(at now: ContinuousClock.Instant) -> Bool {
-            job != nil && now - sent > PostgresLoopReader.hung
+            isBusy && now - sent > PostgresLoopReader.hung
         }
 
-        private func note(_ result: OpaquePointer, expecting status: ExecStatusType, _ job: Job) {
-            do { try connection.check(result, expecting: status, sql: job.sql) } catch { failure = error }
-        }
-
-        /// A step of the job is done: its statement prepared (run it now), or run.
-        private func stepDone() {
-            switch phase {
-            case let .preparing(name):
-                if let failure { return finish(.failure(failure)) }
-                if !name.isEmpty, let job { prepared[StatementKey(job.sql)] = name }
-                execute(name)
-                flush()
-            case .executing:
-                let outcome: Result<PostgresRows, any Error>
-                if let failure {
-                    outcome = .failure(failure)
-                } else if let result {
-                    outcome = .success(PostgresRows(result))
-                    self.result = nil
-                } else {
-                    outcome = .failure(SQLError(kind: .other, code: "XX000", message: "no result"))
-                }
-                finish(outcome)
-            case .idle:
-                break
+        private func error(of result: OpaquePointer, expecting status: ExecStatusType, _ sql: String) -> (any Error)? {
+            do {
+                try connection.check(result, expecting: status, sql: sql)
+                return nil
+            } catch {
+                return error
             }
         }
 
-        /// Ends the job: its outcome, or (a lost connection) a request to run it elsewhere.
-        private func finish(_ outcome: Result<PostgresRows, any Error>) {
-            guard let job else { return }
-            self.job = nil
-            phase = .idle
+        /// Ends `job`, the statement just heard: its rows or its error; run elsewhere when
+        /// it was not run (a read before it failed) or the connection is lost.
+        private func finish(_ job: Job) {
+            let outcome: Result<PostgresRows, any Error>?
+            if let failure {
+                outcome = .failure(failure)
+            } else if aborted {
+                // Not run: a statement before it failed (its own preparation, maybe).
+                outcome = nil
+            } else if let result {
+                outcome = .success(PostgresRows(result))
+                self.result = nil
+            } else {
+                outcome = .failure(SQLError(kind: .other, code: "XX000", message: "no result"))
+            }
+            // A result kept before an error came: never the next read's.
+            if let result {
+                PQclear(result)
+                self.result = nil
+            }
             failure = nil
-            // A result kept before an error came: never the next job's.
-            if let result {
-                PQclear(result)
-                self.result = nil
-            }
-            want(writable: false)
-            if case let .failure(error as SQLError) = outcome, error.kind == .connection { connection.isBroken = true }
-            reader.finished(self, job, connection.isBroken ? nil : outcome)
+            aborted = false
+            if case let .failure(error as SQLError)? = outcome, error.kind == .connection { connection.isBroken = true }
+            reader.finished(job, connection.isBroken ? nil : outcome)
         }
 
-        /// The connection is lost, or given up as hung: its job, if any, is run elsewhere.
-        func lose() {
+        /// The connection is lost, or given up as hung: the reads of its batch not yet done
+        /// (and `unsent`, those of a batch it could not send) are run elsewhere.
+        func lose(unsent: ArraySlice<Job> = []) {
             connection.isBroken = true
+            reader.lost(self, pending() + unsent)
+        }
+
+        /// The reads of the batch not yet done, let go with the batch.
+        private func pending() -> [Job] {
             if let result {
                 PQclear(result)
                 self.result = nil
             }
-            if job != nil { finish(.failure(SQLError(kind: .connection, code: "08006", message: "the connection was lost"))) } else { reader.lost(self) }
+            let jobs = steps[min(step, steps.count)...].compactMap { step -> Job? in
+                if case let .execute(job) = step { return job }
+                return nil
+            }
+            steps.removeAll()
+            step = 0
+            return jobs
         }
 
         func unwatch() {
@@ -210,15 +255,12 @@ extension PostgresLoopReader {
             reader.reactor.unwatch(fd)
         }
 
-        /// Stops watching (the connection closes when let go): the job it had, to run elsewhere.
-        func close() -> Job? {
+        /// Stops watching (the connection closes when let go): the reads of its batch not
+        /// yet done, to run elsewhere.
+        func close() -> [Job] {
             unwatch()
             connection.isBroken = true
-            defer {
-                job = nil
-                phase = .idle
-            }
-            return job
+            return pending()
         }
     }
 }

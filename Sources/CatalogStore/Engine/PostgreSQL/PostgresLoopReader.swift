@@ -6,13 +6,16 @@ import Synchronization
 /// libpq connections of that loop's own: no thread waits for PostgreSQL, and no request
 /// hops to a pool and back. Touched on its loop's thread only.
 ///
-/// At most ``connectionsPerLoop`` connections, each with one statement in flight (prepared
-/// once per connection). A read that finds them all busy waits in the loop's line, at most
-/// ``maxWaiting`` long; one that finds the line full, or no connection made yet, is not
+/// A read waits in the loop's line (at most ``maxWaiting`` long) until the loop has handled
+/// the events at hand; then each connection without a batch takes up to ``maxBatch`` of the
+/// line at once and sends them in one write, in libpq's pipeline mode, with one `Sync`
+/// (``Connection``). At most ``connectionsPerLoop`` connections, each with one batch in
+/// flight: a line that finds them all busy waits for the first to finish, and another
+/// connection is made. A read that finds the line full, or no connection made yet, is not
 /// taken (its caller runs it on a pool, as before). Connections are made on a thread of
 /// their own (connecting blocks) and handed to the loop; a failed attempt waits a second
-/// before the next. A connection that is lost hands its read back to be run elsewhere
-/// (reads can be repeated).
+/// before the next. A connection that is lost hands its reads back to be run elsewhere
+/// (reads can be repeated), and so does a batch cut short by an error in a read before them.
 final class PostgresLoopReader: @unchecked Sendable {
     /// A read: its statement, and what receives its rows (`nil`: run it elsewhere).
     struct Job {
@@ -29,9 +32,12 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// Connections all the loops of a server open at most, but for 2 per loop beyond
     /// eight loops (``connections(loops:)``).
     static let connectionsPerServer = 16
-    /// How long a statement may be in flight before its connection is given up as hung (a
+    /// How long a batch may be in flight before its connection is given up as hung (a
     /// dropped network path that no reset reports): the statement timeout, with margin.
     static let hung: Duration = .seconds(5)
+    /// Reads a connection sends in one batch at most: PostgreSQL runs them one after
+    /// another, so the last waits for the others (a GET by id takes tens of microseconds).
+    static let maxBatch = 16
 
     /// The connections each of `loops` loops opens at most: 8, fewer with more than two
     /// loops (16 for all of them), and never fewer than 2.
@@ -59,6 +65,8 @@ final class PostgresLoopReader: @unchecked Sendable {
     private var nextAttempt: ContinuousClock.Instant?
     private var waiting: [Job] = []
     private var waitingHead = 0
+    /// Whether the line is to be served once the events at hand are handled.
+    private var serving = false
     private var closed = false
 
     init(
@@ -76,40 +84,48 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// Counts of every loop's reads of one database (``LoopReadCounts``).
     final class Counts: Sendable {
         let taken = Atomic<Int>(0)
+        let batches = Atomic<Int>(0)
         let declined = Atomic<Int>(0)
         let handedBack = Atomic<Int>(0)
         let connections = Atomic<Int>(0)
 
         var snapshot: LoopReadCounts {
             LoopReadCounts(
-                taken: taken.load(ordering: .relaxed), declined: declined.load(ordering: .relaxed),
+                taken: taken.load(ordering: .relaxed), batches: batches.load(ordering: .relaxed), declined: declined.load(ordering: .relaxed),
                 handedBack: handedBack.load(ordering: .relaxed), connections: connections.load(ordering: .relaxed))
         }
     }
 
-    /// Sends `job` (on the loop's thread). False, without taking it, when the loop cannot
-    /// take it now: its `completion` then never runs.
+    /// Takes `job` into the line, sent once the events at hand are handled (on the loop's
+    /// thread). False, without taking it, when the loop cannot take it now: its
+    /// `completion` then never runs.
     func read(_ job: Job) -> Bool {
         guard !closed else { return false }
-        if let connection = idle.popLast() {
-            counts.taken.add(1, ordering: .relaxed)
-            connection.start(job)
-            return true
-        }
-        giveUpHung()
-        if !connecting, open.count < limit { startConnecting() }
+        if open.isEmpty, !connecting { startConnecting() }
         if waiting.count - waitingHead >= Self.maxWaiting { dropAbandoned() }
-        guard open.count > idle.count, waiting.count - waitingHead < Self.maxWaiting else {
+        guard !open.isEmpty, waiting.count - waitingHead < Self.maxWaiting else {
             counts.declined.add(1, ordering: .relaxed)
             return false
         }
         counts.taken.add(1, ordering: .relaxed)
         waiting.append(job)
+        serveSoon()
         return true
     }
 
-    /// Gives up connections whose statement has been in flight past ``hung`` (their
-    /// reads are handed back): asked whenever every connection is busy.
+    /// Serves the line once the events at hand are handled: the reads they brought leave
+    /// together.
+    private func serveSoon() {
+        guard !serving else { return }
+        serving = true
+        reactor.afterEvents { [self] in
+            serving = false
+            serveLine()
+        }
+    }
+
+    /// Gives up connections whose batch has been in flight past ``hung`` (their reads are
+    /// handed back): asked whenever reads wait with every connection busy.
     private func giveUpHung() {
         let now = ContinuousClock.now
         for connection in open where connection.isHung(at: now) { connection.lose() }
@@ -128,28 +144,45 @@ final class PostgresLoopReader: @unchecked Sendable {
         job.completion(nil)
     }
 
-    /// `connection` has finished `job` (`outcome` `nil`: run it elsewhere); the next
-    /// waiting read goes to it.
-    func finished(_ connection: Connection, _ job: Job, _ outcome: Result<PostgresRows, any Error>?) {
-        if connection.isBroken { drop(connection) } else { idle.append(connection) }
+    /// A read of `connection`'s batch is done: its outcome (`nil`: run it elsewhere).
+    func finished(_ job: Job, _ outcome: Result<PostgresRows, any Error>?) {
         if let outcome { job.completion(outcome) } else { handBack(job) }
-        serveLine()
     }
 
-    /// `connection` was lost while idle.
-    func lost(_ connection: Connection) {
+    /// `connection`'s batch is done: it takes the next from the line.
+    func batchEnded(_ connection: Connection) {
+        if connection.isBroken { drop(connection) } else { idle.append(connection) }
+        serveSoon()
+    }
+
+    /// `connection` was lost: `jobs`, its batch's reads not yet done, run elsewhere.
+    func lost(_ connection: Connection, _ jobs: [Job]) {
         drop(connection)
-        serveLine()
+        for job in jobs { handBack(job) }
+        serveSoon()
     }
 
-    /// Starts waiting reads on idle connections; hands them all back when no connection
-    /// is left or coming to serve them.
+    /// Sends the line's reads in batches on idle connections; asks for another connection
+    /// when some are left waiting, and hands them all back when no connection is left or
+    /// coming to serve them.
     private func serveLine() {
-        while !idle.isEmpty, let job = nextWaiting() { idle.removeLast().start(job) }
+        guard !closed else { return }
+        while let connection = idle.last, waiting.count > waitingHead {
+            var batch: [Job] = []
+            while batch.count < Self.maxBatch, let job = nextWaiting() { batch.append(job) }
+            guard !batch.isEmpty else { break }
+            idle.removeLast()
+            counts.batches.add(1, ordering: .relaxed)
+            connection.start(batch)
+        }
+        guard waiting.count > waitingHead else { return }
+        giveUpHung()
         // With no connection (one may be on its way: connecting can take long), the line
         // goes to the pool.
         if open.isEmpty {
             while let job = nextWaiting() { handBack(job) }
+        } else if !connecting, open.count < limit {
+            startConnecting()
         }
     }
 
@@ -200,7 +233,7 @@ final class PostgresLoopReader: @unchecked Sendable {
     private func adopt(_ result: Result<PostgresConnection, any Error>) {
         connecting = false
         guard !closed else { return }
-        if case let .success(made) = result, PQsetnonblocking(made.connection, 1) == 0,
+        if case let .success(made) = result, PQsetnonblocking(made.connection, 1) == 0, PQenterPipelineMode(made.connection) == 1,
             let connection = try? Connection(made, reader: self)
         {
             open.append(connection)
@@ -211,7 +244,6 @@ final class PostgresLoopReader: @unchecked Sendable {
             nextAttempt = ContinuousClock.now + Self.retryAfter
         }
         serveLine()
-        if waiting.count > waitingHead, open.count < limit { startConnecting() }
     }
 
     /// Closes every connection (on the loop's thread, or once it has stopped): reads in
@@ -222,7 +254,7 @@ final class PostgresLoopReader: @unchecked Sendable {
         let connections = open
         open.removeAll()
         idle.removeAll()
-        for connection in connections { if let job = connection.close() { handBack(job) } }
+        for connection in connections { for job in connection.close() { handBack(job) } }
         while let job = nextWaiting() { handBack(job) }
         closing(self)
     }
