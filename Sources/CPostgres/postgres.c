@@ -31,6 +31,8 @@
     X(int, PQflush, (PGconn *conn), (conn)) \
     X(int, PQenterPipelineMode, (PGconn *conn), (conn)) \
     X(int, PQpipelineSync, (PGconn *conn), (conn)) \
+    X(int, PQsendFlushRequest, (PGconn *conn), (conn)) \
+    X(int, PQlibVersion, (void), ()) \
     X(int, PQisBusy, (PGconn *conn), (conn)) \
     X(PGresult *, PQgetResult, (PGconn *conn), (conn)) \
     X(PGnotify *, PQnotifies, (PGconn *conn), (conn)) \
@@ -77,6 +79,16 @@ static void load(void) {
 #define RESOLVE_PROCEDURE(name, parameters, arguments) RESOLVE(name)
     CPOSTGRES_FUNCTIONS(RESOLVE_FUNCTION)
     CPOSTGRES_PROCEDURES(RESOLVE_PROCEDURE)
+    // Pipeline mode (the event loops' reads) is sound from 14.5 on: earlier 14.x releases
+    // could lose track of a pipeline's state.
+    int version = libpq.PQlibVersion();
+    if (version < 140005) {
+        static char message[96];
+        snprintf(message, sizeof message, "libpq.so.5 is version %d.%d: 14.5 or later is needed", version / 10000,
+                 version >= 100000 ? version % 10000 : version / 100 % 100);
+        failure = message;
+        return;
+    }
     failure = NULL;
 }
 

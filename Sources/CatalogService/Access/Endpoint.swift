@@ -39,7 +39,7 @@ enum Endpoint: Sendable {
 /// Starts a read of one statement from the event loop (a resource by its id, a plain list
 /// page): true once it will answer through the completion, false when it cannot be read so
 /// now (the read then runs on the pool). When the loop cannot finish it (a connection
-/// lost) it calls `elsewhere`, which runs it on the pool.
+/// lost, say) it calls `elsewhere`, which runs it on the pool.
 typealias LoopStart =
     @Sendable (
         HTTPRequest, Caller, LoopReactor, _ isAbandoned: @escaping () -> Bool, _ elsewhere: @escaping () -> Void, @escaping Completion

@@ -31,7 +31,7 @@ public protocol ReactorWatcher: AnyObject {
 
 /// How a read sent from an event loop ended: its result, or a request to run it
 /// elsewhere (on a thread that may wait) because the loop could not finish it (its
-/// connection was lost, or the store closed).
+/// connection was lost, it was skipped twice in a batch, or the store closed).
 public enum LoopReadOutcome<T> {
     case done(Result<T, StoreError>)
     case elsewhere
@@ -39,13 +39,19 @@ public enum LoopReadOutcome<T> {
 
 /// What became of reads sent from event loops, since start (PostgreSQL; zero elsewhere).
 public struct LoopReadCounts: Sendable, Equatable {
-    /// Reads a loop took (sent at once, or queued for a connection).
+    /// Reads a loop took into its line.
     public var taken = 0
-    /// Batches those reads were sent in: each one write to PostgreSQL, with one `Sync`.
+    /// Batches the loops sent, each with one `Sync` (in one write, when the socket takes it).
     public var batches = 0
+    /// Reads sent in those batches (one sent again counts again).
+    public var sent = 0
+    /// Reads put back in the line, PostgreSQL having skipped them (a statement before them
+    /// in their batch failed).
+    public var resent = 0
     /// Reads a loop could not take (no connection yet, or its line full): run on a pool.
     public var declined = 0
-    /// Taken reads handed back to run on a pool (a connection lost, or the store closing).
+    /// Taken reads handed back to run on a pool: a connection lost or silent too long, a
+    /// read skipped a second time, or the store closing.
     public var handedBack = 0
     /// Connections loops have opened.
     public var connections = 0

@@ -24,7 +24,7 @@ protocol SQLDatabase: Sendable {
     func oneStatementSnapshot<T>(_ body: (any SQLConnection) throws -> T) throws -> T
     /// Sends the one statement `sql` from `reactor`'s event loop, on the loop's thread,
     /// without blocking it: `completion` runs there with what `body` makes of its rows, or
-    /// `nil` to ask for the read to run elsewhere (its connection was lost). False, having
+    /// `nil` to ask for the read to run elsewhere (``LoopReadOutcome/elsewhere``). False, having
     /// started nothing, where reads do not wait on a network (SQLite, read on the loop
     /// itself) or the loop cannot take it now (``PostgresLoopReader``).
     func readOnLoop<T>(

@@ -254,8 +254,8 @@ public final class ResourceStore: Sendable {
     /// `reactor`'s event loop without blocking it where reads wait on a network
     /// (PostgreSQL): `completion` runs on the loop with the resource (`nil` when absent),
     /// or with ``LoopReadOutcome/elsewhere`` when the read must run on a thread that may
-    /// wait (a lost connection). False, having started nothing, when it cannot be read so
-    /// (SQLite, embeddings, a loop whose connections are all taken and its line full): call
+    /// wait (a lost connection, say). False, having started nothing, when it cannot be read
+    /// so (SQLite, embeddings, a loop whose line is full): call
     /// ``rendered(_:fields:embedding:viewer:reader:)`` then.
     public func renderedOnLoop(
         _ id: CatalogID, fields: FieldMask = .all, viewer: Viewer = .everything, reactor: any ReadReactor,

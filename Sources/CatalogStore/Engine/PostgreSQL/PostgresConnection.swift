@@ -267,13 +267,17 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         throw SQLError(kind: Self.kind(state, connectionLost: isBroken), code: state, message: message.isEmpty ? "\(actual) running \(sql)" : message)
     }
 
+    /// The SQLSTATEs of a server ending the session: `admin_shutdown`, `crash_shutdown`,
+    /// `cannot_connect_now`, `database_dropped`, `idle_session_timeout`.
+    private static let ending: Set<String> = ["57P01", "57P02", "57P03", "57P04", "57P05"]
+
     /// The class of an SQLSTATE (PostgreSQL appendix A).
     static func kind(_ state: String, connectionLost: Bool = false) -> SQLError.Kind {
-        // Only a connection that is gone counts as lost (a protocol error on a live one is a
-        // bug): one libpq has seen close, or one the server says it is ending (class 08, and
-        // 57P01–57P05: terminated, shut down, the database dropped, idle too long). A
+        // Only a connection that is gone counts as lost (a protocol error on a live one, such
+        // as 08P01, is a bug): one libpq has seen close, or one the server says it is ending
+        // (57P01–57P05: terminated, shut down, the database dropped, idle too long). A
         // pipeline's statement hears that error before the connection closes.
-        if connectionLost || state.hasPrefix("08") || state.hasPrefix("57P") { return .connection }
+        if connectionLost || Self.ending.contains(state) { return .connection }
         switch state {
         case "40001", "40P01": return .retry
         case "57014": return .interrupted

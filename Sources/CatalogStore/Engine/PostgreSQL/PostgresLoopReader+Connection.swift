@@ -5,12 +5,12 @@ extension PostgresLoopReader {
     /// One non-blocking connection of a ``PostgresLoopReader``, watched by its loop, in
     /// libpq's pipeline mode: it takes a batch of reads at once (each statement prepared
     /// before its first run on the connection, in the same batch) and sends them in one
-    /// write with one `Sync`. PostgreSQL reads the batch at once and runs its statements
-    /// one after another, in one implicit transaction, each with a snapshot of its own
-    /// (`READ COMMITTED`), and answers them in one write; each read gets its rows as they
-    /// are read. When a statement fails, those after it in the batch are not run: their
-    /// reads are handed back to run elsewhere, and so are those of a statement that could
-    /// not be prepared (the pool answers one that never can with its error).
+    /// write: each read's statement followed by a flush request, so that PostgreSQL sends
+    /// its rows as soon as it has run it, and one `Sync`. PostgreSQL runs them one after
+    /// another, in one implicit transaction, each with a snapshot of its own (`READ
+    /// COMMITTED`); the locks they take on the tables they read are held until the `Sync`
+    /// (a migration's exclusive lock waits for the batch). When a statement fails (its own preparation, say), those after it in the
+    /// batch are not run: their reads go back to the reader (``PostgresLoopReader/batchEnded(_:skipped:)``).
     final class Connection: ReactorWatcher {
         /// What the connection waits to hear, in the order it was sent.
         private enum Step {
@@ -21,6 +21,15 @@ extension PostgresLoopReader {
             case execute(Job)
             /// The end of the batch.
             case sync
+        }
+
+        /// What became of a read asked to join the batch.
+        private enum Queued {
+            case queued
+            /// Refused before sending (a NUL in a text), as the blocking path refuses it.
+            case refused(any Error)
+            /// libpq took nothing more: the connection is lost.
+            case failed
         }
 
         private let connection: PostgresConnection
@@ -34,14 +43,17 @@ extension PostgresLoopReader {
         private var result: OpaquePointer?
         private var failure: (any Error)?
         /// Whether the statement being heard was not run (one before it in the batch failed).
-        private var aborted = false
+        private var skipping = false
+        /// The batch's reads PostgreSQL did not run.
+        private var skipped: [Job] = []
         private var prepared: [StatementKey: String] = [:]
         /// Names given so far: each prepared statement's is new (one that failed is not kept).
         private var names = 0
         private var wantsWritable = false
         private var watching = false
-        /// When the batch was sent.
+        /// When the batch was sent, and when PostgreSQL was last heard from since.
         private var sent = ContinuousClock.now
+        private var heard = ContinuousClock.now
 
         /// Statements kept prepared on a connection at most (a loop reads a few kinds).
         private static let maxPrepared = 64
@@ -77,41 +89,57 @@ extension PostgresLoopReader {
             set(Int32(IPPROTO_TCP), TCP_KEEPCNT, 3)
         }
 
-        /// Sends `batch` (an idle connection's): each read's statement, prepared first
-        /// when new, and one `Sync`, in one write when the socket takes it.
+        /// Sends `batch` (an idle connection's): each read's statement, prepared first when
+        /// new, and one `Sync`, in one write when the socket takes it. Reads refused before
+        /// sending are answered once the rest are sent.
         func start(_ batch: [Job]) {
             sent = ContinuousClock.now
+            heard = sent
+            var refused: [(Job, any Error)] = []
+            var unsent: ArraySlice<Job> = []
             for (index, job) in batch.enumerated() {
-                let key = StatementKey(job.sql)
-                var name = prepared[key]
-                if name == nil {
-                    let new = prepared.count < Self.maxPrepared ? "l\(names)" : ""
-                    guard PQsendPrepare(connection.connection, new, PostgresConnection.numbered(job.sql), 0, nil) == 1 else {
-                        return lose(unsent: batch[index...])
-                    }
-                    steps.append(.prepare(name: new, key: key))
-                    if !new.isEmpty {
-                        prepared[key] = new
-                        names += 1
-                    }
-                    name = new
+                switch queue(job, flushing: index < batch.count - 1) {
+                case .queued: continue
+                case let .refused(error): refused.append((job, error))
+                case .failed: unsent = batch[index...]
                 }
-                let queued: Int32
-                do {
-                    queued = try PostgresConnection.withParameters(job.arguments) { count, values, lengths, formats in
-                        PQsendQueryPrepared(connection.connection, name, count, values, lengths, formats, 1)
-                    }
-                } catch {
-                    // Refused before sending (a NUL in a text), as the blocking path refuses it.
-                    reader.finished(job, .failure(error))
-                    continue
-                }
-                guard queued == 1 else { return lose(unsent: batch[index...]) }
-                steps.append(.execute(job))
+                if !unsent.isEmpty { break }
             }
-            guard PQpipelineSync(connection.connection) == 1 else { return lose() }
-            steps.append(.sync)
-            flush()
+            if unsent.isEmpty, PQpipelineSync(connection.connection) == 1 {
+                steps.append(.sync)
+                flush()
+            } else {
+                lose(unsent: unsent)
+            }
+            for (job, error) in refused { reader.finished(job, .failure(error)) }
+        }
+
+        /// Adds `job`'s statement to the batch (prepared first when new), and a flush request
+        /// after it when more follow (the batch's `Sync` flushes the last).
+        private func queue(_ job: Job, flushing: Bool) -> Queued {
+            let key = StatementKey(job.sql)
+            var name = prepared[key]
+            if name == nil {
+                let new = prepared.count < Self.maxPrepared ? "l\(names)" : ""
+                guard PQsendPrepare(connection.connection, new, PostgresConnection.numbered(job.sql), 0, nil) == 1 else { return .failed }
+                steps.append(.prepare(name: new, key: key))
+                if !new.isEmpty {
+                    prepared[key] = new
+                    names += 1
+                }
+                name = new
+            }
+            let queued: Int32
+            do {
+                queued = try PostgresConnection.withParameters(job.arguments) { count, values, lengths, formats in
+                    PQsendQueryPrepared(connection.connection, name, count, values, lengths, formats, 1)
+                }
+            } catch {
+                return .refused(error)
+            }
+            guard queued == 1, !flushing || PQsendFlushRequest(connection.connection) == 1 else { return .failed }
+            steps.append(.execute(job))
+            return .queued
         }
 
         /// Sends what libpq holds, watching for writability while some is left.
@@ -133,8 +161,15 @@ extension PostgresLoopReader {
         func ready(readable: Bool, writable: Bool, failed: Bool) {
             if writable { flush() }
             guard readable || failed else { return }
+            heard = ContinuousClock.now
             guard PQconsumeInput(connection.connection) == 1 else { return lose() }
-            take()
+            if isBusy {
+                take()
+            } else {
+                // Parses what the server said to an idle connection (a notice, or why it ends
+                // the session), so that it is not taken for the next batch's answer.
+                _ = PQisBusy(connection.connection)
+            }
             if !isBusy, PQstatus(connection.connection) != CONNECTION_OK { lose() }
         }
 
@@ -155,7 +190,7 @@ extension PostgresLoopReader {
                         continue
                     }
                     // Not prepared (cancelled, say, or not reached): its reads are not run
-                    // either, and go elsewhere, where one that cannot be prepared fails.
+                    // either, and go back to the reader.
                     if !name.isEmpty, PQresultStatus(next) != PGRES_COMMAND_OK { prepared[key] = nil }
                     PQclear(next)
                 case let .execute(job):
@@ -166,7 +201,7 @@ extension PostgresLoopReader {
                     }
                     let status = PQresultStatus(next)
                     if status == PGRES_PIPELINE_ABORTED {
-                        aborted = true
+                        skipping = true
                         PQclear(next)
                     } else if result == nil, failure == nil, status == PGRES_TUPLES_OK {
                         result = next
@@ -182,14 +217,21 @@ extension PostgresLoopReader {
                     steps.removeAll(keepingCapacity: true)
                     step = 0
                     want(writable: false)
-                    reader.batchEnded(self)
+                    let skipped = skipped
+                    self.skipped.removeAll()
+                    reader.batchEnded(self, skipped: skipped)
                 }
             }
         }
 
-        /// Whether its batch has been in flight past ``hung``.
+        /// Whether it has a batch in flight, sent at `time` or later.
+        func hasBatch(sentSince time: ContinuousClock.Instant) -> Bool {
+            isBusy && sent >= time
+        }
+
+        /// Whether a batch is in flight and PostgreSQL has been silent past ``hung``.
         func isHung(at now: ContinuousClock.Instant) -> Bool {
-            isBusy && now - sent > PostgresLoopReader.hung
+            isBusy && now - heard > PostgresLoopReader.hung
         }
 
         private func error(of result: OpaquePointer, expecting status: ExecStatusType, _ sql: String) -> (any Error)? {
@@ -201,16 +243,14 @@ extension PostgresLoopReader {
             }
         }
 
-        /// Ends `job`, the statement just heard: its rows or its error; run elsewhere when
-        /// it was not run (a read before it failed) or the connection is lost.
+        /// Ends `job`, the statement just heard: its rows or its error; kept for the reader
+        /// when it was not run (a statement before it failed), run elsewhere when the
+        /// connection is lost.
         private func finish(_ job: Job) {
-            let outcome: Result<PostgresRows, any Error>?
+            let outcome: Result<PostgresRows, any Error>
             if let failure {
                 outcome = .failure(failure)
-            } else if aborted {
-                // Not run: a statement before it failed (its own preparation, maybe).
-                outcome = nil
-            } else if let result {
+            } else if let result, !skipping {
                 outcome = .success(PostgresRows(result))
                 self.result = nil
             } else {
@@ -222,9 +262,13 @@ extension PostgresLoopReader {
                 self.result = nil
             }
             failure = nil
-            aborted = false
-            if case let .failure(error as SQLError)? = outcome, error.kind == .connection { connection.isBroken = true }
-            reader.finished(job, connection.isBroken ? nil : outcome)
+            if case let .failure(error as SQLError) = outcome, error.kind == .connection { connection.isBroken = true }
+            if skipping, !connection.isBroken {
+                skipped.append(job)
+            } else {
+                reader.finished(job, connection.isBroken ? nil : outcome)
+            }
+            skipping = false
         }
 
         /// The connection is lost, or given up as hung: the reads of its batch not yet done
@@ -240,12 +284,15 @@ extension PostgresLoopReader {
                 PQclear(result)
                 self.result = nil
             }
-            let jobs = steps[min(step, steps.count)...].compactMap { step -> Job? in
-                if case let .execute(job) = step { return job }
-                return nil
-            }
+            let jobs =
+                skipped
+                + steps[min(step, steps.count)...].compactMap { step -> Job? in
+                    if case let .execute(job) = step { return job }
+                    return nil
+                }
             steps.removeAll()
             step = 0
+            skipped.removeAll()
             return jobs
         }
 
