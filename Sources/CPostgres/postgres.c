@@ -32,7 +32,6 @@
     X(int, PQenterPipelineMode, (PGconn *conn), (conn)) \
     X(int, PQpipelineSync, (PGconn *conn), (conn)) \
     X(int, PQsendFlushRequest, (PGconn *conn), (conn)) \
-    X(int, PQlibVersion, (void), ()) \
     X(int, PQisBusy, (PGconn *conn), (conn)) \
     X(PGresult *, PQgetResult, (PGconn *conn), (conn)) \
     X(PGnotify *, PQnotifies, (PGconn *conn), (conn)) \
@@ -70,6 +69,18 @@ static void load(void) {
         failure = copy != NULL ? copy : "libpq.so.5 could not be loaded";
         return;
     }
+    // The version first (an older libpq lacks the pipeline functions, and is named as such):
+    // the event loops' reads use pipeline mode, whose fixes of 14.5 they need.
+    int (*version_of)(void) = NULL;
+    *(void **)&version_of = dlsym(handle, "PQlibVersion");
+    int version = version_of != NULL ? version_of() : 0;
+    if (version < 140005) {
+        static char message[96];
+        snprintf(message, sizeof message, "libpq.so.5 is version %d.%d: 14.5 or later is needed", version / 10000,
+                 version >= 100000 ? version % 10000 : version / 100 % 100);
+        failure = message;
+        return;
+    }
 #define RESOLVE(name) \
     if ((*(void **)&libpq.name = dlsym(handle, #name)) == NULL) { \
         failure = "libpq.so.5 lacks " #name; \
@@ -79,16 +90,6 @@ static void load(void) {
 #define RESOLVE_PROCEDURE(name, parameters, arguments) RESOLVE(name)
     CPOSTGRES_FUNCTIONS(RESOLVE_FUNCTION)
     CPOSTGRES_PROCEDURES(RESOLVE_PROCEDURE)
-    // Pipeline mode (the event loops' reads) is sound from 14.5 on: earlier 14.x releases
-    // could lose track of a pipeline's state.
-    int version = libpq.PQlibVersion();
-    if (version < 140005) {
-        static char message[96];
-        snprintf(message, sizeof message, "libpq.so.5 is version %d.%d: 14.5 or later is needed", version / 10000,
-                 version >= 100000 ? version % 10000 : version / 100 % 100);
-        failure = message;
-        return;
-    }
     failure = NULL;
 }
 

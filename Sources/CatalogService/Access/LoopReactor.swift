@@ -26,6 +26,7 @@ struct LoopReactor: ReadReactor {
         let watcher: any ReactorWatcher
         init(watcher: any ReactorWatcher) { self.watcher = watcher }
         func ready(readable: Bool, writable: Bool, failed: Bool) { watcher.ready(readable: readable, writable: writable, failed: failed) }
+        func tick() { watcher.tick() }
         func loopStopped() { watcher.loopStopped() }
     }
 }

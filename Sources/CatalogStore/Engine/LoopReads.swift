@@ -25,13 +25,16 @@ public protocol ReadReactor: Sendable {
 public protocol ReactorWatcher: AnyObject {
     /// The descriptor is readable, writable, or `failed` (an error or a hang-up).
     func ready(readable: Bool, writable: Bool, failed: Bool)
+    /// The loop's sweep (every 5 to 250 ms while it has client connections): time to check
+    /// deadlines.
+    func tick()
     /// The loop has stopped: nothing is reported again.
     func loopStopped()
 }
 
 /// How a read sent from an event loop ended: its result, or a request to run it
 /// elsewhere (on a thread that may wait) because the loop could not finish it (its
-/// connection was lost, it was skipped twice in a batch, or the store closed).
+/// connection was lost, it was put back in the line once already, or the store closed).
 public enum LoopReadOutcome<T> {
     case done(Result<T, StoreError>)
     case elsewhere
@@ -45,13 +48,14 @@ public struct LoopReadCounts: Sendable, Equatable {
     public var batches = 0
     /// Reads sent in those batches (one sent again counts again).
     public var sent = 0
-    /// Reads put back in the line, PostgreSQL having skipped them (a statement before them
-    /// in their batch failed).
+    /// Reads put back in the line: PostgreSQL skipped them (a statement before them in their
+    /// batch failed), or a migration made their prepared statement stale.
     public var resent = 0
     /// Reads a loop could not take (no connection yet, or its line full): run on a pool.
     public var declined = 0
     /// Taken reads handed back to run on a pool: a connection lost or silent too long, a
-    /// read skipped a second time, or the store closing.
+    /// statement that could not be prepared, a read put back once already, or the store
+    /// closing.
     public var handedBack = 0
     /// Connections loops have opened.
     public var connections = 0

@@ -262,6 +262,10 @@ final class EventLoop: @unchecked Sendable {
         let before = open.count
         for connection in open { connection.checkDeadlines(now: now) }
         if open.count < before { markActive() }
+        if !watched.isEmpty {
+            // A watcher may stop watching as it ticks.
+            for watcher in watched.values.map(\.watcher) { watcher.tick() }
+        }
     }
 
     // MARK: Connections

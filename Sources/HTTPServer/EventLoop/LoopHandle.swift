@@ -11,6 +11,9 @@ public protocol LoopWatcher: AnyObject {
     /// The descriptor is ready, as epoll reported it: readable, writable, or `failed`
     /// (an error or a hang-up; reading then finds out which).
     func ready(readable: Bool, writable: Bool, failed: Bool)
+    /// The loop's sweep (every 5 to 250 ms while it has client connections): time to check
+    /// deadlines that no descriptor reports.
+    func tick()
     /// The loop has stopped: nothing is reported again. Release the descriptor.
     func loopStopped()
 }

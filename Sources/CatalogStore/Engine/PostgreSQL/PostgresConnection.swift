@@ -263,7 +263,7 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         if actual == status || (status == PGRES_COMMAND_OK && actual == PGRES_TUPLES_OK) { return }
         let state = result.flatMap { PQresultErrorField($0, Int32(UInt8(ascii: "C"))) }.map { String(cString: $0) } ?? "XX000"
         let message = result.map { Self.message(PQresultErrorMessage($0)) } ?? Self.message(PQerrorMessage(connection))
-        if PQstatus(connection) != CONNECTION_OK { isBroken = true }
+        if PQstatus(connection) != CONNECTION_OK || Self.ending.contains(state) { isBroken = true }
         throw SQLError(kind: Self.kind(state, connectionLost: isBroken), code: state, message: message.isEmpty ? "\(actual) running \(sql)" : message)
     }
 

@@ -44,8 +44,12 @@ extension PostgresLoopReader {
         private var failure: (any Error)?
         /// Whether the statement being heard was not run (one before it in the batch failed).
         private var skipping = false
-        /// The batch's reads PostgreSQL did not run.
+        /// The batch's reads to send again: PostgreSQL did not run them, or ran them on a
+        /// prepared statement it no longer kept.
         private var skipped: [Job] = []
+        /// The statements this batch could not prepare: their reads go elsewhere, where one
+        /// that never can be prepared fails with its error.
+        private var unprepared: Set<StatementKey> = []
         private var prepared: [StatementKey: String] = [:]
         /// Names given so far: each prepared statement's is new (one that failed is not kept).
         private var names = 0
@@ -173,6 +177,8 @@ extension PostgresLoopReader {
             if !isBusy, PQstatus(connection.connection) != CONNECTION_OK { lose() }
         }
 
+        func tick() { reader.tick() }
+
         func loopStopped() {
             watching = false
             reader.close()
@@ -189,9 +195,17 @@ extension PostgresLoopReader {
                         step += 1
                         continue
                     }
-                    // Not prepared (cancelled, say, or not reached): its reads are not run
-                    // either, and go back to the reader.
-                    if !name.isEmpty, PQresultStatus(next) != PGRES_COMMAND_OK { prepared[key] = nil }
+                    let status = PQresultStatus(next)
+                    if status != PGRES_COMMAND_OK {
+                        // Not prepared: its reads are not run either. Not reached (a statement
+                        // before it failed), they are sent again; refused (cancelled, say, or a
+                        // missing column), they go elsewhere.
+                        if !name.isEmpty { prepared[key] = nil }
+                        if status != PGRES_PIPELINE_ABORTED {
+                            unprepared.insert(key)
+                            _ = error(of: next, expecting: PGRES_COMMAND_OK, key.sql)
+                        }
+                    }
                     PQclear(next)
                 case let .execute(job):
                     guard let next else {
@@ -219,6 +233,7 @@ extension PostgresLoopReader {
                     want(writable: false)
                     let skipped = skipped
                     self.skipped.removeAll()
+                    unprepared.removeAll()
                     reader.batchEnded(self, skipped: skipped)
                 }
             }
@@ -243,14 +258,17 @@ extension PostgresLoopReader {
             }
         }
 
-        /// Ends `job`, the statement just heard: its rows or its error; kept for the reader
-        /// when it was not run (a statement before it failed), run elsewhere when the
+        /// Ends `job`, the statement just heard: its rows or its error. Kept to be sent
+        /// again when it was not run (a statement before it failed) or ran on a stale
+        /// prepared statement; run elsewhere when its statement could not be prepared or the
         /// connection is lost.
         private func finish(_ job: Job) {
+            let wasSkipped = skipping
+            skipping = false
             let outcome: Result<PostgresRows, any Error>
             if let failure {
                 outcome = .failure(failure)
-            } else if let result, !skipping {
+            } else if let result, !wasSkipped {
                 outcome = .success(PostgresRows(result))
                 self.result = nil
             } else {
@@ -262,14 +280,31 @@ extension PostgresLoopReader {
                 self.result = nil
             }
             failure = nil
-            if case let .failure(error as SQLError) = outcome, error.kind == .connection { connection.isBroken = true }
-            if skipping, !connection.isBroken {
+            let key = StatementKey(job.sql)
+            var again = wasSkipped && !unprepared.contains(key)
+            if case let .failure(error as SQLError) = outcome {
+                if error.kind == .connection { connection.isBroken = true }
+                if Self.staleStatement.contains(error.code) {
+                    // Prepared before a migration changed what it reads (or dropped on the
+                    // server): prepared again when it is sent again.
+                    prepared[key] = nil
+                    again = true
+                }
+            }
+            if connection.isBroken {
+                reader.finished(job, nil)
+            } else if again {
                 skipped.append(job)
             } else {
-                reader.finished(job, connection.isBroken ? nil : outcome)
+                reader.finished(job, wasSkipped ? nil : outcome)
             }
-            skipping = false
+            reader.progressed()
         }
+
+        /// The SQLSTATEs of a prepared statement PostgreSQL cannot run as it was prepared:
+        /// `feature_not_supported` ("cached plan must not change result type", after a
+        /// migration) and `invalid_sql_statement_name`.
+        private static let staleStatement: Set<String> = ["0A000", "26000"]
 
         /// The connection is lost, or given up as hung: the reads of its batch not yet done
         /// (and `unsent`, those of a batch it could not send) are run elsewhere.
@@ -293,6 +328,7 @@ extension PostgresLoopReader {
             steps.removeAll()
             step = 0
             skipped.removeAll()
+            unprepared.removeAll()
             return jobs
         }
 

@@ -54,7 +54,8 @@ final class PostgresLoopReader: @unchecked Sendable {
     static func connections(loops: Int) -> Int {
         max(2, min(connectionsPerLoop, connectionsPerServer / max(1, loops)))
     }
-    /// Reads that wait in a loop's line at most: as many as its connections take at once.
+    /// Reads that wait in a loop's line at most (besides those put back in it): as many as
+    /// eight connections take at once.
     static let maxWaiting = connectionsPerLoop * maxBatch
     /// How long after a failed attempt the next connection is tried.
     private static let retryAfter: Duration = .seconds(1)
@@ -137,8 +138,21 @@ final class PostgresLoopReader: @unchecked Sendable {
         }
     }
 
+    /// The loop's sweep: connections silent too long are given up, and reads held back
+    /// while batches were prompt may leave now that they are not.
+    func tick() {
+        guard !closed else { return }
+        giveUpHung()
+        progressed()
+    }
+
+    /// A read of a batch is done, or time passed: reads held back may leave.
+    func progressed() {
+        if waiting.count > waitingHead { serveSoon() }
+    }
+
     /// Gives up connections silent past ``hung`` with a batch in flight (their reads are
-    /// handed back): asked whenever reads wait with every connection busy.
+    /// handed back): asked at each of the loop's sweeps, and whenever reads are left waiting.
     private func giveUpHung() {
         let now = ContinuousClock.now
         for connection in open where connection.isHung(at: now) { connection.lose() }
@@ -163,8 +177,8 @@ final class PostgresLoopReader: @unchecked Sendable {
     }
 
     /// `connection`'s batch is done, with `skipped`, the reads PostgreSQL did not run (a
-    /// statement before them failed): they go back to the head of the line, once. The
-    /// connection takes the next batch.
+    /// statement before them failed) or ran on a statement it no longer kept: they go back
+    /// to the head of the line, once. The connection takes the next batch.
     func batchEnded(_ connection: Connection, skipped: [Job]) {
         if connection.isBroken { drop(connection) } else { idle.append(connection) }
         for job in skipped.reversed() {
@@ -194,7 +208,9 @@ final class PostgresLoopReader: @unchecked Sendable {
 
     /// Sends the line's reads in batches on idle connections, up to ``maxBatch`` each, while
     /// ``mayStartBatch(_:)``; makes another connection when reads are left waiting that may
-    /// go, and hands the line back when no connection is left or coming to serve it.
+    /// go, and hands the line back when no connection is left. Run again when a read
+    /// arrives, a batch or one of its reads ends, a connection is made or lost, and at the
+    /// loop's sweeps.
     private func serveLine() {
         guard !closed else { return }
         let now = ContinuousClock.now
