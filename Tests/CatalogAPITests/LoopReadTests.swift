@@ -353,7 +353,7 @@ import Testing
 
     /// A statement prepared before a migration changed what it reads ("cached plan must not
     /// change result type") is prepared again, and its read sent again and answered: a
-    /// rolling upgrade costs a loop's reads nothing.
+    /// rolling upgrade costs the loops' reads, the pool's and the writers' nothing.
     @Test(.enabled(if: TestEngine.postgresURL != nil)) func aStatementAMigrationMadeStaleIsPreparedAgain() async throws {
         try await TestEngine.run(.postgresql) {
             let catalog = try TestCatalog(seed: false)
@@ -377,6 +377,12 @@ import Testing
                 // Sent, refused as stale, put back, prepared and sent again, on the loop.
                 #expect(after.taken - before.taken == 1 && after.resent - before.resent == 1, "\(before) \(after)")
                 #expect(after.sent - before.sent == 2 && after.handedBack == before.handedBack, "\(before) \(after)")
+                // The pool's reads and the writers prepare theirs again too.
+                let pooled = try await catalog.inProcess.get(path)
+                #expect(pooled.status == 200 && String(decoding: pooled.body, as: UTF8.self) == expected)
+                let page = try await catalog.inProcess.get("/v1/playable-items?limit=5")
+                #expect(page.status == 200 && String(decoding: page.body, as: UTF8.self).contains(id.description))
+                _ = try await catalog.api.playableItems.create(PlayableItemInput(title: "After \(type)", streamURL: URL(string: "https://example.com/a")!))
             }
             try catalog.stop()
         }

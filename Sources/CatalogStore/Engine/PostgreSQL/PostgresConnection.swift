@@ -8,6 +8,9 @@ final class PostgresConnection: SQLConnection, PooledConnection {
     let connection: OpaquePointer
     /// Prepared statement names by SQL text.
     private var prepared: [StatementKey: String] = [:]
+    /// Names given since the last `DEALLOCATE ALL`: each statement's is new (one forgotten
+    /// as stale keeps its name on the server).
+    private var names = 0
     /// The statement timeout set on the session, in milliseconds (0: none).
     private var statementTimeout: Int64 = -1
     /// Set once the connection has failed: the pool then drops it.
@@ -161,6 +164,12 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         }
         do {
             try check(result, expecting: status, sql: sql)
+        } catch let error as SQLError where Self.staleStatement.contains(error.code) {
+            PQclear(result)
+            // Prepared before a migration changed what it reads (or dropped on the server):
+            // prepared anew when the work runs again.
+            prepared[StatementKey(sql)] = nil
+            throw SQLError(kind: .retry, code: error.code, message: error.message)
         } catch {
             PQclear(result)
             throw error
@@ -222,15 +231,17 @@ final class PostgresConnection: SQLConnection, PooledConnection {
     /// The prepared statement's name for `sql`, preparing it on first use.
     private func statement(_ sql: String) throws -> String {
         if let name = prepared[StatementKey(sql)] { return name }
-        if prepared.count >= Self.maxPrepared {
+        if names >= Self.maxPrepared {
             try script("DEALLOCATE ALL")
             prepared.removeAll()
+            names = 0
         }
-        let name = "s\(prepared.count)"
+        let name = "s\(names)"
         let result = PQprepare(connection, name, Self.numbered(sql), 0, nil)
         defer { PQclear(result) }
         try check(result, expecting: PGRES_COMMAND_OK, sql: sql)
         prepared[StatementKey(sql)] = name
+        names += 1
         return name
     }
 
@@ -266,6 +277,11 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         if PQstatus(connection) != CONNECTION_OK || Self.ending.contains(state) { isBroken = true }
         throw SQLError(kind: Self.kind(state, connectionLost: isBroken), code: state, message: message.isEmpty ? "\(actual) running \(sql)" : message)
     }
+
+    /// The SQLSTATEs of a prepared statement PostgreSQL cannot run as it was prepared:
+    /// `feature_not_supported` ("cached plan must not change result type", after a
+    /// migration changed a table it reads) and `invalid_sql_statement_name`.
+    static let staleStatement: Set<String> = ["0A000", "26000"]
 
     /// The SQLSTATEs of a server ending the session: `admin_shutdown`, `crash_shutdown`,
     /// `cannot_connect_now`, `database_dropped`, `idle_session_timeout`.

@@ -152,7 +152,8 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
 
     /// Runs a read on a pooled connection, under the calling thread's read budget; once
     /// more on a new one when the connection turns out to have died while idle (a server
-    /// restart, a failover): reads can be repeated.
+    /// restart, a failover) or held a stale statement (a migration changed what it reads),
+    /// or when PostgreSQL asks for it (a deadlock): reads can be repeated.
     private func reading<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         let limited = { (connection: PostgresConnection) throws -> T in
             try connection.limit(to: max(ReadBudget.allowance, Self.minimumAllowance))
@@ -160,9 +161,11 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         }
         do {
             return try readers.with(limited)
-        } catch let error as SQLError where error.kind == .connection {
-            // The idle ones most likely died with it.
+        } catch let error as SQLError where error.kind == .connection || PostgresConnection.staleStatement.contains(error.code) {
+            // The idle ones most likely died with it, or hold the same stale statements.
             readers.dropIdle()
+            return try readers.with(limited)
+        } catch let error as SQLError where error.kind == .retry {
             return try readers.with(limited)
         }
     }

@@ -9,8 +9,9 @@ extension PostgresLoopReader {
     /// its rows as soon as it has run it, and one `Sync`. PostgreSQL runs them one after
     /// another, in one implicit transaction, each with a snapshot of its own (`READ
     /// COMMITTED`); the locks they take on the tables they read are held until the `Sync`
-    /// (a migration's exclusive lock waits for the batch). When a statement fails (its own preparation, say), those after it in the
-    /// batch are not run: their reads go back to the reader (``PostgresLoopReader/batchEnded(_:skipped:)``).
+    /// (a migration's exclusive lock waits for the batch). When a statement fails (its own
+    /// preparation, say), those after it in the batch are not run: their reads go back to
+    /// the reader (``PostgresLoopReader/batchEnded(_:skipped:)``).
     final class Connection: ReactorWatcher {
         /// What the connection waits to hear, in the order it was sent.
         private enum Step {
@@ -203,6 +204,7 @@ extension PostgresLoopReader {
                         if !name.isEmpty { prepared[key] = nil }
                         if status != PGRES_PIPELINE_ABORTED {
                             unprepared.insert(key)
+                            // Checked for what it says of the connection (broken, or ended).
                             _ = error(of: next, expecting: PGRES_COMMAND_OK, key.sql)
                         }
                     }
@@ -284,7 +286,7 @@ extension PostgresLoopReader {
             var again = wasSkipped && !unprepared.contains(key)
             if case let .failure(error as SQLError) = outcome {
                 if error.kind == .connection { connection.isBroken = true }
-                if Self.staleStatement.contains(error.code) {
+                if PostgresConnection.staleStatement.contains(error.code) {
                     // Prepared before a migration changed what it reads (or dropped on the
                     // server): prepared again when it is sent again.
                     prepared[key] = nil
@@ -300,11 +302,6 @@ extension PostgresLoopReader {
             }
             reader.progressed()
         }
-
-        /// The SQLSTATEs of a prepared statement PostgreSQL cannot run as it was prepared:
-        /// `feature_not_supported` ("cached plan must not change result type", after a
-        /// migration) and `invalid_sql_statement_name`.
-        private static let staleStatement: Set<String> = ["0A000", "26000"]
 
         /// The connection is lost, or given up as hung: the reads of its batch not yet done
         /// (and `unsent`, those of a batch it could not send) are run elsewhere.

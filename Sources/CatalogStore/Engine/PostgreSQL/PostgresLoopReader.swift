@@ -17,7 +17,8 @@ import Synchronization
 /// and handed to the loop; a failed attempt waits a second before the next. A connection
 /// that is lost, or silent for ``hung``, hands its reads back to be run elsewhere (reads can
 /// be repeated). A read PostgreSQL skipped, because a statement before it in its batch
-/// failed, goes back to the head of the line once, and elsewhere the second time.
+/// failed, or ran on a prepared statement a migration made stale, goes back to the head of
+/// the line once, and elsewhere the second time.
 final class PostgresLoopReader: @unchecked Sendable {
     /// A read: its statement, and what receives its rows (`nil`: run it elsewhere).
     struct Job {
@@ -26,7 +27,7 @@ final class PostgresLoopReader: @unchecked Sendable {
         /// Whether nobody waits for the answer any more (a waiting read is then dropped).
         let isAbandoned: () -> Bool
         let completion: (Result<PostgresRows, any Error>?) -> Void
-        /// Whether it is in the line again, having been skipped in a batch.
+        /// Whether it was put back in the line once already (``batchEnded(_:skipped:)``).
         var resent = false
     }
 
@@ -239,8 +240,9 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// Reads of one statement are quick; while PostgreSQL answers them promptly, two
     /// sessions a loop, each taking all the line holds, keep up with the loop, and fewer,
     /// fuller batches cost both sides less CPU a read. More sessions busy at once only add
-    /// runnable processes: on a server PostgreSQL shares, sharing the line among up to
-    /// eight sessions took the 99th percentile of list pages from about 5 ms to 25–200 ms.
+    /// runnable processes: on a machine PostgreSQL shares, batches on up to eight sessions
+    /// at once took the 99th percentile of list pages from about 5 ms to 25–300 ms
+    /// (Benchmarks/README.md, tenth part).
     /// When answers are slow (a database reading from disk, or waiting for locks), more
     /// sessions run reads side by side, up to the loop's ``limit``.
     private func mayStartBatch(_ now: ContinuousClock.Instant) -> Bool {
