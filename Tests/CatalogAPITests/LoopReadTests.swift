@@ -52,6 +52,22 @@ import Testing
         return false
     }
 
+    /// An item made for the test: its id, its path and the body the pool answers for it.
+    private static func keptItem(_ catalog: TestCatalog) async throws -> (id: CatalogID, path: String, body: String) {
+        let id = try await catalog.api.playableItems.create(PlayableItemInput(title: "Kept", streamURL: URL(string: "https://example.com/k")!)).value.id
+        let path = "/v1/playable-items/\(id)"
+        return (id, path, String(decoding: try await catalog.inProcess.get(path).body, as: UTF8.self))
+    }
+
+    /// Asks for `path` until a read has been sent from the loop (the first go to the pool
+    /// while it connects): its one connection then has the statement prepared.
+    private static func sentFromTheLoop(_ catalog: TestCatalog, _ path: String, answering body: String) async throws -> Bool {
+        let port = catalog.client.baseURL.port ?? 0
+        return try await poll {
+            parts((try? await onThread { try get(port, path) }) ?? "").body == body && catalog.application.store.loopReads.sent > 0
+        }
+    }
+
     private static func postgresURL(_ catalog: TestCatalog) throws -> String {
         guard case let .postgresql(url) = catalog.application.store.location else { throw Loopback.Failure(description: "not on PostgreSQL") }
         return url
@@ -207,9 +223,7 @@ import Testing
             let catalog = try TestCatalog(seed: false)
             let port = catalog.client.baseURL.port ?? 0
             let url = try Self.postgresURL(catalog)
-            let id = try await catalog.api.playableItems.create(PlayableItemInput(title: "Kept", streamURL: URL(string: "https://example.com/k")!)).value.id
-            let path = "/v1/playable-items/\(id)"
-            let expected = String(decoding: try await catalog.inProcess.get(path).body, as: UTF8.self)
+            let (_, path, expected) = try await Self.keptItem(catalog)
             // Until the loop has a connection (the first reads go to the pool while it connects).
             let connected = try await Self.poll {
                 #expect(Self.parts((try? await onThread { try Self.get(port, path) }) ?? "").body == expected)
@@ -282,13 +296,7 @@ import Testing
             let ids = created
             var expected: [CatalogID: String] = [:]
             for id in ids { expected[id] = String(decoding: try await catalog.inProcess.get("/v1/playable-items/\(id)").body, as: UTF8.self) }
-            // Until a read has been sent from the loop: its one connection has the statement prepared.
-            let first = "/v1/playable-items/\(ids[0])"
-            #expect(
-                try await Self.poll {
-                    Self.parts((try? await onThread { try Self.get(port, first) }) ?? "").body == expected[ids[0]]
-                        && catalog.application.store.loopReads.sent > 0
-                })
+            #expect(try await Self.sentFromTheLoop(catalog, "/v1/playable-items/\(ids[0])", answering: expected[ids[0]] ?? ""))
             // The reads wait behind a lock on the table until their batches' first statements
             // are cancelled. A loop read's statement times out after one second: on a machine
             // so loaded that the steps below take longer, the scenario is run again.
@@ -359,15 +367,8 @@ import Testing
             let catalog = try TestCatalog(seed: false)
             let port = catalog.client.baseURL.port ?? 0
             let url = try Self.postgresURL(catalog)
-            let id = try await catalog.api.playableItems.create(PlayableItemInput(title: "Kept", streamURL: URL(string: "https://example.com/k")!)).value.id
-            let path = "/v1/playable-items/\(id)"
-            let expected = String(decoding: try await catalog.inProcess.get(path).body, as: UTF8.self)
-            // Until a read has been sent from the loop: its connection has the statement prepared.
-            #expect(
-                try await Self.poll {
-                    Self.parts((try? await onThread { try Self.get(port, path) }) ?? "").body == expected
-                        && catalog.application.store.loopReads.sent > 0
-                })
+            let (id, path, expected) = try await Self.keptItem(catalog)
+            #expect(try await Self.sentFromTheLoop(catalog, path, answering: expected))
             for type in ["varchar(4000)", "text"] {
                 try PostgresAdmin.run("ALTER TABLE playable_items ALTER COLUMN thumbnail_url TYPE \(type)", at: url)
                 let before = catalog.application.store.loopReads
