@@ -178,7 +178,12 @@ extension PostgresLoopReader {
             if !isBusy, PQstatus(connection.connection) != CONNECTION_OK { lose() }
         }
 
-        func tick() { reader.tick() }
+        /// The loop's sweep: given up when silent past ``PostgresLoopReader/hung`` with a
+        /// batch in flight (its reads are handed back); else the line is looked at again.
+        func tick() {
+            guard !isHung(at: ContinuousClock.now) else { return lose() }
+            reader.progressed()
+        }
 
         func loopStopped() {
             watching = false
@@ -247,7 +252,7 @@ extension PostgresLoopReader {
         }
 
         /// Whether a batch is in flight and PostgreSQL has been silent past ``hung``.
-        func isHung(at now: ContinuousClock.Instant) -> Bool {
+        private func isHung(at now: ContinuousClock.Instant) -> Bool {
             isBusy && now - heard > PostgresLoopReader.hung
         }
 

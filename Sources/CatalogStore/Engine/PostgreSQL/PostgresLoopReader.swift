@@ -11,14 +11,14 @@ import Synchronization
 /// of the line and sends them in libpq's pipeline mode with one `Sync` (``Connection``),
 /// ``promptBatches`` at a time while PostgreSQL answers promptly, more when it is slow
 /// (``mayStartBatch(_:)``). At most ``limit`` connections: another is made when reads wait
-/// that may leave and no connection is free to take them. A read
-/// that finds the line full, or no connection made yet, is not taken (its caller runs it on
-/// a pool, as before). Connections are made on a thread of their own (connecting blocks)
-/// and handed to the loop; a failed attempt waits a second before the next. A connection
-/// that is lost, or silent for ``hung``, hands its reads back to be run elsewhere (reads can
-/// be repeated). A read PostgreSQL skipped, because a statement before it in its batch
-/// failed, or ran on a prepared statement a migration made stale, goes back to the head of
-/// the line once, and elsewhere the second time.
+/// that may leave and no connection is free to take them. A read that finds the line full,
+/// or no connection made yet, is not taken (its caller runs it on a pool, as before).
+/// Connections are made on a thread of their own (connecting blocks) and handed to the
+/// loop; a failed attempt waits a second before the next. A connection that is lost, or
+/// silent for ``hung`` (looked at each sweep of the loop), hands its reads back to be run
+/// elsewhere (reads can be repeated). A read PostgreSQL skipped, because a statement before
+/// it in its batch failed, or ran on a prepared statement a migration made stale, goes back
+/// to the head of the line once, and elsewhere the second time.
 final class PostgresLoopReader: @unchecked Sendable {
     /// A read: its statement, and what receives its rows (`nil`: run it elsewhere).
     struct Job {
@@ -139,24 +139,10 @@ final class PostgresLoopReader: @unchecked Sendable {
         }
     }
 
-    /// The loop's sweep: connections silent too long are given up, and reads held back
-    /// while batches were prompt may leave now that they are not.
-    func tick() {
-        guard !closed else { return }
-        giveUpHung()
-        progressed()
-    }
-
-    /// A read of a batch is done, or time passed: reads held back may leave.
+    /// A read of a batch is done, or time passed (the loop's sweep): reads held back while
+    /// batches were prompt may leave now.
     func progressed() {
         if waiting.count > waitingHead { serveSoon() }
-    }
-
-    /// Gives up connections silent past ``hung`` with a batch in flight (their reads are
-    /// handed back): asked at each of the loop's sweeps, and whenever reads are left waiting.
-    private func giveUpHung() {
-        let now = ContinuousClock.now
-        for connection in open where connection.isHung(at: now) { connection.lose() }
     }
 
     /// Removes the waiting reads whose clients no longer wait (a full line).
@@ -224,7 +210,6 @@ final class PostgresLoopReader: @unchecked Sendable {
             idle.removeLast().start(batch)
         }
         guard waiting.count > waitingHead else { return }
-        giveUpHung()
         // With no connection (one may be on its way: connecting can take long), the line
         // goes to the pool.
         if open.isEmpty {
