@@ -5,8 +5,9 @@ extension PostgresLoopReader {
     /// One non-blocking connection of a ``PostgresLoopReader``, watched by its loop, in
     /// libpq's pipeline mode: it takes a batch of reads at once (each statement prepared
     /// before its first run on the connection, in the same batch) and sends them in one
-    /// write: each read's statement followed by a flush request, so that PostgreSQL sends
-    /// its rows as soon as it has run it, and one `Sync`. PostgreSQL runs them one after
+    /// write: the reads' statements, a flush request after every
+    /// ``PostgresLoopReader/readsPerFlush`` of them, so that PostgreSQL sends their rows as
+    /// soon as it has run them, and one `Sync`. PostgreSQL runs them one after
     /// another, in one implicit transaction, each with a snapshot of its own (`READ
     /// COMMITTED`); the locks they take on the tables they read are held until the `Sync`
     /// (a migration's exclusive lock waits for the batch). When a statement fails (its own
@@ -103,7 +104,7 @@ extension PostgresLoopReader {
             var refused: [(Job, any Error)] = []
             var unsent: ArraySlice<Job> = []
             for (index, job) in batch.enumerated() {
-                switch queue(job, flushing: index < batch.count - 1) {
+                switch queue(job, flushing: (index + 1) % PostgresLoopReader.readsPerFlush == 0 && index < batch.count - 1) {
                 case .queued: continue
                 case let .refused(error): refused.append((job, error))
                 case .failed: unsent = batch[index...]
@@ -120,7 +121,7 @@ extension PostgresLoopReader {
         }
 
         /// Adds `job`'s statement to the batch (prepared first when new), and a flush request
-        /// after it when more follow (the batch's `Sync` flushes the last).
+        /// after it when `flushing` (the batch's `Sync` flushes the last).
         private func queue(_ job: Job, flushing: Bool) -> Queued {
             let key = StatementKey(job.sql)
             var name = prepared[key]

@@ -38,9 +38,16 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// eight loops (``connections(loops:)``).
     static let connectionsPerServer = 16
     /// How long a connection with a batch in flight may go without a byte from PostgreSQL
-    /// (which answers each statement as it ends) before it is given up as hung (a dropped
-    /// network path that no reset reports): the statement timeout, with margin.
-    static let hung: Duration = .seconds(5)
+    /// before it is given up as hung (a dropped network path that no reset reports).
+    /// PostgreSQL sends what it has at each flush request (``readsPerFlush``): between two,
+    /// at most four reads and their statements' preparations run, each within the
+    /// statement timeout (1 s); so 8 s, with margin.
+    static let hung: Duration = .seconds(10)
+    /// Reads of a batch between two flush requests. Each flush is a write PostgreSQL makes
+    /// and a wake-up of the loop; after every read, PostgreSQL spent about 35 µs of CPU a GET
+    /// by id, after every fourth about 25 µs and the loop no more (Benchmarks/README.md,
+    /// eleventh part), while a read waits for at most three others before its rows leave.
+    static let readsPerFlush = 4
     /// Batches a loop keeps in flight at most while PostgreSQL answers them within
     /// ``slowBatch`` (``mayStartBatch(_:)``).
     static let promptBatches = 2
