@@ -232,7 +232,12 @@ public final class CatalogStore: Sendable {
 
     /// What became of reads sent from event loops, since the store opened (all zero where
     /// the loops read the database themselves: SQLite).
-    public var loopReads: LoopReadCounts { (database as? PostgresDatabase)?.loopReadCounts.snapshot ?? LoopReadCounts() }
+    public var loopReads: LoopReadCounts {
+        guard let database = database as? PostgresDatabase else { return LoopReadCounts() }
+        var counts = database.loopReadCounts.snapshot
+        counts.unchangedPages = resources.reduce(0) { $0 + ($1.loopPages?.unchanged.load(ordering: .relaxed) ?? 0) }
+        return counts
+    }
 
     /// What lets this server remember credentials that other servers may change
     /// (PostgreSQL); `nil` where only this server changes them.

@@ -1,3 +1,4 @@
+import CatalogClient
 import CatalogModels
 import Foundation
 import HTTPServer
@@ -184,6 +185,60 @@ import Testing
             #expect(search.status == 200)
             let counts = catalog.application.store.loopReads
             #expect(counts.taken == before.taken + fromLoop && counts.declined == before.declined && counts.handedBack == 0, "\(counts)")
+        }
+    }
+
+    /// A page of a list read from the loop is kept with the database snapshot it was read
+    /// in, and answered as kept while PostgreSQL is still there (no row read). Any write
+    /// moves the snapshot on, even one made straight in SQL (which no server hears of):
+    /// the next page is read again. Every answer is the pool's bytes at that moment.
+    @Test(.enabled(if: TestEngine.postgresURL != nil)) func aKeptPageIsAnsweredUntilTheDatabaseChanges() async throws {
+        try await TestEngine.run(.postgresql) {
+            let catalog = try TestCatalog(seed: false)
+            let port = catalog.client.baseURL.port ?? 0
+            let url = try Self.postgresURL(catalog)
+            var created: [CatalogID] = []
+            for index in 0..<6 {
+                created.append(
+                    try await catalog.api.playableItems.create(PlayableItemInput(title: "Item \(index)", streamURL: URL(string: "https://example.com/\(index)")!)).value.id)
+            }
+            let ids = created
+            let path = "/v1/playable-items?limit=4"
+            let pool = APIClient(inProcess: catalog.application.server)
+            // The loop's answer, checked against the pool's read of the database as it is now.
+            let page = { (label: String) async throws -> String in
+                let expected = try await pool.get(path)
+                let body = String(decoding: expected.body, as: UTF8.self)
+                let loop = Self.parts(try await onThread { try Self.get(port, path) })
+                #expect(expected.status == 200 && loop.status == 200, "\(label): \(loop)")
+                #expect(loop.body == body && loop.etag == expected.header("ETag") && loop.link == expected.header("Link"), "\(label): \(loop)")
+                return loop.body
+            }
+            // Asked until a page is answered as kept (the loop connects first, and other
+            // tests' writes to the same PostgreSQL move the snapshot on too).
+            let answeredAsKept = {
+                try await Self.poll {
+                    let before = catalog.application.store.loopReads.unchangedPages
+                    _ = try await page("kept")
+                    return catalog.application.store.loopReads.unchangedPages > before
+                }
+            }
+            #expect(try await answeredAsKept(), "a page answered as kept")
+            // Changed through the API, straight in SQL, and by a deletion: the next page shows each.
+            _ = try await catalog.api.playableItems.patch(ids[0], MergePatch().set("title", "Renamed"))
+            #expect(try await page("after a change through the API").contains("\"title\":\"Renamed\""))
+            try PostgresAdmin.run("UPDATE playable_items SET title = 'Renamed in SQL' WHERE id = '\(ids[1].rawValue)'", at: url)
+            #expect(try await page("after a change in SQL").contains("\"title\":\"Renamed in SQL\""))
+            #expect(try await answeredAsKept(), "kept again while nothing changes")
+            try await catalog.api.playableItems.delete(ids[2])
+            let afterDeletion = try await page("after a deletion")
+            #expect(!afterDeletion.contains(ids[2].rawValue) && afterDeletion.contains(ids[4].rawValue))
+            // An empty page is kept too.
+            try PostgresAdmin.run("DELETE FROM playable_items", at: url)
+            #expect(try await page("after every item went").hasPrefix("{\"items\":[]"))
+            #expect(try await answeredAsKept(), "an empty page answered as kept")
+            let metrics = String(decoding: try await catalog.inProcess.get("/metrics").body, as: UTF8.self)
+            #expect(metrics.contains("catalog_db_loop_pages_unchanged_total \(catalog.application.store.loopReads.unchangedPages)"))
         }
     }
 

@@ -84,6 +84,41 @@ struct ReplicaTests {
         }
     }
 
+    /// A list page a replica reads from its event loop is kept with the database snapshot
+    /// it was read in, and answered as kept while PostgreSQL is still there: a create
+    /// through the other replica shows on the very next request all the same.
+    @Test func aPageOneReplicaKeepsShowsTheOthersCreateAtOnce() async throws {
+        let replicas = try await Replicas()
+        let path = "/v1/playable-items?limit=3&sort=-createdAt"
+        let titles = { (client: APIClient) async throws -> [String] in
+            let page = try await client.get(path)
+            #expect(page.status == 200, "\(page.text)")
+            return try page.decode(Page<PlayableItem>.self).items.map(\.title)
+        }
+        for round in 0..<12 {
+            let (writer, reader) = (replicas.client(round), replicas.client(round + 1))
+            // The reader keeps the page (the same request at once may be answered as kept).
+            let kept = try await titles(reader)
+            #expect(try await titles(reader) == kept)
+            let title = "Round \(round)"
+            let created = try await writer.send("POST", "/v1/playable-items", json: ["title": title, "streamURL": "https://example.com/\(round)"])
+            #expect(created.status == 201)
+            #expect(try await titles(reader).first == title, "round \(round): the other replica's create, on the very next request")
+        }
+        // Pages were answered as kept (asked again while a lease renewal, a write, moved the snapshot on).
+        let unchanged = { (client: APIClient) async throws -> Int in
+            let metrics = try await client.get("/metrics").text
+            let line = metrics.split(separator: "\n").first { $0.hasPrefix("catalog_db_loop_pages_unchanged_total ") }
+            return Int(line?.split(separator: " ").last ?? "") ?? 0
+        }
+        var answeredAsKept = false
+        for _ in 0..<200 where !answeredAsKept {
+            _ = try await titles(replicas.client(1))
+            answeredAsKept = try await unchanged(replicas.client(1)) > 0
+        }
+        #expect(answeredAsKept)
+    }
+
     @Test(.enabled(if: ProcessInfo.processInfo.environment["CATALOG_TEST_S3_ENDPOINT"] != nil, "needs CATALOG_TEST_S3_ENDPOINT (.ci/s3.sh)"))
     func anImageUploadedThroughOneReplicaIsServedByTheOther() async throws {
         let endpoint = try #require(ProcessInfo.processInfo.environment["CATALOG_TEST_S3_ENDPOINT"])

@@ -59,4 +59,7 @@ public struct LoopReadCounts: Sendable, Equatable {
     public var handedBack = 0
     /// Connections loops have opened.
     public var connections = 0
+    /// List pages the loops read that PostgreSQL found unchanged since they were kept
+    /// (the database still at the snapshot they were read in): answered as kept, no row read.
+    public var unchangedPages = 0
 }

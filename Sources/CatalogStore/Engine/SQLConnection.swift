@@ -15,6 +15,28 @@ protocol SQLRows: AnyObject {
     var columnCount: Int32 { get }
 }
 
+/// Rows whose current row is read again first: a statement's first row, looked at before
+/// its rows are read in order.
+final class ReplayedRows: SQLRows {
+    private let rows: any SQLRows
+    private var replaying = true
+
+    /// `rows`, on their first row.
+    init(_ rows: any SQLRows) { self.rows = rows }
+
+    func step() throws -> Bool {
+        guard replaying else { return try rows.step() }
+        replaying = false
+        return true
+    }
+    func isNull(_ column: Int32) -> Bool { rows.isNull(column) }
+    func integer(_ column: Int32) -> Int64 { rows.integer(column) }
+    func real(_ column: Int32) -> Double { rows.real(column) }
+    func text(_ column: Int32) -> UnsafeBufferPointer<UInt8> { rows.text(column) }
+    func value(_ column: Int32) -> SQLValue { rows.value(column) }
+    var columnCount: Int32 { rows.columnCount }
+}
+
 extension SQLRows {
     /// The current row, read whole.
     func row() -> SQLRow {

@@ -56,6 +56,19 @@ protocol SQLDialect: Sendable {
     /// bound limit stops that query once the page is read. Only for statements whose best
     /// plan does not depend on their arguments' values (not a filter on a rare value).
     func limited(_ select: String, order: String, atMost maxRows: Int) -> String
+    /// `select`'s rows, each with the statement's snapshot of the database as a last
+    /// column, unless that snapshot is the one bound to a last parameter: then one row of
+    /// nulls and the snapshot, `select` not run (so too when `select` has no rows). Two
+    /// statements with the same snapshot see the same database, whoever writes to it: a
+    /// page read in one is still exact in the other. `nil` where the engine knows each
+    /// commit itself (SQLite: ``SQLDatabase/generation()``).
+    ///
+    /// PostgreSQL's snapshot as text (`xmin:xmax:xip,…`) names which transactions it sees
+    /// as committed; every transaction that writes moves it on once it ends, and one that
+    /// starts after it is past its `xmax`. The one-time filter keeps PostgreSQL from
+    /// reading any row when it matches; the rows come in `select`'s order (a nested loop
+    /// over one outer row).
+    func unlessUnchanged(_ select: String) -> String?
     /// A query returning a row when the table named by its one parameter exists.
     var tableExists: String { get }
     /// A FROM item over a JSON array bound as one text parameter, with each element as

@@ -40,6 +40,9 @@ struct ListShape: Hashable {
     /// Whether a plain list's page (not by distance) is at most ``ResourceStore/plainListBound``
     /// rows (``SQLDialect/limited(_:order:atMost:)``).
     var bounded: Bool
+    /// Whether a plain list's rows come unless the database is unchanged since a page was
+    /// kept (``SQLDialect/unlessUnchanged(_:)``): the last argument is that page's snapshot.
+    var unlessUnchanged = false
 }
 
 /// The texts of a resource's list statements, by shape: building one cost some 35,000

@@ -53,27 +53,71 @@ extension ResourceStore {
 
     /// ``renderedList(_:)`` of a plain list (no search, parent or distance: one statement),
     /// read from `reactor`'s event loop without blocking it where reads wait on a network
-    /// (PostgreSQL, which keeps no pages): `completion` runs on the loop with the page, or
-    /// with ``LoopReadOutcome/elsewhere`` when the read must run on a thread that may wait.
+    /// (PostgreSQL): `completion` runs on the loop with the page, or with
+    /// ``LoopReadOutcome/elsewhere`` when the read must run on a thread that may wait.
     /// False, having started nothing, when it cannot be read so: call ``renderedList(_:)``
     /// then. Throws what a bad cursor or filter is.
+    ///
+    /// A page of all fields is kept (``loopPages``) with the database snapshot it was read
+    /// in, and the same request sends that snapshot along: when the database is still
+    /// there, PostgreSQL reads no row and the page is answered as kept
+    /// (``SQLDialect/unlessUnchanged(_:)``). Any write, through any server, moves the
+    /// snapshot on.
     public func renderedListOnLoop(
         _ request: ListRequest, reactor: any ReadReactor, isAbandoned: @escaping () -> Bool,
         completion: @escaping (LoopReadOutcome<(json: [UInt8], nextCursor: String?, digest: UInt64?)>) -> Void
     ) throws(StoreError) -> Bool {
         guard request.search == nil, request.scope?.parent == nil, request.order != .distance, request.near == nil else { return false }
-        let (sql, arguments) = try listQuery(request, after: try decodeCursor(request))
+        let cursor = try decodeCursor(request)
         let epoch = RenderCache.currentEpoch
-        return database.readOnLoop(reactor, sql, arguments, isAbandoned: isAbandoned) { [self] rows in
-            var writer = JSONWriter(capacity: 256 + request.limit * 512)
-            var kept: PageCache.Page?
-            let next = try rendering.page(
-                rows, request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: ListRequest.maxPageBytes, into: &writer, kept: &kept)
-            return (writer.bytes, next)
-        } completion: { outcome in
+        let done = { (outcome: Result<(json: [UInt8], nextCursor: String?, digest: UInt64?), any Error>?) in
             guard let outcome else { return completion(.elsewhere) }
-            completion(.done(outcome.map { page in (page.0, page.1, nil) }.mapError { StoreError.from($0) }))
+            completion(.done(outcome.mapError { StoreError.from($0) }))
         }
+        guard let pages = request.fields == .all ? loopPages : nil else {
+            let (sql, arguments) = try listQuery(request, after: cursor)
+            return database.readOnLoop(
+                reactor, sql, arguments, isAbandoned: isAbandoned,
+                { [self] rows in
+                    var writer = JSONWriter(capacity: 256 + request.limit * 512)
+                    var kept: PageCache.Page?
+                    let next = try rendering.page(
+                        rows, request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: ListRequest.maxPageBytes, into: &writer, kept: &kept)
+                    return (writer.bytes, next, nil)
+                }, completion: done)
+        }
+        let key = PageCache.Key(request, viewer: visibleFilter != nil)
+        // The page kept in the newest snapshot, written out now, to answer with if the
+        // database is still there.
+        var known: (snapshot: String, json: [UInt8], nextCursor: String?, digest: UInt64)?
+        if let newest = pages.newestSnapshot, let page = pages.page(key, generation: newest.generation), let json = page.json ?? rendering.write(page) {
+            known = (newest.text, json, page.nextCursor, page.digest)
+        }
+        let (sql, arguments) = try listQuery(request, after: cursor, way: .index, search: nil, unlessUnchanged: true)
+        return database.readOnLoop(
+            reactor, sql, arguments + [known?.snapshot ?? ""], isAbandoned: isAbandoned,
+            { [self] rows in
+                // One row at least: the page's first, or nulls (the page kept is current, or
+                // there are no rows), each with the statement's snapshot last.
+                guard try rows.step() else { throw StoreError.unavailable("The database answered a list without its snapshot.") }
+                let snapshot = rows.text(rows.columnCount - 1)
+                if let known, known.snapshot.utf8.elementsEqual(snapshot) {
+                    pages.unchanged.add(1, ordering: .relaxed)
+                    return (known.json, known.nextCursor, known.digest)
+                }
+                let generation = pages.generation(ofSnapshot: snapshot)
+                var writer = JSONWriter(capacity: 256 + request.limit * 512)
+                var kept: PageCache.Page? = PageCache.Page()
+                let page: any SQLRows = rows.isNull(rendering.idIndex) ? rows : ReplayedRows(rows)
+                let next = try rendering.page(
+                    page, request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: ListRequest.maxPageBytes, into: &writer, kept: &kept)
+                guard var kept, kept.isComplete else { return (writer.bytes, next, nil) }
+                kept.nextCursor = next
+                kept.digest = Digest.of(writer.bytes)
+                kept.json = writer.bytes
+                pages.store(key, kept, generation: generation)
+                return (writer.bytes, next, kept.digest)
+            }, completion: done)
     }
 
     private func renderedList(
@@ -194,10 +238,12 @@ extension ResourceStore {
     /// Plain lists seek straight to the cursor on the (column, id) index, so a page costs
     /// the same at any depth; filtered lists sort only their matches.
     /// `search` is the request's search (``sqlSearch(_:queued:)``), which reads the search
-    /// index's queue when its shape does (``searchQueueWaits(_:)``). The text comes from the
+    /// index's queue when its shape does (``searchQueueWaits(_:)``). `unlessUnchanged`: a
+    /// plain list's statement reads nothing when the database is at the snapshot bound
+    /// after the list's arguments (``SQLDialect/unlessUnchanged(_:)``). The text comes from the
     /// shape of the statement, made once (``ListStatements``); the arguments are this list's.
     func listQuery(
-        _ request: ListRequest, after cursor: ListCursor?, way: SearchWay, search: SQLSearch?
+        _ request: ListRequest, after cursor: ListCursor?, way: SearchWay, search: SQLSearch?, unlessUnchanged: Bool = false
     ) throws(StoreError) -> (
         String, SQLArguments
     ) {
@@ -256,7 +302,8 @@ extension ResourceStore {
             way: shapeWay, from: from, filters: filters, searchFilters: searchFilters, outerFilters: outerFilters, key: keyExpression,
             descending: descending, relevance: request.order == .relevance, distance: request.order == .distance,
             queued: search?.shape.pending != nil,
-            bounded: search == nil && request.order != .distance && request.limit < Self.plainListBound)
+            bounded: search == nil && request.order != .distance && request.limit < Self.plainListBound,
+            unlessUnchanged: unlessUnchanged && search == nil)
         let sql = listStatements.text(shape) { listText($0, search: search?.shape) }
         guard let search else { return (sql, keyArguments + arguments + outerArguments + [request.limit + 1]) }
         switch way {
@@ -289,7 +336,8 @@ extension ResourceStore {
         let (from, keyExpression) = (shape.from, shape.key)
         guard let search, shape.way != .plain else {
             let page = "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), \(keyExpression) AS sort_key FROM \(from)\(filter)) t\(outerFilter)"
-            return shape.bounded ? database.dialect.limited(page, order: order, atMost: Self.plainListBound) : "\(page) \(order) LIMIT ?"
+            let text = shape.bounded ? database.dialect.limited(page, order: order, atMost: Self.plainListBound) : "\(page) \(order) LIMIT ?"
+            return shape.unlessUnchanged ? database.dialect.unlessUnchanged(text) ?? text : text
         }
         if shape.way == .walk {
             if shape.relevance {

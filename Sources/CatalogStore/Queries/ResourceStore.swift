@@ -77,6 +77,8 @@ public final class ResourceStore: Sendable {
     var cache: RenderCache? { rendering.cache }
     /// List pages as their items' keys in ``cache``, for resources that cache renderings.
     let pages: PageCache?
+    /// ``pages`` where the loops keep them by snapshot (PostgreSQL: ``SQLDialect/unlessUnchanged(_:)``).
+    let loopPages: PageCache?
     let relations: Relations
     let insertSQL: String
     /// Whether the resource's index writes wait in a queue that searches read too
@@ -130,7 +132,9 @@ public final class ResourceStore: Sendable {
         }
         let renderer = RowRenderer(schema.members, revision: schema.cachesRenderings ? database.dialect.rowRevision : nil)
         rendering = ResourceRendering(renderer: renderer, cache: schema.cachesRenderings ? RenderCache() : nil)
-        pages = schema.cachesRenderings ? PageCache() : nil
+        let pages = schema.cachesRenderings ? PageCache() : nil
+        self.pages = pages
+        loopPages = database.dialect.unlessUnchanged("") == nil ? nil : pages
         let creation = schema.creationColumns, edit = schema.editColumns
         creationMembers = creation.map(\.index)
         editMembers = edit.map(\.index)

@@ -140,6 +140,11 @@ final class PageCache: Sendable {
     }
 
     private let entries = Mutex(Entries())
+    /// The newest database snapshot a page was read in, as PostgreSQL writes it, and the
+    /// generation it was given (``generation(ofSnapshot:)``).
+    private let snapshots = Mutex<(text: String, generation: UInt64)>(("", 0))
+    /// Pages answered as kept because the database was still at their snapshot.
+    let unchanged = Atomic<Int>(0)
     private let capacity: Int
     private let maxBytes: Int
     /// The most bytes of JSON kept with pages.
@@ -186,6 +191,25 @@ final class PageCache: Sendable {
             entries.bytes += bytes - (old.map { Self.bytes(key, $0) } ?? 0)
             entries.jsonBytes += (page.json?.count ?? 0) - oldJSON
         }
+    }
+
+    /// Where the database names its snapshots rather than counting its commits
+    /// (PostgreSQL, ``SQLDialect/unlessUnchanged(_:)``): the generation of the pages read
+    /// in `snapshot`. The newest snapshot's when it is that one; else the next generation,
+    /// and `snapshot` becomes the newest. So a generation is only ever one snapshot's, and
+    /// every page kept in it was read there (a snapshot seen again after another takes a
+    /// new generation).
+    func generation(ofSnapshot snapshot: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        snapshots.withLock { newest in
+            if newest.generation > 0, newest.text.utf8.elementsEqual(snapshot) { return newest.generation }
+            newest = (String(decoding: snapshot, as: UTF8.self), newest.generation + 1)
+            return newest.generation
+        }
+    }
+
+    /// The newest snapshot pages were read in, and its generation (`nil` before any).
+    var newestSnapshot: (text: String, generation: UInt64)? {
+        snapshots.withLock { $0.generation > 0 ? $0 : nil }
     }
 
     /// What an entry takes, roughly: its key, the page's items and cursor, and their overheads.

@@ -9,7 +9,7 @@ struct ResourceRendering: Sendable {
     let renderer: RowRenderer
     /// Renderings of whole rows by id and version, for resources that cache them.
     let cache: RenderCache?
-    private let idIndex: Int32
+    let idIndex: Int32
     private let versionIndex: Int32
 
     init(renderer: RowRenderer, cache: RenderCache?) {

@@ -20,6 +20,10 @@ struct PostgreSQLDialect: SQLDialect {
     func limited(_ select: String, order: String, atMost maxRows: Int) -> String {
         "SELECT * FROM (\(select) \(order) LIMIT \(maxRows)) limited \(order) LIMIT ?"
     }
+    func unlessUnchanged(_ select: String) -> String? {
+        "SELECT page.*, taken.snapshot FROM (SELECT CAST(pg_current_snapshot() AS text) AS snapshot) taken LEFT JOIN LATERAL"
+            + " (SELECT * FROM (\(select)) page WHERE CAST(pg_current_snapshot() AS text) IS DISTINCT FROM ?) page ON TRUE"
+    }
     var tableExists: String { "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?" }
     func jsonElements(_ alias: String) -> String {
         "(SELECT e.value, e.ordinality - 1 AS key FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY AS e(value, ordinality)) \(alias)"

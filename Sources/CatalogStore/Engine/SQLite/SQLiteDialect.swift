@@ -18,6 +18,7 @@ struct SQLiteDialect: SQLDialect {
     func caseFoldedKey(_ column: String) -> String { column }
     /// SQLite plans a statement when it is prepared, for all its arguments.
     func limited(_ select: String, order: String, atMost maxRows: Int) -> String { "\(select) \(order) LIMIT ?" }
+    func unlessUnchanged(_ select: String) -> String? { nil }
     var tableExists: String { "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?" }
     func jsonElements(_ alias: String) -> String { "json_each(?) \(alias)" }
     func isAmong(_ expression: String) -> String { "\(expression) IN (SELECT value FROM json_each(?))" }
