@@ -44,8 +44,8 @@ import Testing
 
     /// Whether `condition` held within ten seconds, asked every few milliseconds.
     @discardableResult
-    private static func poll(_ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(10)
+    private static func poll(for limit: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
             if try await condition() { return true }
             try await Task.sleep(for: .milliseconds(5))
@@ -214,10 +214,10 @@ import Testing
                 #expect(loop.body == body && loop.etag == expected.header("ETag") && loop.link == expected.header("Link"), "\(label): \(loop)")
                 return loop.body
             }
-            // Asked until a page is answered as kept (the loop connects first, and other
-            // tests' writes to the same PostgreSQL move the snapshot on too).
+            // Asked until a page is answered as kept (the loop connects first, and any
+            // commit in the cluster, other tests' among them, moves the snapshot on too).
             let answeredAsKept = {
-                try await Self.poll {
+                try await Self.poll(for: .seconds(30)) {
                     let before = catalog.application.store.loopReads.unchangedPages
                     _ = try await page("kept")
                     return catalog.application.store.loopReads.unchangedPages > before

@@ -83,4 +83,48 @@ import Testing
             #expect(games.hasSuffix(" ORDER BY seq LIMIT ?") && !games.hasPrefix("SELECT * FROM ("))
         }
     }
+
+    /// A list page read unless unchanged (``SQLDialect/unlessUnchanged(_:)``): the page's
+    /// rows, each with the statement's snapshot last; at that same snapshot (a repeatable
+    /// read transaction), one row of nulls with it, PostgreSQL reading no row of the
+    /// table; after a write elsewhere, the rows again with another snapshot. Planned once.
+    @Test(.enabled(if: TestEngine.postgresURL != nil)) func aPageUnlessUnchangedReadsNothingAtItsSnapshot() async throws {
+        try await TestEngine.run(.postgresql) {
+            let catalog = try TestCatalog(seed: false)
+            defer { try? catalog.stop() }
+            for index in 0..<5 {
+                _ = try await catalog.api.playableItems.create(PlayableItemInput(title: "Item \(index)", streamURL: URL(string: "https://example.com/\(index)")!))
+            }
+            guard case let .postgresql(url) = catalog.application.store.location else { throw StoreError.unavailable("not on PostgreSQL") }
+            let connection = try PostgresConnection(url: url, settings: "")
+            let request = ListRequest(limit: 3)
+            let (plain, arguments) = try catalog.application.store.items.listQuery(request, after: nil)
+            let (sql, unchangedArguments) = try catalog.application.store.items.listQuery(
+                request, after: nil, way: .index, search: nil, unlessUnchanged: true)
+            #expect(unchangedArguments.count == arguments.count)
+            let rows = try connection.fetchRows(plain, arguments).map(\.values)
+            #expect(rows.count == 4)
+            try connection.script("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            let read = try connection.fetchRows(sql, arguments + [""]).map(\.values)
+            let snapshot = try #require(read.first?.last?.string)
+            #expect(read.map { Array($0.dropLast()) } == rows && read.allSatisfy { $0.last?.string == snapshot })
+            #expect(snapshot.split(separator: " ").count == 2 && snapshot.split(separator: ":").count == 3, "\(snapshot)")
+            for _ in 0..<8 {
+                let unchanged = try connection.fetchRows(sql, arguments + [snapshot]).map(\.values)
+                #expect(unchanged.count == 1 && unchanged.first?.dropLast().allSatisfy { $0 == .null } == true && unchanged.first?.last?.string == snapshot)
+            }
+            let statement = try #require(
+                try connection.fetchRows("SELECT name, generic_plans FROM pg_prepared_statements WHERE statement = ?", [PostgresConnection.numbered(sql)]).first)
+            #expect(statement[1].int64 ?? 0 >= 3, "planned once: \(statement)")
+            let plan = try connection.fetchRows(
+                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE \(statement[0].string ?? "none")(\(request.limit + 1), '\(snapshot)')"
+            ).compactMap { $0[0].string }.joined(separator: "\n")
+            #expect(plan.contains("One-Time Filter") && plan.contains("(never executed)") && !plan.contains("Sort"), "\(plan)")
+            try connection.script("COMMIT")
+            // A write elsewhere: the rows again, at another snapshot.
+            try PostgresAdmin.run("UPDATE playable_items SET title = 'Changed' WHERE title = 'Item 0'", at: url)
+            let after = try connection.fetchRows(sql, arguments + [snapshot]).map(\.values)
+            #expect(after.count == 4 && after.first?.last?.string != snapshot)
+        }
+    }
 }

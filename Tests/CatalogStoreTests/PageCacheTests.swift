@@ -100,6 +100,30 @@ import Testing
         #expect(try kept(last), "the next page, without it, is kept")
     }
 
+    /// PostgreSQL's snapshots as generations (``PageCache/generation(ofSnapshot:)``): the
+    /// same text keeps its generation; a newer snapshot (a higher `xmax`, or the same with
+    /// fewer transactions running, or another server run) takes the next one; an older
+    /// one, read before the newest, takes none (its page is not kept); what is not a
+    /// snapshot (a server in recovery names none) neither.
+    @Test func snapshotsTakeGenerationsOnlyForward() {
+        let pages = PageCache()
+        func generation(_ text: String) -> UInt64? {
+            var text = text
+            return text.withUTF8 { pages.generation(ofSnapshot: $0) }
+        }
+        #expect(pages.newestSnapshot == nil)
+        #expect(generation("100:104:100,102 1764500000.5") == 1)
+        #expect(generation("100:104:100,102 1764500000.5") == 1)
+        #expect(generation("100:104:102 1764500000.5") == 2, "one of the running transactions ended")
+        #expect(generation("100:104:100,102 1764500000.5") == nil, "read before the newest")
+        #expect(generation("100:103:100 1764500000.5") == nil, "an older xmax")
+        #expect(generation("102:107: 1764500000.5") == 3)
+        #expect(pages.newestSnapshot?.text == "102:107: 1764500000.5" && pages.newestSnapshot?.generation == 3)
+        #expect(generation("3:3: 1764600000.25") == 4, "another server run: numbers start again")
+        for broken in ["", "3:3:", "x:y:z 1", "3:3 1"] { #expect(generation(broken) == nil, "\(broken)") }
+        #expect(pages.newestSnapshot?.generation == 4)
+    }
+
     @Test func theCacheHoldsAtMostItsPagesAndBytes() throws {
         func page(_ items: Int) -> PageCache.Page {
             var page = PageCache.Page()

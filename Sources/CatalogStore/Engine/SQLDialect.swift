@@ -63,11 +63,19 @@ protocol SQLDialect: Sendable {
     /// page read in one is still exact in the other. `nil` where the engine knows each
     /// commit itself (SQLite: ``SQLDatabase/generation()``).
     ///
-    /// PostgreSQL's snapshot as text (`xmin:xmax:xip,…`) names which transactions it sees
-    /// as committed; every transaction that writes moves it on once it ends, and one that
-    /// starts after it is past its `xmax`. The one-time filter keeps PostgreSQL from
-    /// reading any row when it matches; the rows come in `select`'s order (a nested loop
-    /// over one outer row).
+    /// PostgreSQL's snapshot as text (`xmin:xmax:xip,…`, `pg_current_snapshot()`) names
+    /// which transactions it sees as committed: the running ones, and every one from
+    /// `xmax` on. A transaction that writes has an id; once it ends, `xmax` is past it and
+    /// it runs no more, so every later snapshot differs. It holds for the statements of
+    /// one server run that lost no commit it had shown: with it goes when the server
+    /// started (a standby that took over starts its own), and where commits are shown
+    /// only once on disk (`synchronous_commit` other than `off`: the default; with `off`, a
+    /// crash may lose a commit a kept page shows, until the next write). The reading
+    /// sessions have no transaction id (a session's own is left out of its snapshot): they
+    /// are read-only. A server in recovery names no snapshot (NULL): nothing is kept. The
+    /// one-time filter keeps PostgreSQL from reading any row when it matches; the rows
+    /// come in `select`'s order (a nested loop over one outer row, there being no join
+    /// condition).
     func unlessUnchanged(_ select: String) -> String?
     /// A query returning a row when the table named by its one parameter exists.
     var tableExists: String { get }

@@ -111,7 +111,7 @@ extension ResourceStore {
                 let page: any SQLRows = rows.isNull(rendering.idIndex) ? rows : ReplayedRows(rows)
                 let next = try rendering.page(
                     page, request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: ListRequest.maxPageBytes, into: &writer, kept: &kept)
-                guard var kept, kept.isComplete else { return (writer.bytes, next, nil) }
+                guard let generation, var kept, kept.isComplete else { return (writer.bytes, next, nil) }
                 kept.nextCursor = next
                 kept.digest = Digest.of(writer.bytes)
                 kept.json = writer.bytes

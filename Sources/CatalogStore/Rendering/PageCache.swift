@@ -6,7 +6,9 @@ import Synchronization
 /// generation they were read in (``SQLDatabase/generation()``). While the generation
 /// stays the same nothing has committed, so the same request would select the same rows
 /// in the same order: a hit is the page written again from the render cache, with no
-/// query. A page whose item the render cache no longer holds is read again.
+/// query. A page whose item the render cache no longer holds is read again. (On
+/// PostgreSQL, a generation is a database snapshot, ``generation(ofSnapshot:)``, and a
+/// page is served only once PostgreSQL has said it is still at that snapshot.)
 ///
 /// A page costs some 53 bytes an item (a 36-byte id, its length, version and revision):
 /// the render cache holds the JSON, within its own bounds. The first pages kept in a
@@ -142,7 +144,7 @@ final class PageCache: Sendable {
     private let entries = Mutex(Entries())
     /// The newest database snapshot a page was read in, as PostgreSQL writes it, and the
     /// generation it was given (``generation(ofSnapshot:)``).
-    private let snapshots = Mutex<(text: String, generation: UInt64)>(("", 0))
+    private let snapshots = Mutex<(snapshot: Snapshot?, generation: UInt64)>((nil, 0))
     /// Pages answered as kept because the database was still at their snapshot.
     let unchanged = Atomic<Int>(0)
     private let capacity: Int
@@ -195,21 +197,56 @@ final class PageCache: Sendable {
 
     /// Where the database names its snapshots rather than counting its commits
     /// (PostgreSQL, ``SQLDialect/unlessUnchanged(_:)``): the generation of the pages read
-    /// in `snapshot`. The newest snapshot's when it is that one; else the next generation,
-    /// and `snapshot` becomes the newest. So a generation is only ever one snapshot's, and
-    /// every page kept in it was read there (a snapshot seen again after another takes a
-    /// new generation).
-    func generation(ofSnapshot snapshot: UnsafeBufferPointer<UInt8>) -> UInt64 {
-        snapshots.withLock { newest in
-            if newest.generation > 0, newest.text.utf8.elementsEqual(snapshot) { return newest.generation }
-            newest = (String(decoding: snapshot, as: UTF8.self), newest.generation + 1)
+    /// in `snapshot`. The newest snapshot's when it is that one; the next generation when
+    /// it is newer (``Snapshot/isNewer(than:)``), and it becomes the newest; `nil` when it
+    /// is older (read before the newest: its page is not kept). So a generation is only
+    /// ever one snapshot's, and every page kept in it was read there.
+    func generation(ofSnapshot snapshot: UnsafeBufferPointer<UInt8>) -> UInt64? {
+        guard let seen = Snapshot(snapshot) else { return nil }
+        return snapshots.withLock { newest -> UInt64? in
+            if let current = newest.snapshot {
+                if current.text.utf8.elementsEqual(snapshot) { return newest.generation }
+                guard seen.isNewer(than: current) else { return nil }
+            }
+            newest = (seen, newest.generation + 1)
             return newest.generation
         }
     }
 
     /// The newest snapshot pages were read in, and its generation (`nil` before any).
     var newestSnapshot: (text: String, generation: UInt64)? {
-        snapshots.withLock { $0.generation > 0 ? $0 : nil }
+        snapshots.withLock { newest in newest.snapshot.map { ($0.text, newest.generation) } }
+    }
+
+    /// A PostgreSQL snapshot as ``SQLDialect/unlessUnchanged(_:)`` names it:
+    /// `xmin:xmax:xip,…` (`pg_current_snapshot()`), a space, and when the server started.
+    struct Snapshot {
+        let text: String
+        /// The first transaction not yet begun when it was taken.
+        let xmax: UInt64
+        /// How many transactions below `xmax` were running.
+        let running: Int
+        /// When the server started: snapshots of different runs are not comparable.
+        let started: Substring
+
+        /// `nil` when `bytes` is not such a snapshot (a server in recovery names none).
+        init?(_ bytes: UnsafeBufferPointer<UInt8>) {
+            text = String(decoding: bytes, as: UTF8.self)
+            let parts = text.split(separator: " ", maxSplits: 1)
+            let fields = parts.first?.split(separator: ":", omittingEmptySubsequences: false) ?? []
+            guard parts.count == 2, fields.count == 3, let xmax = UInt64(fields[1]) else { return nil }
+            self.xmax = xmax
+            running = fields[2].isEmpty ? 0 : fields[2].split(separator: ",").count
+            started = parts[1]
+        }
+
+        /// Whether it was taken after `other` on the same server run (or on another run):
+        /// later snapshots have a higher `xmax`, or the same with fewer transactions still
+        /// running (none starts below `xmax`).
+        func isNewer(than other: Snapshot) -> Bool {
+            guard started == other.started else { return true }
+            return xmax != other.xmax ? xmax > other.xmax : running <= other.running
+        }
     }
 
     /// What an entry takes, roughly: its key, the page's items and cursor, and their overheads.

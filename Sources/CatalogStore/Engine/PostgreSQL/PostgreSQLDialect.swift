@@ -21,9 +21,15 @@ struct PostgreSQLDialect: SQLDialect {
         "SELECT * FROM (\(select) \(order) LIMIT \(maxRows)) limited \(order) LIMIT ?"
     }
     func unlessUnchanged(_ select: String) -> String? {
-        "SELECT page.*, taken.snapshot FROM (SELECT CAST(pg_current_snapshot() AS text) AS snapshot) taken LEFT JOIN LATERAL"
-            + " (SELECT * FROM (\(select)) page WHERE CAST(pg_current_snapshot() AS text) IS DISTINCT FROM ?) page ON TRUE"
+        "SELECT page.*, taken.snapshot FROM (SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE \(Self.snapshot) END AS snapshot) taken"
+            + " LEFT JOIN LATERAL (SELECT * FROM (\(select)) page WHERE \(Self.snapshot) IS DISTINCT FROM ?) page ON TRUE"
     }
+    /// The statement's snapshot and when the server started (a snapshot's numbers start
+    /// again on a server that took over, or restarted). Stable functions only: the
+    /// condition on it is then planned as a one-time filter, run before any row is read
+    /// (`pg_is_in_recovery()`, volatile, only blanks the column: a server in recovery,
+    /// whose snapshots do not name the transactions they see as running, keeps no page).
+    private static let snapshot = "CAST(pg_current_snapshot() AS text) || ' ' || CAST(extract(epoch FROM pg_postmaster_start_time()) AS text)"
     var tableExists: String { "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?" }
     func jsonElements(_ alias: String) -> String {
         "(SELECT e.value, e.ordinality - 1 AS key FROM json_array_elements_text(CAST(? AS json)) WITH ORDINALITY AS e(value, ordinality)) \(alias)"

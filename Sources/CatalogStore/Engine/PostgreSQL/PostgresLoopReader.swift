@@ -41,7 +41,7 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// before it is given up as hung (a dropped network path that no reset reports).
     /// PostgreSQL sends what it has at each flush request (``readsPerFlush``): between two,
     /// at most four reads and their statements' preparations run, each within the
-    /// statement timeout (1 s); so 8 s, with margin.
+    /// statement timeout (1 s); well within 10 s.
     static let hung: Duration = .seconds(10)
     /// Reads of a batch between two flush requests. Each flush is a write PostgreSQL makes
     /// and a wake-up of the loop; after every read, PostgreSQL spent about 35 µs of CPU a GET
