@@ -43,12 +43,9 @@ extension ResourceStore {
         var kept = keeping.map { _ in PageCache.Page() }
         // One budget for all the rings: interrupted once their reads together take too long.
         let page = try guarded { try ReadBudget.run { try renderedList(request, after: cursor, kept: &kept) } }
-        guard let keeping, var kept, kept.isComplete else { return (page.json, page.nextCursor, nil) }
-        kept.nextCursor = page.nextCursor
-        kept.digest = Digest.of(page.json)
-        kept.json = page.json
-        keeping.pages.store(keeping.key, kept, generation: keeping.generation)
-        return (page.json, page.nextCursor, kept.digest)
+        guard let keeping, let kept, kept.isComplete else { return (page.json, page.nextCursor, nil) }
+        let digest = keeping.pages.keep(keeping.key, kept, json: page.json, nextCursor: page.nextCursor, generation: keeping.generation)
+        return (page.json, page.nextCursor, digest)
     }
 
     /// ``renderedList(_:)`` of a plain list (no search, parent or distance: one statement),
@@ -70,6 +67,13 @@ extension ResourceStore {
         guard request.search == nil, request.scope?.parent == nil, request.order != .distance, request.near == nil else { return false }
         let cursor = try decodeCursor(request)
         let epoch = RenderCache.currentEpoch
+        // The page written from `rows`; `kept` (when given) receives what makes it.
+        let write = { [self] (rows: any SQLRows, kept: inout PageCache.Page?) throws -> (json: [UInt8], nextCursor: String?) in
+            var writer = JSONWriter(capacity: 256 + request.limit * 512)
+            let next = try rendering.page(
+                rows, request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: ListRequest.maxPageBytes, into: &writer, kept: &kept)
+            return (writer.bytes, next)
+        }
         let done = { (outcome: Result<(json: [UInt8], nextCursor: String?, digest: UInt64?), any Error>?) in
             guard let outcome else { return completion(.elsewhere) }
             completion(.done(outcome.mapError { StoreError.from($0) }))
@@ -78,12 +82,10 @@ extension ResourceStore {
             let (sql, arguments) = try listQuery(request, after: cursor)
             return database.readOnLoop(
                 reactor, sql, arguments, isAbandoned: isAbandoned,
-                { [self] rows in
-                    var writer = JSONWriter(capacity: 256 + request.limit * 512)
+                { rows in
                     var kept: PageCache.Page?
-                    let next = try rendering.page(
-                        rows, request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: ListRequest.maxPageBytes, into: &writer, kept: &kept)
-                    return (writer.bytes, next, nil)
+                    let page = try write(rows, &kept)
+                    return (page.json, page.nextCursor, nil)
                 }, completion: done)
         }
         let key = PageCache.Key(request, viewer: visibleFilter != nil)
@@ -106,17 +108,10 @@ extension ResourceStore {
                     return (known.json, known.nextCursor, known.digest)
                 }
                 let generation = pages.generation(ofSnapshot: snapshot)
-                var writer = JSONWriter(capacity: 256 + request.limit * 512)
                 var kept: PageCache.Page? = PageCache.Page()
-                let page: any SQLRows = rows.isNull(rendering.idIndex) ? rows : ReplayedRows(rows)
-                let next = try rendering.page(
-                    page, request, fingerprint: { fingerprint(request) }, epoch: epoch, maxBytes: ListRequest.maxPageBytes, into: &writer, kept: &kept)
-                guard let generation, var kept, kept.isComplete else { return (writer.bytes, next, nil) }
-                kept.nextCursor = next
-                kept.digest = Digest.of(writer.bytes)
-                kept.json = writer.bytes
-                pages.store(key, kept, generation: generation)
-                return (writer.bytes, next, kept.digest)
+                let page = try write(rows.isNull(rendering.idIndex) ? rows : ReplayedRows(rows), &kept)
+                guard let generation, let kept, kept.isComplete else { return (page.json, page.nextCursor, nil) }
+                return (page.json, page.nextCursor, pages.keep(key, kept, json: page.json, nextCursor: page.nextCursor, generation: generation))
             }, completion: done)
     }
 

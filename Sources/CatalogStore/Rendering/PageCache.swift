@@ -249,6 +249,18 @@ final class PageCache: Sendable {
         }
     }
 
+    /// Keeps `page` (complete: ``Page/isComplete``) as written, `json` with `nextCursor`,
+    /// for the request `key` read in `generation` (``store(_:_:generation:)``): the page's
+    /// digest, made once here.
+    func keep(_ key: Key, _ page: Page, json: [UInt8], nextCursor: String?, generation: UInt64) -> UInt64 {
+        var page = page
+        page.nextCursor = nextCursor
+        page.digest = Digest.of(json)
+        page.json = json
+        store(key, page, generation: generation)
+        return page.digest
+    }
+
     /// What an entry takes, roughly: its key, the page's items and cursor, and their overheads.
     private static func bytes(_ key: Key, _ page: Page) -> Int {
         256 + key.bytes.count + page.items.count + (page.nextCursor?.utf8.count ?? 0)
