@@ -53,6 +53,16 @@ import Testing
         return false
     }
 
+    /// `count` items made for the test ("Item 0", …), their ids in order.
+    private static func items(_ catalog: TestCatalog, _ count: Int) async throws -> [CatalogID] {
+        var ids: [CatalogID] = []
+        for index in 0..<count {
+            ids.append(
+                try await catalog.api.playableItems.create(PlayableItemInput(title: "Item \(index)", streamURL: URL(string: "https://example.com/\(index)")!)).value.id)
+        }
+        return ids
+    }
+
     /// An item made for the test: its id, its path and the body the pool answers for it.
     private static func keptItem(_ catalog: TestCatalog) async throws -> (id: CatalogID, path: String, body: String) {
         let id = try await catalog.api.playableItems.create(PlayableItemInput(title: "Kept", streamURL: URL(string: "https://example.com/k")!)).value.id
@@ -78,12 +88,7 @@ import Testing
         try await TestEngine.run(.postgresql) {
             let catalog = try TestCatalog(seed: false)
             let port = catalog.client.baseURL.port ?? 0
-            var created: [CatalogID] = []
-            for index in 0..<48 {
-                created.append(
-                    try await catalog.api.playableItems.create(PlayableItemInput(title: "Item \(index)", streamURL: URL(string: "https://example.com/\(index)")!)).value.id)
-            }
-            let ids = created
+            let ids = try await Self.items(catalog, 48)
             // What the pool gives (a request answered in process has no loop), to the same anonymous caller.
             let pool = APIClient(inProcess: catalog.application.server)
             var expected: [CatalogID: (etag: String?, body: String)] = [:]
@@ -197,12 +202,7 @@ import Testing
             let catalog = try TestCatalog(seed: false)
             let port = catalog.client.baseURL.port ?? 0
             let url = try Self.postgresURL(catalog)
-            var created: [CatalogID] = []
-            for index in 0..<6 {
-                created.append(
-                    try await catalog.api.playableItems.create(PlayableItemInput(title: "Item \(index)", streamURL: URL(string: "https://example.com/\(index)")!)).value.id)
-            }
-            let ids = created
+            let ids = try await Self.items(catalog, 6)
             let path = "/v1/playable-items?limit=4"
             let pool = APIClient(inProcess: catalog.application.server)
             // The loop's answer, checked against the pool's read of the database as it is now.
@@ -349,12 +349,7 @@ import Testing
             let catalog = try TestCatalog(seed: false)
             let port = catalog.client.baseURL.port ?? 0
             let url = try Self.postgresURL(catalog)
-            var created: [CatalogID] = []
-            for index in 0..<24 {
-                created.append(
-                    try await catalog.api.playableItems.create(PlayableItemInput(title: "Item \(index)", streamURL: URL(string: "https://example.com/\(index)")!)).value.id)
-            }
-            let ids = created
+            let ids = try await Self.items(catalog, 24)
             var expected: [CatalogID: String] = [:]
             for id in ids { expected[id] = String(decoding: try await catalog.inProcess.get("/v1/playable-items/\(id)").body, as: UTF8.self) }
             #expect(try await Self.sentFromTheLoop(catalog, "/v1/playable-items/\(ids[0])", answering: expected[ids[0]] ?? ""))
