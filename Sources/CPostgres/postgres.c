@@ -30,6 +30,7 @@
       (conn, stmtName, nParams, paramValues, paramLengths, paramFormats, resultFormat)) \
     X(int, PQflush, (PGconn *conn), (conn)) \
     X(int, PQenterPipelineMode, (PGconn *conn), (conn)) \
+    X(int, PQexitPipelineMode, (PGconn *conn), (conn)) \
     X(int, PQpipelineSync, (PGconn *conn), (conn)) \
     X(int, PQsendFlushRequest, (PGconn *conn), (conn)) \
     X(int, PQisBusy, (PGconn *conn), (conn)) \

@@ -17,17 +17,39 @@ import Testing
     static let engines: [DatabaseEngine] = TestEngine.postgresURL == nil ? [.sqlite] : [.sqlite, .postgresql]
 
     /// Submits a write that holds the writer (in `group`) until the semaphore returned is
-    /// signalled, and returns once it runs: writes submitted meanwhile queue up.
+    /// signalled, and returns once it runs: writes submitted meanwhile queue up. It reads
+    /// first, so that its transaction has begun (on PostgreSQL, taken the change log's
+    /// lock, which a writer sends on with its first statements).
     static func holdTheWriter(_ database: any SQLDatabase, _ group: DispatchGroup) -> DispatchSemaphore {
         let held = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
         group.enter()
         database.submit(
             WriteOptions(), atomic: false, heavy: true,
-            { _ in
+            { db in
+                _ = try? db.fetchValue("SELECT 1")
                 held.signal()
                 release.wait()
             }, completion: { _ in group.leave() })
         held.wait()
+        return release
+    }
+
+    /// Holds every writer of `engine` (in `group`) until the semaphore returned is
+    /// signalled: PostgreSQL has a second writer, and a write taken by it waits for the
+    /// change log's lock, which the first one's transaction holds.
+    static func holdTheWriters(_ database: any SQLDatabase, _ engine: DatabaseEngine, _ group: DispatchGroup) throws -> DispatchSemaphore {
+        let release = holdTheWriter(database, group)
+        guard engine == .postgresql else { return release }
+        group.enter()
+        database.submit(WriteOptions(), atomic: false, heavy: false, { _ in }, completion: { _ in group.leave() })
+        let deadline = Date().addingTimeInterval(10)
+        while try database.read({ db in try db.fetchValue("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").int }) == 0 {
+            guard Date() < deadline else {
+                release.signal()
+                throw StoreError.unavailable("the second writer never waited for the lock")
+            }
+            usleep(2_000)
+        }
         return release
     }
 
@@ -59,19 +81,8 @@ import Testing
             let outcomes = Mutex<[String: Bool]>([:])
             try await onThread { () throws -> Void in
                 let group = DispatchGroup()
-                let release = Self.holdTheWriter(database, group)
-                // Every writer is busy, so the three writes below queue up and are taken
-                // together. PostgreSQL has a second writer: a write taken by it waits for the
-                // change log's lock, which the first one's transaction holds.
-                if engine == .postgresql {
-                    group.enter()
-                    database.submit(WriteOptions(), atomic: false, heavy: false, { _ in }, completion: { _ in group.leave() })
-                    let deadline = Date().addingTimeInterval(10)
-                    while try database.read({ db in try db.fetchValue("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").int }) == 0 {
-                        guard Date() < deadline else { throw StoreError.unavailable("the second writer never waited for the lock") }
-                        usleep(2_000)
-                    }
-                }
+                // Every writer is busy, so the three writes below queue up and are taken together.
+                let release = try Self.holdTheWriters(database, engine, group)
                 for (name, id) in [("before", CatalogID()), ("duplicate", existing), ("after", CatalogID())] {
                     group.enter()
                     // One statement each, not atomic: no savepoint of its own.
@@ -88,6 +99,58 @@ import Testing
             #expect(outcomes.withLock { $0 } == ["before": true, "duplicate": false, "after": true])
             let names = try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }
             #expect(Set(names).intersection(["before", "after", "Existing", "duplicate"]) == ["Existing", "after", "before"])
+        }
+    }
+
+    /// Deferred statements (``SQLConnection/executeDeferred(_:_:)``: on PostgreSQL sent on
+    /// without waiting, their results read at the next statement that returns rows, the
+    /// next savepoint, or the commit) have the same outcomes. A failure surfacing in a
+    /// later write, or at the commit, still fails only its own write: the batch runs again,
+    /// each write alone. One surfacing at an atomic write's release undoes that write only.
+    @Test(arguments: engines) func deferredWritesFailingInABatchFailAloneAndTheOthersCommit(_ engine: DatabaseEngine) async throws {
+        try await Self.withStore(engine) { database, existing in
+            let insert = Self.insertGame
+            // Each write: its name, whether it is atomic, and the games it inserts (name and id).
+            let writes: [(String, Bool, [(String, CatalogID)])] = [
+                ("before", false, [("before", CatalogID())]),
+                // Fails at the next write's savepoint, so the batch runs again, each write alone.
+                ("duplicate", false, [("duplicate", existing)]),
+                ("atomic", true, [("atomic", CatalogID()), ("atomic-2", CatalogID())]),
+                // Fails at its own release: its first game is undone with it.
+                ("atomicDuplicate", true, [("partial", CatalogID()), ("duplicate-2", existing)]),
+                ("reads", false, [("reads", CatalogID())]),
+                // The last write's failure surfaces only at the commit.
+                ("last", false, [("last", existing)]),
+            ]
+            let outcomes = Mutex<[String: Bool]>([:])
+            let counted = Mutex<Int?>(nil)
+            try await onThread { () throws -> Void in
+                let group = DispatchGroup()
+                let release = try Self.holdTheWriters(database, engine, group)
+                for (name, atomic, games) in writes {
+                    group.enter()
+                    database.submit(
+                        WriteOptions(), atomic: atomic, heavy: false,
+                        { db in
+                            for (game, id) in games { try db.executeDeferred(insert, [id.rawValue, game]) }
+                            // A read after a deferred write sees it.
+                            if name == "reads" {
+                                let count = try db.fetchValue("SELECT count(*) FROM games WHERE name = 'reads'").int
+                                counted.withLock { $0 = count }
+                            }
+                        },
+                        completion: { result in
+                            outcomes.withLock { $0[name] = (try? result.get()) != nil }
+                            group.leave()
+                        })
+                }
+                release.signal()
+                group.wait()
+            }
+            #expect(outcomes.withLock { $0 } == ["before": true, "duplicate": false, "atomic": true, "atomicDuplicate": false, "reads": true, "last": false])
+            #expect(counted.withLock { $0 } == 1)
+            let names = try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }
+            #expect(names.sorted() == ["Existing", "atomic", "atomic-2", "before", "reads"])
         }
     }
 

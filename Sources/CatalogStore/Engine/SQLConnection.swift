@@ -55,9 +55,18 @@ protocol SQLConnection {
     /// Runs a statement and returns how many rows it changed.
     @discardableResult
     func execute(_ sql: String, _ arguments: SQLArguments) throws -> Int
+    /// Runs a modifying statement whose outcome the caller does not read. A connection may
+    /// send it on without waiting (a PostgreSQL writer's, in pipeline mode): its failure
+    /// then surfaces at the connection's next statement, savepoint or commit, as a failure
+    /// of what runs there, so only work that fails as a whole when any of it fails (a
+    /// writer's transaction, which then runs each write again alone) may use it.
+    func executeDeferred(_ sql: String, _ arguments: SQLArguments) throws
 }
 
 extension SQLConnection {
+    /// Runs the statement at once (engines that do not defer).
+    func executeDeferred(_ sql: String, _ arguments: SQLArguments) throws { try execute(sql, arguments) }
+
     /// The first row, read whole; `nil` when there is none.
     func fetchRow(_ sql: String, _ arguments: SQLArguments = []) throws -> SQLRow? {
         let rows = try query(sql, arguments)

@@ -29,7 +29,8 @@ extension ResourceStore {
         let countArguments: SQLArguments = schema.counted ? SchemaField.counts.map { _ in 0 } : []
         let inserted = [id.rawValue] + arguments(values, creationMembers) + [time, time, 1] + ownerArgument + countArguments
         guard let boundInsert else { return try renderWritten(db, insertSQL, inserted) }
-        try db.execute(boundInsert.sql, inserted)
+        // Nothing of the insert is read back: a writer's batch sends the next write on without waiting.
+        try db.executeDeferred(boundInsert.sql, inserted)
         return try rendering.written(BoundRow(boundInsert.arguments.map { $0.map { inserted[$0].sqlValue } ?? .null }))
     }
 

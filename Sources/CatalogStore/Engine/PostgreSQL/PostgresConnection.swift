@@ -15,6 +15,13 @@ final class PostgresConnection: SQLConnection, PooledConnection {
     private var statementTimeout: Int64 = -1
     /// Set once the connection has failed: the pool then drops it.
     var isBroken = false
+    /// Whether ``executeDeferred(_:_:)`` sends its statement on in pipeline mode rather
+    /// than waiting for its result: inside ``inDeferredTransaction(_:_:)``.
+    private var defersStatements = false
+    /// What was sent in pipeline mode and not yet read (``awaitDeferred()``): each step's
+    /// SQL, and for a statement prepared in the pipeline, its key.
+    private var deferred: [(sql: String, preparing: StatementKey?)] = []
+    private var pipelining = false
 
     /// The most statements kept prepared; past it they are all deallocated.
     private static let maxPrepared = 512
@@ -82,9 +89,86 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         return Int(String(cString: PQcmdTuples(result))) ?? 0
     }
 
+    /// Sends the statement on in pipeline mode when ``defersStatements`` (prepared in the
+    /// same pipeline when new), without waiting: a batch's writes then reach PostgreSQL in
+    /// one write and their results come back together, where each waited for its own
+    /// round trip. What the pipeline's statements answer is a few bytes each (or an error
+    /// message), far less than a socket holds, so a blocking connection never waits on a
+    /// server that waits for it to read.
+    func executeDeferred(_ sql: String, _ arguments: SQLArguments) throws {
+        let key = StatementKey(sql)
+        // Past the prepared statements' bound, `execute` deallocates them first.
+        guard defersStatements, prepared[key] != nil || names < Self.maxPrepared else {
+            _ = try execute(sql, arguments)
+            return
+        }
+        if !pipelining {
+            guard PQenterPipelineMode(connection) == 1 else { throw lost() }
+            pipelining = true
+        }
+        let name: String
+        if let known = prepared[key] {
+            name = known
+        } else {
+            name = "s\(names)"
+            guard PQsendPrepare(connection, name, Self.numbered(sql), 0, nil) == 1 else { throw lost() }
+            prepared[key] = name
+            names += 1
+            deferred.append((sql, key))
+        }
+        let sent = try Self.withParameters(arguments) { count, values, lengths, formats in
+            PQsendQueryPrepared(connection, name, count, values, lengths, formats, 1)
+        }
+        guard sent == 1 else { throw lost() }
+        deferred.append((sql, nil))
+    }
+
+    /// Reads the results of what ``executeDeferred(_:_:)`` sent, through the pipeline's
+    /// end, and leaves pipeline mode; throws the first failure among them (those after it
+    /// were not run). A statement whose preparation was not run is forgotten.
+    private func awaitDeferred() throws {
+        guard pipelining else { return }
+        let steps = deferred
+        deferred.removeAll(keepingCapacity: true)
+        pipelining = false
+        guard PQpipelineSync(connection) == 1 else { throw lost() }
+        var failure: (any Error)?
+        for step in steps {
+            while let result = PQgetResult(connection) {
+                defer { PQclear(result) }
+                let status = PQresultStatus(result)
+                if let key = step.preparing, status != PGRES_COMMAND_OK { prepared[key] = nil }
+                // Skipped: a statement before it failed.
+                guard status != PGRES_PIPELINE_ABORTED else { continue }
+                do {
+                    try checkPrepared(result, expecting: PGRES_COMMAND_OK, sql: step.sql)
+                } catch {
+                    failure = failure ?? error
+                }
+            }
+            if isBroken { throw failure ?? lost() }
+        }
+        let end = PQgetResult(connection)
+        let ended = end.map(PQresultStatus) == PGRES_PIPELINE_SYNC
+        if let end { PQclear(end) }
+        guard ended, PQexitPipelineMode(connection) == 1 else {
+            // The connection is in a state it cannot be in: given up.
+            let broken = lost()
+            throw failure ?? broken
+        }
+        if let failure { throw failure }
+    }
+
+    /// Marks the connection broken, with what libpq says of it.
+    private func lost() -> SQLError {
+        isBroken = true
+        return SQLError(kind: .connection, code: "08006", message: Self.message(PQerrorMessage(connection)))
+    }
+
     /// Runs SQL of several statements, without parameters (migrations, session settings,
-    /// transaction control).
+    /// transaction control), once what was sent before it is answered.
     func script(_ sql: String) throws {
+        try awaitDeferred()
         let result = PQexec(connection, sql)
         defer { PQclear(result) }
         try check(result, expecting: PGRES_COMMAND_OK, sql: sql)
@@ -97,7 +181,7 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         do {
             try script(begin)
         } catch {
-            try? script("ROLLBACK")
+            rollBack()
             throw error
         }
         do {
@@ -105,18 +189,48 @@ final class PostgresConnection: SQLConnection, PooledConnection {
             try script("COMMIT")
             return result
         } catch {
-            try? script("ROLLBACK")
+            rollBack()
             throw error
         }
     }
 
-    /// Begins a writer's transaction and takes the change log's lock for the rest of it,
-    /// in one round trip: writers take it when they begin, before any row lock, so that
-    /// the change log's triggers (which take it too) never wait for it while holding a
-    /// row another writer waits for. See `Migrations/postgresql/0002_change_log.sql`. It
-    /// may be held by a long write (an import), so the wait for it may last as long as a
-    /// write statement may run (60 s), not the 5 s of a row lock.
-    static let beginLockingChangeLog = "BEGIN; SELECT set_config('lock_timeout', '60s', true), pg_advisory_xact_lock(7031950146)"
+    /// Runs `body` in a transaction opened by the statements of `begin`, sending them,
+    /// `body`'s deferred statements (``executeDeferred(_:_:)``) and the `COMMIT` on without
+    /// waiting, so that they reach PostgreSQL together and their results come back
+    /// together: a transaction that only writes takes one round trip, and none while it
+    /// holds its locks. A statement that waits for its result (one that returns rows, a
+    /// savepoint) first reads what was sent before it, and throws the first failure among
+    /// it: a failure surfaces there, or at the commit. Committed when `body` returns;
+    /// rolled back when it, or the commit, throws.
+    func inDeferredTransaction<T>(_ begin: [String], _ body: () throws -> T) throws -> T {
+        defersStatements = true
+        defer { defersStatements = false }
+        do {
+            for statement in begin { try executeDeferred(statement, []) }
+            let result = try body()
+            try executeDeferred("COMMIT", [])
+            try awaitDeferred()
+            return result
+        } catch {
+            rollBack()
+            throw error
+        }
+    }
+
+    /// Rolls the transaction back, once what was sent in it is read (whatever it says).
+    private func rollBack() {
+        try? awaitDeferred()
+        try? script("ROLLBACK")
+    }
+
+    /// Begins a writer's transaction and takes the change log's lock for the rest of it
+    /// (statements for ``inDeferredTransaction(_:_:)``, sent on with the writes): writers
+    /// take it when they begin, before any row lock, so that the change log's triggers
+    /// (which take it too) never wait for it while holding a row another writer waits for.
+    /// See `Migrations/postgresql/0002_change_log.sql`. It may be held by a long write (an
+    /// import), so the wait for it may last as long as a write statement may run (60 s),
+    /// not the 5 s of a row lock.
+    static let beginLockingChangeLog = ["BEGIN", "SELECT set_config('lock_timeout', '60s', true), pg_advisory_xact_lock(7031950146)"]
 
     /// Waits up to `milliseconds` for notifications (of channels this connection
     /// listens to): the channels of those that arrived.
@@ -157,25 +271,33 @@ final class PostgresConnection: SQLConnection, PooledConnection {
     }
 
     /// Prepares `sql` when new, binds `arguments` (text, except blobs in binary) and runs it.
+    /// What was sent before it is answered first.
     private func run(_ sql: String, _ arguments: SQLArguments, expecting status: ExecStatusType) throws -> OpaquePointer {
+        try awaitDeferred()
         let name = try statement(sql)
         let result: OpaquePointer? = try Self.withParameters(arguments) { count, values, lengths, formats in
             PQexecPrepared(connection, name, count, values, lengths, formats, 1)
         }
         do {
-            try check(result, expecting: status, sql: sql)
-        } catch let error as SQLError where Self.staleStatement.contains(error.code) {
-            PQclear(result)
-            // Prepared before a migration changed what it reads (or dropped on the server):
-            // prepared anew when the work runs again.
-            prepared[StatementKey(sql)] = nil
-            throw SQLError(kind: .retry, code: error.code, message: error.message)
+            try checkPrepared(result, expecting: status, sql: sql)
         } catch {
             PQclear(result)
             throw error
         }
         guard let result else { throw SQLError(kind: .connection, code: "08006", message: "no result") }
         return result
+    }
+
+    /// ``check(_:expecting:sql:)`` for a prepared statement's result: one prepared before a
+    /// migration changed what it reads (or dropped on the server) is forgotten, to be
+    /// prepared anew when the work runs again.
+    private func checkPrepared(_ result: OpaquePointer?, expecting status: ExecStatusType, sql: String) throws {
+        do {
+            try check(result, expecting: status, sql: sql)
+        } catch let error as SQLError where Self.staleStatement.contains(error.code) {
+            prepared[StatementKey(sql)] = nil
+            throw SQLError(kind: .retry, code: error.code, message: error.message)
+        }
     }
 
     /// Calls `body` with `arguments` as libpq takes them: their count, values, lengths and

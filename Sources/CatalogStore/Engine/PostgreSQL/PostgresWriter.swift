@@ -30,7 +30,7 @@ final class PostgresWriter: CommitWriter, @unchecked Sendable {
         let current = try connection ?? connect()
         connection = current
         defer { if current.isBroken { connection = nil } }
-        return try current.inTransaction(PostgresConnection.beginLockingChangeLog) { try body(current) }
+        return try current.inDeferredTransaction(PostgresConnection.beginLockingChangeLog) { try body(current) }
     }
 
     func savepoint(_ connection: PostgresConnection) throws { try connection.script("SAVEPOINT job") }
