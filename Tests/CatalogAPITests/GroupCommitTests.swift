@@ -59,6 +59,11 @@ import Testing
     /// Runs `body` with the database of a store on a fresh database of `engine`, which
     /// holds one game, named "Existing", whose id it passes too.
     static func withStore(_ engine: DatabaseEngine, _ body: (any SQLDatabase, CatalogID) async throws -> Void) async throws {
+        try await withCatalogStore(engine) { store, existing in try await body(store.database, existing) }
+    }
+
+    /// ``withStore(_:_:)``, passing the store itself.
+    static func withCatalogStore(_ engine: DatabaseEngine, _ body: (CatalogStore, CatalogID) async throws -> Void) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("group-commit-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -72,7 +77,7 @@ import Testing
         defer { try? store.close() }
         let existing = CatalogID()
         _ = try store.database.write { db in try db.execute(insertGame, [existing.rawValue, "Existing"]) }
-        try await body(store.database, existing)
+        try await body(store, existing)
     }
 
     @Test(arguments: engines) func aWriteFailingInABatchFailsAloneAndTheOthersCommit(_ engine: DatabaseEngine) async throws {
@@ -102,24 +107,31 @@ import Testing
         }
     }
 
-    /// Deferred statements (``SQLConnection/executeDeferred(_:_:)``: on PostgreSQL sent on
-    /// without waiting, their results read at the next statement that returns rows, the
-    /// next savepoint, or the commit) have the same outcomes. A failure surfacing in a
-    /// later write, or at the commit, still fails only its own write: the batch runs again,
-    /// each write alone. One surfacing at an atomic write's release undoes that write only.
+    /// Deferred statements (``SQLConnection/executeDeferred(_:_:)`` and
+    /// ``SQLConnection/insertDeferred(_:_:)``: on PostgreSQL sent on without waiting, rows
+    /// of one insert in one statement, their results read at the next statement that
+    /// returns rows, the next savepoint, or the commit) have the same outcomes. A failure
+    /// surfacing in a later write, or at the commit, still fails only its own write: the
+    /// batch runs again, each write alone. One surfacing at an atomic write's release
+    /// undoes that write only.
     @Test(arguments: engines) func deferredWritesFailingInABatchFailAloneAndTheOthersCommit(_ engine: DatabaseEngine) async throws {
         try await Self.withStore(engine) { database, existing in
             let insert = Self.insertGame
-            // Each write: its name, whether it is atomic, and the games it inserts (name and id).
+            let gameRow = RowInsert("games", ["id", "name", "description", "image_name", "created_at", "updated_at", "version"])
+            // Each write: its name, whether it is atomic, and the games it inserts (name and
+            // id). Atomic writes execute their inserts; the others insert rows, which gather.
             let writes: [(String, Bool, [(String, CatalogID)])] = [
                 ("before", false, [("before", CatalogID())]),
-                // Fails at the next write's savepoint, so the batch runs again, each write alone.
+                // In one statement with "before"; it fails at the next write's savepoint, so
+                // the batch runs again, each write alone.
                 ("duplicate", false, [("duplicate", existing)]),
                 ("atomic", true, [("atomic", CatalogID()), ("atomic-2", CatalogID())]),
                 // Fails at its own release: its first game is undone with it.
                 ("atomicDuplicate", true, [("partial", CatalogID()), ("duplicate-2", existing)]),
                 ("reads", false, [("reads", CatalogID())]),
-                // The last write's failure surfaces only at the commit.
+                ("after", false, [("after", CatalogID())]),
+                ("after-2", false, [("after-2", CatalogID())]),
+                // In one statement with the two before it; its failure surfaces only at the commit.
                 ("last", false, [("last", existing)]),
             ]
             let outcomes = Mutex<[String: Bool]>([:])
@@ -132,7 +144,13 @@ import Testing
                     database.submit(
                         WriteOptions(), atomic: atomic, heavy: false,
                         { db in
-                            for (game, id) in games { try db.executeDeferred(insert, [id.rawValue, game]) }
+                            for (game, id) in games {
+                                if atomic {
+                                    try db.executeDeferred(insert, [id.rawValue, game])
+                                } else {
+                                    try db.insertDeferred(gameRow, [id.rawValue, game, "", "g", 0, 0, 1])
+                                }
+                            }
                             // A read after a deferred write sees it.
                             if name == "reads" {
                                 let count = try db.fetchValue("SELECT count(*) FROM games WHERE name = 'reads'").int
@@ -147,10 +165,67 @@ import Testing
                 release.signal()
                 group.wait()
             }
-            #expect(outcomes.withLock { $0 } == ["before": true, "duplicate": false, "atomic": true, "atomicDuplicate": false, "reads": true, "last": false])
+            #expect(
+                outcomes.withLock { $0 } == [
+                    "before": true, "duplicate": false, "atomic": true, "atomicDuplicate": false, "reads": true, "after": true, "after-2": true,
+                    "last": false,
+                ])
             #expect(counted.withLock { $0 } == 1)
             let names = try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }
-            #expect(names.sorted() == ["Existing", "atomic", "atomic-2", "before", "reads"])
+            #expect(names.sorted() == ["Existing", "after", "after-2", "atomic", "atomic-2", "before", "reads"])
+        }
+    }
+
+    /// Creates taken together (on PostgreSQL, one statement of several rows) are each
+    /// answered with what reading its row back renders, and commit in the order they were
+    /// submitted: the change log lists them in that order, all in one transaction.
+    @Test(arguments: engines) func createsTakenTogetherAnswerAsTheyReadBackInTheirOrder(_ engine: DatabaseEngine) async throws {
+        try await Self.withCatalogStore(engine) { store, _ in
+            let items = store.items
+            #expect(items.boundInsert != nil)
+            let texts = ["plain", "quote \" backslash \\ slash /", "é 😀 中文", "x", "", "ünïcödé ✓ end"]
+            // 13 creates: statements of 8, 4 and 1 rows.
+            let inputs = (0..<13).map { index in
+                PlayableItemInput(
+                    title: "Item \(index) " + texts[index % texts.count], description: texts[(index + 1) % texts.count],
+                    streamURL: URL(string: "https://example.com/\(index)/a.m3u8?x=1&y=%20")!,
+                    thumbnailURL: index % 2 == 0 ? URL(string: "https://example.com/p.jpg") : nil,
+                    durationSeconds: [nil, 596, 146.5, 1e-7][index % 4])
+            }
+            let created = Mutex<[Int: RenderedResource]>([:])
+            try await onThread { () throws -> Void in
+                let group = DispatchGroup()
+                let release = try Self.holdTheWriters(store.database, engine, group)
+                for (index, input) in inputs.enumerated() {
+                    group.enter()
+                    items.create(input) { result in
+                        if let resource = try? result.get() { created.withLock { $0[index] = resource } }
+                        group.leave()
+                    }
+                }
+                release.signal()
+                group.wait()
+            }
+            let answers = created.withLock { $0 }
+            #expect(answers.count == inputs.count)
+            for index in inputs.indices {
+                guard let answer = answers[index] else { continue }
+                items.cache?.invalidate(id: answer.id.rawValue)
+                let read = try #require(try items.rendered(answer.id))
+                #expect(String(decoding: answer.json, as: UTF8.self) == String(decoding: read.json, as: UTF8.self))
+                #expect(answer.version == 1 && read.version == 1)
+            }
+            let ids = inputs.indices.compactMap { answers[$0]?.id.rawValue }
+            let logged = try store.database.read { db in
+                try db.fetchColumn("SELECT id FROM changes WHERE type = 'playableItem' ORDER BY seq").compactMap(\.string)
+            }
+            #expect(logged == ids)
+            if engine == .postgresql {
+                let transactions = try store.database.read { db in
+                    try db.fetchValue("SELECT count(DISTINCT xmin::text) FROM playable_items").int
+                }
+                #expect(transactions == 1)
+            }
         }
     }
 

@@ -61,11 +61,17 @@ protocol SQLConnection {
     /// of what runs there, so only work that fails as a whole when any of it fails (a
     /// writer's transaction, which then runs each write again alone) may use it.
     func executeDeferred(_ sql: String, _ arguments: SQLArguments) throws
+    /// Inserts a row, as ``executeDeferred(_:_:)``; consecutive inserts of the same
+    /// ``RowInsert`` may reach the database as one statement of several rows.
+    func insertDeferred(_ insert: RowInsert, _ arguments: SQLArguments) throws
 }
 
 extension SQLConnection {
     /// Runs the statement at once (engines that do not defer).
     func executeDeferred(_ sql: String, _ arguments: SQLArguments) throws { try execute(sql, arguments) }
+
+    /// Inserts the row at once (engines that do not defer).
+    func insertDeferred(_ insert: RowInsert, _ arguments: SQLArguments) throws { try execute(insert.sql, arguments) }
 
     /// The first row, read whole; `nil` when there is none.
     func fetchRow(_ sql: String, _ arguments: SQLArguments = []) throws -> SQLRow? {

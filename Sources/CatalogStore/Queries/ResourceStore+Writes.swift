@@ -30,7 +30,7 @@ extension ResourceStore {
         let inserted = [id.rawValue] + arguments(values, creationMembers) + [time, time, 1] + ownerArgument + countArguments
         guard let boundInsert else { return try renderWritten(db, insertSQL, inserted) }
         // Nothing of the insert is read back: a writer's batch sends the next write on without waiting.
-        try db.executeDeferred(boundInsert.sql, inserted)
+        try db.insertDeferred(boundInsert.insert, inserted)
         return try rendering.written(BoundRow(boundInsert.arguments.map { $0.map { inserted[$0].sqlValue } ?? .null }))
     }
 

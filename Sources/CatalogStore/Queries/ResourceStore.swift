@@ -89,10 +89,11 @@ public final class ResourceStore: Sendable {
     let searchShapes: (unqueued: SQLSearchShape?, queued: SQLSearchShape?)
     /// The same INSERT without `RETURNING`, and which of its arguments each column the
     /// renderer reads is (`nil`: NULL), where the renderer reads only columns a creation
-    /// writes (SQLite, whose rows have no revision to read back): a created row then
-    /// renders from the values bound (``BoundRow``), sparing the writer SQLite's
-    /// `RETURNING`: about 0.9 µs of the writer's 24 a create (`Benchmarks/writer.sh`).
-    let boundInsert: (sql: String, arguments: [Int?])?
+    /// writes: a created row then renders from the values bound (``BoundRow``), sparing
+    /// the writer SQLite's `RETURNING` (about 0.9 µs of the writer's 24 a create,
+    /// `Benchmarks/writer.sh`), and letting PostgreSQL's writer send the insert on without
+    /// waiting for it (``SQLConnection/insertDeferred(_:_:)``).
+    let boundInsert: (insert: RowInsert, arguments: [Int?])?
     let updateSQL: String
     /// Sets the image's JSON (``ResourceSchema/image``), as a change of the resource.
     let imageSQL: String
@@ -147,7 +148,7 @@ public final class ResourceStore: Sendable {
         insertSQL = insertStatement(schema.table, columns) + returning
         // Columns only the server sets, later, are NULL in a created row (an image).
         let nullAtCreation = Set(schema.members.filter { $0.access == .serverSet && $0.nullable && $0.defaultValue == nil }.compactMap(\.column))
-        boundInsert = Self.boundArguments(renderer, inserted: columns, null: nullAtCreation).map { (insertStatement(schema.table, columns), $0) }
+        boundInsert = Self.boundArguments(renderer, inserted: columns, null: nullAtCreation).map { (RowInsert(schema.table, columns), $0) }
         let assignments = edit.map { "\($0.column) = ?" } + ["updated_at = \(database.dialect.greatest)(?, created_at)", "version = version + 1"]
         updateSQL = "UPDATE \(schema.table) SET \(assignments.joined(separator: ", ")) WHERE id = ?" + returning
         imageSQL =
@@ -180,13 +181,14 @@ public final class ResourceStore: Sendable {
     }
 
     /// For each column `renderer` reads, its place among the `inserted` columns (`nil` for
-    /// the distance column, NULL outside a distance-ordered list, and for the `null`
-    /// columns); `nil` when it reads any other column (an embedded object's, a revision).
+    /// the distance column, NULL outside a distance-ordered list; for the revision, which
+    /// only the render cache reads, and a written row's answer is not kept there; and for
+    /// the `null` columns); `nil` when it reads any other column (an embedded object's).
     private static func boundArguments(_ renderer: RowRenderer, inserted: [String], null: Set<String>) -> [Int?]? {
         let unknown = "\u{0}"
         var places: [Int?] = []
         for column in renderer.selectList(own: \.column, nested: { _ in unknown }) {
-            if column == ResourceSchema.distanceColumn || (null.contains(column) && !inserted.contains(column)) {
+            if column == ResourceSchema.distanceColumn || column == renderer.revision || (null.contains(column) && !inserted.contains(column)) {
                 places.append(nil)
             } else if let place = inserted.firstIndex(of: column) {
                 places.append(place)
@@ -358,6 +360,3 @@ func readValues<T>(_ input: some Encodable, _ shape: DocumentShape, failing comp
 }
 
 /// `INSERT INTO table (columns) VALUES (?, …)`.
-func insertStatement(_ table: String, _ columns: [String]) -> String {
-    "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
-}

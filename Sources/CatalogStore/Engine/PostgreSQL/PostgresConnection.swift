@@ -22,6 +22,11 @@ final class PostgresConnection: SQLConnection, PooledConnection {
     /// SQL, and for a statement prepared in the pipeline, its key.
     private var deferred: [(sql: String, preparing: StatementKey?)] = []
     private var pipelining = false
+    /// Rows of one ``RowInsert`` deferred one after another, not yet sent
+    /// (``insertDeferred(_:_:)``).
+    private var gathered: (insert: RowInsert, rows: [SQLArguments])?
+    /// The most rows sent in one statement: a writer's batch.
+    private static let maxGathered = PostgresWriter.maxBatch
 
     /// The most statements kept prepared; past it they are all deallocated.
     private static let maxPrepared = 512
@@ -96,6 +101,7 @@ final class PostgresConnection: SQLConnection, PooledConnection {
     /// message), far less than a socket holds, so a blocking connection never waits on a
     /// server that waits for it to read.
     func executeDeferred(_ sql: String, _ arguments: SQLArguments) throws {
+        try sendGathered()
         let key = StatementKey(sql)
         // Past the prepared statements' bound, `execute` deallocates them first.
         guard defersStatements, prepared[key] != nil || names < Self.maxPrepared else {
@@ -123,10 +129,41 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         deferred.append((sql, nil))
     }
 
+    /// Gathers the row when ``defersStatements``, to be sent with the rows of the same
+    /// insert deferred after it, in one statement each of 1, 2, 4 … 64 rows (so that an
+    /// insert takes at most seven prepared statements): PostgreSQL then starts the
+    /// statement, and its trigger's plan, once for them all, not once a row.
+    func insertDeferred(_ insert: RowInsert, _ arguments: SQLArguments) throws {
+        guard defersStatements else {
+            _ = try execute(insert.sql, arguments)
+            return
+        }
+        if let held = gathered, held.insert.sql == insert.sql, held.rows.count < Self.maxGathered {
+            gathered?.rows.append(arguments)
+            return
+        }
+        try sendGathered()
+        gathered = (insert, [arguments])
+    }
+
+    /// Sends the rows gathered (``insertDeferred(_:_:)``) on, in statements of as many rows
+    /// as the largest power of two left.
+    private func sendGathered() throws {
+        guard let (insert, rows) = gathered else { return }
+        gathered = nil
+        var start = 0
+        while start < rows.count {
+            let count = 1 << (Int.bitWidth - 1 - (rows.count - start).leadingZeroBitCount)
+            try executeDeferred(count == 1 ? insert.sql : insert.sql(rows: count), Array(rows[start..<start + count].joined()))
+            start += count
+        }
+    }
+
     /// Reads the results of what ``executeDeferred(_:_:)`` sent, through the pipeline's
     /// end, and leaves pipeline mode; throws the first failure among them (those after it
     /// were not run). A statement whose preparation was not run is forgotten.
     private func awaitDeferred() throws {
+        try sendGathered()
         guard pipelining else { return }
         let steps = deferred
         deferred.removeAll(keepingCapacity: true)
@@ -219,6 +256,7 @@ final class PostgresConnection: SQLConnection, PooledConnection {
 
     /// Rolls the transaction back, once what was sent in it is read (whatever it says).
     private func rollBack() {
+        gathered = nil
         try? awaitDeferred()
         try? script("ROLLBACK")
     }
