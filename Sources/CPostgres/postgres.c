@@ -45,7 +45,8 @@
     X(char *, PQgetvalue, (const PGresult *res, int tup_num, int field_num), (res, tup_num, field_num)) \
     X(int, PQgetlength, (const PGresult *res, int tup_num, int field_num), (res, tup_num, field_num)) \
     X(int, PQgetisnull, (const PGresult *res, int tup_num, int field_num), (res, tup_num, field_num)) \
-    X(char *, PQcmdTuples, (PGresult *res), (res))
+    X(char *, PQcmdTuples, (PGresult *res), (res)) \
+    X(char *, PQcmdStatus, (PGresult *res), (res))
 
 #define CPOSTGRES_PROCEDURES(X) \
     X(PQfinish, (PGconn *conn), (conn)) \

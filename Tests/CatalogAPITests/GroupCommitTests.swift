@@ -176,6 +176,44 @@ import Testing
         }
     }
 
+    /// On PostgreSQL a failed statement leaves the transaction unable to go on, even when
+    /// the write that ran it catches the failure, and PostgreSQL then answers its `COMMIT`
+    /// with `ROLLBACK`: no write of the batch is reported committed for that. The batch
+    /// runs again, each write alone; the others commit, and the one that caught the
+    /// failure fails.
+    @Test(.enabled(if: TestEngine.postgresURL != nil, "needs PostgreSQL"))
+    func aWriteThatCatchesItsFailureOnPostgreSQLIsNeverReportedCommitted() async throws {
+        try await Self.withStore(.postgresql) { database, existing in
+            let insert = Self.insertGame
+            // The last write catches its failure, so nothing after it in the transaction
+            // fails: only the commit says that the transaction was rolled back.
+            let writes: [(String, @Sendable (any SQLConnection) throws -> Void)] = [
+                ("before", { db in try db.execute(insert, [CatalogID().rawValue, "before"]) }),
+                ("after", { db in try db.executeDeferred(insert, [CatalogID().rawValue, "after"]) }),
+                ("catches", { db in _ = try? db.execute(insert, [existing.rawValue, "duplicate"]) }),
+            ]
+            let outcomes = Mutex<[String: Bool]>([:])
+            try await onThread { () throws -> Void in
+                let group = DispatchGroup()
+                let release = try Self.holdTheWriters(database, .postgresql, group)
+                for (name, work) in writes {
+                    group.enter()
+                    database.submit(
+                        WriteOptions(), atomic: false, heavy: false, work,
+                        completion: { result in
+                            outcomes.withLock { $0[name] = (try? result.get()) != nil }
+                            group.leave()
+                        })
+                }
+                release.signal()
+                group.wait()
+            }
+            #expect(outcomes.withLock { $0 } == ["before": true, "catches": false, "after": true])
+            let names = try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }
+            #expect(names.sorted() == ["Existing", "after", "before"])
+        }
+    }
+
     /// Creates taken together (on PostgreSQL, one statement of several rows) are each
     /// answered with what reading its row back renders, and commit in the order they were
     /// submitted: the change log lists them in that order, all in one transaction.

@@ -97,9 +97,8 @@ final class PostgresConnection: SQLConnection, PooledConnection {
     /// Sends the statement on in pipeline mode when ``defersStatements`` (prepared in the
     /// same pipeline when new), without waiting: a batch's writes then reach PostgreSQL in
     /// one write and their results come back together, where each waited for its own
-    /// round trip. What the pipeline's statements answer is a few bytes each (or an error
-    /// message), far less than a socket holds, so a blocking connection never waits on a
-    /// server that waits for it to read.
+    /// round trip. The connection blocks, yet never waits on a server that waits for it to
+    /// read: libpq reads what the server sends while a send of its own waits.
     func executeDeferred(_ sql: String, _ arguments: SQLArguments) throws {
         try sendGathered()
         let key = StatementKey(sql)
@@ -178,7 +177,18 @@ final class PostgresConnection: SQLConnection, PooledConnection {
                 // Skipped: a statement before it failed.
                 guard status != PGRES_PIPELINE_ABORTED else { continue }
                 do {
+                    // A preparation's failure is the statement's own (checkPrepared's stale
+                    // statements are those prepared before).
+                    if step.preparing != nil {
+                        try check(result, expecting: PGRES_COMMAND_OK, sql: step.sql)
+                        continue
+                    }
                     try checkPrepared(result, expecting: PGRES_COMMAND_OK, sql: step.sql)
+                    // PostgreSQL answers the COMMIT of a transaction a caught failure left
+                    // aborted with `ROLLBACK`, not an error.
+                    if step.sql == Self.commit, String(cString: PQcmdStatus(result)) != Self.commit {
+                        throw SQLError(kind: .other, code: "25P02", message: "the transaction was rolled back at its commit: a statement in it failed")
+                    }
                 } catch {
                     failure = failure ?? error
                 }
@@ -245,13 +255,22 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         do {
             for statement in begin { try executeDeferred(statement, []) }
             let result = try body()
-            try executeDeferred("COMMIT", [])
+            try executeDeferred(Self.commit, [])
             try awaitDeferred()
             return result
         } catch {
             rollBack()
             throw error
         }
+    }
+
+    private static let commit = "COMMIT"
+
+    /// Undoes what was written since the savepoint `name` and releases it; rows gathered
+    /// since (``insertDeferred(_:_:)``) are dropped unsent.
+    func rollBack(toSavepoint name: String) throws {
+        gathered = nil
+        try script("ROLLBACK TO SAVEPOINT \(name); RELEASE SAVEPOINT \(name)")
     }
 
     /// Rolls the transaction back, once what was sent in it is read (whatever it says).
@@ -262,8 +281,9 @@ final class PostgresConnection: SQLConnection, PooledConnection {
     }
 
     /// Begins a writer's transaction and takes the change log's lock for the rest of it
-    /// (statements for ``inDeferredTransaction(_:_:)``, sent on with the writes): writers
-    /// take it when they begin, before any row lock, so that the change log's triggers
+    /// (statements for ``inDeferredTransaction(_:_:)``, sent on with the writes, so that
+    /// PostgreSQL takes the lock when they reach it): writers take it first, before any
+    /// row lock (everything goes out on one connection in order), so that the change log's triggers
     /// (which take it too) never wait for it while holding a row another writer waits for.
     /// See `Migrations/postgresql/0002_change_log.sql`. It may be held by a long write (an
     /// import), so the wait for it may last as long as a write statement may run (60 s),

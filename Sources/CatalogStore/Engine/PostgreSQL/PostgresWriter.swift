@@ -37,7 +37,7 @@ final class PostgresWriter: CommitWriter, @unchecked Sendable {
 
     func release(_ connection: PostgresConnection) throws { try connection.script("RELEASE SAVEPOINT job") }
 
-    func rollBack(_ connection: PostgresConnection) throws { try connection.script("ROLLBACK TO SAVEPOINT job; RELEASE SAVEPOINT job") }
+    func rollBack(_ connection: PostgresConnection) throws { try connection.rollBack(toSavepoint: "job") }
 
     func abortsBatch(_ error: any Error, atomic: Bool) -> Bool {
         guard let error = error as? SQLError else { return false }
