@@ -4,7 +4,14 @@
 -- several rows). The rows are logged in the order the statement added them, each with a
 -- seq of its own, as catalog_log_change logs one: the same lock first, the same
 -- notification after (none when the statement added nothing). Deletions (and updates)
--- stay logged a row at a time.
+-- stay logged a row at a time. The seqs follow the rows' order because the INSERT below
+-- scans the transition table as it is, with nothing to reorder it (no join, no sort).
+
+-- The log's lock first, as every writer takes it before any table lock: the triggers'
+-- tables are locked below, which would otherwise deadlock with a writer of a replica still
+-- running that holds one of them and waits for another.
+SELECT pg_advisory_xact_lock(7031950146);
+
 CREATE FUNCTION catalog_change_rows_added() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     added_count BIGINT;
