@@ -246,8 +246,8 @@ final class PostgresConnection: SQLConnection, PooledConnection {
     /// waiting, so that they reach PostgreSQL together and their results come back
     /// together: a transaction that only writes takes one round trip, and none while it
     /// holds its locks. A statement that waits for its result (one that returns rows, a
-    /// savepoint) first reads what was sent before it, and throws the first failure among
-    /// it: a failure surfaces there, or at the commit. Committed when `body` returns;
+    /// savepoint) first reads what was sent before it and throws the first failure among
+    /// those, so a failure surfaces there or at the commit. Committed when `body` returns;
     /// rolled back when it, or the commit, throws.
     func inDeferredTransaction<T>(_ begin: [String], _ body: () throws -> T) throws -> T {
         defersStatements = true
@@ -282,12 +282,12 @@ final class PostgresConnection: SQLConnection, PooledConnection {
 
     /// Begins a writer's transaction and takes the change log's lock for the rest of it
     /// (statements for ``inDeferredTransaction(_:_:)``, sent on with the writes, so that
-    /// PostgreSQL takes the lock when they reach it): writers take it first, before any
-    /// row lock (everything goes out on one connection in order), so that the change log's triggers
-    /// (which take it too) never wait for it while holding a row another writer waits for.
-    /// See `Migrations/postgresql/0002_change_log.sql`. It may be held by a long write (an
-    /// import), so the wait for it may last as long as a write statement may run (60 s),
-    /// not the 5 s of a row lock.
+    /// PostgreSQL takes the lock when they reach it). Writers take it first, before any
+    /// row lock (everything goes out on one connection, in order), so that the change
+    /// log's triggers (which take it too) never wait for it while holding a row another
+    /// writer waits for. See `Migrations/postgresql/0002_change_log.sql`. It may be held
+    /// by a long write (an import), so the wait for it may last as long as a write
+    /// statement may run (60 s), not the 5 s of a row lock.
     static let beginLockingChangeLog = ["BEGIN", "SELECT set_config('lock_timeout', '60s', true), pg_advisory_xact_lock(7031950146)"]
 
     /// Waits up to `milliseconds` for notifications (of channels this connection
