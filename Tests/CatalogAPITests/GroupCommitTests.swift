@@ -214,6 +214,44 @@ import Testing
         }
     }
 
+    /// A writer's connection lost while its batch is in flight (here a statement of the
+    /// batch ends its own session, sent on with the others): no write of the batch is
+    /// reported committed, none is kept, and the next write commits on a new connection.
+    @Test(.enabled(if: TestEngine.postgresURL != nil, "needs PostgreSQL"))
+    func aWriterConnectionLostMidBatchFailsItAndTheNextWriteReconnects() async throws {
+        try await Self.withStore(.postgresql) { database, _ in
+            let gameRow = RowInsert("games", ["id", "name", "description", "image_name", "created_at", "updated_at", "version"])
+            let writes: [(String, @Sendable (any SQLConnection) throws -> Void)] = [
+                ("before", { db in try db.insertDeferred(gameRow, [CatalogID().rawValue, "before", "", "g", 0, 0, 1]) }),
+                ("ends", { db in try db.executeDeferred("SELECT pg_terminate_backend(pg_backend_pid())", []) }),
+                ("after", { db in try db.insertDeferred(gameRow, [CatalogID().rawValue, "after", "", "g", 0, 0, 1]) }),
+            ]
+            let outcomes = Mutex<[String: Bool]>([:])
+            try await onThread { () throws -> Void in
+                let group = DispatchGroup()
+                let release = try Self.holdTheWriters(database, .postgresql, group)
+                for (name, work) in writes {
+                    group.enter()
+                    database.submit(
+                        WriteOptions(), atomic: false, heavy: false, work,
+                        completion: { result in
+                            outcomes.withLock { $0[name] = (try? result.get()) != nil }
+                            group.leave()
+                        })
+                }
+                release.signal()
+                group.wait()
+            }
+            #expect(outcomes.withLock { $0 } == ["before": false, "ends": false, "after": false])
+            // Both writers take the next writes: each commits, on a connection of its own.
+            for name in ["next", "next-2"] {
+                _ = try database.write { db in try db.execute(Self.insertGame, [CatalogID().rawValue, name]) }
+            }
+            let names = try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }
+            #expect(names.sorted() == ["Existing", "next", "next-2"])
+        }
+    }
+
     /// Creates taken together (on PostgreSQL, one statement of several rows) are each
     /// answered with what reading its row back renders, and commit in the order they were
     /// submitted: the change log lists them in that order, all in one transaction.
