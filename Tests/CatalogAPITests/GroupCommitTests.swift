@@ -34,6 +34,10 @@ import Testing
         return release
     }
 
+    /// The insert of a game's row (``SQLConnection/insertDeferred(_:_:)``): its id, name,
+    /// description, image name, times and version.
+    static let gameRow = RowInsert("games", ["id", "name", "description", "image_name", "created_at", "updated_at", "version"])
+
     /// Holds every writer of `engine` (in `group`) until the semaphore returned is
     /// signalled: PostgreSQL has a second writer, and a write taken by it waits for the
     /// change log's lock, which the first one's transaction holds.
@@ -117,7 +121,6 @@ import Testing
     @Test(arguments: engines) func deferredWritesFailingInABatchFailAloneAndTheOthersCommit(_ engine: DatabaseEngine) async throws {
         try await Self.withStore(engine) { database, existing in
             let insert = Self.insertGame
-            let gameRow = RowInsert("games", ["id", "name", "description", "image_name", "created_at", "updated_at", "version"])
             // Each write: its name, whether it is atomic, and the games it inserts (name and
             // id). Atomic writes execute their inserts; the others insert rows, which gather.
             let writes: [(String, Bool, [(String, CatalogID)])] = [
@@ -148,7 +151,7 @@ import Testing
                                 if atomic {
                                     try db.executeDeferred(insert, [id.rawValue, game])
                                 } else {
-                                    try db.insertDeferred(gameRow, [id.rawValue, game, "", "g", 0, 0, 1])
+                                    try db.insertDeferred(Self.gameRow, [id.rawValue, game, "", "g", 0, 0, 1])
                                 }
                             }
                             // A read after a deferred write sees it.
@@ -220,11 +223,10 @@ import Testing
     @Test(.enabled(if: TestEngine.postgresURL != nil, "needs PostgreSQL"))
     func aWriterConnectionLostMidBatchFailsItAndTheNextWriteReconnects() async throws {
         try await Self.withStore(.postgresql) { database, _ in
-            let gameRow = RowInsert("games", ["id", "name", "description", "image_name", "created_at", "updated_at", "version"])
             let writes: [(String, @Sendable (any SQLConnection) throws -> Void)] = [
-                ("before", { db in try db.insertDeferred(gameRow, [CatalogID().rawValue, "before", "", "g", 0, 0, 1]) }),
+                ("before", { db in try db.insertDeferred(Self.gameRow, [CatalogID().rawValue, "before", "", "g", 0, 0, 1]) }),
                 ("ends", { db in try db.executeDeferred("SELECT pg_terminate_backend(pg_backend_pid())", []) }),
-                ("after", { db in try db.insertDeferred(gameRow, [CatalogID().rawValue, "after", "", "g", 0, 0, 1]) }),
+                ("after", { db in try db.insertDeferred(Self.gameRow, [CatalogID().rawValue, "after", "", "g", 0, 0, 1]) }),
             ]
             let outcomes = Mutex<[String: Bool]>([:])
             try await onThread { () throws -> Void in
