@@ -34,6 +34,36 @@ import Testing
         return release
     }
 
+    /// A write of ``batch(_:_:_:)``: its name, whether it is atomic, and its work.
+    typealias NamedWrite = (name: String, atomic: Bool, work: @Sendable (any SQLConnection) throws -> Void)
+
+    /// Submits `writes` while every writer is held, so that they are taken as one batch,
+    /// and returns whether each (by name) was reported committed.
+    static func batch(_ database: any SQLDatabase, _ engine: DatabaseEngine, _ writes: [NamedWrite]) async throws -> [String: Bool] {
+        let outcomes = Mutex<[String: Bool]>([:])
+        try await onThread { () throws -> Void in
+            let group = DispatchGroup()
+            let release = try holdTheWriters(database, engine, group)
+            for write in writes {
+                group.enter()
+                database.submit(
+                    WriteOptions(), atomic: write.atomic, heavy: false, write.work,
+                    completion: { result in
+                        outcomes.withLock { $0[write.name] = (try? result.get()) != nil }
+                        group.leave()
+                    })
+            }
+            release.signal()
+            group.wait()
+        }
+        return outcomes.withLock { $0 }
+    }
+
+    /// The names of the games, in order.
+    static func gameNames(_ database: any SQLDatabase) throws -> [String] {
+        try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }.sorted()
+    }
+
     /// The insert of a game's row (``SQLConnection/insertDeferred(_:_:)``): its id, name,
     /// description, image name, times and version.
     static let gameRow = RowInsert("games", ["id", "name", "description", "image_name", "created_at", "updated_at", "version"])
@@ -137,15 +167,12 @@ import Testing
                 // In one statement with the two before it; its failure surfaces only at the commit.
                 ("last", false, [("last", existing)]),
             ]
-            let outcomes = Mutex<[String: Bool]>([:])
             let counted = Mutex<Int?>(nil)
-            try await onThread { () throws -> Void in
-                let group = DispatchGroup()
-                let release = try Self.holdTheWriters(database, engine, group)
-                for (name, atomic, games) in writes {
-                    group.enter()
-                    database.submit(
-                        WriteOptions(), atomic: atomic, heavy: false,
+            let outcomes = try await Self.batch(
+                database, engine,
+                writes.map { name, atomic, games in
+                    (
+                        name, atomic,
                         { db in
                             for (game, id) in games {
                                 if atomic {
@@ -159,23 +186,16 @@ import Testing
                                 let count = try db.fetchValue("SELECT count(*) FROM games WHERE name = 'reads'").int
                                 counted.withLock { $0 = count }
                             }
-                        },
-                        completion: { result in
-                            outcomes.withLock { $0[name] = (try? result.get()) != nil }
-                            group.leave()
-                        })
-                }
-                release.signal()
-                group.wait()
-            }
+                        }
+                    )
+                })
             #expect(
-                outcomes.withLock { $0 } == [
+                outcomes == [
                     "before": true, "duplicate": false, "atomic": true, "atomicDuplicate": false, "reads": true, "after": true, "after-2": true,
                     "last": false,
                 ])
             #expect(counted.withLock { $0 } == 1)
-            let names = try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }
-            #expect(names.sorted() == ["Existing", "after", "after-2", "atomic", "atomic-2", "before", "reads"])
+            #expect(try Self.gameNames(database) == ["Existing", "after", "after-2", "atomic", "atomic-2", "before", "reads"])
         }
     }
 
@@ -190,30 +210,15 @@ import Testing
             let insert = Self.insertGame
             // The last write catches its failure, so nothing after it in the transaction
             // fails: only the commit says that the transaction was rolled back.
-            let writes: [(String, @Sendable (any SQLConnection) throws -> Void)] = [
-                ("before", { db in try db.execute(insert, [CatalogID().rawValue, "before"]) }),
-                ("after", { db in try db.executeDeferred(insert, [CatalogID().rawValue, "after"]) }),
-                ("catches", { db in _ = try? db.execute(insert, [existing.rawValue, "duplicate"]) }),
-            ]
-            let outcomes = Mutex<[String: Bool]>([:])
-            try await onThread { () throws -> Void in
-                let group = DispatchGroup()
-                let release = try Self.holdTheWriters(database, .postgresql, group)
-                for (name, work) in writes {
-                    group.enter()
-                    database.submit(
-                        WriteOptions(), atomic: false, heavy: false, work,
-                        completion: { result in
-                            outcomes.withLock { $0[name] = (try? result.get()) != nil }
-                            group.leave()
-                        })
-                }
-                release.signal()
-                group.wait()
-            }
-            #expect(outcomes.withLock { $0 } == ["before": true, "catches": false, "after": true])
-            let names = try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }
-            #expect(names.sorted() == ["Existing", "after", "before"])
+            let outcomes = try await Self.batch(
+                database, .postgresql,
+                [
+                    ("before", false, { db in try db.execute(insert, [CatalogID().rawValue, "before"]) }),
+                    ("after", false, { db in try db.executeDeferred(insert, [CatalogID().rawValue, "after"]) }),
+                    ("catches", false, { db in _ = try? db.execute(insert, [existing.rawValue, "duplicate"]) }),
+                ])
+            #expect(outcomes == ["before": true, "catches": false, "after": true])
+            #expect(try Self.gameNames(database) == ["Existing", "after", "before"])
         }
     }
 
@@ -223,34 +228,19 @@ import Testing
     @Test(.enabled(if: TestEngine.postgresURL != nil, "needs PostgreSQL"))
     func aWriterConnectionLostMidBatchFailsItAndTheNextWriteReconnects() async throws {
         try await Self.withStore(.postgresql) { database, _ in
-            let writes: [(String, @Sendable (any SQLConnection) throws -> Void)] = [
-                ("before", { db in try db.insertDeferred(Self.gameRow, [CatalogID().rawValue, "before", "", "g", 0, 0, 1]) }),
-                ("ends", { db in try db.executeDeferred("SELECT pg_terminate_backend(pg_backend_pid())", []) }),
-                ("after", { db in try db.insertDeferred(Self.gameRow, [CatalogID().rawValue, "after", "", "g", 0, 0, 1]) }),
-            ]
-            let outcomes = Mutex<[String: Bool]>([:])
-            try await onThread { () throws -> Void in
-                let group = DispatchGroup()
-                let release = try Self.holdTheWriters(database, .postgresql, group)
-                for (name, work) in writes {
-                    group.enter()
-                    database.submit(
-                        WriteOptions(), atomic: false, heavy: false, work,
-                        completion: { result in
-                            outcomes.withLock { $0[name] = (try? result.get()) != nil }
-                            group.leave()
-                        })
-                }
-                release.signal()
-                group.wait()
-            }
-            #expect(outcomes.withLock { $0 } == ["before": false, "ends": false, "after": false])
+            let outcomes = try await Self.batch(
+                database, .postgresql,
+                [
+                    ("before", false, { db in try db.insertDeferred(Self.gameRow, [CatalogID().rawValue, "before", "", "g", 0, 0, 1]) }),
+                    ("ends", false, { db in try db.executeDeferred("SELECT pg_terminate_backend(pg_backend_pid())", []) }),
+                    ("after", false, { db in try db.insertDeferred(Self.gameRow, [CatalogID().rawValue, "after", "", "g", 0, 0, 1]) }),
+                ])
+            #expect(outcomes == ["before": false, "ends": false, "after": false])
             // Both writers take the next writes: each commits, on a connection of its own.
             for name in ["next", "next-2"] {
                 _ = try database.write { db in try db.execute(Self.insertGame, [CatalogID().rawValue, name]) }
             }
-            let names = try database.read { db in try db.fetchRows("SELECT name FROM games").compactMap { $0[0].string } }
-            #expect(names.sorted() == ["Existing", "next", "next-2"])
+            #expect(try Self.gameNames(database) == ["Existing", "next", "next-2"])
         }
     }
 
