@@ -7,29 +7,31 @@ import Foundation
 final class PostgresConnection: SQLConnection, PooledConnection {
     let connection: OpaquePointer
     /// Prepared statement names by SQL text.
-    private var prepared: [StatementKey: String] = [:]
+    var prepared: [StatementKey: String] = [:]
     /// Names given since the last `DEALLOCATE ALL`: each statement's is new (one forgotten
     /// as stale keeps its name on the server).
-    private var names = 0
+    var names = 0
     /// The statement timeout set on the session, in milliseconds (0: none).
     private var statementTimeout: Int64 = -1
     /// Set once the connection has failed: the pool then drops it.
     var isBroken = false
+    // The pipeline's state (PostgresConnection+Pipeline.swift).
     /// Whether ``executeDeferred(_:_:)`` sends its statement on in pipeline mode rather
     /// than waiting for its result: inside ``inDeferredTransaction(_:_:)``.
-    private var defersStatements = false
+    var defersStatements = false
     /// What was sent in pipeline mode and not yet read (``awaitDeferred()``): each step's
     /// SQL, and for a statement prepared in the pipeline, its key.
-    private var deferred: [(sql: String, preparing: StatementKey?)] = []
-    private var pipelining = false
+    var deferred: [(sql: String, preparing: StatementKey?)] = []
+    /// Whether the connection is in pipeline mode.
+    var pipelining = false
     /// Rows of one ``RowInsert`` deferred one after another, not yet sent
     /// (``insertDeferred(_:_:)``).
-    private var gathered: (insert: RowInsert, rows: [SQLArguments])?
+    var gathered: (insert: RowInsert, rows: [SQLArguments])?
     /// The most rows sent in one statement: a writer's batch.
-    private static let maxGathered = PostgresWriter.maxBatch
+    static let maxGathered = RowInsert.maxRows
 
     /// The most statements kept prepared; past it they are all deallocated.
-    private static let maxPrepared = 512
+    static let maxPrepared = 512
 
     var dialect: any SQLDialect { PostgreSQLDialect() }
 
@@ -94,120 +96,8 @@ final class PostgresConnection: SQLConnection, PooledConnection {
         return Int(String(cString: PQcmdTuples(result))) ?? 0
     }
 
-    /// Sends the statement on in pipeline mode when ``defersStatements`` (prepared in the
-    /// same pipeline when new), without waiting: a batch's writes then reach PostgreSQL in
-    /// one write and their results come back together, where each waited for its own
-    /// round trip. The connection blocks, yet never waits on a server that waits for it to
-    /// read: libpq reads what the server sends while a send of its own waits.
-    func executeDeferred(_ sql: String, _ arguments: SQLArguments) throws {
-        try sendGathered()
-        let key = StatementKey(sql)
-        // Past the prepared statements' bound, `execute` deallocates them first.
-        guard defersStatements, prepared[key] != nil || names < Self.maxPrepared else {
-            _ = try execute(sql, arguments)
-            return
-        }
-        if !pipelining {
-            guard PQenterPipelineMode(connection) == 1 else { throw lost() }
-            pipelining = true
-        }
-        let name: String
-        if let known = prepared[key] {
-            name = known
-        } else {
-            name = "s\(names)"
-            guard PQsendPrepare(connection, name, Self.numbered(sql), 0, nil) == 1 else { throw lost() }
-            prepared[key] = name
-            names += 1
-            deferred.append((sql, key))
-        }
-        let sent = try Self.withParameters(arguments) { count, values, lengths, formats in
-            PQsendQueryPrepared(connection, name, count, values, lengths, formats, 1)
-        }
-        guard sent == 1 else { throw lost() }
-        deferred.append((sql, nil))
-    }
-
-    /// Gathers the row when ``defersStatements``, to be sent with the rows of the same
-    /// insert deferred after it, in one statement each of 1, 2, 4 … 64 rows (so that an
-    /// insert takes at most seven prepared statements): PostgreSQL then starts the
-    /// statement, and its trigger's plan, once for them all, not once a row.
-    func insertDeferred(_ insert: RowInsert, _ arguments: SQLArguments) throws {
-        guard defersStatements else {
-            _ = try execute(insert.sql, arguments)
-            return
-        }
-        if let held = gathered, held.insert.sql == insert.sql, held.rows.count < Self.maxGathered {
-            gathered?.rows.append(arguments)
-            return
-        }
-        try sendGathered()
-        gathered = (insert, [arguments])
-    }
-
-    /// Sends the rows gathered (``insertDeferred(_:_:)``) on, in statements of as many rows
-    /// as the largest power of two left.
-    private func sendGathered() throws {
-        guard let (insert, rows) = gathered else { return }
-        gathered = nil
-        var start = 0
-        while start < rows.count {
-            let count = 1 << (Int.bitWidth - 1 - (rows.count - start).leadingZeroBitCount)
-            try executeDeferred(count == 1 ? insert.sql : insert.sql(rows: count), Array(rows[start..<start + count].joined()))
-            start += count
-        }
-    }
-
-    /// Reads the results of what ``executeDeferred(_:_:)`` sent, through the pipeline's
-    /// end, and leaves pipeline mode; throws the first failure among them (those after it
-    /// were not run). A statement whose preparation was not run is forgotten.
-    private func awaitDeferred() throws {
-        try sendGathered()
-        guard pipelining else { return }
-        let steps = deferred
-        deferred.removeAll(keepingCapacity: true)
-        pipelining = false
-        guard PQpipelineSync(connection) == 1 else { throw lost() }
-        var failure: (any Error)?
-        for step in steps {
-            while let result = PQgetResult(connection) {
-                defer { PQclear(result) }
-                let status = PQresultStatus(result)
-                if let key = step.preparing, status != PGRES_COMMAND_OK { prepared[key] = nil }
-                // Skipped: a statement before it failed.
-                guard status != PGRES_PIPELINE_ABORTED else { continue }
-                do {
-                    // A preparation's failure is the statement's own (checkPrepared's stale
-                    // statements are those prepared before).
-                    if step.preparing != nil {
-                        try check(result, expecting: PGRES_COMMAND_OK, sql: step.sql)
-                        continue
-                    }
-                    try checkPrepared(result, expecting: PGRES_COMMAND_OK, sql: step.sql)
-                    // PostgreSQL answers the COMMIT of a transaction a caught failure left
-                    // aborted with `ROLLBACK`, not an error.
-                    if step.sql == Self.commit, String(cString: PQcmdStatus(result)) != Self.commit {
-                        throw SQLError(kind: .other, code: "25P02", message: "the transaction was rolled back at its commit: a statement in it failed")
-                    }
-                } catch {
-                    failure = failure ?? error
-                }
-            }
-            if isBroken { throw failure ?? lost() }
-        }
-        let end = PQgetResult(connection)
-        let ended = end.map(PQresultStatus) == PGRES_PIPELINE_SYNC
-        if let end { PQclear(end) }
-        guard ended, PQexitPipelineMode(connection) == 1 else {
-            // The connection is in a state it cannot be in: given up.
-            let broken = lost()
-            throw failure ?? broken
-        }
-        if let failure { throw failure }
-    }
-
     /// Marks the connection broken, with what libpq says of it.
-    private func lost() -> SQLError {
+    func lost() -> SQLError {
         isBroken = true
         return SQLError(kind: .connection, code: "08006", message: Self.message(PQerrorMessage(connection)))
     }
@@ -240,55 +130,6 @@ final class PostgresConnection: SQLConnection, PooledConnection {
             throw error
         }
     }
-
-    /// Runs `body` in a transaction opened by the statements of `begin`, sending them,
-    /// `body`'s deferred statements (``executeDeferred(_:_:)``) and the `COMMIT` on without
-    /// waiting, so that they reach PostgreSQL together and their results come back
-    /// together: a transaction that only writes takes one round trip, and none while it
-    /// holds its locks. A statement that waits for its result (one that returns rows, a
-    /// savepoint) first reads what was sent before it and throws the first failure among
-    /// those, so a failure surfaces there or at the commit. Committed when `body` returns;
-    /// rolled back when it, or the commit, throws.
-    func inDeferredTransaction<T>(_ begin: [String], _ body: () throws -> T) throws -> T {
-        defersStatements = true
-        defer { defersStatements = false }
-        do {
-            for statement in begin { try executeDeferred(statement, []) }
-            let result = try body()
-            try executeDeferred(Self.commit, [])
-            try awaitDeferred()
-            return result
-        } catch {
-            rollBack()
-            throw error
-        }
-    }
-
-    private static let commit = "COMMIT"
-
-    /// Undoes what was written since the savepoint `name` and releases it; rows gathered
-    /// since (``insertDeferred(_:_:)``) are dropped unsent.
-    func rollBack(toSavepoint name: String) throws {
-        gathered = nil
-        try script("ROLLBACK TO SAVEPOINT \(name); RELEASE SAVEPOINT \(name)")
-    }
-
-    /// Rolls the transaction back, once what was sent in it is read (whatever it says).
-    private func rollBack() {
-        gathered = nil
-        try? awaitDeferred()
-        try? script("ROLLBACK")
-    }
-
-    /// Begins a writer's transaction and takes the change log's lock for the rest of it
-    /// (statements for ``inDeferredTransaction(_:_:)``, sent on with the writes, so that
-    /// PostgreSQL takes the lock when they reach it). Writers take it first, before any
-    /// row lock (everything goes out on one connection, in order), so that the change
-    /// log's triggers (which take it too) never wait for it while holding a row another
-    /// writer waits for. See `Migrations/postgresql/0002_change_log.sql`. It may be held
-    /// by a long write (an import), so the wait for it may last as long as a write
-    /// statement may run (60 s), not the 5 s of a row lock.
-    static let beginLockingChangeLog = ["BEGIN", "SELECT set_config('lock_timeout', '60s', true), pg_advisory_xact_lock(7031950146)"]
 
     /// Waits up to `milliseconds` for notifications (of channels this connection
     /// listens to): the channels of those that arrived.
@@ -349,7 +190,7 @@ final class PostgresConnection: SQLConnection, PooledConnection {
     /// ``check(_:expecting:sql:)`` for a prepared statement's result: one prepared before a
     /// migration changed what it reads (or dropped on the server) is forgotten, to be
     /// prepared anew when the work runs again.
-    private func checkPrepared(_ result: OpaquePointer?, expecting status: ExecStatusType, sql: String) throws {
+    func checkPrepared(_ result: OpaquePointer?, expecting status: ExecStatusType, sql: String) throws {
         do {
             try check(result, expecting: status, sql: sql)
         } catch let error as SQLError where Self.staleStatement.contains(error.code) {
@@ -485,83 +326,5 @@ final class PostgresConnection: SQLConnection, PooledConnection {
 
     private static func message(_ text: UnsafePointer<CChar>?) -> String {
         text.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
-    }
-}
-
-/// The rows of a result in binary format, read in place (big-endian numbers, raw text).
-final class PostgresRows: SQLRows {
-    private let result: OpaquePointer
-    private let rowCount: Int32
-    private var row: Int32 = -1
-    /// The type of each column (pg_type OIDs).
-    private let types: [UInt32]
-
-    init(_ result: OpaquePointer) {
-        self.result = result
-        rowCount = PQntuples(result)
-        types = (0..<PQnfields(result)).map { PQftype(result, $0) }
-    }
-
-    deinit { PQclear(result) }
-
-    func step() throws -> Bool {
-        guard row + 1 < rowCount else { return false }
-        row += 1
-        return true
-    }
-
-    var columnCount: Int32 { Int32(types.count) }
-
-    func isNull(_ column: Int32) -> Bool { PQgetisnull(result, row, column) != 0 }
-
-    private func bytes(_ column: Int32) -> UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(start: PQgetvalue(result, row, column), count: Int(PQgetlength(result, row, column)))
-    }
-
-    func integer(_ column: Int32) -> Int64 {
-        let raw = bytes(column)
-        switch raw.count {
-        case 8: return Int64(bigEndian: raw.loadUnaligned(as: Int64.self))
-        case 4: return types[Int(column)] == 23 ? Int64(Int32(bigEndian: raw.loadUnaligned(as: Int32.self))) : Int64(UInt32(bigEndian: raw.loadUnaligned(as: UInt32.self)))
-        case 2: return Int64(Int16(bigEndian: raw.loadUnaligned(as: Int16.self)))
-        case 1: return Int64(raw[0])
-        default: return 0
-        }
-    }
-
-    func real(_ column: Int32) -> Double {
-        let raw = bytes(column)
-        switch types[Int(column)] {
-        case 701: return Double(bitPattern: UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self)))
-        case 700: return Double(Float(bitPattern: UInt32(bigEndian: raw.loadUnaligned(as: UInt32.self))))
-        case 1700: return Self.numeric(raw)
-        default: return Double(integer(column))
-        }
-    }
-
-    func text(_ column: Int32) -> UnsafeBufferPointer<UInt8> {
-        let raw = bytes(column)
-        return UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count)
-    }
-
-    func value(_ column: Int32) -> SQLValue {
-        if isNull(column) { return .null }
-        switch types[Int(column)] {
-        case 16, 20, 21, 23, 26, 28: return .integer(integer(column))
-        case 700, 701, 1700: return .real(real(column))
-        case 17: return .blob(Array(bytes(column)))
-        default: return .text(String(decoding: text(column), as: UTF8.self))
-        }
-    }
-
-    /// A `numeric` in binary: digit count, weight, sign, scale, then base-10000 digits.
-    private static func numeric(_ raw: UnsafeRawBufferPointer) -> Double {
-        guard raw.count >= 8 else { return 0 }
-        func word(_ index: Int) -> Int { Int(Int16(bitPattern: UInt16(bigEndian: raw.loadUnaligned(fromByteOffset: index * 2, as: UInt16.self)))) }
-        let digits = word(0), weight = word(1), sign = UInt16(truncatingIfNeeded: word(2))
-        guard sign != 0xC000, raw.count >= 8 + digits * 2 else { return .nan }
-        var value = 0.0
-        for index in 0..<digits { value += Double(word(4 + index)) * pow(10_000, Double(weight - index)) }
-        return sign == 0x4000 ? -value : value
     }
 }
