@@ -36,6 +36,9 @@ typedef struct {
     int first[MAX_WORDS];
     int length[MAX_WORDS];
     int overflow;
+    /* The first bytes of its tokens, as a set (bit b of firsts[b / 8]): a token of a
+       column that begins with another byte matches none of them. */
+    unsigned char firsts[32];
 } Query;
 
 static void query_free(void *pointer) {
@@ -77,6 +80,7 @@ static Query *query_of(sqlite3_context *context, sqlite3_value *argument, Tokeni
     query->count = 0;
     query->words = 0;
     query->overflow = 0;
+    memset(query->firsts, 0, sizeof query->firsts);
     const char *text = (const char *)sqlite3_value_text(argument);
     int length = sqlite3_value_bytes(argument);
     int start = 0;
@@ -107,6 +111,10 @@ static Query *query_of(sqlite3_context *context, sqlite3_value *argument, Tokeni
         }
         start = end + 1;
     }
+    for (int i = 0; i < query->count; i++) {
+        unsigned char byte = (unsigned char)query->terms[i].text[0];
+        query->firsts[byte / 8] |= (unsigned char)(1u << (byte % 8));
+    }
     return query;
 }
 
@@ -128,6 +136,12 @@ typedef struct {
 
 /* Takes the next token of a column; returns the words whose phrase it completes. */
 static unsigned phrases_advance(Phrases *phrases, const Query *query, const char *token, int length) {
+    unsigned char byte = (unsigned char)token[0];
+    if ((query->firsts[byte / 8] & (1u << (byte % 8))) == 0) {
+        /* Most of a column's tokens: no phrase goes on through this one. */
+        for (int word = 0; word < query->words; word++) phrases->state[word] = 0;
+        return 0;
+    }
     unsigned completed = 0;
     for (int word = 0; word < query->words; word++) {
         unsigned matches = 0;
@@ -142,9 +156,27 @@ static unsigned phrases_advance(Phrases *phrases, const Query *query, const char
 
 typedef int (*TokenCallback)(void *, int, const char *, int, int, int);
 
-static int ascii_alnum(unsigned char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
+/* Each byte as tokenize_ascii reads it: an ASCII letter or digit folded to lower case,
+   0 for any other ASCII byte (which separates tokens), NON_ASCII for the rest. */
+#define NON_ASCII 0xFF
+static const unsigned char ascii_folded[256] = {
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x38, 0x39, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68, 0x69, 0x6a, 0x6b, 0x6c, 0x6d, 0x6e, 0x6f,
+    0x70, 0x71, 0x72, 0x73, 0x74, 0x75, 0x76, 0x77, 0x78, 0x79, 0x7a, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68, 0x69, 0x6a, 0x6b, 0x6c, 0x6d, 0x6e, 0x6f,
+    0x70, 0x71, 0x72, 0x73, 0x74, 0x75, 0x76, 0x77, 0x78, 0x79, 0x7a, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+};
 
 /* The longest token tokenize_ascii folds; text with a longer one goes to the tokenizer. */
 #define MAX_ASCII_TOKEN 128
@@ -154,24 +186,24 @@ static int ascii_alnum(unsigned char c) {
 
 /* Tokenizes ASCII text as unicode61 does: its tokens in ASCII are the runs of letters and
    digits, folded to lower case. Answers NOT_ASCII, having perhaps passed some tokens to
-   `callback`, at the first other byte (or a very long word). */
+   `callback`, at the first other byte (or a very long word). One table lookup a byte
+   (ascii_folded): ranking reads every byte of a candidate's text. */
 static int tokenize_ascii(void *context, const char *text, int length, TokenCallback callback) {
+    const unsigned char *bytes = (const unsigned char *)text;
     char folded[MAX_ASCII_TOKEN];
     int i = 0;
     while (i < length) {
-        while (i < length && !ascii_alnum((unsigned char)text[i])) {
-            if ((unsigned char)text[i] >= 0x80) return NOT_ASCII;
-            i++;
-        }
+        unsigned char byte = 0;
+        while (i < length && (byte = ascii_folded[bytes[i]]) == 0) i++;
+        if (i == length) break;
+        if (byte == NON_ASCII) return NOT_ASCII;
         int start = i;
-        while (i < length && ascii_alnum((unsigned char)text[i])) {
+        while (i < length && (byte = ascii_folded[bytes[i]]) != 0 && byte != NON_ASCII) {
             if (i - start == MAX_ASCII_TOKEN) return NOT_ASCII;
-            char c = text[i];
-            folded[i - start] = (c >= 'A' && c <= 'Z') ? (char)(c + ('a' - 'A')) : c;
+            folded[i - start] = (char)byte;
             i++;
         }
-        if (i < length && (unsigned char)text[i] >= 0x80) return NOT_ASCII;
-        if (i == start) break;
+        if (i < length && byte == NON_ASCII) return NOT_ASCII;
         int rc = callback(context, 0, folded, i - start, start, i);
         if (rc != SQLITE_OK) return rc;
     }

@@ -149,6 +149,8 @@ final class SQLSearchShape: Sendable {
     let rank: String
     let match: String?
     let pending: String?
+    /// How many `?` `filter`, `rank` and `match` hold, counted once.
+    let parameters: (filter: Int, rank: Int, match: Int)
 
     init(filter: String, from: String?, newestFirst: String, rank: String, match: String?, pending: String?) {
         self.filter = filter
@@ -157,6 +159,8 @@ final class SQLSearchShape: Sendable {
         self.rank = rank
         self.match = match
         self.pending = pending
+        func parameters(_ sql: String?) -> Int { sql?.utf8.count(where: { $0 == UInt8(ascii: "?") }) ?? 0 }
+        self.parameters = (parameters(filter), parameters(rank), parameters(match))
     }
 }
 
@@ -167,4 +171,11 @@ typealias SQLSearchArguments = (filter: String, rank: String, match: String)
 struct SQLSearch {
     let shape: SQLSearchShape
     let arguments: SQLSearchArguments
+
+    /// What the search binds to its shape's `filter`: its argument for each `?`.
+    var filterArguments: SQLArguments { Array(repeating: arguments.filter, count: shape.parameters.filter) }
+    /// What the search binds to its shape's `rank`.
+    var rankArguments: SQLArguments { Array(repeating: arguments.rank, count: shape.parameters.rank) }
+    /// What the search binds to its shape's `match`.
+    var matchArguments: SQLArguments { Array(repeating: arguments.match, count: shape.parameters.match) }
 }

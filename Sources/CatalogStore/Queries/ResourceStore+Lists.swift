@@ -254,7 +254,7 @@ extension ResourceStore {
                 shapeWay = if case .ordered = way { .ordered } else { .index }
                 from = search.shape.from ?? from
                 filters.append(search.shape.filter)
-                arguments += Self.repeated(search.arguments.filter, for: search.shape.filter)
+                arguments += search.filterArguments
             case .walk:
                 guard search.shape.match != nil else { throw .unavailable("This engine cannot walk a search.") }
                 shapeWay = .walk
@@ -304,20 +304,17 @@ extension ResourceStore {
         switch way {
         case .walk:
             if request.order == .relevance { return (sql, keyArguments + arguments) }
-            return (sql, keyArguments + Self.repeated(search.arguments.match, for: search.shape.match ?? "") + arguments + outerArguments)
+            return (sql, keyArguments + search.matchArguments + arguments + outerArguments)
         case .index, .ordered, .rows:
             var candidateArguments = keyArguments + arguments
-            if shapeWay != .rows, search.shape.pending != nil, let match = search.shape.match {
-                candidateArguments += keyArguments + Self.repeated(search.arguments.match, for: match) + arguments[searchArguments...]
+            if shapeWay != .rows, search.shape.pending != nil, search.shape.match != nil {
+                candidateArguments += keyArguments + search.matchArguments + arguments[searchArguments...]
             }
             if case .ordered = way { return (sql, candidateArguments) }
             // `.rows` holds the page already (at most `limit + 1`): no limit to bind.
             return (sql, candidateArguments + outerArguments + (shapeWay == .rows ? [] : [request.limit + 1]))
         }
     }
-
-    /// The `FROM` of a page whose rows a search chose by `pk` (bound as one JSON array).
-    private var rowsFrom: String { "\(database.dialect.jsonElements("found")) CROSS JOIN \(schema.table) t" }
 
     /// The text of the list statements of `shape` (``listQuery(_:after:way:search:)``, whose
     /// arguments follow its `?` in order), where `search` is the SQL of its search, if any.
@@ -384,15 +381,10 @@ extension ResourceStore {
             guard request.search != nil, schema.searchTable != nil else { throw .invalidCursor("Relevance order needs a search.") }
             // Text without a letter or digit searches for nothing: no rank to compute.
             guard let search else { return ("0.0", [], false) }
-            return (search.shape.rank, Self.repeated(search.arguments.rank, for: search.shape.rank), false)
+            return (search.shape.rank, search.rankArguments, false)
         case .distance:
             guard let point = request.near else { throw .invalidCursor("Distance order needs a point.") }
             return (Geo.distanceSQL(database.dialect), [point.latitude, point.latitude, point.longitude], false)
         }
-    }
-
-    /// `value` once for each `?` of `sql`.
-    static func repeated(_ value: String, for sql: String) -> SQLArguments {
-        Array(repeating: value, count: sql.utf8.count(where: { $0 == UInt8(ascii: "?") }))
     }
 }

@@ -117,6 +117,8 @@ public final class ResourceStore: Sendable {
     let integerSorts: Set<String>
     /// The select lists of list queries: plain, and with the distance column filled.
     let listColumns: (plain: String, distance: String)
+    /// The `FROM` of a page whose rows a search chose by `pk` (bound as one JSON array).
+    let rowsFrom: String
 
     init(_ schema: ResourceSchema, database: any SQLDatabase, relations: Relations = Relations()) {
         self.schema = schema
@@ -178,6 +180,7 @@ public final class ResourceStore: Sendable {
                 }
             }.map(\.name))
         listColumns = (Self.selectList(renderer, distance: nil), Self.selectList(renderer, distance: "t.sort_key"))
+        rowsFrom = "\(database.dialect.jsonElements("found")) CROSS JOIN \(schema.table) t"
     }
 
     /// For each column `renderer` reads, its place among the `inserted` columns (`nil` for
