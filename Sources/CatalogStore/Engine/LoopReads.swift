@@ -49,8 +49,12 @@ public struct LoopReadCounts: Sendable, Equatable {
     /// Reads sent in those batches (one sent again counts again).
     public var sent = 0
     /// Reads put back in the line: PostgreSQL skipped them (a statement before them in their
-    /// batch failed), or a migration made their prepared statement stale.
+    /// batch failed), a statement they shared with other reads failed, or a migration made
+    /// their prepared statement stale.
     public var resent = 0
+    /// Reads answered by a statement they shared with other reads of a batch (GETs by id:
+    /// one statement for all the ids, ``LoopReadMerge``).
+    public var merged = 0
     /// Reads a loop could not take (no connection yet, or its line full): run on a pool.
     public var declined = 0
     /// Taken reads handed back to run on a pool: a connection lost or silent too long, a

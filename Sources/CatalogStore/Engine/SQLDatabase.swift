@@ -26,9 +26,11 @@ protocol SQLDatabase: Sendable {
     /// without blocking it: `completion` runs there with what `body` makes of its rows, or
     /// `nil` to ask for the read to run elsewhere (``LoopReadOutcome/elsewhere``). False, having
     /// started nothing, where reads do not wait on a network (SQLite, read on the loop
-    /// itself) or the loop cannot take it now (``PostgresLoopReader``).
+    /// itself) or the loop cannot take it now (``PostgresLoopReader``). With `merging`, the
+    /// read may be answered by one statement with the reads of other keys sent with it
+    /// (``LoopReadMerge``): `body` then sees the row of its key alone, as `sql` reads it.
     func readOnLoop<T>(
-        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, isAbandoned: @escaping () -> Bool,
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, merging: LoopReadMerge?, isAbandoned: @escaping () -> Bool,
         _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
     ) -> Bool
     /// A number that stays the same while nothing commits to the database and has changed
@@ -64,10 +66,18 @@ extension SQLDatabase {
     }
 
     func readOnLoop<T>(
-        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, isAbandoned: @escaping () -> Bool,
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, merging: LoopReadMerge?, isAbandoned: @escaping () -> Bool,
         _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
     ) -> Bool {
         false
+    }
+
+    /// ``readOnLoop(_:_:_:merging:isAbandoned:_:completion:)`` of a read no other shares a statement with.
+    func readOnLoop<T>(
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, isAbandoned: @escaping () -> Bool,
+        _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
+    ) -> Bool {
+        readOnLoop(reactor, sql, arguments, merging: nil, isAbandoned: isAbandoned, body, completion: completion)
     }
 
     func submit<T: Sendable>(
@@ -114,4 +124,15 @@ protocol SQLBackups {
     /// for integrity, stopping when `isCancelled` says so.
     /// - Returns: the copy's size in bytes.
     func backup(to destination: String, isCancelled: @escaping () -> Bool) throws -> Int
+}
+
+/// How a read of one row by its key (a GET by id) may share one statement with the reads of
+/// other keys that a loop sends together (``SQLDatabase/readOnLoop(_:_:_:merging:isAbandoned:_:completion:)``):
+/// `sql` reads the rows of the keys bound as one JSON array of strings, each row with its
+/// key as the text of column `column`. PostgreSQL then starts one statement for them all,
+/// and the loop reads one result.
+struct LoopReadMerge {
+    let sql: String
+    let key: String
+    let column: Int32
 }

@@ -21,8 +21,29 @@ extension PostgresLoopReader {
             case prepare(name: String, key: StatementKey)
             /// A read's statement, run.
             case execute(Job)
+            /// The one statement `sql` of reads by key (``LoopReadMerge``), run for all their keys.
+            case merged([Job], sql: String)
             /// The end of the batch.
             case sync
+
+            /// The reads it answers.
+            var jobs: [Job] {
+                switch self {
+                case let .execute(job): [job]
+                case let .merged(jobs, _): jobs
+                case .prepare, .sync: []
+                }
+            }
+
+            /// The statement it runs.
+            var sql: String {
+                switch self {
+                case let .execute(job): job.sql
+                case let .merged(_, sql): sql
+                case let .prepare(_, key): key.sql
+                case .sync: ""
+                }
+            }
         }
 
         /// What became of a read asked to join the batch.
@@ -96,18 +117,21 @@ extension PostgresLoopReader {
         }
 
         /// Sends `batch` (an idle connection's): each read's statement, prepared first when
-        /// new, and one `Sync`, in one write when the socket takes it. Reads refused before
-        /// sending are answered once the rest are sent.
+        /// new (reads by key of one kind as one statement, ``LoopReadMerge``), and one `Sync`,
+        /// in one write when the socket takes it. Reads refused before sending are answered
+        /// once the rest are sent.
         func start(_ batch: [Job]) {
             sent = ContinuousClock.now
             heard = sent
             var refused: [(Job, any Error)] = []
-            var unsent: ArraySlice<Job> = []
-            for (index, job) in batch.enumerated() {
-                switch queue(job, flushing: (index + 1) % PostgresLoopReader.readsPerFlush == 0 && index < batch.count - 1) {
+            var unsent: [Job] = []
+            let statements = Self.statements(batch)
+            for (index, statement) in statements.enumerated() {
+                let flushing = (index + 1) % PostgresLoopReader.readsPerFlush == 0 && index < statements.count - 1
+                switch queue(statement, flushing: flushing) {
                 case .queued: continue
-                case let .refused(error): refused.append((job, error))
-                case .failed: unsent = batch[index...]
+                case let .refused(error): refused += statement.jobs.map { ($0, error) }
+                case .failed: unsent = statements[index...].flatMap(\.jobs)
                 }
                 if !unsent.isEmpty { break }
             }
@@ -120,14 +144,40 @@ extension PostgresLoopReader {
             for (job, error) in refused { reader.finished(job, .failure(error)) }
         }
 
-        /// Adds `job`'s statement to the batch (prepared first when new), and a flush request
-        /// after it when `flushing` (the batch's `Sync` flushes the last).
-        private func queue(_ job: Job, flushing: Bool) -> Queued {
-            let key = StatementKey(job.sql)
+        /// The statements of `batch`, in the order of their first reads: each read's own, but
+        /// one for all the reads by key of one kind when there are several (``LoopReadMerge``).
+        private static func statements(_ batch: [Job]) -> [Step] {
+            var statements: [Step] = []
+            for job in batch {
+                if let merging = job.merging,
+                    let index = statements.firstIndex(where: {
+                        if case let .merged(_, sql) = $0 { sql == merging.sql } else { false }
+                    }), case let .merged(jobs, sql) = statements[index]
+                {
+                    statements[index] = .merged(jobs + [job], sql: sql)
+                } else {
+                    statements.append(job.merging.map { .merged([job], sql: $0.sql) } ?? .execute(job))
+                }
+            }
+            return statements.map { statement in
+                if case let .merged(jobs, _) = statement, jobs.count == 1 { .execute(jobs[0]) } else { statement }
+            }
+        }
+
+        /// Adds `statement` (a read's, or reads' by key) to the batch (prepared first when
+        /// new), and a flush request after it when `flushing` (the batch's `Sync` flushes the last).
+        private func queue(_ statement: Step, flushing: Bool) -> Queued {
+            let (sql, arguments): (String, SQLArguments) =
+                switch statement {
+                case let .merged(jobs, sql): (sql, [JSONArrayParameter.text(jobs.lazy.map { $0.merging?.key ?? "" }, quoted: true)])
+                case let .execute(job): (job.sql, job.arguments)
+                case .prepare, .sync: ("", [])
+                }
+            let key = StatementKey(sql)
             var name = prepared[key]
             if name == nil {
                 let new = prepared.count < Self.maxPrepared ? "l\(names)" : ""
-                guard PQsendPrepare(connection.connection, new, PostgresConnection.numbered(job.sql), 0, nil) == 1 else { return .failed }
+                guard PQsendPrepare(connection.connection, new, PostgresConnection.numbered(sql), 0, nil) == 1 else { return .failed }
                 steps.append(.prepare(name: new, key: key))
                 if !new.isEmpty {
                     prepared[key] = new
@@ -137,14 +187,14 @@ extension PostgresLoopReader {
             }
             let queued: Int32
             do {
-                queued = try PostgresConnection.withParameters(job.arguments) { count, values, lengths, formats in
+                queued = try PostgresConnection.withParameters(arguments) { count, values, lengths, formats in
                     PQsendQueryPrepared(connection.connection, name, count, values, lengths, formats, 1)
                 }
             } catch {
                 return .refused(error)
             }
             guard queued == 1, !flushing || PQsendFlushRequest(connection.connection) == 1 else { return .failed }
-            steps.append(.execute(job))
+            steps.append(statement)
             return .queued
         }
 
@@ -215,10 +265,11 @@ extension PostgresLoopReader {
                         }
                     }
                     PQclear(next)
-                case let .execute(job):
+                case .execute, .merged:
+                    let sql = steps[step].sql
                     guard let next else {
+                        finish(steps[step])
                         step += 1
-                        finish(job)
                         continue
                     }
                     let status = PQresultStatus(next)
@@ -228,7 +279,7 @@ extension PostgresLoopReader {
                     } else if result == nil, failure == nil, status == PGRES_TUPLES_OK {
                         result = next
                     } else {
-                        if failure == nil { failure = error(of: next, expecting: PGRES_TUPLES_OK, job.sql) }
+                        if failure == nil { failure = error(of: next, expecting: PGRES_TUPLES_OK, sql) }
                         PQclear(next)
                     }
                 case .sync:
@@ -266,18 +317,19 @@ extension PostgresLoopReader {
             }
         }
 
-        /// Ends `job`, the statement just heard: its rows or its error. Kept to be sent
+        /// Ends the reads of `statement`, the statement just heard: each with its rows (of
+        /// reads by key, the row of its own key) or the statement's error. Kept to be sent
         /// again when it was not run (a statement before it failed) or ran on a stale
-        /// prepared statement; run elsewhere when its statement could not be prepared or the
+        /// prepared statement; run elsewhere when it could not be prepared or the
         /// connection is lost.
-        private func finish(_ job: Job) {
+        private func finish(_ statement: Step) {
             let wasSkipped = skipping
             skipping = false
-            let outcome: Result<PostgresRows, any Error>
+            let outcome: Result<OpaquePointer, any Error>
             if let failure {
                 outcome = .failure(failure)
             } else if let result, !wasSkipped {
-                outcome = .success(PostgresRows(result))
+                outcome = .success(result)
                 self.result = nil
             } else {
                 outcome = .failure(SQLError(kind: .other, code: "XX000", message: "no result"))
@@ -288,8 +340,11 @@ extension PostgresLoopReader {
                 self.result = nil
             }
             failure = nil
-            let key = StatementKey(job.sql)
+            let key = StatementKey(statement.sql)
             var again = wasSkipped && !unprepared.contains(key)
+            // A statement several reads share fails for none of them alone (cancelled, say):
+            // its reads are sent again, once, and then run elsewhere, each on its own.
+            if case .merged = statement, case .failure = outcome, !wasSkipped { again = true }
             if case let .failure(error as SQLError) = outcome {
                 if error.kind == .connection { connection.isBroken = true }
                 if PostgresConnection.staleStatement.contains(error.code) {
@@ -299,19 +354,30 @@ extension PostgresLoopReader {
                     again = true
                 }
             }
+            let jobs = statement.jobs
+            if connection.isBroken || again || wasSkipped, case let .success(result) = outcome { PQclear(result) }
             if connection.isBroken {
-                reader.finished(job, nil)
+                for job in jobs { reader.finished(job, nil) }
             } else if again {
-                skipped.append(job)
+                skipped += jobs
+            } else if wasSkipped {
+                for job in jobs { reader.finished(job, nil) }
+            } else if case let .merged(jobs, _) = statement {
+                reader.merged(jobs.count)
+                let shared = outcome.map(SharedResult.init)
+                for job in jobs {
+                    let rows = shared.map { shared in PostgresRows(shared, row: job.merging.flatMap { shared.row($0.key, column: $0.column) }) }
+                    reader.finished(job, rows)
+                }
             } else {
-                reader.finished(job, wasSkipped ? nil : outcome)
+                for job in jobs { reader.finished(job, outcome.map(PostgresRows.init)) }
             }
             reader.progressed()
         }
 
         /// The connection is lost, or given up as hung: the reads of its batch not yet done
         /// (and `unsent`, those of a batch it could not send) are run elsewhere.
-        func lose(unsent: ArraySlice<Job> = []) {
+        func lose(unsent: [Job] = []) {
             connection.isBroken = true
             reader.lost(self, pending() + unsent)
         }
@@ -322,12 +388,7 @@ extension PostgresLoopReader {
                 PQclear(result)
                 self.result = nil
             }
-            let jobs =
-                skipped
-                + steps[min(step, steps.count)...].compactMap { step -> Job? in
-                    if case let .execute(job) = step { return job }
-                    return nil
-                }
+            let jobs = skipped + steps[min(step, steps.count)...].flatMap(\.jobs)
             steps.removeAll()
             step = 0
             skipped.removeAll()

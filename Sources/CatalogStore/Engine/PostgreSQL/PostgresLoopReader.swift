@@ -24,6 +24,8 @@ final class PostgresLoopReader: @unchecked Sendable {
     struct Job {
         let sql: String
         let arguments: SQLArguments
+        /// How it may share a statement with the batch's other reads of the same kind.
+        let merging: LoopReadMerge?
         /// Whether nobody waits for the answer any more (a waiting read is then dropped).
         let isAbandoned: () -> Bool
         let completion: (Result<PostgresRows, any Error>?) -> Void
@@ -106,6 +108,7 @@ final class PostgresLoopReader: @unchecked Sendable {
         let batches = Atomic<Int>(0)
         let sent = Atomic<Int>(0)
         let resent = Atomic<Int>(0)
+        let merged = Atomic<Int>(0)
         let declined = Atomic<Int>(0)
         let handedBack = Atomic<Int>(0)
         let connections = Atomic<Int>(0)
@@ -113,7 +116,7 @@ final class PostgresLoopReader: @unchecked Sendable {
         var snapshot: LoopReadCounts {
             LoopReadCounts(
                 taken: taken.load(ordering: .relaxed), batches: batches.load(ordering: .relaxed), sent: sent.load(ordering: .relaxed),
-                resent: resent.load(ordering: .relaxed), declined: declined.load(ordering: .relaxed),
+                resent: resent.load(ordering: .relaxed), merged: merged.load(ordering: .relaxed), declined: declined.load(ordering: .relaxed),
                 handedBack: handedBack.load(ordering: .relaxed), connections: connections.load(ordering: .relaxed))
         }
     }
@@ -163,6 +166,11 @@ final class PostgresLoopReader: @unchecked Sendable {
     private func handBack(_ job: Job) {
         counts.handedBack.add(1, ordering: .relaxed)
         job.completion(nil)
+    }
+
+    /// `count` reads were answered by one statement they shared.
+    func merged(_ count: Int) {
+        counts.merged.add(count, ordering: .relaxed)
     }
 
     /// A read of a batch is done: its outcome (`nil`: run it elsewhere).

@@ -1,24 +1,42 @@
 import CPostgres
 import Foundation
 
-/// The rows of a result in binary format, read in place (big-endian numbers, raw text).
+/// The rows of a result in binary format, read in place (big-endian numbers, raw text):
+/// all of them, or one row of a result several reads share (``SharedResult``).
 final class PostgresRows: SQLRows {
     private let result: OpaquePointer
-    private let rowCount: Int32
-    private var row: Int32 = -1
+    /// The rows read: those before `end`, from the one after `row`.
+    private let end: Int32
+    private var row: Int32
     /// The type of each column (pg_type OIDs).
     private let types: [UInt32]
+    /// What clears a shared result once no read holds it; `nil`: the result is these rows' own.
+    private let shared: SharedResult?
 
     init(_ result: OpaquePointer) {
         self.result = result
-        rowCount = PQntuples(result)
-        types = (0..<PQnfields(result)).map { PQftype(result, $0) }
+        end = PQntuples(result)
+        row = -1
+        types = Self.types(of: result)
+        shared = nil
     }
 
-    deinit { PQclear(result) }
+    /// The row `row` of `shared` alone, or no row.
+    init(_ shared: SharedResult, row: Int32?) {
+        result = shared.result
+        (self.row, end) = row.map { ($0 - 1, $0 + 1) } ?? (-1, 0)
+        types = shared.types
+        self.shared = shared
+    }
+
+    deinit { if shared == nil { PQclear(result) } }
+
+    fileprivate static func types(of result: OpaquePointer) -> [UInt32] {
+        (0..<PQnfields(result)).map { PQftype(result, $0) }
+    }
 
     func step() throws -> Bool {
-        guard row + 1 < rowCount else { return false }
+        guard row + 1 < end else { return false }
         row += 1
         return true
     }
@@ -76,5 +94,26 @@ final class PostgresRows: SQLRows {
         var value = 0.0
         for index in 0..<digits { value += Double(word(4 + index)) * pow(10_000, Double(weight - index)) }
         return sign == 0x4000 ? -value : value
+    }
+}
+
+/// A result that answers several reads (``LoopReadMerge``), cleared when the last lets it go.
+final class SharedResult {
+    let result: OpaquePointer
+    let types: [UInt32]
+
+    init(_ result: OpaquePointer) {
+        self.result = result
+        types = PostgresRows.types(of: result)
+    }
+
+    deinit { PQclear(result) }
+
+    /// The row whose column `column` holds the text `key`, if any.
+    func row(_ key: String, column: Int32) -> Int32? {
+        (0..<PQntuples(result)).first { row in
+            PQgetisnull(result, row, column) == 0
+                && UnsafeRawBufferPointer(start: PQgetvalue(result, row, column), count: Int(PQgetlength(result, row, column))).elementsEqual(key.utf8)
+        }
     }
 }

@@ -1,0 +1,110 @@
+import Foundation
+import ServiceTestSupport
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import CatalogStore
+
+/// Reads by key that a loop sends together share one statement (``LoopReadMerge``): each
+/// gets the rows of its own key, and a failure of the shared statement is none of theirs
+/// alone. Sent from a loop of the test's own (``TestReactor``) to a real PostgreSQL.
+@Suite struct LoopReadMergeTests {
+    /// A read's own statement, and the one its kind shares: `10 / v` fails for `boom`.
+    static let single = "SELECT k, 10 / v FROM keyed WHERE k = ?"
+    static let shared = "SELECT k, 10 / v FROM keyed WHERE k = ANY (ARRAY(SELECT json_array_elements_text(CAST(? AS json))))"
+
+    /// What a read got: its rows (`key=value`), its failure's SQLSTATE, or a request to run elsewhere.
+    enum Got: Equatable, Sendable {
+        case rows([String])
+        case failed(String)
+        case elsewhere
+    }
+
+    /// A read of `key`, sharing its statement with the batch's other reads by key when `merges`.
+    struct Read: Sendable {
+        let key: String
+        var merges = true
+    }
+
+    @Test(.enabled(if: TestEngine.postgresURL != nil, "needs PostgreSQL"))
+    func readsByKeySentTogetherShareOneStatementAndNotItsFailure() async throws {
+        try await GroupCommitTests.withCatalogStore(.postgresql) { store, _ in
+            let database = store.database
+            _ = try database.write { db in
+                try db.execute("CREATE TABLE keyed (k text PRIMARY KEY, v integer NOT NULL)", [])
+                try db.execute("INSERT INTO keyed VALUES ('a', 1), ('b', 2), ('c', 5), ('boom', 0)", [])
+            }
+            let reactor = try TestReactor()
+            defer { reactor.stop() }
+            // Until the loop has a connection (a read is declined while it connects).
+            var first: [Got] = []
+            for _ in 0..<200 where first != [.rows(["a=10"])] {
+                first = try await Self.send([Read(key: "a")], database, reactor)
+                if first != [.rows(["a=10"])] { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(first == [.rows(["a=10"])])
+            #expect(store.loopReads.merged == 0, "a read alone in its batch runs its own statement")
+
+            // Taken together: one statement for the reads by key (a key twice, one that is
+            // nowhere), another for a read that does not share.
+            var before = store.loopReads
+            let together = [Read(key: "a"), Read(key: "b"), Read(key: "c", merges: false), Read(key: "a"), Read(key: "zzz"), Read(key: "c")]
+            #expect(
+                try await Self.send(together, database, reactor) == [
+                    .rows(["a=10"]), .rows(["b=5"]), .rows(["c=2"]), .rows(["a=10"]), .rows([]), .rows(["c=2"]),
+                ])
+            var after = store.loopReads
+            #expect(after.batches == before.batches + 1 && after.sent == before.sent + 6 && after.merged == before.merged + 5, "\(after)")
+
+            // The shared statement fails (a division by zero in `boom`'s row): none of its reads
+            // is answered with that failure. They are sent again once (together again: it
+            // fails again), then run elsewhere, each on its own.
+            before = after
+            #expect(try await Self.send([Read(key: "a"), Read(key: "boom"), Read(key: "b")], database, reactor) == [.elsewhere, .elsewhere, .elsewhere])
+            after = store.loopReads
+            #expect(after.resent == before.resent + 3 && after.handedBack == before.handedBack + 3 && after.merged == before.merged, "\(after)")
+
+            // Alone in its statement, a read meets its own failure.
+            #expect(try await Self.send([Read(key: "boom")], database, reactor) == [.failed("22012")])
+            // And the connection goes on serving.
+            #expect(try await Self.send([Read(key: "b"), Read(key: "c")], database, reactor) == [.rows(["b=5"]), .rows(["c=2"])])
+        }
+    }
+
+    /// Sends `reads` from the loop in one turn (so they leave in one batch) and waits for
+    /// their outcomes, in order; a read the loop declines is `elsewhere`.
+    static func send(_ reads: [Read], _ database: any SQLDatabase, _ reactor: TestReactor) async throws -> [Got] {
+        let outcomes = Mutex<[Int: Got]>([:])
+        let sendable = SendableDatabase(database: database)
+        await reactor.run {
+            for (index, read) in reads.enumerated() {
+                let merging = read.merges ? LoopReadMerge(sql: shared, key: read.key, column: 0) : nil
+                let taken = sendable.database.readOnLoop(
+                    reactor, single, [read.key], merging: merging, isAbandoned: { false },
+                    { rows in
+                        var got: [String] = []
+                        while try rows.step() { got.append("\(String(decoding: rows.text(0), as: UTF8.self))=\(rows.integer(1))") }
+                        return got
+                    }
+                ) { outcome in
+                    let got: Got =
+                        switch outcome {
+                        case let .success(rows): .rows(rows)
+                        case let .failure(error): .failed((error as? SQLError)?.code ?? "\(error)")
+                        case nil: .elsewhere
+                        }
+                    outcomes.withLock { $0[index] = got }
+                }
+                if !taken { outcomes.withLock { $0[index] = .elsewhere } }
+            }
+        }
+        for _ in 0..<500 where outcomes.withLock({ $0.count }) < reads.count { try await Task.sleep(for: .milliseconds(10)) }
+        return outcomes.withLock { outcomes in reads.indices.map { outcomes[$0] ?? .failed("unanswered") } }
+    }
+
+    /// The store's database, handed to the loop's thread (used there only).
+    struct SendableDatabase: @unchecked Sendable {
+        let database: any SQLDatabase
+    }
+}
