@@ -1,3 +1,4 @@
+import CatalogModels
 import Foundation
 
 /// A storage engine as the store sees it: reads on a lent connection, reads that share
@@ -130,9 +131,9 @@ protocol SQLBackups {
 /// other keys that a loop sends together (``SQLDatabase/readOnLoop(_:_:_:merging:isAbandoned:_:completion:)``):
 /// `sql` reads the rows of the keys bound as one JSON array of strings, each row with its
 /// key as the text of column `column`. PostgreSQL then starts one statement for them all,
-/// and the loop reads one result.
+/// and the loop reads one result. The keys are ids, whose text needs no escape in JSON.
 struct LoopReadMerge {
     let sql: String
-    let key: String
+    let key: CatalogID
     let column: Int32
 }

@@ -275,7 +275,7 @@ public final class ResourceStore: Sendable {
         let arguments: SQLArguments
         let body: (any SQLRows) throws -> RenderedResource?
         // A read of the row alone may share a statement with the loop's other reads by id.
-        var merging: LoopReadMerge? = LoopReadMerge(sql: renderedManySQL, key: id.rawValue, column: rendering.idIndex)
+        var merging: LoopReadMerge? = LoopReadMerge(sql: renderedManySQL, key: id, column: rendering.idIndex)
         if case let .user(user) = viewer, let visibleSelectSQL, let hidden = schema.ownership?.hiddenWhen {
             merging = nil
             (sql, arguments) = (visibleSelectSQL, [id.rawValue, hidden.value, user?.rawValue ?? ""])

@@ -5,9 +5,9 @@ extension PostgresLoopReader {
     /// One non-blocking connection of a ``PostgresLoopReader``, watched by its loop, in
     /// libpq's pipeline mode: it takes a batch of reads at once (each statement prepared
     /// before its first run on the connection, in the same batch) and sends them in one
-    /// write: the reads' statements, a flush request after every
-    /// ``PostgresLoopReader/readsPerFlush`` of them, so that PostgreSQL sends their rows as
-    /// soon as it has run them, and one `Sync`. PostgreSQL runs them one after
+    /// write: the reads' statements (one for the reads by key of one kind, ``LoopReadMerge``,
+    /// unless sent again), a flush request after every ``PostgresLoopReader/readsPerFlush``
+    /// of them, so that PostgreSQL sends their rows as soon as it has run them, and one `Sync`. PostgreSQL runs them one after
     /// another, in one implicit transaction, each with a snapshot of its own (`READ
     /// COMMITTED`); the locks they take on the tables they read are held until the `Sync`
     /// (a migration's exclusive lock waits for the batch). When a statement fails (its own
@@ -67,8 +67,8 @@ extension PostgresLoopReader {
         private var failure: (any Error)?
         /// Whether the statement being heard was not run (one before it in the batch failed).
         private var skipping = false
-        /// The batch's reads to send again: PostgreSQL did not run them, or ran them on a
-        /// prepared statement it no longer kept.
+        /// The batch's reads to send again: PostgreSQL did not run them, ran them on a
+        /// prepared statement it no longer kept, or their shared statement failed.
         private var skipped: [Job] = []
         /// The statements this batch could not prepare: their reads go elsewhere, where one
         /// that never can be prepared fails with its error.
@@ -146,21 +146,23 @@ extension PostgresLoopReader {
 
         /// The statements of `batch`, in the order of their first reads: each read's own, but
         /// one for all the reads by key of one kind when there are several (``LoopReadMerge``).
+        /// A read sent again runs alone: its shared statement failed, and alone it meets its
+        /// own outcome (and no read new to the batch shares a failure again).
         private static func statements(_ batch: [Job]) -> [Step] {
-            var statements: [Step] = []
+            // Each statement's reads, in the order of its first; the kind (shared SQL) of each.
+            var groups: [[Job]] = []
+            var kinds: [String?] = []
             for job in batch {
-                if let merging = job.merging,
-                    let index = statements.firstIndex(where: {
-                        if case let .merged(_, sql) = $0 { sql == merging.sql } else { false }
-                    }), case let .merged(jobs, sql) = statements[index]
-                {
-                    statements[index] = .merged(jobs + [job], sql: sql)
+                let kind = job.resent ? nil : job.merging?.sql
+                if let kind, let index = kinds.firstIndex(of: kind) {
+                    groups[index].append(job)
                 } else {
-                    statements.append(job.merging.map { .merged([job], sql: $0.sql) } ?? .execute(job))
+                    groups.append([job])
+                    kinds.append(kind)
                 }
             }
-            return statements.map { statement in
-                if case let .merged(jobs, _) = statement, jobs.count == 1 { .execute(jobs[0]) } else { statement }
+            return zip(groups, kinds).map { jobs, sql in
+                if let sql, jobs.count > 1 { .merged(jobs, sql: sql) } else { .execute(jobs[0]) }
             }
         }
 
@@ -169,7 +171,7 @@ extension PostgresLoopReader {
         private func queue(_ statement: Step, flushing: Bool) -> Queued {
             let (sql, arguments): (String, SQLArguments) =
                 switch statement {
-                case let .merged(jobs, sql): (sql, [JSONArrayParameter.text(jobs.lazy.map { $0.merging?.key ?? "" }, quoted: true)])
+                case let .merged(jobs, sql): (sql, [JSONArrayParameter.text(jobs.lazy.map { $0.merging?.key.rawValue ?? "" }, quoted: true)])
                 case let .execute(job): (job.sql, job.arguments)
                 case .prepare, .sync: ("", [])
                 }
@@ -266,7 +268,6 @@ extension PostgresLoopReader {
                     }
                     PQclear(next)
                 case .execute, .merged:
-                    let sql = steps[step].sql
                     guard let next else {
                         finish(steps[step])
                         step += 1
@@ -279,7 +280,7 @@ extension PostgresLoopReader {
                     } else if result == nil, failure == nil, status == PGRES_TUPLES_OK {
                         result = next
                     } else {
-                        if failure == nil { failure = error(of: next, expecting: PGRES_TUPLES_OK, sql) }
+                        if failure == nil { failure = error(of: next, expecting: PGRES_TUPLES_OK, steps[step].sql) }
                         PQclear(next)
                     }
                 case .sync:
@@ -366,11 +367,12 @@ extension PostgresLoopReader {
                 reader.merged(jobs.count)
                 let shared = outcome.map(SharedResult.init)
                 for job in jobs {
-                    let rows = shared.map { shared in PostgresRows(shared, row: job.merging.flatMap { shared.row($0.key, column: $0.column) }) }
+                    let rows = shared.map { shared in PostgresRows(shared, row: job.merging.flatMap { shared.row($0.key.rawValue, column: $0.column) }) }
                     reader.finished(job, rows)
                 }
-            } else {
-                for job in jobs { reader.finished(job, outcome.map(PostgresRows.init)) }
+            } else if case let .execute(job) = statement {
+                // The result is the read's own: its rows clear it.
+                reader.finished(job, outcome.map(PostgresRows.init))
             }
             reader.progressed()
         }

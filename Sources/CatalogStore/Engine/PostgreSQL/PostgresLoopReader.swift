@@ -16,12 +16,16 @@ import Synchronization
 /// Connections are made on a thread of their own (connecting blocks) and handed to the
 /// loop; a failed attempt waits a second before the next. A connection that is lost, or
 /// silent for ``hung`` (looked at each sweep of the loop), hands its reads back to be run
-/// elsewhere (reads can be repeated). A read PostgreSQL skipped, because a statement before
-/// it in its batch failed, or ran on a prepared statement a migration made stale, goes back
-/// to the head of the line once, and elsewhere the second time.
+/// elsewhere (reads can be repeated). The reads by key of one kind in a batch (GETs by id,
+/// ``LoopReadMerge``) are one statement. A read PostgreSQL skipped, because a statement
+/// before it in its batch failed, or ran on a prepared statement a migration made stale, or
+/// whose shared statement failed (a failure none of its reads' alone), goes back to the
+/// head of the line once (then in a statement of its own), and elsewhere the second time.
 final class PostgresLoopReader: @unchecked Sendable {
-    /// A read: its statement, and what receives its rows (`nil`: run it elsewhere).
-    struct Job {
+    /// A read: its statement, and what receives its rows (`nil`: run it elsewhere). A class:
+    /// a read moves through the line, its batch and its statement, and a struct of its five
+    /// references was retained and released five times at each move.
+    final class Job {
         let sql: String
         let arguments: SQLArguments
         /// How it may share a statement with the batch's other reads of the same kind.
@@ -31,6 +35,17 @@ final class PostgresLoopReader: @unchecked Sendable {
         let completion: (Result<PostgresRows, any Error>?) -> Void
         /// Whether it was put back in the line once already (``batchEnded(_:skipped:)``).
         var resent = false
+
+        init(
+            sql: String, arguments: SQLArguments, merging: LoopReadMerge?, isAbandoned: @escaping () -> Bool,
+            completion: @escaping (Result<PostgresRows, any Error>?) -> Void
+        ) {
+            self.sql = sql
+            self.arguments = arguments
+            self.merging = merging
+            self.isAbandoned = isAbandoned
+            self.completion = completion
+        }
     }
 
     /// Connections a loop opens at most, whatever the loops: each is a session on the
@@ -45,7 +60,7 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// at most four reads and their statements' preparations run, each within the
     /// statement timeout (1 s); well within 10 s.
     static let hung: Duration = .seconds(10)
-    /// Reads of a batch between two flush requests. Each flush is a write PostgreSQL makes
+    /// Statements of a batch between two flush requests. Each flush is a write PostgreSQL makes
     /// and a wake-up of the loop; after every read, PostgreSQL spent about 35 µs of CPU a GET
     /// by id, after every fourth about 25 µs and the loop no more (Benchmarks/README.md,
     /// eleventh part), while a read waits for at most three others before its rows leave.
@@ -179,8 +194,9 @@ final class PostgresLoopReader: @unchecked Sendable {
     }
 
     /// `connection`'s batch is done, with `skipped`, the reads PostgreSQL did not run (a
-    /// statement before them failed) or ran on a statement it no longer kept: they go back
-    /// to the head of the line, once. The connection takes the next batch.
+    /// statement before them failed), ran on a statement it no longer kept, or whose shared
+    /// statement failed: they go back to the head of the line, once. The connection takes
+    /// the next batch.
     func batchEnded(_ connection: Connection, skipped: [Job]) {
         if connection.isBroken { drop(connection) } else { idle.append(connection) }
         for job in skipped.reversed() {
@@ -188,14 +204,13 @@ final class PostgresLoopReader: @unchecked Sendable {
                 handBack(job)
                 continue
             }
-            var again = job
-            again.resent = true
+            job.resent = true
             counts.resent.add(1, ordering: .relaxed)
             if waitingHead > 0 {
                 waitingHead -= 1
-                waiting[waitingHead] = again
+                waiting[waitingHead] = job
             } else {
-                waiting.insert(again, at: 0)
+                waiting.insert(job, at: 0)
             }
         }
         serveSoon()

@@ -111,9 +111,14 @@ final class SharedResult {
 
     /// The row whose column `column` holds the text `key`, if any.
     func row(_ key: String, column: Int32) -> Int32? {
-        (0..<PQntuples(result)).first { row in
-            PQgetisnull(result, row, column) == 0
-                && UnsafeRawBufferPointer(start: PQgetvalue(result, row, column), count: Int(PQgetlength(result, row, column))).elementsEqual(key.utf8)
+        var key = key
+        return key.withUTF8 { key in
+            (0..<PQntuples(result)).first { row in
+                let length = Int(PQgetlength(result, row, column))
+                guard length == key.count, PQgetisnull(result, row, column) == 0 else { return false }
+                guard let value = PQgetvalue(result, row, column), let base = key.baseAddress else { return length == 0 }
+                return memcmp(value, base, length) == 0
+            }
         }
     }
 }
