@@ -197,6 +197,22 @@ import Testing
                 }
             }
             #expect(checked > 10, "pages followed by their cursors")
+            // One page asked by many at once (kept with its snapshot, and of some fields): the
+            // reads of the same statement and arguments in a batch share one, and each is
+            // answered whole.
+            let shared = catalog.application.store.loopReads.merged
+            for path in [first, "/v1/playable-items?limit=6&fields=title"] {
+                let pool = try await APIClient(inProcess: catalog.application.server).get(path)
+                let answers = try await withThrowingTaskGroup(of: String.self) { group in
+                    for _ in 0..<16 { group.addTask { try await onThread { try Self.get(port, path) } } }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                for answer in answers.map(Self.parts) {
+                    #expect(answer.status == 200 && answer.etag == pool.header("ETag") && answer.body == String(decoding: pool.body, as: UTF8.self), "\(path)")
+                }
+                fromLoop += 16
+            }
+            #expect(catalog.application.store.loopReads.merged > shared, "\(catalog.application.store.loopReads)")
             // Refused on the loop as on the pool: a bad cursor, a bad filter.
             for path in ["/v1/playable-items?cursor=AAAA", "/v1/playable-items?limit=0", "/v1/playable-items?sort=nothing"] {
                 let pool = try await catalog.inProcess.get(path)

@@ -198,7 +198,7 @@ final class Metrics: Sendable {
             out += "# TYPE catalog_db_loop_reads_resent_total counter\n"
             out += "catalog_db_loop_reads_resent_total \(counts.resent)\n"
             out += "# HELP catalog_db_loop_reads_merged_total Reads answered by a statement they shared with other reads of their batch "
-            out += "(GETs by id sent together: one statement for all the ids).\n"
+            out += "(GETs by id sent together: one statement for all the ids; one list page asked at once: one statement).\n"
             out += "# TYPE catalog_db_loop_reads_merged_total counter\n"
             out += "catalog_db_loop_reads_merged_total \(counts.merged)\n"
             out += "# HELP catalog_db_loop_pages_unchanged_total List pages read from the event loops that PostgreSQL found "

@@ -53,7 +53,8 @@ public struct LoopReadCounts: Sendable, Equatable {
     /// their prepared statement stale.
     public var resent = 0
     /// Reads answered by a statement they shared with other reads of a batch (GETs by id:
-    /// one statement for all the ids, ``LoopReadMerge``).
+    /// one statement for all the ids; one list page asked at once: one statement,
+    /// ``LoopReadSharing``).
     public var merged = 0
     /// Reads a loop could not take (no connection yet, or its line full): run on a pool.
     public var declined = 0

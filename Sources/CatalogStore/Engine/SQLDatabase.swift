@@ -27,11 +27,11 @@ protocol SQLDatabase: Sendable {
     /// without blocking it: `completion` runs there with what `body` makes of its rows, or
     /// `nil` to ask for the read to run elsewhere (``LoopReadOutcome/elsewhere``). False, having
     /// started nothing, where reads do not wait on a network (SQLite, read on the loop
-    /// itself) or the loop cannot take it now (``PostgresLoopReader``). With `merging`, the
-    /// read may be answered by one statement with the reads of other keys sent with it
-    /// (``LoopReadMerge``): `body` then sees the row of its key alone, as `sql` reads it.
+    /// itself) or the loop cannot take it now (``PostgresLoopReader``). With `sharing`, the
+    /// read may be answered by one statement with other reads sent with it
+    /// (``LoopReadSharing``): `body` then sees what `sql` reads, as if run alone.
     func readOnLoop<T>(
-        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, merging: LoopReadMerge?, isAbandoned: @escaping () -> Bool,
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, isAbandoned: @escaping () -> Bool,
         _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
     ) -> Bool
     /// A number that stays the same while nothing commits to the database and has changed
@@ -67,18 +67,18 @@ extension SQLDatabase {
     }
 
     func readOnLoop<T>(
-        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, merging: LoopReadMerge?, isAbandoned: @escaping () -> Bool,
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, isAbandoned: @escaping () -> Bool,
         _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
     ) -> Bool {
         false
     }
 
-    /// ``readOnLoop(_:_:_:merging:isAbandoned:_:completion:)`` of a read no other shares a statement with.
+    /// ``readOnLoop(_:_:_:sharing:isAbandoned:_:completion:)`` of a read no other shares a statement with.
     func readOnLoop<T>(
         _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, isAbandoned: @escaping () -> Bool,
         _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
     ) -> Bool {
-        readOnLoop(reactor, sql, arguments, merging: nil, isAbandoned: isAbandoned, body, completion: completion)
+        readOnLoop(reactor, sql, arguments, sharing: nil, isAbandoned: isAbandoned, body, completion: completion)
     }
 
     func submit<T: Sendable>(
@@ -127,13 +127,17 @@ protocol SQLBackups {
     func backup(to destination: String, isCancelled: @escaping () -> Bool) throws -> Int
 }
 
-/// How a read of one row by its key (a GET by id) may share one statement with the reads of
-/// other keys that a loop sends together (``SQLDatabase/readOnLoop(_:_:_:merging:isAbandoned:_:completion:)``):
-/// `sql` reads the rows of the keys bound as one JSON array of strings, each row with its
-/// key as the text of column `column`. PostgreSQL then starts one statement for them all,
-/// and the loop reads one result. The keys are ids, whose text needs no escape in JSON.
-struct LoopReadMerge {
-    let sql: String
-    let key: CatalogID
-    let column: Int32
+/// How a read sent from a loop may share one statement with other reads of its batch
+/// (``SQLDatabase/readOnLoop(_:_:_:sharing:isAbandoned:_:completion:)``): PostgreSQL then
+/// starts one statement for them, and the loop reads one result.
+enum LoopReadSharing {
+    /// A read of one row by its key (a GET by id), with the batch's other reads of the kind:
+    /// `sql` reads the rows of the keys bound as one JSON array of strings, each row with its
+    /// key as the text of column `column`; each read sees the row of its own key alone. The
+    /// keys are ids, whose text needs no escape in JSON.
+    case byKey(sql: String, key: CatalogID, column: Int32)
+    /// A read whose statement and arguments another read of the batch has too (one list
+    /// page, asked by many at once): run once, each read seeing all its rows. They see one
+    /// snapshot, taken once every one of them was asked.
+    case identical
 }

@@ -81,7 +81,7 @@ extension ResourceStore {
         guard let pages = request.fields == .all ? loopPages : nil else {
             let (sql, arguments) = try listQuery(request, after: cursor)
             return database.readOnLoop(
-                reactor, sql, arguments, isAbandoned: isAbandoned,
+                reactor, sql, arguments, sharing: .identical, isAbandoned: isAbandoned,
                 { rows in
                     var kept: PageCache.Page?
                     let page = try write(rows, &kept)
@@ -97,7 +97,7 @@ extension ResourceStore {
         }
         let (sql, arguments) = try listQuery(request, after: cursor, way: .index, search: nil, unlessUnchanged: true)
         return database.readOnLoop(
-            reactor, sql, arguments + [known?.snapshot ?? ""], isAbandoned: isAbandoned,
+            reactor, sql, arguments + [known?.snapshot ?? ""], sharing: .identical, isAbandoned: isAbandoned,
             { [self] rows in
                 // One row at least: the page's first, or nulls (the page kept is current, or
                 // there are no rows), each with the statement's snapshot last.

@@ -275,9 +275,9 @@ public final class ResourceStore: Sendable {
         let arguments: SQLArguments
         let body: (any SQLRows) throws -> RenderedResource?
         // A read of the row alone may share a statement with the loop's other reads by id.
-        var merging: LoopReadMerge? = LoopReadMerge(sql: renderedManySQL, key: id, column: rendering.idIndex)
+        var sharing: LoopReadSharing? = .byKey(sql: renderedManySQL, key: id, column: rendering.idIndex)
         if case let .user(user) = viewer, let visibleSelectSQL, let hidden = schema.ownership?.hiddenWhen {
-            merging = nil
+            sharing = nil
             (sql, arguments) = (visibleSelectSQL, [id.rawValue, hidden.value, user?.rawValue ?? ""])
             body = { rows in try rendering.one(rows, id: id, fields: fields, embedded: []) }
         } else if fields == .all, let cache = rendering.cache {
@@ -289,7 +289,7 @@ public final class ResourceStore: Sendable {
             (sql, arguments) = (renderedSelectSQL, [id.rawValue])
             body = { rows in try rendering.one(rows, id: id, fields: fields, embedded: []) }
         }
-        return database.readOnLoop(reactor, sql, arguments, merging: merging, isAbandoned: isAbandoned, body) { outcome in
+        return database.readOnLoop(reactor, sql, arguments, sharing: sharing, isAbandoned: isAbandoned, body) { outcome in
             guard let outcome else { return completion(.elsewhere) }
             completion(.done(outcome.mapError { StoreError.from($0) }))
         }

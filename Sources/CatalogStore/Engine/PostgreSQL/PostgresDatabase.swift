@@ -21,7 +21,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     private let listenerEnded = DispatchSemaphore(value: 0)
     /// Left once ``close()`` has finished: later calls wait for it.
     private let closed = DispatchGroup()
-    /// Each event loop's reader (``readOnLoop(_:_:_:merging:isAbandoned:_:completion:)``), made at its first read.
+    /// Each event loop's reader (``readOnLoop(_:_:_:sharing:isAbandoned:_:completion:)``), made at its first read.
     private let loopReaders = Mutex<(readers: [ObjectIdentifier: PostgresLoopReader], closed: Bool)>(([:], false))
     /// Connections each loop opens at most (``PostgresLoopReader/connections(loops:)``).
     private let loopConnections: Int
@@ -171,7 +171,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     }
 
     func readOnLoop<T>(
-        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, merging: LoopReadMerge?, isAbandoned: @escaping () -> Bool,
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, isAbandoned: @escaping () -> Bool,
         _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
     ) -> Bool {
         guard reactor.isCurrent else { return false }
@@ -190,7 +190,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
             return reader
         }
         guard let reader else { return false }
-        let job = PostgresLoopReader.Job(sql: sql, arguments: arguments, merging: merging, isAbandoned: isAbandoned) { outcome in
+        let job = PostgresLoopReader.Job(sql: sql, arguments: arguments, sharing: sharing, isAbandoned: isAbandoned) { outcome in
             completion(outcome.map { result in result.flatMap { rows in Result { try body(rows) } } })
         }
         return reader.read(job)

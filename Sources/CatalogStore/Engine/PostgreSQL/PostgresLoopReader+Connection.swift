@@ -5,8 +5,8 @@ extension PostgresLoopReader {
     /// One non-blocking connection of a ``PostgresLoopReader``, watched by its loop, in
     /// libpq's pipeline mode: it takes a batch of reads at once (each statement prepared
     /// before its first run on the connection, in the same batch) and sends them in one
-    /// write: the reads' statements (one for the reads by key of one kind, ``LoopReadMerge``,
-    /// unless sent again), a flush request after every ``PostgresLoopReader/readsPerFlush``
+    /// write: the reads' statements (one for the reads by key of one kind, and one for identical
+    /// reads, ``LoopReadSharing``, unless sent again), a flush request after every ``PostgresLoopReader/readsPerFlush``
     /// of them, so that PostgreSQL sends their rows as soon as it has run them, and one `Sync`. PostgreSQL runs them one after
     /// another, in one implicit transaction, each with a snapshot of its own (`READ
     /// COMMITTED`); the locks they take on the tables they read are held until the `Sync`
@@ -21,8 +21,12 @@ extension PostgresLoopReader {
             case prepare(name: String, key: StatementKey)
             /// A read's statement, run.
             case execute(Job)
-            /// The one statement `sql` of reads by key (``LoopReadMerge``), run for all their keys.
+            /// The one statement `sql` of reads by key (``LoopReadSharing/byKey(sql:key:column:)``),
+            /// run for all their keys.
             case merged([Job], sql: String)
+            /// The one statement of identical reads (``LoopReadSharing/identical``): the
+            /// first's, run once.
+            case shared(Job, [Job])
             /// The end of the batch.
             case sync
 
@@ -31,6 +35,7 @@ extension PostgresLoopReader {
                 switch self {
                 case let .execute(job): [job]
                 case let .merged(jobs, _): jobs
+                case let .shared(first, others): [first] + others
                 case .prepare, .sync: []
                 }
             }
@@ -38,7 +43,7 @@ extension PostgresLoopReader {
             /// The statement it runs.
             var sql: String {
                 switch self {
-                case let .execute(job): job.sql
+                case let .execute(job), let .shared(job, _): job.sql
                 case let .merged(_, sql): sql
                 case let .prepare(_, key): key.sql
                 case .sync: ""
@@ -117,7 +122,7 @@ extension PostgresLoopReader {
         }
 
         /// Sends `batch` (an idle connection's): each read's statement, prepared first when
-        /// new (reads by key of one kind as one statement, ``LoopReadMerge``), and one `Sync`,
+        /// new (reads by key of one kind, and identical reads, as one statement: ``LoopReadSharing``), and one `Sync`,
         /// in one write when the socket takes it. Reads refused before sending are answered
         /// once the rest are sent.
         func start(_ batch: [Job]) {
@@ -145,25 +150,43 @@ extension PostgresLoopReader {
         }
 
         /// The statements of `batch`, in the order of their first reads: each read's own, but
-        /// one for all the reads by key of one kind when there are several (``LoopReadMerge``).
+        /// one for all the reads by key of one kind, and one for identical reads, when there are
+        /// several (``LoopReadSharing``).
         /// A read sent again runs alone: its shared statement failed, and alone it meets its
         /// own outcome (and no read new to the batch shares a failure again).
         private static func statements(_ batch: [Job]) -> [Step] {
-            // Each statement's reads, in the order of its first; the kind (shared SQL) of each.
-            var groups: [[Job]] = []
-            var kinds: [String?] = []
+            // Each statement's reads, in the order of its first, and how they share it.
+            var groups: [(first: Job, others: [Job])] = []
             for job in batch {
-                let kind = job.resent ? nil : job.merging?.sql
-                if let kind, let index = kinds.firstIndex(of: kind) {
-                    groups[index].append(job)
+                if !job.resent, let sharing = job.sharing,
+                    let index = groups.firstIndex(where: { group in
+                        guard !group.first.resent, let first = group.first.sharing else { return false }
+                        return switch (first, sharing) {
+                        case let (.byKey(sql, _, _), .byKey(other, _, _)): sql == other
+                        case (.identical, .identical): Self.identical(group.first, job)
+                        default: false
+                        }
+                    })
+                {
+                    groups[index].others.append(job)
                 } else {
-                    groups.append([job])
-                    kinds.append(kind)
+                    groups.append((job, []))
                 }
             }
-            return zip(groups, kinds).map { jobs, sql in
-                if let sql, jobs.count > 1 { .merged(jobs, sql: sql) } else { .execute(jobs[0]) }
+            return groups.map { first, others in
+                switch first.sharing {
+                case _ where others.isEmpty: .execute(first)
+                case let .byKey(sql, _, _): .merged([first] + others, sql: sql)
+                case .identical: .shared(first, others)
+                case nil: .execute(first)
+                }
             }
+        }
+
+        /// Whether `a` and `b` run the same statement with the same arguments.
+        private static func identical(_ a: Job, _ b: Job) -> Bool {
+            a.sql == b.sql && a.arguments.count == b.arguments.count
+                && zip(a.arguments, b.arguments).allSatisfy { $0.sqlValue == $1.sqlValue }
         }
 
         /// Adds `statement` (a read's, or reads' by key) to the batch (prepared first when
@@ -171,8 +194,15 @@ extension PostgresLoopReader {
         private func queue(_ statement: Step, flushing: Bool) -> Queued {
             let (sql, arguments): (String, SQLArguments) =
                 switch statement {
-                case let .merged(jobs, sql): (sql, [JSONArrayParameter.text(jobs.lazy.map { $0.merging?.key.rawValue ?? "" }, quoted: true)])
-                case let .execute(job): (job.sql, job.arguments)
+                case let .merged(jobs, sql):
+                    (
+                        sql,
+                        [
+                            JSONArrayParameter.text(
+                                jobs.lazy.map { job in if case let .byKey(_, key, _) = job.sharing { key.rawValue } else { "" } }, quoted: true)
+                        ]
+                    )
+                case let .execute(job), let .shared(job, _): (job.sql, job.arguments)
                 case .prepare, .sync: ("", [])
                 }
             let key = StatementKey(sql)
@@ -267,7 +297,7 @@ extension PostgresLoopReader {
                         }
                     }
                     PQclear(next)
-                case .execute, .merged:
+                case .execute, .merged, .shared:
                     guard let next else {
                         finish(steps[step])
                         step += 1
@@ -343,8 +373,9 @@ extension PostgresLoopReader {
             failure = nil
             let key = StatementKey(statement.sql)
             var again = wasSkipped && !unprepared.contains(key)
-            // A statement several reads share fails for none of them alone (cancelled, say):
-            // its reads are sent again, once, and then run elsewhere, each on its own.
+            // A statement several reads by key share fails for none of them alone (cancelled,
+            // say): its reads are sent again, once, each alone, and then run elsewhere.
+            // (Identical reads share their statement's failure: it is each one's own.)
             if case .merged = statement, case .failure = outcome, !wasSkipped { again = true }
             if case let .failure(error as SQLError) = outcome {
                 if error.kind == .connection { connection.isBroken = true }
@@ -364,12 +395,19 @@ extension PostgresLoopReader {
             } else if wasSkipped {
                 for job in jobs { reader.finished(job, nil) }
             } else if case let .merged(jobs, _) = statement {
-                reader.merged(jobs.count)
+                reader.shared(jobs.count)
                 let shared = outcome.map(SharedResult.init)
                 for job in jobs {
-                    let rows = shared.map { shared in PostgresRows(shared, row: job.merging.flatMap { shared.row($0.key.rawValue, column: $0.column) }) }
+                    let rows = shared.map { shared in
+                        guard case let .byKey(_, key, column) = job.sharing else { return PostgresRows(shared, rows: 0..<0) }
+                        return PostgresRows(shared, rows: shared.row(key.rawValue, column: column).map { $0..<($0 + 1) } ?? 0..<0)
+                    }
                     reader.finished(job, rows)
                 }
+            } else if case .shared = statement {
+                reader.shared(jobs.count)
+                let shared = outcome.map(SharedResult.init)
+                for job in jobs { reader.finished(job, shared.map { PostgresRows($0, rows: 0..<PQntuples($0.result)) }) }
             } else if case let .execute(job) = statement {
                 // The result is the read's own: its rows clear it.
                 reader.finished(job, outcome.map(PostgresRows.init))

@@ -16,8 +16,9 @@ import Synchronization
 /// Connections are made on a thread of their own (connecting blocks) and handed to the
 /// loop; a failed attempt waits a second before the next. A connection that is lost, or
 /// silent for ``hung`` (looked at each sweep of the loop), hands its reads back to be run
-/// elsewhere (reads can be repeated). The reads by key of one kind in a batch (GETs by id,
-/// ``LoopReadMerge``) are one statement. A read PostgreSQL skipped, because a statement
+/// elsewhere (reads can be repeated). The reads by key of one kind in a batch (GETs by id),
+/// and the reads of one statement and arguments (a list page), are one statement each
+/// (``LoopReadSharing``). A read PostgreSQL skipped, because a statement
 /// before it in its batch failed, or ran on a prepared statement a migration made stale, or
 /// whose shared statement failed (a failure none of its reads' alone), goes back to the
 /// head of the line once (then in a statement of its own), and elsewhere the second time.
@@ -28,8 +29,8 @@ final class PostgresLoopReader: @unchecked Sendable {
     final class Job {
         let sql: String
         let arguments: SQLArguments
-        /// How it may share a statement with the batch's other reads of the same kind.
-        let merging: LoopReadMerge?
+        /// How it may share a statement with the batch's other reads.
+        let sharing: LoopReadSharing?
         /// Whether nobody waits for the answer any more (a waiting read is then dropped).
         let isAbandoned: () -> Bool
         let completion: (Result<PostgresRows, any Error>?) -> Void
@@ -37,12 +38,12 @@ final class PostgresLoopReader: @unchecked Sendable {
         var resent = false
 
         init(
-            sql: String, arguments: SQLArguments, merging: LoopReadMerge?, isAbandoned: @escaping () -> Bool,
+            sql: String, arguments: SQLArguments, sharing: LoopReadSharing?, isAbandoned: @escaping () -> Bool,
             completion: @escaping (Result<PostgresRows, any Error>?) -> Void
         ) {
             self.sql = sql
             self.arguments = arguments
-            self.merging = merging
+            self.sharing = sharing
             self.isAbandoned = isAbandoned
             self.completion = completion
         }
@@ -184,7 +185,7 @@ final class PostgresLoopReader: @unchecked Sendable {
     }
 
     /// `count` reads were answered by one statement they shared.
-    func merged(_ count: Int) {
+    func shared(_ count: Int) {
         counts.merged.add(count, ordering: .relaxed)
     }
 

@@ -2,7 +2,7 @@ import CPostgres
 import Foundation
 
 /// The rows of a result in binary format, read in place (big-endian numbers, raw text):
-/// all of them, or one row of a result several reads share (``SharedResult``).
+/// all of them, or some of a result several reads share (``SharedResult``).
 final class PostgresRows: SQLRows {
     private let result: OpaquePointer
     /// The rows read: those before `end`, from the one after `row`.
@@ -21,10 +21,10 @@ final class PostgresRows: SQLRows {
         shared = nil
     }
 
-    /// The row `row` of `shared` alone, or no row.
-    init(_ shared: SharedResult, row: Int32?) {
+    /// The rows `rows` of `shared`.
+    init(_ shared: SharedResult, rows: Range<Int32>) {
         result = shared.result
-        (self.row, end) = row.map { ($0 - 1, $0 + 1) } ?? (-1, 0)
+        (row, end) = (rows.lowerBound - 1, rows.upperBound)
         types = shared.types
         self.shared = shared
     }
@@ -97,7 +97,7 @@ final class PostgresRows: SQLRows {
     }
 }
 
-/// A result that answers several reads (``LoopReadMerge``), cleared when the last lets it go.
+/// A result that answers several reads (``LoopReadSharing``), cleared when the last lets it go.
 final class SharedResult {
     let result: OpaquePointer
     let types: [UInt32]

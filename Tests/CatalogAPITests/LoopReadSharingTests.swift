@@ -7,10 +7,11 @@ import Testing
 
 @testable import CatalogStore
 
-/// Reads by key that a loop sends together share one statement (``LoopReadMerge``): each
-/// gets the rows of its own key, and a failure of the shared statement is none of theirs
-/// alone. Sent from a loop of the test's own (``TestReactor``) to a real PostgreSQL.
-@Suite struct LoopReadMergeTests {
+/// Reads that a loop sends together share one statement (``LoopReadSharing``): reads by key
+/// each get the rows of their own key, and a failure of their statement is none of theirs
+/// alone; identical reads each get all the rows, or the failure. Sent from a loop of the
+/// test's own (``TestReactor``) to a real PostgreSQL.
+@Suite struct LoopReadSharingTests {
     /// A read's own statement, and the one its kind shares: `10 / v` fails for ``boom``'s row.
     static let single = "SELECT k, 10 / v FROM keyed WHERE k = ?"
     static let shared = "SELECT k, 10 / v FROM keyed WHERE k = ANY (ARRAY(SELECT json_array_elements_text(CAST(? AS json))))"
@@ -22,10 +23,12 @@ import Testing
         case elsewhere
     }
 
-    /// A read of `key`, sharing its statement with the batch's other reads by key when `merges`.
+    /// A read of `key`: by key (sharing with the batch's other reads by key), identical
+    /// (sharing with the batch's reads of the same key so), or alone.
     struct Read: Sendable {
+        enum Way: Sendable { case byKey, identical, alone }
         let key: CatalogID
-        var merges = true
+        var way = Way.byKey
     }
 
     /// The keys of the rows (`v` 1, 2 and 5), one without a row, and the row whose `10 / v` fails.
@@ -58,7 +61,7 @@ import Testing
             // Taken together: one statement for the reads by key (a key twice, one that is
             // nowhere), another for a read that does not share.
             var before = store.loopReads
-            let together = [Read(key: a), Read(key: b), Read(key: c, merges: false), Read(key: a), Read(key: nowhere), Read(key: c)]
+            let together = [Read(key: a), Read(key: b), Read(key: c, way: .alone), Read(key: a), Read(key: nowhere), Read(key: c)]
             #expect(
                 try await Self.send(together, database, reactor) == [
                     Self.row(a, 10), Self.row(b, 5), Self.row(c, 2), Self.row(a, 10), .rows([]), Self.row(c, 2),
@@ -79,6 +82,28 @@ import Testing
             #expect(try await Self.send([Read(key: boom)], database, reactor) == [.failed("22012")])
             // And the connection goes on serving.
             #expect(try await Self.send([Read(key: b), Read(key: c)], database, reactor) == [Self.row(b, 5), Self.row(c, 2)])
+
+            // Identical reads: one statement for each set of the same statement and arguments,
+            // each read seeing all its rows (a read by key of the same key is not identical).
+            before = store.loopReads
+            let identical = [
+                Read(key: a, way: .identical), Read(key: b, way: .identical), Read(key: a, way: .identical), Read(key: a, way: .alone),
+                Read(key: nowhere, way: .identical), Read(key: b, way: .identical), Read(key: nowhere, way: .identical),
+            ]
+            #expect(
+                try await Self.send(identical, database, reactor) == [
+                    Self.row(a, 10), Self.row(b, 5), Self.row(a, 10), Self.row(a, 10), .rows([]), Self.row(b, 5), .rows([]),
+                ])
+            after = store.loopReads
+            #expect(after.batches == before.batches + 1 && after.sent == before.sent + 7 && after.merged == before.merged + 6, "\(after)")
+            // Their statement's failure is each one's own.
+            before = after
+            #expect(
+                try await Self.send([Read(key: boom, way: .identical), Read(key: boom, way: .identical)], database, reactor) == [
+                    .failed("22012"), .failed("22012"),
+                ])
+            after = store.loopReads
+            #expect(after.resent == before.resent && after.handedBack == before.handedBack && after.merged == before.merged + 2, "\(after)")
         }
     }
 
@@ -89,9 +114,14 @@ import Testing
         let sendable = SendableDatabase(database: database)
         await reactor.run {
             for (index, read) in reads.enumerated() {
-                let merging = read.merges ? LoopReadMerge(sql: shared, key: read.key, column: 0) : nil
+                let sharing: LoopReadSharing? =
+                    switch read.way {
+                    case .byKey: .byKey(sql: shared, key: read.key, column: 0)
+                    case .identical: .identical
+                    case .alone: nil
+                    }
                 let taken = sendable.database.readOnLoop(
-                    reactor, single, [read.key.rawValue], merging: merging, isAbandoned: { false },
+                    reactor, single, [read.key.rawValue], sharing: sharing, isAbandoned: { false },
                     { rows in
                         var got: [String] = []
                         while try rows.step() { got.append("\(String(decoding: rows.text(0), as: UTF8.self))=\(rows.integer(1))") }
