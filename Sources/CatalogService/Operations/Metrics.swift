@@ -193,7 +193,7 @@ final class Metrics: Sendable {
             out += "# TYPE catalog_db_loop_reads_sent_total counter\n"
             out += "catalog_db_loop_reads_sent_total \(counts.sent)\n"
             out += "# HELP catalog_db_loop_reads_resent_total Reads put back in their loop's line: PostgreSQL skipped them "
-            out += "(a statement before them in their batch failed), a statement they shared with other reads failed, "
+            out += "(a statement before them in their batch failed), a statement they shared with other GETs by id failed, "
             out += "or a migration made their prepared statement stale.\n"
             out += "# TYPE catalog_db_loop_reads_resent_total counter\n"
             out += "catalog_db_loop_reads_resent_total \(counts.resent)\n"

@@ -49,7 +49,7 @@ public struct LoopReadCounts: Sendable, Equatable {
     /// Reads sent in those batches (one sent again counts again).
     public var sent = 0
     /// Reads put back in the line: PostgreSQL skipped them (a statement before them in their
-    /// batch failed), a statement they shared with other reads failed, or a migration made
+    /// batch failed), a statement they shared with other GETs by id failed, or a migration made
     /// their prepared statement stale.
     public var resent = 0
     /// Reads answered by a statement they shared with other reads of a batch (GETs by id:

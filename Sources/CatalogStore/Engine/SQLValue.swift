@@ -8,6 +8,17 @@ enum SQLValue: Sendable, Hashable {
     case text(String)
     case blob([UInt8])
 
+    /// Whether an engine is given the same bytes for both: texts byte for byte (Swift's `==`
+    /// equates canonically equivalent texts, `"caf\u{e9}"` and `"cafe\u{301}"`, which an engine
+    /// compares as different), reals bit for bit (`-0.0 == 0.0` in Swift).
+    func isIdentical(to other: SQLValue) -> Bool {
+        switch (self, other) {
+        case let (.text(a), .text(b)): a.utf8.elementsEqual(b.utf8)
+        case let (.real(a), .real(b)): a.bitPattern == b.bitPattern
+        default: self == other
+        }
+    }
+
     /// The value as an integer (booleans are 0 or 1), if it is one.
     var int64: Int64? {
         if case let .integer(value) = self { value } else { nil }

@@ -8,7 +8,8 @@ extension PostgresLoopReader {
     /// write: the reads' statements (one for the reads by key of one kind, and one for identical
     /// reads, ``LoopReadSharing``, unless sent again), a flush request after every ``PostgresLoopReader/readsPerFlush``
     /// of them, so that PostgreSQL sends their rows as soon as it has run them, and one `Sync`. PostgreSQL runs them one after
-    /// another, in one implicit transaction, each with a snapshot of its own (`READ
+    /// another, in one implicit transaction, each with a snapshot of its own (the reads that
+    /// share a statement share its snapshot, taken once all of them were asked) (`READ
     /// COMMITTED`); the locks they take on the tables they read are held until the `Sync`
     /// (a migration's exclusive lock waits for the batch). When a statement fails (its own
     /// preparation, say), those after it in the batch are not run: their reads go back to
@@ -183,13 +184,13 @@ extension PostgresLoopReader {
             }
         }
 
-        /// Whether `a` and `b` run the same statement with the same arguments.
+        /// Whether `a` and `b` run the same statement with the same arguments, byte for byte.
         private static func identical(_ a: Job, _ b: Job) -> Bool {
             a.sql == b.sql && a.arguments.count == b.arguments.count
-                && zip(a.arguments, b.arguments).allSatisfy { $0.sqlValue == $1.sqlValue }
+                && zip(a.arguments, b.arguments).allSatisfy { $0.sqlValue.isIdentical(to: $1.sqlValue) }
         }
 
-        /// Adds `statement` (a read's, or reads' by key) to the batch (prepared first when
+        /// Adds `statement` (a read's, reads' by key, or identical reads') to the batch (prepared first when
         /// new), and a flush request after it when `flushing` (the batch's `Sync` flushes the last).
         private func queue(_ statement: Step, flushing: Bool) -> Queued {
             let (sql, arguments): (String, SQLArguments) =
