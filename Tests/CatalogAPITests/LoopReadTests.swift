@@ -197,12 +197,15 @@ import Testing
                 }
             }
             #expect(checked > 10, "pages followed by their cursors")
-            // One page asked by many at once (kept with its snapshot, and of some fields): the
-            // reads of the same statement and arguments in a batch share one, and each is
-            // answered whole.
+            // One page asked by many at once just after a write (kept with its snapshot, and of
+            // some fields): the reads of the same statement and arguments in a batch share one,
+            // and each is answered whole, as the pool answers after the write.
             let shared = catalog.application.store.loopReads.merged
-            for path in [first, "/v1/playable-items?limit=6&fields=title"] {
+            for (index, path) in ["/v1/playable-items?limit=5&sort=-createdAt", "/v1/playable-items?limit=6&fields=title&sort=-createdAt"].enumerated() {
+                _ = try await catalog.api.playableItems.create(
+                    PlayableItemInput(title: "Newest \(index)", description: "new", streamURL: URL(string: "https://example.com/new/\(index)")!))
                 let pool = try await APIClient(inProcess: catalog.application.server).get(path)
+                #expect(String(decoding: pool.body, as: UTF8.self).contains("Newest \(index)"))
                 let answers = try await withThrowingTaskGroup(of: String.self) { group in
                     for _ in 0..<16 { group.addTask { try await onThread { try Self.get(port, path) } } }
                     return try await group.reduce(into: []) { $0.append($1) }

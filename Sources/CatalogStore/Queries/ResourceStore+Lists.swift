@@ -108,6 +108,11 @@ extension ResourceStore {
                     return (known.json, known.nextCursor, known.digest)
                 }
                 let generation = pages.generation(ofSnapshot: snapshot)
+                // Kept at this very snapshot already, by a read that shared this statement
+                // (one page asked by many at once, just after a write): written from it.
+                if let generation, let page = pages.page(key, generation: generation), let json = page.json ?? rendering.write(page) {
+                    return (json, page.nextCursor, page.digest)
+                }
                 var kept: PageCache.Page? = PageCache.Page()
                 let page = try write(rows.isNull(rendering.idIndex) ? rows : ReplayedRows(rows), &kept)
                 guard let generation, let kept, kept.isComplete else { return (page.json, page.nextCursor, nil) }
