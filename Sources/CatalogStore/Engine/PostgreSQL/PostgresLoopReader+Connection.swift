@@ -5,12 +5,12 @@ extension PostgresLoopReader {
     /// One non-blocking connection of a ``PostgresLoopReader``, watched by its loop, in
     /// libpq's pipeline mode: it takes a batch of reads at once (each statement prepared
     /// before its first run on the connection, in the same batch) and sends them in one
-    /// write: the reads' statements (one for the reads by key of one kind, and one for identical
-    /// reads, ``LoopReadSharing``, unless sent again), a flush request after every ``PostgresLoopReader/readsPerFlush``
-    /// of them, so that PostgreSQL sends their rows as soon as it has run them, and one `Sync`. PostgreSQL runs them one after
-    /// another, in one implicit transaction, each with a snapshot of its own (the reads that
-    /// share a statement share its snapshot, taken once all of them were asked) (`READ
-    /// COMMITTED`); the locks they take on the tables they read are held until the `Sync`
+    /// write: the reads' statements (one for the reads by key of one kind, and one for
+    /// identical reads, ``LoopReadSharing``, unless sent again), a flush request after every
+    /// ``PostgresLoopReader/readsPerFlush`` of them, so that PostgreSQL sends their rows as
+    /// soon as it has run them, and one `Sync`. PostgreSQL runs them one after another, in
+    /// one implicit transaction, each with a snapshot of its own (`READ COMMITTED`; the reads
+    /// that share a statement share its snapshot, taken once all of them were asked); the locks they take on the tables they read are held until the `Sync`
     /// (a migration's exclusive lock waits for the batch). When a statement fails (its own
     /// preparation, say), those after it in the batch are not run: their reads go back to
     /// the reader (``PostgresLoopReader/batchEnded(_:skipped:)``).
@@ -123,9 +123,9 @@ extension PostgresLoopReader {
         }
 
         /// Sends `batch` (an idle connection's): each read's statement, prepared first when
-        /// new (reads by key of one kind, and identical reads, as one statement: ``LoopReadSharing``), and one `Sync`,
-        /// in one write when the socket takes it. Reads refused before sending are answered
-        /// once the rest are sent.
+        /// new (reads by key of one kind, and identical reads, as one: ``LoopReadSharing``),
+        /// and one `Sync`, in one write when the socket takes it. Reads refused before sending
+        /// are answered once the rest are sent.
         func start(_ batch: [Job]) {
             sent = ContinuousClock.now
             heard = sent
@@ -151,10 +151,10 @@ extension PostgresLoopReader {
         }
 
         /// The statements of `batch`, in the order of their first reads: each read's own, but
-        /// one for all the reads by key of one kind, and one for identical reads, when there are
-        /// several (``LoopReadSharing``).
-        /// A read sent again runs alone: its shared statement failed, and alone it meets its
-        /// own outcome (and no read new to the batch shares a failure again).
+        /// one for all the reads by key of one kind, and one for identical reads, when there
+        /// are several (``LoopReadSharing``). A read sent again runs alone: its shared
+        /// statement failed, say, and alone it meets its own outcome (and no read new to the
+        /// batch shares a failure again).
         private static func statements(_ batch: [Job]) -> [Step] {
             // Each statement's reads, in the order of its first, and how they share it.
             var groups: [(first: Job, others: [Job])] = []
@@ -190,8 +190,9 @@ extension PostgresLoopReader {
                 && zip(a.arguments, b.arguments).allSatisfy { $0.sqlValue.isIdentical(to: $1.sqlValue) }
         }
 
-        /// Adds `statement` (a read's, reads' by key, or identical reads') to the batch (prepared first when
-        /// new), and a flush request after it when `flushing` (the batch's `Sync` flushes the last).
+        /// Adds `statement` (a read's, reads' by key, or identical reads') to the batch
+        /// (prepared first when new), and a flush request after it when `flushing` (the
+        /// batch's `Sync` flushes the last).
         private func queue(_ statement: Step, flushing: Bool) -> Queued {
             let (sql, arguments): (String, SQLArguments) =
                 switch statement {
