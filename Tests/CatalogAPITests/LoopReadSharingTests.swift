@@ -58,7 +58,7 @@ import Testing
                 if first != [Self.row(a, 10)] { try await Task.sleep(for: .milliseconds(20)) }
             }
             #expect(first == [Self.row(a, 10)])
-            #expect(store.loopReads.merged == 0, "a read alone in its batch runs its own statement")
+            #expect(store.loopReads.shared == 0, "a read alone in its batch runs its own statement")
 
             // Taken together: one statement for the reads by key (a key twice, one that is
             // nowhere), another for a read that does not share.
@@ -69,7 +69,7 @@ import Testing
                     Self.row(a, 10), Self.row(b, 5), Self.row(c, 2), Self.row(a, 10), .rows([]), Self.row(c, 2),
                 ])
             var after = store.loopReads
-            #expect(after.batches == before.batches + 1 && after.sent == before.sent + 6 && after.merged == before.merged + 5, "\(after)")
+            #expect(after.batches == before.batches + 1 && after.sent == before.sent + 6 && after.shared == before.shared + 5, "\(after)")
 
             // The shared statement fails (a division by zero in `boom`'s row): none of its reads
             // is answered with that failure. They are sent again once, each in a statement of
@@ -78,7 +78,7 @@ import Testing
             before = after
             #expect(try await Self.send([Read(key: a), Read(key: boom), Read(key: b)], database, reactor) == [Self.row(a, 10), .failed("22012"), .elsewhere])
             after = store.loopReads
-            #expect(after.resent == before.resent + 3 && after.handedBack == before.handedBack + 1 && after.merged == before.merged, "\(after)")
+            #expect(after.resent == before.resent + 3 && after.handedBack == before.handedBack + 1 && after.shared == before.shared, "\(after)")
 
             // Alone in its statement, a read meets its own failure.
             #expect(try await Self.send([Read(key: boom)], database, reactor) == [.failed("22012")])
@@ -97,7 +97,7 @@ import Testing
                     Self.row(a, 10), Self.row(b, 5), Self.row(a, 10), Self.row(a, 10), .rows([]), Self.row(b, 5), .rows([]),
                 ])
             after = store.loopReads
-            #expect(after.batches == before.batches + 1 && after.sent == before.sent + 7 && after.merged == before.merged + 6, "\(after)")
+            #expect(after.batches == before.batches + 1 && after.sent == before.sent + 7 && after.shared == before.shared + 6, "\(after)")
             // Their statement's failure is each one's own.
             before = after
             #expect(
@@ -105,13 +105,13 @@ import Testing
                     .failed("22012"), .failed("22012"),
                 ])
             after = store.loopReads
-            #expect(after.resent == before.resent && after.handedBack == before.handedBack && after.merged == before.merged + 2, "\(after)")
+            #expect(after.resent == before.resent && after.handedBack == before.handedBack && after.shared == before.shared + 2, "\(after)")
             // Texts equal in Swift but not byte for byte are not identical: PostgreSQL compares bytes.
             before = after
             let composed = [Read(key: a, way: .identical, argument: "caf\u{e9}"), Read(key: a, way: .identical, argument: "cafe\u{301}")]
             #expect(try await Self.send(composed, database, reactor) == [.rows([]), .rows([])])
             after = store.loopReads
-            #expect(after.sent == before.sent + 2 && after.merged == before.merged, "\(after)")
+            #expect(after.sent == before.sent + 2 && after.shared == before.shared, "\(after)")
         }
     }
 

@@ -132,7 +132,7 @@ import Testing
             #expect((1...PostgresLoopReader.connectionsPerLoop).contains(counts.connections), "\(counts)")
             // GETs sent together share one statement (`id = ANY`), each answered with its own
             // row: the same id asked twice at once, and ids that exist nowhere, among them.
-            #expect(counts.merged > before.merged, "\(counts)")
+            #expect(counts.shared > before.shared, "\(counts)")
             let absentIds = (0..<4).map { _ in CatalogID() }
             let paths = (ids.prefix(12) + ids.prefix(12) + absentIds).map { "/v1/playable-items/\($0)" }
             let mixed = try await withThrowingTaskGroup(of: (Int, String).self) { group in
@@ -148,11 +148,11 @@ import Testing
                 #expect(got.status == 404 && got.body.contains("\"notFound\""), "\(mixed[index] ?? "")")
             }
             let afterMixed = catalog.application.store.loopReads
-            #expect(afterMixed.taken == counts.taken + 28 && afterMixed.handedBack == 0 && afterMixed.merged > counts.merged, "\(afterMixed)")
+            #expect(afterMixed.taken == counts.taken + 28 && afterMixed.handedBack == 0 && afterMixed.shared > counts.shared, "\(afterMixed)")
             // The metrics say so.
             let metrics = String(decoding: try await catalog.inProcess.get("/metrics").body, as: UTF8.self)
             #expect(metrics.contains("catalog_db_loop_reads_total{outcome=\"taken\"} \(afterMixed.taken)"))
-            #expect(metrics.contains("catalog_db_loop_reads_merged_total \(afterMixed.merged)"))
+            #expect(metrics.contains("catalog_db_loop_reads_shared_total \(afterMixed.shared)"))
             // Closing the store closes the loops' connections, on their loops.
             let url = try Self.postgresURL(catalog)
             // (A session names itself before the loop counts it: the two agree once it is counted.)
@@ -200,7 +200,7 @@ import Testing
             // One page asked by many at once just after a write (kept with its snapshot, and of
             // some fields): the reads of the same statement and arguments in a batch share one,
             // and each is answered whole, as the pool answers after the write.
-            let shared = catalog.application.store.loopReads.merged
+            let sharedBefore = catalog.application.store.loopReads.shared
             for (index, path) in ["/v1/playable-items?limit=5&sort=-createdAt", "/v1/playable-items?limit=6&fields=title&sort=-createdAt"].enumerated() {
                 _ = try await catalog.api.playableItems.create(
                     PlayableItemInput(title: "Newest \(index)", description: "new", streamURL: URL(string: "https://example.com/new/\(index)")!))
@@ -215,7 +215,7 @@ import Testing
                 }
                 fromLoop += 16
             }
-            #expect(catalog.application.store.loopReads.merged > shared, "\(catalog.application.store.loopReads)")
+            #expect(catalog.application.store.loopReads.shared > sharedBefore, "\(catalog.application.store.loopReads)")
             // Refused on the loop as on the pool: a bad cursor, a bad filter.
             for path in ["/v1/playable-items?cursor=AAAA", "/v1/playable-items?limit=0", "/v1/playable-items?sort=nothing"] {
                 let pool = try await catalog.inProcess.get(path)

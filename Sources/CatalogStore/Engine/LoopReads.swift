@@ -55,7 +55,7 @@ public struct LoopReadCounts: Sendable, Equatable {
     /// Reads answered by a statement they shared with other reads of a batch (GETs by id:
     /// one statement for all the ids; one list page asked at once: one statement,
     /// ``LoopReadSharing``).
-    public var merged = 0
+    public var shared = 0
     /// Reads a loop could not take (no connection yet, or its line full): run on a pool.
     public var declined = 0
     /// Taken reads handed back to run on a pool: a connection lost or silent too long, a

@@ -20,36 +20,10 @@ extension PostgresLoopReader {
             /// A statement being prepared under `name` ("": the unnamed statement, once
             /// ``maxPrepared`` are kept).
             case prepare(name: String, key: StatementKey)
-            /// A read's statement, run.
-            case execute(Job)
-            /// The one statement `sql` of reads by key (``LoopReadSharing/byKey(sql:key:column:)``),
-            /// run for all their keys.
-            case merged([Job], sql: String)
-            /// The one statement of identical reads (``LoopReadSharing/identical``): the
-            /// first's, run once.
-            case shared(Job, [Job])
+            /// A statement of the batch, run (its reads' own, or shared).
+            case run(Statement)
             /// The end of the batch.
             case sync
-
-            /// The reads it answers.
-            var jobs: [Job] {
-                switch self {
-                case let .execute(job): [job]
-                case let .merged(jobs, _): jobs
-                case let .shared(first, others): [first] + others
-                case .prepare, .sync: []
-                }
-            }
-
-            /// The statement it runs.
-            var sql: String {
-                switch self {
-                case let .execute(job), let .shared(job, _): job.sql
-                case let .merged(_, sql): sql
-                case let .prepare(_, key): key.sql
-                case .sync: ""
-                }
-            }
         }
 
         /// What became of a read asked to join the batch.
@@ -131,7 +105,7 @@ extension PostgresLoopReader {
             heard = sent
             var refused: [(Job, any Error)] = []
             var unsent: [Job] = []
-            let statements = Self.statements(batch)
+            let statements = Statement.grouping(batch)
             for (index, statement) in statements.enumerated() {
                 let flushing = (index + 1) % PostgresLoopReader.readsPerFlush == 0 && index < statements.count - 1
                 switch queue(statement, flushing: flushing) {
@@ -150,63 +124,10 @@ extension PostgresLoopReader {
             for (job, error) in refused { reader.finished(job, .failure(error)) }
         }
 
-        /// The statements of `batch`, in the order of their first reads: each read's own, but
-        /// one for all the reads by key of one kind, and one for identical reads, when there
-        /// are several (``LoopReadSharing``). A read sent again runs alone: its shared
-        /// statement failed, say, and alone it meets its own outcome (and no read new to the
-        /// batch shares a failure again).
-        private static func statements(_ batch: [Job]) -> [Step] {
-            // Each statement's reads, in the order of its first, and how they share it.
-            var groups: [(first: Job, others: [Job])] = []
-            for job in batch {
-                if !job.resent, let sharing = job.sharing,
-                    let index = groups.firstIndex(where: { group in
-                        guard !group.first.resent, let first = group.first.sharing else { return false }
-                        return switch (first, sharing) {
-                        case let (.byKey(sql, _, _), .byKey(other, _, _)): sql == other
-                        case (.identical, .identical): Self.identical(group.first, job)
-                        default: false
-                        }
-                    })
-                {
-                    groups[index].others.append(job)
-                } else {
-                    groups.append((job, []))
-                }
-            }
-            return groups.map { first, others in
-                switch first.sharing {
-                case _ where others.isEmpty: .execute(first)
-                case let .byKey(sql, _, _): .merged([first] + others, sql: sql)
-                case .identical: .shared(first, others)
-                case nil: .execute(first)
-                }
-            }
-        }
-
-        /// Whether `a` and `b` run the same statement with the same arguments, byte for byte.
-        private static func identical(_ a: Job, _ b: Job) -> Bool {
-            a.sql == b.sql && a.arguments.count == b.arguments.count
-                && zip(a.arguments, b.arguments).allSatisfy { $0.sqlValue.isIdentical(to: $1.sqlValue) }
-        }
-
-        /// Adds `statement` (a read's, reads' by key, or identical reads') to the batch
-        /// (prepared first when new), and a flush request after it when `flushing` (the
-        /// batch's `Sync` flushes the last).
-        private func queue(_ statement: Step, flushing: Bool) -> Queued {
-            let (sql, arguments): (String, SQLArguments) =
-                switch statement {
-                case let .merged(jobs, sql):
-                    (
-                        sql,
-                        [
-                            JSONArrayParameter.text(
-                                jobs.lazy.map { job in if case let .byKey(_, key, _) = job.sharing { key.rawValue } else { "" } }, quoted: true)
-                        ]
-                    )
-                case let .execute(job), let .shared(job, _): (job.sql, job.arguments)
-                case .prepare, .sync: ("", [])
-                }
+        /// Adds `statement` to the batch (prepared first when new), and a flush request after
+        /// it when `flushing` (the batch's `Sync` flushes the last).
+        private func queue(_ statement: Statement, flushing: Bool) -> Queued {
+            let (sql, arguments) = (statement.sql, statement.arguments)
             let key = StatementKey(sql)
             var name = prepared[key]
             if name == nil {
@@ -228,7 +149,7 @@ extension PostgresLoopReader {
                 return .refused(error)
             }
             guard queued == 1, !flushing || PQsendFlushRequest(connection.connection) == 1 else { return .failed }
-            steps.append(statement)
+            steps.append(.run(statement))
             return .queued
         }
 
@@ -299,10 +220,10 @@ extension PostgresLoopReader {
                         }
                     }
                     PQclear(next)
-                case .execute, .merged, .shared:
+                case let .run(statement):
                     guard let next else {
-                        finish(steps[step])
                         step += 1
+                        finish(statement)
                         continue
                     }
                     let status = PQresultStatus(next)
@@ -312,7 +233,7 @@ extension PostgresLoopReader {
                     } else if result == nil, failure == nil, status == PGRES_TUPLES_OK {
                         result = next
                     } else {
-                        if failure == nil { failure = error(of: next, expecting: PGRES_TUPLES_OK, steps[step].sql) }
+                        if failure == nil { failure = error(of: next, expecting: PGRES_TUPLES_OK, statement.sql) }
                         PQclear(next)
                     }
                 case .sync:
@@ -355,7 +276,7 @@ extension PostgresLoopReader {
         /// again when it was not run (a statement before it failed) or ran on a stale
         /// prepared statement; run elsewhere when it could not be prepared or the
         /// connection is lost.
-        private func finish(_ statement: Step) {
+        private func finish(_ statement: Statement) {
             let wasSkipped = skipping
             skipping = false
             let outcome: Result<OpaquePointer, any Error>
@@ -375,10 +296,7 @@ extension PostgresLoopReader {
             failure = nil
             let key = StatementKey(statement.sql)
             var again = wasSkipped && !unprepared.contains(key)
-            // A statement several reads by key share fails for none of them alone (cancelled,
-            // say): its reads are sent again, once, each alone, and then run elsewhere.
-            // (Identical reads share their statement's failure: it is each one's own.)
-            if case .merged = statement, case .failure = outcome, !wasSkipped { again = true }
+            if statement.failureIsShared, case .failure = outcome, !wasSkipped { again = true }
             if case let .failure(error as SQLError) = outcome {
                 if error.kind == .connection { connection.isBroken = true }
                 if PostgresConnection.staleStatement.contains(error.code) {
@@ -396,23 +314,13 @@ extension PostgresLoopReader {
                 skipped += jobs
             } else if wasSkipped {
                 for job in jobs { reader.finished(job, nil) }
-            } else if case let .merged(jobs, _) = statement {
-                reader.shared(jobs.count)
-                let shared = outcome.map(SharedResult.init)
-                for job in jobs {
-                    let rows = shared.map { shared in
-                        guard case let .byKey(_, key, column) = job.sharing else { return PostgresRows(shared, rows: 0..<0) }
-                        return PostgresRows(shared, rows: shared.row(key.rawValue, column: column).map { $0..<($0 + 1) } ?? 0..<0)
-                    }
-                    reader.finished(job, rows)
-                }
-            } else if case .shared = statement {
-                reader.shared(jobs.count)
-                let shared = outcome.map(SharedResult.init)
-                for job in jobs { reader.finished(job, shared.map { PostgresRows($0, rows: 0..<PQntuples($0.result)) }) }
-            } else if case let .execute(job) = statement {
+            } else if case let .one(job) = statement {
                 // The result is the read's own: its rows clear it.
                 reader.finished(job, outcome.map(PostgresRows.init))
+            } else {
+                reader.shared(jobs.count)
+                let shared = outcome.map(SharedResult.init)
+                for job in jobs { reader.finished(job, shared.map { PostgresRows($0, rows: Statement.rows(of: job, in: $0)) }) }
             }
             reader.progressed()
         }
@@ -430,7 +338,12 @@ extension PostgresLoopReader {
                 PQclear(result)
                 self.result = nil
             }
-            let jobs = skipped + steps[min(step, steps.count)...].flatMap(\.jobs)
+            let jobs =
+                skipped
+                + steps[min(step, steps.count)...].flatMap { step -> [Job] in
+                    if case let .run(statement) = step { return statement.jobs }
+                    return []
+                }
             steps.removeAll()
             step = 0
             skipped.removeAll()

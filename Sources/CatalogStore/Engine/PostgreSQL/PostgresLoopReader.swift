@@ -124,7 +124,7 @@ final class PostgresLoopReader: @unchecked Sendable {
         let batches = Atomic<Int>(0)
         let sent = Atomic<Int>(0)
         let resent = Atomic<Int>(0)
-        let merged = Atomic<Int>(0)
+        let shared = Atomic<Int>(0)
         let declined = Atomic<Int>(0)
         let handedBack = Atomic<Int>(0)
         let connections = Atomic<Int>(0)
@@ -132,7 +132,7 @@ final class PostgresLoopReader: @unchecked Sendable {
         var snapshot: LoopReadCounts {
             LoopReadCounts(
                 taken: taken.load(ordering: .relaxed), batches: batches.load(ordering: .relaxed), sent: sent.load(ordering: .relaxed),
-                resent: resent.load(ordering: .relaxed), merged: merged.load(ordering: .relaxed), declined: declined.load(ordering: .relaxed),
+                resent: resent.load(ordering: .relaxed), shared: shared.load(ordering: .relaxed), declined: declined.load(ordering: .relaxed),
                 handedBack: handedBack.load(ordering: .relaxed), connections: connections.load(ordering: .relaxed))
         }
     }
@@ -186,7 +186,7 @@ final class PostgresLoopReader: @unchecked Sendable {
 
     /// `count` reads were answered by one statement they shared.
     func shared(_ count: Int) {
-        counts.merged.add(count, ordering: .relaxed)
+        counts.shared.add(count, ordering: .relaxed)
     }
 
     /// A read of a batch is done: its outcome (`nil`: run it elsewhere).
