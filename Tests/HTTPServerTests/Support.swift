@@ -43,6 +43,12 @@ final class TestServer: Sendable {
         return configuration
     }
 
+    /// `count` bytes that tell their positions apart (`/bytes/{count}`): a byte out of
+    /// place, lost or repeated changes what a client reads.
+    static func bytes(_ count: Int) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) }
+    }
+
     static func router() -> Router {
         var router = Router()
         router.add(.GET, "/", .inline { _ in .text("root") })
@@ -59,6 +65,12 @@ final class TestServer: Sendable {
                 HTTPResponse(status: .ok, headers: [("Content-Type", "application/octet-stream")], body: request.body)
             })
         router.add(.GET, "/items/{id}", .inline { request in .text(request.pathParameters["id"] ?? "?") })
+        router.add(
+            .GET, "/bytes/{count}",
+            .inline { request in
+                let count = Int(request.pathParameters["count"] ?? "") ?? 0
+                return HTTPResponse(status: .ok, headers: [("Content-Type", "application/octet-stream")], body: TestServer.bytes(count))
+            })
         router.add(.DELETE, "/items/{id}", .inline { _ in HTTPResponse(status: .noContent) })
         router.add(
             .GET, "/query",

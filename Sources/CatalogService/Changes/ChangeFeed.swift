@@ -16,7 +16,7 @@ struct ChangeFeed: Sendable {
         /// The query parameters it takes.
         let parameters: Set<String>
         /// The filter a request's parameters make, for its caller.
-        let filter: @Sendable ([String: String], Caller) throws -> ChangeFilter
+        let filter: @Sendable (QueryValues, Caller) throws -> ChangeFilter
         /// What the caller's tokens are bound to (hexadecimal): the catalog's id, or, for
         /// a viewer's own feed, a digest of it and the viewer's id (another viewer's token
         /// is then a 410).
@@ -88,7 +88,7 @@ struct ChangeFeed: Sendable {
         var wait: Int?
         var streaming = false
         /// The query's parameters, as given.
-        var values: [String: String] = [:]
+        var values = QueryValues()
     }
 
     func register(in routes: inout Routes) {
@@ -294,7 +294,7 @@ struct ChangeFeed: Sendable {
     }
 
     /// The catalog feed's filter: `types` and the item.
-    static func catalogFilter(_ values: [String: String]) throws(APIError) -> ChangeFilter {
+    static func catalogFilter(_ values: QueryValues) throws(APIError) -> ChangeFilter {
         var types: [String]?
         if let text = values["types"] {
             let names = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)

@@ -108,7 +108,7 @@ struct ResourceEndpoints: Sendable {
         var headers: [(name: String, value: String)] = [("Content-Type", JSONResponse.contentType)]
         if let digest = page.digest { headers.append(("ETag", Caching.listTag(digest: digest))) }
         if let cursor = page.nextCursor {
-            headers.append(("Link", "<\(request.path)?\(ListParameters.nextQuery(request, cursor: cursor))>; rel=\"next\""))
+            headers.append(ListParameters.nextLink(request, cursor: cursor))
         }
         return HTTPResponse(status: .ok, headers: headers, body: page.json)
     }

@@ -84,13 +84,13 @@ enum ListParameters {
     }
 
     /// `limit`: 1…100, 20 when absent.
-    static func limit(_ values: [String: String]) throws(APIError) -> Int {
+    static func limit(_ values: QueryValues) throws(APIError) -> Int {
         try integer(values, "limit", in: limitRange) ?? defaultLimit
     }
 
     /// The parameter `name` as a decimal integer within `range`; `nil` when absent.
     /// - Parameter kind: what the value is, in the message of a 400.
-    static func integer(_ values: [String: String], _ name: String, in range: ClosedRange<Int>, kind: String = "an integer") throws(APIError) -> Int? {
+    static func integer(_ values: QueryValues, _ name: String, in range: ClosedRange<Int>, kind: String = "an integer") throws(APIError) -> Int? {
         guard let text = values[name] else { return nil }
         // ASCII digits only: no sign, spaces or other scripts' digits.
         guard text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }), let value = Int(text), range.contains(value) else {
@@ -100,7 +100,7 @@ enum ListParameters {
     }
 
     /// `cursor`: opaque, checked by the store; never empty.
-    static func cursor(_ values: [String: String]) throws(APIError) -> String? {
+    static func cursor(_ values: QueryValues) throws(APIError) -> String? {
         guard let cursor = values["cursor"] else { return nil }
         guard !cursor.isEmpty else { throw .invalidParameter("cursor", "must not be empty.") }
         return cursor
@@ -124,7 +124,7 @@ enum ListParameters {
     }
 
     /// `near`/`radius` and `bbox`; when both are given, results must satisfy both.
-    private static func areas(_ values: [String: String]) throws(APIError) -> [ListRequest.Area] {
+    private static func areas(_ values: QueryValues) throws(APIError) -> [ListRequest.Area] {
         var areas: [ListRequest.Area] = []
         let near = values["near"], radius = values["radius"], bbox = values["bbox"]
         if let near {
@@ -174,11 +174,15 @@ enum ListParameters {
         guard (-180...180).contains(value) else { throw .invalidParameter(name, "longitude must be between -180 and 180.") }
     }
 
-    /// The query string of the next page: the request's own parameters, as it sent them,
-    /// with the new cursor (base64url, so it needs no escaping) in place of the old one.
-    static func nextQuery(_ request: HTTPRequest, cursor: String) -> String {
+    /// The `Link: <…>; rel="next"` field of the next page: the request's path and its own
+    /// parameters, as it sent them, with the new cursor (base64url, so it needs no
+    /// escaping) in place of the old one; written in one piece.
+    static func nextLink(_ request: HTTPRequest, cursor: String) -> (name: String, value: String) {
         var output: [UInt8] = []
-        output.reserveCapacity((request.query?.utf8.count ?? 0) + cursor.utf8.count + 8)
+        output.reserveCapacity(request.path.utf8.count + (request.query?.utf8.count ?? 0) + cursor.utf8.count + 24)
+        output.append(UInt8(ascii: "<"))
+        output += request.path.utf8
+        output.append(UInt8(ascii: "?"))
         request.forEachRawQueryPair { pair in
             guard !pair.nameIs("cursor") else { return }
             output += pair.bytes
@@ -186,6 +190,7 @@ enum ListParameters {
         }
         output += "cursor=".utf8
         output += cursor.utf8
-        return String(decoding: output, as: UTF8.self)
+        output += #">; rel="next""#.utf8
+        return ("Link", String(decoding: output, as: UTF8.self))
     }
 }

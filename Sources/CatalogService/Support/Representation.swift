@@ -64,19 +64,33 @@ struct Representation {
 
 /// Query strings: each parameter at most once, and only the accepted ones.
 enum QueryParameters {
-    static func parse(_ request: HTTPRequest, accepted: Set<String>) throws(APIError) -> [String: String] {
+    static func parse(_ request: HTTPRequest, accepted: Set<String>) throws(APIError) -> QueryValues {
         let items: [QueryItem]
         do { items = try request.queryItems() } catch { throw APIError(status: .badRequest, code: error.code, detail: error.detail) }
-        var values: [String: String] = [:]
-        values.reserveCapacity(items.count)
+        var values = QueryValues()
+        values.pairs.reserveCapacity(items.count)
         for item in items {
             guard accepted.contains(item.name) else {
                 let choices = accepted.isEmpty ? "no parameters" : accepted.sorted().joined(separator: ", ")
                 throw .invalidParameter(item.name, "unknown parameter; this request accepts \(choices).")
             }
             guard values[item.name] == nil else { throw .invalidParameter(item.name, "given more than once.") }
-            values[item.name] = item.value
+            values.pairs.append((item.name, item.value))
         }
         return values
     }
+}
+
+/// A request's query parameters, each named once (``QueryParameters/parse(_:accepted:)``),
+/// in the order given: a handful of pairs, found by comparing names rather than hashing them.
+struct QueryValues: Sequence {
+    fileprivate(set) var pairs: [(name: String, value: String)] = []
+
+    /// The value of the parameter `name`; `nil` when it was not given.
+    subscript(name: String) -> String? {
+        for pair in pairs where pair.name == name { return pair.value }
+        return nil
+    }
+
+    func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { pairs.makeIterator() }
 }

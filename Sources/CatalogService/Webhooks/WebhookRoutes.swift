@@ -66,7 +66,7 @@ struct WebhookRoutes: Sendable {
                 guard try store.row(webhook) != nil else { throw APIError.notFound }
                 let page = try store.deliveries(of: webhook, status: status, limit: try ListParameters.limit(values), before: before)
                 let next = page.next.map { Self.cursor($0, status: status) }
-                let link = next.map { ("Link", "<\(request.path)?\(ListParameters.nextQuery(request, cursor: $0))>; rel=\"next\"") }
+                let link = next.map { ListParameters.nextLink(request, cursor: $0) }
                 return try Self.json(Page(items: page.items, nextCursor: next), headers: link.map { [$0] } ?? [])
             })
         routes.add(

@@ -24,7 +24,8 @@ extension Connection {
         if unreadBody != nil, !skipUnreadBody() { keepAlive = false }
         ResponseWriter.write(
             response, into: output, omitBody: context.omitBody, keepAlive: keepAlive, version: context.version,
-            requestID: context.requestID, date: loop.date, fixedFields: loop.core.fixedFields, streaming: stream != nil || headOfStream)
+            requestID: context.requestID, date: loop.date, fixedFields: loop.core.fixedFields, streaming: stream != nil || headOfStream,
+            splicesBody: tls == nil)
         if let observer = loop.core.configuration.requestObserver {
             observer(
                 CompletedRequest(
@@ -141,7 +142,7 @@ extension Connection {
                     return
                 }
             }
-            switch transmit(output.readable) {
+            switch tls == nil && output.readable.count < output.readableCount ? transmitGathered() : transmit(output.readable) {
             case let .bytes(count):
                 output.moveReader(by: count)
                 deadlines = deadlines.wrote()  // an idle bound: progress restarts it

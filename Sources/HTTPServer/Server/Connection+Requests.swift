@@ -23,7 +23,12 @@ extension Connection {
                     requestsWaitForFile = !input.isEmpty
                     return
                 }
-                guard !closeAfterFlush, output.readableCount <= Self.outputHighWater, !input.isEmpty else { return }
+                guard !closeAfterFlush, !input.isEmpty else { return }
+                guard output.readableCount <= Self.outputHighWater else {
+                    // A client that pipelines faster than it reads: ``finishTurn()`` comes back once it has read.
+                    requestsWaitForOutput = true
+                    return
+                }
                 let head: RequestHead
                 do {
                     guard let parsed = try parser.parse(input.readable) else { return }

@@ -87,6 +87,8 @@ final class Connection {
     var sendingFile: FileTransfer?
     /// Whether requests already read wait for a file to be sent.
     var requestsWaitForFile = false
+    /// Whether requests already read wait for the output to drain below ``outputHighWater``.
+    var requestsWaitForOutput = false
     var phase = Phase.head
     var requestStarted = false
     var closeAfterFlush = false
@@ -241,9 +243,11 @@ final class Connection {
         guard !isClosed else { return }
         flush()
         guard !isClosed else { return }
-        while requestsWaitForFile, sendingFile == nil {
-            // The file is out: the requests pipelined behind it go on.
+        while requestsWaitForFile && sendingFile == nil || requestsWaitForOutput && output.readableCount <= Self.outputHighWater {
+            // The file is out, or the answers before them drained (in this flush, with no
+            // more input to come): the requests pipelined behind go on.
             requestsWaitForFile = false
+            requestsWaitForOutput = false
             process()
             flush()
             guard !isClosed else { return }

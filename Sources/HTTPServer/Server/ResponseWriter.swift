@@ -8,6 +8,10 @@ import Musl
 /// headers, `Content-Length`, `Date`, `X-Request-Id`, the server's fixed fields,
 /// `Connection` and the body, so that head and body leave in one `write`.
 enum ResponseWriter {
+    /// The smallest body sent from its own array rather than copied after the head
+    /// (``ByteBuffer/append(splicing:)``): below it, the copy costs less than a piece of a gathered write.
+    static let splicedBody = 1_024
+
     /// Pre-rendered status lines for every standard code, indexed by code.
     private static let statusLines: [[UInt8]] = (0..<600).map { code in
         Array("HTTP/1.1 \(code) \(HTTPStatus.standardReason(code))\r\n".utf8)
@@ -15,7 +19,8 @@ enum ResponseWriter {
 
     static func write(
         _ response: HTTPResponse, into out: ByteBuffer, omitBody: Bool, keepAlive: Bool,
-        version: HTTPVersion, requestID: String, date: DateCache, fixedFields: [UInt8], streaming: Bool = false
+        version: HTTPVersion, requestID: String, date: DateCache, fixedFields: [UInt8], streaming: Bool = false,
+        splicesBody: Bool = false
     ) {
         let status = response.status
         if status.code >= 100, status.code < 600, status.reasonPhrase == HTTPStatus.standardReason(status.code) {
@@ -55,7 +60,8 @@ enum ResponseWriter {
         out.append(byte: ASCII.cr)
         out.append(byte: ASCII.lf)
         if !omitBody && !status.forbidsBody && !streaming {
-            out.append(response.body)
+            // A large body leaves from its own array, gathered with the head in one write.
+            if splicesBody && response.body.count >= splicedBody { out.append(splicing: response.body) } else { out.append(response.body) }
         }
     }
 

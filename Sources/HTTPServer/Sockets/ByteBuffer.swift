@@ -8,12 +8,32 @@ import Musl
 ///
 /// Bytes in `readerIndex..<writerIndex` are readable. Space is reclaimed by moving the
 /// readable bytes to the front, so positions relative to `readerIndex` stay valid.
+///
+/// An output buffer may also hold arrays spliced in between its bytes (``append(splicing:)``):
+/// a large body is sent from the array it was rendered into, by one gathered write with
+/// the head before it (``withVectors(_:)``), rather than copied into the buffer first.
 final class ByteBuffer {
     private(set) var base: UnsafeMutablePointer<UInt8>
     private(set) var capacity: Int
     private(set) var readerIndex = 0
     private(set) var writerIndex = 0
     private let initialCapacity: Int
+
+    /// An array sent after the buffer's bytes before `at` and before those from `at` on.
+    private struct Splice {
+        var at: Int
+        let bytes: [UInt8]
+        var sent = 0
+    }
+
+    /// In order of `at`, each within `readerIndex...writerIndex`.
+    private var splices: [Splice] = []
+    /// The bytes of `splices` not yet read.
+    private var splicedCount = 0
+
+    /// The most spliced arrays one gathered write takes (``withVectors(_:)``); the rest go
+    /// in the next (a client pipelining this many large answers at once).
+    static let maxSplicesPerWrite = 16
 
     init(capacity: Int) {
         initialCapacity = capacity
@@ -23,17 +43,35 @@ final class ByteBuffer {
 
     deinit { base.deallocate() }
 
-    var readableCount: Int { writerIndex - readerIndex }
-    var isEmpty: Bool { readerIndex == writerIndex }
+    /// The readable bytes, spliced arrays included.
+    var readableCount: Int { writerIndex - readerIndex + splicedCount }
+    var isEmpty: Bool { readerIndex == writerIndex && splicedCount == 0 }
 
-    /// The readable bytes. Valid until the next mutation.
+    /// The readable bytes before the first spliced array (all of them in a buffer that
+    /// splices nothing: one read as input, or written through TLS). Valid until the next mutation.
     var readable: UnsafeBufferPointer<UInt8> {
-        UnsafeBufferPointer(start: base + readerIndex, count: writerIndex - readerIndex)
+        UnsafeBufferPointer(start: base + readerIndex, count: (splicedCount > 0 ? splices[0].at : writerIndex) - readerIndex)
     }
 
+    /// Marks the next `count` readable bytes read, spliced arrays included.
     func moveReader(by count: Int) {
+        var count = count
+        while count > 0, splicedCount > 0 {
+            var first = splices[0]
+            let before = min(count, first.at - readerIndex)
+            readerIndex += before
+            count -= before
+            guard count > 0 else { break }
+            let taken = min(count, first.bytes.count - first.sent)
+            first.sent += taken
+            count -= taken
+            splicedCount -= taken
+            if first.sent == first.bytes.count { splices.removeFirst() } else { splices[0] = first }
+        }
         readerIndex += count
         if readerIndex == writerIndex {
+            // Arrays still spliced sit at the end: they move to the front with it.
+            if splicedCount > 0 { for index in splices.indices { splices[index].at = 0 } }
             readerIndex = 0
             writerIndex = 0
         }
@@ -42,6 +80,52 @@ final class ByteBuffer {
     func clear() {
         readerIndex = 0
         writerIndex = 0
+        if splicedCount > 0 {
+            splices.removeAll()
+            splicedCount = 0
+        }
+    }
+
+    /// Queues `bytes` after everything appended so far, without copying them: they are
+    /// read from the array itself (``withVectors(_:)``; ``readable`` stops before them).
+    func append(splicing bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        splices.append(Splice(at: writerIndex, bytes: bytes))
+        splicedCount += bytes.count
+    }
+
+    /// Calls `body` with the readable bytes as consecutive pieces for a gathered write
+    /// (`sendmsg`): the buffer's own bytes and the arrays spliced between them, up to
+    /// ``maxSplicesPerWrite`` arrays. Valid only during `body`.
+    func withVectors<Result>(_ body: (UnsafeBufferPointer<iovec>) -> Result) -> Result {
+        let splicing = min(splices.count, Self.maxSplicesPerWrite)
+        return withUnsafeTemporaryAllocation(of: iovec.self, capacity: 2 * splicing + 1) { vectors in
+            gather(splice: 0, of: splicing, from: readerIndex, into: vectors, count: 0, body)
+        }
+    }
+
+    /// Fills `vectors` from `count` on with the buffer's bytes from `from` to the next
+    /// splice, then that splice's unsent bytes (each array's storage borrowed for as
+    /// long as `body` runs), and so on for `splicing` splices.
+    private func gather<Result>(
+        splice: Int, of splicing: Int, from: Int, into vectors: UnsafeMutableBufferPointer<iovec>, count: Int,
+        _ body: (UnsafeBufferPointer<iovec>) -> Result
+    ) -> Result {
+        var count = count
+        let end = splice < splices.count ? splices[splice].at : writerIndex
+        if end > from {
+            vectors[count] = iovec(iov_base: UnsafeMutableRawPointer(base + from), iov_len: end - from)
+            count += 1
+        }
+        guard splice < splicing else { return body(UnsafeBufferPointer(rebasing: vectors[..<count])) }
+        let sent = splices[splice].sent
+        return splices[splice].bytes.withUnsafeBytes { bytes in
+            if let start = bytes.baseAddress {
+                vectors[count] = iovec(iov_base: UnsafeMutableRawPointer(mutating: start + sent), iov_len: bytes.count - sent)
+                count += 1
+            }
+            return gather(splice: splice + 1, of: splicing, from: end, into: vectors, count: count, body)
+        }
     }
 
     /// Makes room for at least `count` more bytes after `writerIndex`.
@@ -50,6 +134,7 @@ final class ByteBuffer {
         if readerIndex > 0 {
             let readable = writerIndex - readerIndex
             if readable > 0 { memmove(base, base + readerIndex, readable) }
+            if splicedCount > 0 { for index in splices.indices { splices[index].at -= readerIndex } }
             readerIndex = 0
             writerIndex = readable
             if capacity - writerIndex >= count { return }
