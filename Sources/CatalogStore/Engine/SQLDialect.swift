@@ -105,9 +105,9 @@ protocol SQLDialect: Sendable {
     /// How a list of `schema` finds the rows that match a search, and ranks them
     /// (``SQLSearchShape``): the same SQL for every search, made once a store.
     func searchShape(_ schema: ResourceSchema, queued: Bool) -> SQLSearchShape?
-    /// What a search for `text` binds to its shape's parameters (``SearchQuery``), or `nil`
-    /// when the text holds no letter or digit.
-    func searchArguments(_ text: String) -> SQLSearchArguments?
+    /// What a search for `words` (``SearchQuery/searched(_:)``) binds to its shape's
+    /// parameters, or `nil` when there are none (the text held no letter or digit).
+    func searchArguments(_ words: [(word: String, prefix: Bool)]) -> SQLSearchArguments?
     /// A count of the matches of a search among the newest `sample` rows of `schema`, when
     /// the engine can test a row as it reads it (SQLite): how densely it matches, to choose
     /// between the full-text index and a walk. `floor` reads the key of the oldest of
@@ -167,9 +167,11 @@ final class SQLSearchShape: Sendable {
 /// What one search binds to the `?` of its ``SQLSearchShape``'s `filter`, `rank` and `match`.
 typealias SQLSearchArguments = (filter: String, rank: String, match: String)
 
-/// One search: its resource's shape and what its text binds to it.
+/// One search: its resource's shape, its words and what they bind to it.
 struct SQLSearch {
     let shape: SQLSearchShape
+    /// The words it looks for (``SearchQuery/searched(_:)``), split once a search.
+    let words: [(word: String, prefix: Bool)]
     let arguments: SQLSearchArguments
 
     /// What the search binds to its shape's `filter`: its argument for each `?`.

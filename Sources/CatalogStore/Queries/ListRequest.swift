@@ -172,8 +172,10 @@ public enum SearchQuery {
 
     /// The tsquery (for `to_tsquery('simple', …)`), or `nil` when the text holds no letter
     /// or digit. Words are runs of letters and digits, so nothing in them needs quoting.
-    public static func tsquery(_ text: String) -> String? {
-        let words = searched(text)
+    public static func tsquery(_ text: String) -> String? { tsquery(searched(text)) }
+
+    /// The tsquery of `words` (``searched(_:)``), or `nil` when there are none.
+    public static func tsquery(_ words: [(word: String, prefix: Bool)]) -> String? {
         guard !words.isEmpty else { return nil }
         return words.map { $0.prefix ? "\($0.word.lowercased()):*" : $0.word.lowercased() }.joined(separator: " & ")
     }

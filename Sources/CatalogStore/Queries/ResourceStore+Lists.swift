@@ -238,7 +238,7 @@ extension ResourceStore {
     /// Plain lists seek straight to the cursor on the (column, id) index, so a page costs
     /// the same at any depth; filtered lists sort only their matches.
     /// `search` is the request's search (``sqlSearch(_:queued:)``), which reads the search
-    /// index's queue when its shape does (``searchQueueWaits(_:)``). `unlessUnchanged`: a
+    /// index's queue when its shape does (``searchState(_:)``). `unlessUnchanged`: a
     /// plain list's statement reads nothing when the database is at the snapshot bound
     /// after the list's arguments (``SQLDialect/unlessUnchanged(_:)``). The text comes from the
     /// shape of the statement, made once (``ListStatements``); the arguments are this list's.

@@ -28,9 +28,9 @@ extension ResourceStore {
     /// the sampled rows' words (``SampleWords``) where they give one, else from the index.
     /// `search` is the request's (``sqlSearch(_:queued:)``); a search without one never walks.
     func walksSearch(_ db: any SQLConnection, _ request: ListRequest, _ search: SQLSearch?, version: Int64?) throws -> Bool {
-        guard let search, let text = request.search, let sample = sampling else { return false }
+        guard let search, request.search != nil, let sample = sampling else { return false }
         let matches = try searchDensities.matches(search.arguments.filter) {
-            if let version, let words = try sample.words.words(db, version: version), let count = words.matches(SearchQuery.searched(text)) {
+            if let version, let words = try sample.words.words(db, version: version), let count = words.matches(search.words) {
                 return count
             }
             let floor = try searchDensities.floor(version: version) { try db.fetchValue(sample.sql.floor).int64 ?? 0 }
@@ -47,10 +47,10 @@ extension ResourceStore {
     /// list does, until the next write. A first page is never kept: it is answered as
     /// cheaply as a search that is never paged, and the page cache keeps it whole.
     func searchQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?) throws -> (String, SQLArguments) {
-        let search = try request.search.flatMap { sqlSearch($0, queued: try searchQueueWaits(db)) }
+        let (queueWaits, version) = try searchState(db)
+        let search = request.search.flatMap { sqlSearch($0, queued: queueWaits) }
         // Who lists matters only where some rows are hidden from some viewers.
         let key = visibleFilter == nil ? request.fingerprint : "\(request.viewer)|\(request.fingerprint)"
-        let version = try db.dialect.writeVersion.flatMap { try db.fetchValue($0).int64 }
         let kept = version.flatMap { searchLists.matches(key, version: $0) }
         if let kept, let page = try keptPage(db, request, kept, after: cursor, search: search) { return page }
         let walks = try walksSearch(db, request, search, version: version)
@@ -75,20 +75,28 @@ extension ResourceStore {
     /// `text` binds to it; `nil` when the resource has no search, or the text no letter or digit.
     /// `queued`: whether the search reads the index's queue too.
     func sqlSearch(_ text: String, queued: Bool) -> SQLSearch? {
-        guard let shape = queued ? searchShapes.queued : searchShapes.unqueued, let arguments = database.dialect.searchArguments(text) else {
+        let words = SearchQuery.searched(text)
+        guard let shape = queued ? searchShapes.queued : searchShapes.unqueued, let arguments = database.dialect.searchArguments(words) else {
             return nil
         }
-        return SQLSearch(shape: shape, arguments: arguments)
+        return SQLSearch(shape: shape, words: words, arguments: arguments)
     }
 
-    /// Whether the search index's queue holds writes in `db`'s snapshot (SQLite: only
-    /// then must a search read it, ``SQLDialect/searchShape(_:queued:)``). The writer
-    /// applies the queue within a second, so it is mostly empty, and a search then
-    /// spares the temporary tables its reads of the queue build (128,000 instructions of
-    /// a selective search). One look at the queue's first row, of any index.
-    func searchQueueWaits(_ db: any SQLConnection) throws -> Bool {
-        guard searchesQueue else { return false }
-        return try db.exists("SELECT 1 FROM search_index_queue LIMIT 1")
+    /// What a search reads of `db`'s snapshot before it chooses how to run: whether the
+    /// search index's queue holds writes (SQLite: only then must a search read it,
+    /// ``SQLDialect/searchShape(_:queued:)``; the writer applies the queue within a
+    /// second, so it is mostly empty, and a search then spares the temporary tables its
+    /// reads of the queue build, 128,000 instructions of a selective search; one look at
+    /// the queue's first row, of any index), and the database's ``SQLDialect/writeVersion``
+    /// (`nil` where the engine has none). One statement where there are both (``searchStateSQL``).
+    func searchState(_ db: any SQLConnection) throws -> (queueWaits: Bool, version: Int64?) {
+        if let searchStateSQL {
+            let rows = try db.query(searchStateSQL, [])
+            guard try rows.step() else { return (true, nil) }
+            return (rows.integer(1) != 0, rows.integer(0))
+        }
+        let queueWaits = try searchesQueue && db.exists("SELECT 1 FROM search_index_queue LIMIT 1")
+        return (queueWaits, try db.dialect.writeVersion.flatMap { try db.fetchValue($0).int64 })
     }
 
     /// The page of a search that walks: the walk reads at most ``walkLimit`` rows in the
@@ -98,7 +106,7 @@ extension ResourceStore {
     /// than the walk goes (matches that cluster elsewhere in the order), the search looks
     /// them up in the index after all. Either way it finds what the index would: a walk
     /// only bounds the work.
-    /// `search`: the request's search, reading the index's queue if it holds writes (``searchQueueWaits(_:)``).
+    /// `search`: the request's search, reading the index's queue if it holds writes (``searchState(_:)``).
     func walkedQuery(_ db: any SQLConnection, _ request: ListRequest, after cursor: ListCursor?, search: SQLSearch?) throws -> (String, SQLArguments) {
         if request.order == .relevance {
             guard var candidates = try walkedCandidates(db, request, search: search) else { return try listQuery(request, after: cursor, way: .index, search: search) }

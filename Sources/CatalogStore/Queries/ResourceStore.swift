@@ -84,6 +84,9 @@ public final class ResourceStore: Sendable {
     /// Whether the resource's index writes wait in a queue that searches read too
     /// (SQLite's `search_index_queue`, from `Migrations/0007`; ``SQLDialect/searchShape(_:queued:)``).
     let searchesQueue: Bool
+    /// Whether the queue holds writes and the ``SQLDialect/writeVersion``, read in one
+    /// statement (``searchState(_:)``), where searches read the queue and the engine has versions.
+    let searchStateSQL: String?
     /// The SQL of the resource's searches, without and with the queue's rows: made once
     /// (``sqlSearch(_:queued:)``).
     let searchShapes: (unqueued: SQLSearchShape?, queued: SQLSearchShape?)
@@ -129,6 +132,8 @@ public final class ResourceStore: Sendable {
             && ((try? database.read { db in
                 try db.fetchValue("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'search_index_queue')", []).bool
             }) ?? false)
+        searchStateSQL =
+            searchesQueue ? database.dialect.writeVersion.map { "SELECT (\($0)), EXISTS (SELECT 1 FROM search_index_queue LIMIT 1)" } : nil
         searchShapes = (database.dialect.searchShape(schema, queued: false), database.dialect.searchShape(schema, queued: true))
         sampling = database.dialect.searchSample(schema, sample: Self.searchSample).map { sql in
             (sql, SampleWords(table: schema.table, columns: schema.searchColumns.map(\.column), rows: Self.searchSample))

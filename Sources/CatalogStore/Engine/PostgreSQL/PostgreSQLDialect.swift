@@ -39,8 +39,8 @@ struct PostgreSQLDialect: SQLDialect {
     func jsonElement(_ expression: String, _ index: Int) -> String { "(CAST(\(expression) AS json) ->> \(index))" }
     var writeVersion: String? { nil }
 
-    func searchArguments(_ text: String) -> SQLSearchArguments? {
-        SearchQuery.tsquery(text).map { ($0, $0, $0) }
+    func searchArguments(_ words: [(word: String, prefix: Bool)]) -> SQLSearchArguments? {
+        SearchQuery.tsquery(words).map { ($0, $0, $0) }
     }
 
     func searchShape(_ schema: ResourceSchema, queued: Bool) -> SQLSearchShape? {

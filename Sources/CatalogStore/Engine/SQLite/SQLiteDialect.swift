@@ -27,8 +27,7 @@ struct SQLiteDialect: SQLDialect {
     var writeVersion: String? { "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0)" }
 
     /// The FTS5 query for the index, and the words for `catalog_rank` and `catalog_match`.
-    func searchArguments(_ text: String) -> SQLSearchArguments? {
-        let words = SearchQuery.searched(text)
+    func searchArguments(_ words: [(word: String, prefix: Bool)]) -> SQLSearchArguments? {
         guard let query = SearchQuery.fts5(words) else { return nil }
         let terms = SearchQuery.terms(words)
         return (query, terms, terms)
