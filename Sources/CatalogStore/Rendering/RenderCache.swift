@@ -25,19 +25,18 @@ final class RenderCache: Sendable {
         let version: Int64
         /// The row's revision where the engine has one (PostgreSQL's `xmin`), else 0.
         let revision: Int64
-        /// The id's length: ``bytes`` holds the id, then the JSON (one allocation, not two).
-        let idCount: Int
-        let bytes: [UInt8]
+        let id: [UInt8]
+        /// The JSON, an array of its own: a whole resource read from the cache is this
+        /// array, shared rather than copied (``current(id:generation:)``).
+        let json: [UInt8]
         /// One more than the database generation in which a read found this the resource's
         /// current row (``confirm(id:version:revision:generation:)``); 0 before.
         var confirmed: UInt64 = 0
 
-        var jsonCount: Int { bytes.count - idCount }
-
         /// Whether it holds the id `id`.
         func holds(_ id: UnsafeBufferPointer<UInt8>) -> Bool {
-            idCount == id.count
-                && bytes.withUnsafeBufferPointer { stored in
+            self.id.count == id.count
+                && self.id.withUnsafeBufferPointer { stored in
                     guard let base = stored.baseAddress, let other = id.baseAddress else { return id.isEmpty }
                     return memcmp(base, other, id.count) == 0
                 }
@@ -102,20 +101,18 @@ final class RenderCache: Sendable {
         let key = Self.key(id)
         return shard(key).reading { entries in
             guard let entry = entries.byKey[key], entry.version == version, entry.revision == revision, entry.holds(id) else { return false }
-            entry.bytes.withUnsafeBufferPointer { writer.raw(UnsafeBufferPointer(rebasing: $0[id.count...])) }
+            entry.json.withUnsafeBufferPointer { writer.raw($0) }
             return true
         }
     }
 
-    /// Appends the cached JSON of the resource `id` to `writer` when a read in database
-    /// `generation` found it current (nothing has committed since, so it still is).
-    /// - Returns: its version; `nil`, writing nothing, otherwise.
-    func current(id: UnsafeBufferPointer<UInt8>, generation: UInt64, into writer: inout JSONWriter) -> Int64? {
+    /// The cached JSON of the resource `id` and its version, when a read in database
+    /// `generation` found it current (nothing has committed since, so it still is); `nil` otherwise.
+    func current(id: UnsafeBufferPointer<UInt8>, generation: UInt64) -> (version: Int64, json: [UInt8])? {
         let key = Self.key(id)
         return shard(key).reading { entries in
             guard let entry = entries.byKey[key], entry.confirmed == generation &+ 1, entry.holds(id) else { return nil }
-            entry.bytes.withUnsafeBufferPointer { writer.raw(UnsafeBufferPointer(rebasing: $0[id.count...])) }
-            return entry.version
+            return (entry.version, entry.json)
         }
     }
 
@@ -138,15 +135,8 @@ final class RenderCache: Sendable {
     func store(
         id: UnsafeBufferPointer<UInt8>, version: Int64, revision: Int64, json: UnsafeBufferPointer<UInt8>, epoch: UInt64, confirmed: UInt64? = nil
     ) -> Bool {
-        guard json.count <= maxBytes / 64, let idBase = id.baseAddress, let jsonBase = json.baseAddress else { return false }
-        // One allocation holding the id, then the JSON.
-        let bytes = [UInt8](unsafeUninitializedCapacity: id.count + json.count) { buffer, count in
-            guard let base = buffer.baseAddress else { return }
-            base.initialize(from: idBase, count: id.count)
-            (base + id.count).initialize(from: jsonBase, count: json.count)
-            count = id.count + json.count
-        }
-        let entry = Entry(version: version, revision: revision, idCount: id.count, bytes: bytes, confirmed: confirmed.map { $0 &+ 1 } ?? 0)
+        guard json.count <= maxBytes / 64 else { return false }
+        let entry = Entry(version: version, revision: revision, id: Array(id), json: Array(json), confirmed: confirmed.map { $0 &+ 1 } ?? 0)
         let key = Self.key(id)
         return shard(key).writing { entries in
             guard Self.epoch.load(ordering: .acquiring) == epoch else { return false }
@@ -154,7 +144,7 @@ final class RenderCache: Sendable {
                 entries.byKey.removeAll(keepingCapacity: true)
                 entries.bytes = 0
             }
-            if let old = entries.byKey.updateValue(entry, forKey: key) { entries.bytes -= old.jsonCount }
+            if let old = entries.byKey.updateValue(entry, forKey: key) { entries.bytes -= old.json.count }
             entries.bytes += json.count
             return true
         }
@@ -166,7 +156,7 @@ final class RenderCache: Sendable {
         var id = id
         let key = id.withUTF8 { Self.key($0) }
         shard(key).writing { entries in
-            if let old = entries.byKey.removeValue(forKey: key) { entries.bytes -= old.jsonCount }
+            if let old = entries.byKey.removeValue(forKey: key) { entries.bytes -= old.json.count }
         }
     }
 

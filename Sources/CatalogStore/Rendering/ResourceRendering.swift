@@ -40,13 +40,12 @@ struct ResourceRendering: Sendable {
     }
 
     /// The whole resource `id` from the render cache, when a read in database `generation`
-    /// found it current (``RenderCache/current(id:generation:into:)``).
+    /// found it current (``RenderCache/current(id:generation:)``).
     func current(_ id: CatalogID, generation: UInt64) -> RenderedResource? {
         guard let cache else { return nil }
         var raw = id.rawValue
-        var writer = JSONWriter(capacity: 512)
-        guard let version = raw.withUTF8({ cache.current(id: $0, generation: generation, into: &writer) }) else { return nil }
-        return RenderedResource(id: id, version: Int(version), json: writer.bytes)
+        guard let (version, json) = raw.withUTF8({ cache.current(id: $0, generation: generation) }) else { return nil }
+        return RenderedResource(id: id, version: Int(version), json: json)
     }
 
     /// Writes a page of `request` from rows that carry their sort key after the
