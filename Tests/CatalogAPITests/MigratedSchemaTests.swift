@@ -107,4 +107,29 @@ import Testing
         }
         #expect(catalog.tables.contains("changes") && catalog.indexes.contains("changes_by_subject"))
     }
+
+    /// PostgreSQL's full-text indexes never hold more than 64 kB of new rows' entries
+    /// unmerged, which every search reads whole (Migrations/postgresql/0014): after 2,000
+    /// rows of some 25 words each (about 600 kB of entries, which the default 4 MB limit
+    /// would leave pending), merging what is left frees at most 8 pages of 8 kB.
+    @Test func searchIndexesKeepTheirPendingListsShortOnPostgreSQL() throws {
+        guard TestEngine.postgresURL != nil else { return }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("schema-\(UUID().uuidString)")
+        let database = try TestEngine.postgresDatabase(for: directory)
+        defer { TestEngine.release(directory) }
+        let store = try CatalogStore(.postgresql(database), migrations: Migration.load(from: migrationsDirectory, for: .postgresql))
+        defer { try? store.close() }
+        let pending = try store.database.write { db in
+            _ = try db.execute(
+                """
+                INSERT INTO playable_items (id, title, description, stream_url, created_at, updated_at, version)
+                SELECT gen_random_uuid()::text, 'Pending title ' || i, repeat('word' || i || ' another' || (i % 97) || ' ', 12),
+                       'https://videos.example.com/' || i || '.m3u8', 0, 0, 1
+                FROM generate_series(1, 2000) AS i
+                """, [])
+            return try db.fetchValue("SELECT gin_clean_pending_list('playable_items_search')", []).int
+        }
+        let pages = try #require(pending)
+        #expect(pages <= 8, "\(pages) pages were pending")
+    }
 }

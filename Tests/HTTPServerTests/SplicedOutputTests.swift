@@ -87,6 +87,18 @@ import Glibc
         #expect(Self.pending(buffer) == [16, 16, 17, 17, 17, 18, 18, 18])
     }
 
+    /// An array whose buffer is more than twice its bytes (a compressed copy made in a
+    /// worst-case buffer) is copied, not held: the high-water mark counts bytes.
+    @Test func anArrayHoldingMuchMoreRoomThanBytesIsCopied() {
+        let buffer = ByteBuffer(capacity: 16)
+        var roomy = [UInt8](repeating: 7, count: 2_000)
+        roomy.reserveCapacity(100_000)
+        buffer.append(splicing: roomy)
+        #expect(buffer.readable.count == 2_000 && buffer.readableCount == 2_000)
+        buffer.append(splicing: [UInt8](repeating: 8, count: 2_000))
+        #expect(buffer.readable.count == 2_000 && buffer.readableCount == 4_000)
+    }
+
     /// Pipelined answers of every size, small ones copied after their heads and large ones
     /// spliced, read only once the server's writes have filled the socket: each arrives
     /// whole and in order, over plaintext (gathered writes) and TLS (copied).
@@ -110,6 +122,25 @@ import Glibc
             // The connection goes on after them.
             try client.send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try client.readResponse().text == "hello")
+        }
+    }
+
+    /// A client that pipelines, closes its sending side, then reads slowly: every whole
+    /// request it sent is answered, however long the answers before it wait to be read.
+    @Test func requestsSentBeforeAHalfCloseAreAllAnswered() async throws {
+        let server = try TestServer()
+        let sizes = [300_000, 200_000, 5, 300_000, 2_000, 1]
+        let expected = sizes.map(TestServer.bytes)
+        try await onThread {
+            let client = try server.client()
+            try client.send(sizes.map { "GET /bytes/\($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined())
+            shutdown(client.fd, Int32(SHUT_WR))
+            Thread.sleep(forTimeInterval: 0.1)
+            for (size, bytes) in zip(sizes, expected) {
+                let whole = try client.readResponse().body == bytes
+                #expect(whole, "\(size) bytes")
+            }
+            #expect(client.waitForClose())
         }
     }
 

@@ -11,6 +11,7 @@ import Musl
 /// answers back in order.
 extension Connection {
     func process() {
+        requestsWaitForOutput = false
         while !isClosed {
             switch phase {
             case .awaiting, .lingering, .streaming:

@@ -87,7 +87,8 @@ final class Connection {
     var sendingFile: FileTransfer?
     /// Whether requests already read wait for a file to be sent.
     var requestsWaitForFile = false
-    /// Whether requests already read wait for the output to drain below ``outputHighWater``.
+    /// Whether requests already read wait for the output to drain below ``outputHighWater``
+    /// (set when ``process()`` last stopped there).
     var requestsWaitForOutput = false
     var phase = Phase.head
     var requestStarted = false
@@ -238,16 +239,26 @@ final class Connection {
         finishTurn()
     }
 
+    /// How many times a turn the requests waiting for the output go on (each until the
+    /// output passes ``outputHighWater`` again).
+    static let resumesPerTurn = 4
+
+    /// Whether requests waiting for the output may go on: it has drained below ``outputHighWater``.
+    var resumesRequests: Bool { requestsWaitForOutput && output.readableCount <= Self.outputHighWater }
+
     /// Flushes output, applies end-of-input rules and updates the epoll interest set.
     func finishTurn() {
         guard !isClosed else { return }
         flush()
         guard !isClosed else { return }
-        while requestsWaitForFile && sendingFile == nil || requestsWaitForOutput && output.readableCount <= Self.outputHighWater {
-            // The file is out, or the answers before them drained (in this flush, with no
-            // more input to come): the requests pipelined behind go on.
+        // The file is out, or the answers before them drained (in this flush, with no more
+        // input to come): the requests pipelined behind go on, a bounded number of times a
+        // turn; then the loop's other connections have theirs (``updateInterest()`` brings
+        // this one back).
+        var resumed = 0
+        while requestsWaitForFile && sendingFile == nil || resumesRequests && resumed < Self.resumesPerTurn {
             requestsWaitForFile = false
-            requestsWaitForOutput = false
+            resumed += 1
             process()
             flush()
             guard !isClosed else { return }
@@ -262,6 +273,9 @@ final class Connection {
                 return
             case .head where !requestStarted && !output.isEmpty:
                 closeAfterFlush = true
+            case .head where requestsWaitForOutput:
+                // Whole requests it sent before closing wait for it to read the answers before them.
+                break
             default:
                 // The client closed mid-request or between requests: nothing more can come.
                 close()
@@ -289,7 +303,7 @@ final class Connection {
                 default: break
                 }
             }
-            if (!output.isEmpty || sendingFile != nil) && !tlsWriteWantsReadable || tlsReadWantsWritable { desired |= Epoll.writable }
+            if (!output.isEmpty || sendingFile != nil || resumesRequests) && !tlsWriteWantsReadable || tlsReadWantsWritable { desired |= Epoll.writable }
         }
         if desired != registeredEvents {
             registeredEvents = desired

@@ -88,8 +88,12 @@ final class ByteBuffer {
 
     /// Queues `bytes` after everything appended so far, without copying them: they are
     /// read from the array itself (``withVectors(_:)``; ``readable`` stops before them).
+    /// An array holding more than twice its bytes' room, and 4 KiB more (a compressed
+    /// copy in a buffer made for the worst case), is copied instead: the high-water mark
+    /// counts bytes, and must bound what a connection holds.
     func append(splicing bytes: [UInt8]) {
         guard !bytes.isEmpty else { return }
+        guard bytes.capacity <= 2 * bytes.count + 4_096 else { return append(bytes) }
         splices.append(Splice(at: writerIndex, bytes: bytes))
         splicedCount += bytes.count
     }
