@@ -142,7 +142,7 @@ extension Connection {
                     return
                 }
             }
-            switch tls == nil && output.readable.count < output.readableCount ? transmitGathered() : transmit(output.readable) {
+            switch output.holdsSplices ? transmitGathered() : transmit(output.readable) {
             case let .bytes(count):
                 output.moveReader(by: count)
                 deadlines = deadlines.wrote()  // an idle bound: progress restarts it

@@ -46,6 +46,8 @@ final class ByteBuffer {
     /// The readable bytes, spliced arrays included.
     var readableCount: Int { writerIndex - readerIndex + splicedCount }
     var isEmpty: Bool { readerIndex == writerIndex && splicedCount == 0 }
+    /// Whether arrays are spliced in (``append(splicing:)``): the bytes then leave by ``withVectors(_:)``, not ``readable``.
+    var holdsSplices: Bool { splicedCount > 0 }
 
     /// The readable bytes before the first spliced array (all of them in a buffer that
     /// splices nothing: one read as input, or written through TLS). Valid until the next mutation.
