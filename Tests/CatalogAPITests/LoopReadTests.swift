@@ -35,10 +35,11 @@ import Testing
         return (status, field("etag"), split.dropFirst().joined(separator: "\r\n\r\n"), field("link"))
     }
 
-    /// The sessions of the loops' connections to the test's database.
-    private static func loopSessions(_ url: String, where condition: String = "true") throws -> Int64 {
-        try PostgresAdmin.integer(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'catalog-loop-reads' AND datname = current_database() AND \(condition)", at: url)
+    /// The sessions of the loops' connections of `lane` to the test's database (`nil`: both lanes).
+    private static func loopSessions(_ url: String, _ lane: PostgresLoopReader.Lane? = .quick, where condition: String = "true") throws -> Int64 {
+        let names = lane.map { "'\($0.applicationName)'" } ?? "'catalog-loop-reads', 'catalog-loop-searches'"
+        return try PostgresAdmin.integer(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name IN (\(names)) AND datname = current_database() AND \(condition)", at: url)
             ?? -1
     }
 
@@ -224,11 +225,163 @@ import Testing
                 let code = { (body: String) in (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["code"] as? String }
                 #expect(code(loop.body) == code(String(decoding: pool.body, as: UTF8.self)), "\(path): \(loop.body)")
             }
-            // A search is not one statement: it goes to the pool.
-            let search = Self.parts(try await onThread { try Self.get(port, "/v1/playable-items?q=number") })
-            #expect(search.status == 200)
             let counts = catalog.application.store.loopReads
             #expect(counts.taken == before.taken + fromLoop && counts.declined == before.declined && counts.handedBack == 0, "\(counts)")
+        }
+    }
+
+    /// A search (and a geographic list) is one statement on PostgreSQL too: sent from the
+    /// loop as a heavy read, on connections of its own (`catalog-loop-searches`), its pages
+    /// are the pool's bytes, followed by their cursors, and its refusals the pool's. Many at
+    /// once are each answered: those the lane cannot take at once, on the expensive reads' pool.
+    @Test(.enabled(if: TestEngine.postgresURL != nil)) func searchesFromTheLoopAreThePoolsPages() async throws {
+        try await TestEngine.run(.postgresql) {
+            let catalog = try TestCatalog(seed: true)
+            let port = catalog.client.baseURL.port ?? 0
+            let url = try Self.postgresURL(catalog)
+            for index in 0..<30 {
+                _ = try await catalog.api.playableItems.create(
+                    PlayableItemInput(
+                        title: "Episode \(index % 7) \(index)", description: "number \(index) of the season", streamURL: URL(string: "https://example.com/\(index)")!))
+            }
+            // The first go to the expensive reads' pool while the lane connects.
+            #expect(
+                try await Self.poll {
+                    _ = try? await onThread { try Self.get(port, "/v1/playable-items?q=season") }
+                    return catalog.application.store.loopReads.heavy > 0
+                })
+            let before = catalog.application.store.loopReads
+            var paths = [
+                "/v1/playable-items?q=number&limit=4", "/v1/playable-items?q=season&sort=-title&limit=5", "/v1/playable-items?q=episode%203&limit=2",
+                "/v1/playable-items?q=season&fields=title,description&limit=7", "/v1/playable-items?q=nowhere", "/v1/games?q=the&limit=3",
+                "/v1/locations?bbox=-10,35,20,60&sort=name&limit=2",
+            ]
+            var checked = 0
+            while let path = paths.first, checked < 60 {
+                paths.removeFirst()
+                checked += 1
+                let pool = try await APIClient(inProcess: catalog.application.server).get(path)
+                let loop = Self.parts(try await onThread { try Self.get(port, path) })
+                #expect(loop.status == 200 && loop.status == pool.status && loop.etag == pool.header("ETag") && loop.link == pool.header("Link"), "\(path)")
+                #expect(loop.body == String(decoding: pool.body, as: UTF8.self), "\(path)")
+                if let link = loop.link, let start = link.firstIndex(of: "<"), let end = link.firstIndex(of: ">") {
+                    paths.append(String(link[link.index(after: start)..<end]))
+                }
+            }
+            #expect(checked > 20, "pages followed by their cursors")
+            // Refused on the loop as on the pool.
+            for path in ["/v1/playable-items?q=number&cursor=AAAA", "/v1/playable-items?q=number&limit=0", "/v1/playable-items?sort=relevance"] {
+                let pool = try await catalog.inProcess.get(path)
+                let loop = Self.parts(try await onThread { try Self.get(port, path) })
+                #expect(loop.status == pool.status && loop.status == 400, "\(path)")
+                let code = { (body: String) in (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["code"] as? String }
+                #expect(code(loop.body) == code(String(decoding: pool.body, as: UTF8.self)), "\(path): \(loop.body)")
+            }
+            let sequential = catalog.application.store.loopReads
+            // The refusals' bad cursor and limit are found before anything is sent.
+            #expect(sequential.heavy == before.heavy + checked && sequential.taken == before.taken + checked, "\(before) → \(sequential)")
+            #expect(sequential.declined == before.declined && sequential.handedBack == before.handedBack, "\(before) → \(sequential)")
+            let sessions = Int(try Self.loopSessions(url, .heavy))
+            #expect((1...PostgresLoopReader.connections(loops: 1, lane: .heavy)).contains(sessions), "\(sessions)")
+            // Many at once (from six callers, each within its share of the expensive reads'
+            // pool): each answered with the pool's page, from the loop or, when the lane could
+            // not take it at once, from that pool.
+            var keys: [String] = []
+            for index in 0..<6 {
+                let key = try catalog.user("Searcher \(index)").key
+                // Known from now on without reading the database (the first use looks it up on the pool).
+                _ = try await onThread { try Self.get(port, "/v1/me", "Authorization: Bearer \(key)\r\n") }
+                keys.append(key)
+            }
+            let counts = catalog.application.store.loopReads
+            let searches = (0..<24).map { "/v1/playable-items?q=number%20\($0 % 12)&limit=3" }
+            var expected: [String: String] = [:]
+            for path in searches { expected[path] = String(decoding: try await catalog.inProcess.get(path).body, as: UTF8.self) }
+            let answers = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+                for (index, path) in searches.enumerated() {
+                    let key = keys[index % keys.count]
+                    group.addTask { (index, try await onThread { try Self.get(port, path, "Authorization: Bearer \(key)\r\n") }) }
+                }
+                return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+            }
+            for (index, path) in searches.enumerated() {
+                let got = Self.parts(answers[index] ?? "")
+                #expect(got.status == 200 && got.body == expected[path], "\(path): \(answers[index] ?? "")")
+            }
+            let after = catalog.application.store.loopReads
+            #expect(after.heavy - counts.heavy + after.declined - counts.declined == searches.count, "every one taken or declined: \(counts) → \(after)")
+            #expect(after.heavy > counts.heavy, "\(after)")
+            let metrics = String(decoding: try await catalog.inProcess.get("/metrics").body, as: UTF8.self)
+            #expect(metrics.contains("catalog_db_loop_heavy_reads_total \(after.heavy)\n"))
+        }
+    }
+
+    /// A search that waits (here for a lock on its table) holds up no GET: heavy reads never
+    /// share a batch or a connection with quick ones.
+    @Test(.enabled(if: TestEngine.postgresURL != nil)) func aSearchThatWaitsHoldsUpNoGet() async throws {
+        try await TestEngine.run(.postgresql) {
+            let catalog = try TestCatalog(seed: false)
+            let port = catalog.client.baseURL.port ?? 0
+            let url = try Self.postgresURL(catalog)
+            let ids = try await Self.items(catalog, 8)
+            _ = try await catalog.api.games.create(GameInput(name: "Waiting game", imageName: "g"))
+            var expected: [CatalogID: String] = [:]
+            for id in ids { expected[id] = String(decoding: try await catalog.inProcess.get("/v1/playable-items/\(id)").body, as: UTF8.self) }
+            #expect(try await Self.sentFromTheLoop(catalog, "/v1/playable-items/\(ids[0])", answering: expected[ids[0]] ?? ""))
+            #expect(
+                try await Self.poll {
+                    _ = try? await onThread { try Self.get(port, "/v1/games?q=waiting") }
+                    return catalog.application.store.loopReads.heavy > 0
+                })
+            // The search waits behind a lock on its table, under a loop read's statement
+            // timeout (one second): on a machine so loaded that the steps below take longer,
+            // the scenario is run again.
+            var checked = false
+            for _ in 0..<5 where !checked {
+                let holder = Task {
+                    try? await onThread { try PostgresAdmin.run("BEGIN; LOCK TABLE games IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(60); COMMIT", at: url) }
+                }
+                let holding = "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid() AND state = 'active'"
+                #expect(try await Self.poll { try PostgresAdmin.integer(holding, at: url) == 1 })
+                let search = Task { try await onThread { try Self.get(port, "/v1/games?q=waiting") } }
+                let waiting = try await Self.poll { try Self.loopSessions(url, .heavy, where: "wait_event_type = 'Lock'") == 1 }
+                // GETs sent together now are answered from the loop while the search waits.
+                let before = catalog.application.store.loopReads
+                let answers = try await withThrowingTaskGroup(of: (CatalogID, String).self) { group in
+                    for id in ids { group.addTask { (id, try await onThread { try Self.get(port, "/v1/playable-items/\(id)") }) } }
+                    return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+                }
+                let stillWaiting = try Self.loopSessions(url, .heavy, where: "wait_event_type = 'Lock'") == 1
+                let after = catalog.application.store.loopReads
+                // While every connection of the lane holds a slow batch (out over 2 ms), a search
+                // goes to the expensive reads' pool rather than wait (one more connection may
+                // be made meanwhile, and take one first).
+                var more: [Task<String, any Error>] = []
+                for _ in 0..<PostgresLoopReader.connections(loops: 1, lane: .heavy) + 1 {
+                    more.append(Task { try await onThread { try Self.get(port, "/v1/games?q=waiting") } })
+                    if try await Self.poll(for: .milliseconds(500), { catalog.application.store.loopReads.handedBack > after.handedBack }) { break }
+                }
+                let handedBack = catalog.application.store.loopReads.handedBack > after.handedBack
+                _ = try PostgresAdmin.integer(
+                    "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()", at: url)
+                await holder.value
+                let searched = Self.parts(try await search.value)
+                for task in more {
+                    let got = Self.parts(try await task.value)
+                    #expect(got.status == 200 || got.status == 503, "\(got)")
+                }
+                for id in ids {
+                    let got = Self.parts(answers[id] ?? "")
+                    #expect(got.status == 200 && got.body == expected[id], "\(id): \(answers[id] ?? "")")
+                }
+                #expect(searched.status == 200 || searched.status == 503, "\(searched)")
+                guard waiting, stillWaiting else { continue }
+                checked = true
+                #expect(searched.status == 200 && searched.body.contains("Waiting game"), "\(searched)")
+                #expect(after.taken == before.taken + ids.count && after.handedBack == before.handedBack, "\(before) → \(after)")
+                #expect(handedBack, "a search sent while the lane's batches are slow goes to the pool")
+            }
+            #expect(checked, "the search seen waiting while the GETs were answered")
         }
     }
 

@@ -24,9 +24,10 @@ enum Endpoint: Sendable {
     /// A read that runs on the event loop when `isExpensive` says the request is cheap,
     /// and otherwise on the small pool reserved for expensive reads (searches,
     /// geographic lists), under that pool's larger ``ReadBudget``. Where reads wait on a
-    /// network (PostgreSQL) a cheap one runs on the database pool instead, unless it has
-    /// `onLoop`: that sends it from the event loop the request arrived on without blocking
-    /// it (``LoopStart``), and `body` runs on the pool only when it cannot.
+    /// network (PostgreSQL) a read with `onLoop`, cheap or expensive, is sent from the event
+    /// loop the request arrived on without blocking it (``LoopStart``), and `body` runs on
+    /// its pool (the database pool, or the expensive reads') only when it cannot; a cheap
+    /// one without `onLoop` runs on the database pool.
     case read(
         isExpensive: @Sendable (HTTPRequest) -> Bool, @Sendable (HTTPRequest, Caller) throws -> HTTPResponse, onLoop: LoopStart? = nil)
     /// Takes a body too large to hold as a stream (an upload; its route streams bodies):
@@ -36,8 +37,8 @@ enum Endpoint: Sendable {
     case receiving(@Sendable (HTTPRequest, Caller, Responder, @escaping Completion) throws -> Void)
 }
 
-/// Starts a read of one statement from the event loop (a resource by its id, a plain list
-/// page): true once it will answer through the completion, false when it cannot be read so
+/// Starts a read of one statement from the event loop (a resource by its id, a list page
+/// or, where it is one statement, a search's): true once it will answer through the completion, false when it cannot be read so
 /// now (the read then runs on the pool). When the loop cannot finish it (a connection
 /// lost, say) it calls `elsewhere`, which runs it on the pool.
 typealias LoopStart =

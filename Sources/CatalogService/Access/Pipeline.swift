@@ -259,23 +259,28 @@ struct Execution: Sendable {
             delivery.run(on: WorkPool.blocking, for: RateLimiter.partition(caller, request)) { try body(request, caller, { responder.isAbandoned }) }
             return nil
         case let .read(_, body, onLoop):
+            let responder = delivery.responder
+            let elsewhere: () -> Void
             if expensive {
                 // In the caller's line: one caller's searches cannot fill the pool for the others.
-                delivery.run(on: ExpensiveReads.pool, for: RateLimiter.partition(caller, request)) {
-                    ReadBudget.allow(ExpensiveReads.allowance)
-                    return try body(request, caller)
+                elsewhere = {
+                    delivery.run(on: ExpensiveReads.pool, for: RateLimiter.partition(caller, request)) {
+                        ReadBudget.allow(ExpensiveReads.allowance)
+                        return try body(request, caller)
+                    }
                 }
-                return nil
+            } else {
+                // Inline where reads do not wait (no pool), or without a way to read from the
+                // loop (then on the pool already), or on the pool already because the caller
+                // had to be looked up there (off its loop's thread).
+                guard let pool, onLoop != nil, responder.loop?.isCurrent != false else { return try delivery.answering { try body(request, caller) } }
+                elsewhere = { delivery.run(on: pool, for: RateLimiter.partition(caller, request)) { try body(request, caller) } }
             }
-            let responder = delivery.responder
-            // Inline where reads do not wait (no pool), or without a way to read from the
-            // loop (then on the pool already), or on the pool already because the caller
-            // had to be looked up there (off its loop's thread).
-            guard let pool, let onLoop, responder.loop?.isCurrent != false else { return try delivery.answering { try body(request, caller) } }
-            let partition = RateLimiter.partition(caller, request)
-            let elsewhere = { delivery.run(on: pool, for: partition) { try body(request, caller) } }
-            // Answered in process (no loop): on the pool, as every read there.
-            guard let loop = responder.loop else {
+            // Sent from the loop where reads wait on a network, an expensive one as a heavy
+            // read (``ResourceStore/renderedListOnLoop(_:reactor:isAbandoned:completion:)``);
+            // elsewhere when answered in process (no loop), off the loop's thread, or when the
+            // loop cannot take it.
+            guard pool != nil, let onLoop, let loop = responder.loop, loop.isCurrent else {
                 elsewhere()
                 return nil
             }

@@ -44,6 +44,9 @@ public enum LoopReadOutcome<T> {
 public struct LoopReadCounts: Sendable, Equatable {
     /// Reads a loop took into its line.
     public var taken = 0
+    /// Of those, the heavy ones (searches, geographic lists), sent on connections of their
+    /// own (`catalog-loop-searches`).
+    public var heavy = 0
     /// Batches the loops sent, each with one `Sync` (in one write, when the socket takes it).
     public var batches = 0
     /// Reads sent in those batches (one sent again counts again).
@@ -59,8 +62,8 @@ public struct LoopReadCounts: Sendable, Equatable {
     /// Reads a loop could not take (no connection yet, or its line full): run on a pool.
     public var declined = 0
     /// Taken reads handed back to run on a pool: a connection lost or silent too long, a
-    /// statement that could not be prepared, a read put back once already, or the store
-    /// closing.
+    /// statement that could not be prepared, a read put back once already, a heavy read
+    /// no connection could take when the loop got to it, or the store closing.
     public var handedBack = 0
     /// Connections loops have opened.
     public var connections = 0

@@ -29,10 +29,12 @@ protocol SQLDatabase: Sendable {
     /// started nothing, where reads do not wait on a network (SQLite, read on the loop
     /// itself) or the loop cannot take it now (``PostgresLoopReader``). With `sharing`, the
     /// read may be answered by one statement with other reads sent with it
-    /// (``LoopReadSharing``): `body` then sees what `sql` reads, as if run alone.
+    /// (``LoopReadSharing``): `body` then sees what `sql` reads, as if run alone. A `heavy`
+    /// read (a search, a geographic list: milliseconds, not microseconds) is sent apart from
+    /// the others, and goes elsewhere rather than wait for a connection.
     func readOnLoop<T>(
-        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, isAbandoned: @escaping () -> Bool,
-        _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, heavy: Bool,
+        isAbandoned: @escaping () -> Bool, _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
     ) -> Bool
     /// A number that stays the same while nothing commits to the database and has changed
     /// once anything has (through this server or any other program): what caches of whole
@@ -67,18 +69,18 @@ extension SQLDatabase {
     }
 
     func readOnLoop<T>(
-        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, isAbandoned: @escaping () -> Bool,
-        _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, heavy: Bool,
+        isAbandoned: @escaping () -> Bool, _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
     ) -> Bool {
         false
     }
 
-    /// ``readOnLoop(_:_:_:sharing:isAbandoned:_:completion:)`` of a read no other shares a statement with.
+    /// ``readOnLoop(_:_:_:sharing:heavy:isAbandoned:_:completion:)`` of a quick read.
     func readOnLoop<T>(
-        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, isAbandoned: @escaping () -> Bool,
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, isAbandoned: @escaping () -> Bool,
         _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
     ) -> Bool {
-        readOnLoop(reactor, sql, arguments, sharing: nil, isAbandoned: isAbandoned, body, completion: completion)
+        readOnLoop(reactor, sql, arguments, sharing: sharing, heavy: false, isAbandoned: isAbandoned, body, completion: completion)
     }
 
     func submit<T: Sendable>(

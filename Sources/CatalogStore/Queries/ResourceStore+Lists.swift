@@ -48,23 +48,28 @@ extension ResourceStore {
         return (page.json, page.nextCursor, digest)
     }
 
-    /// ``renderedList(_:)`` of a plain list (no search, parent or distance: one statement),
-    /// read from `reactor`'s event loop without blocking it where reads wait on a network
-    /// (PostgreSQL): `completion` runs on the loop with the page, or with
-    /// ``LoopReadOutcome/elsewhere`` when the read must run on a thread that may wait.
-    /// False, having started nothing, when it cannot be read so: call ``renderedList(_:)``
-    /// then. Throws what a bad cursor or filter is.
+    /// ``renderedList(_:)`` of a list read in one statement (no parent or distance; a
+    /// search where it is one statement, ``searchIsOneStatement``), read from `reactor`'s
+    /// event loop without blocking it where reads wait on a network (PostgreSQL):
+    /// `completion` runs on the loop with the page, or with ``LoopReadOutcome/elsewhere``
+    /// when the read must run on a thread that may wait. False, having started nothing,
+    /// when it cannot be read so: call ``renderedList(_:)`` then. Throws what a bad cursor
+    /// or filter is. A search or a geographic list is sent as a heavy read, apart from the
+    /// quick ones (``SQLDatabase/readOnLoop(_:_:_:sharing:heavy:isAbandoned:_:completion:)``).
     ///
-    /// A page of all fields is kept (``loopPages``) with the database snapshot it was read
-    /// in, and the same request sends that snapshot along: when the database is still
-    /// there, PostgreSQL reads no row and the page is answered as kept
+    /// A page of all fields of a plain list is kept (``loopPages``) with the database
+    /// snapshot it was read in, and the same request sends that snapshot along: when the
+    /// database is still there, PostgreSQL reads no row and the page is answered as kept
     /// (``SQLDialect/unlessUnchanged(_:)``). Any write, through any server, moves the
     /// snapshot on.
     public func renderedListOnLoop(
         _ request: ListRequest, reactor: any ReadReactor, isAbandoned: @escaping () -> Bool,
         completion: @escaping (LoopReadOutcome<(json: [UInt8], nextCursor: String?, digest: UInt64?)>) -> Void
     ) throws(StoreError) -> Bool {
-        guard request.search == nil, request.scope?.parent == nil, request.order != .distance, request.near == nil else { return false }
+        guard request.search == nil || searchIsOneStatement, request.scope?.parent == nil, request.order != .distance, request.near == nil else {
+            return false
+        }
+        let heavy = request.search != nil || !request.areas.isEmpty
         let cursor = try decodeCursor(request)
         let epoch = RenderCache.currentEpoch
         // The page written from `rows`; `kept` (when given) receives what makes it.
@@ -78,10 +83,10 @@ extension ResourceStore {
             guard let outcome else { return completion(.elsewhere) }
             completion(.done(outcome.mapError { StoreError.from($0) }))
         }
-        guard let pages = request.fields == .all ? loopPages : nil else {
+        guard !heavy, let pages = request.fields == .all ? loopPages : nil else {
             let (sql, arguments) = try listQuery(request, after: cursor)
             return database.readOnLoop(
-                reactor, sql, arguments, sharing: .identical, isAbandoned: isAbandoned,
+                reactor, sql, arguments, sharing: .identical, heavy: heavy, isAbandoned: isAbandoned,
                 { rows in
                     var kept: PageCache.Page?
                     let page = try write(rows, &kept)

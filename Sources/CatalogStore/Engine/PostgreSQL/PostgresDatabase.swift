@@ -21,10 +21,11 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     private let listenerEnded = DispatchSemaphore(value: 0)
     /// Left once ``close()`` has finished: later calls wait for it.
     private let closed = DispatchGroup()
-    /// Each event loop's reader (``readOnLoop(_:_:_:sharing:isAbandoned:_:completion:)``), made at its first read.
-    private let loopReaders = Mutex<(readers: [ObjectIdentifier: PostgresLoopReader], closed: Bool)>(([:], false))
-    /// Connections each loop opens at most (``PostgresLoopReader/connections(loops:)``).
-    private let loopConnections: Int
+    /// Each event loop's readers, one a lane (``readOnLoop(_:_:_:sharing:heavy:isAbandoned:_:completion:)``),
+    /// each made at its first read.
+    private let loopReaders = Mutex<(readers: [LoopLane: PostgresLoopReader], closed: Bool)>(([:], false))
+    /// Connections each loop opens at most (``PostgresLoopReader/connections(loops:lane:)``): quick reads', heavy reads'.
+    private let loopConnections: (quick: Int, heavy: Int)
     /// The loops' threads making connections (``close()`` waits for them).
     private let loopConnecting = DispatchGroup()
     /// What became of the loops' reads.
@@ -42,7 +43,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     /// be reached. `loops` event loops may read through connections of their own.
     init(url: String, readers: Int, loops: Int) throws {
         self.url = url
-        loopConnections = PostgresLoopReader.connections(loops: loops)
+        loopConnections = (PostgresLoopReader.connections(loops: loops, lane: .quick), PostgresLoopReader.connections(loops: loops, lane: .heavy))
         let first: PostgresConnection
         do {
             first = try PostgresConnection(url: url, settings: Self.readerSettings)
@@ -171,22 +172,25 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     }
 
     func readOnLoop<T>(
-        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, isAbandoned: @escaping () -> Bool,
-        _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, heavy: Bool,
+        isAbandoned: @escaping () -> Bool, _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
     ) -> Bool {
         guard reactor.isCurrent else { return false }
+        let lane: PostgresLoopReader.Lane = heavy ? .heavy : .quick
+        let key = LoopLane(loop: reactor.id, lane: lane)
         let reader = loopReaders.withLock { loops -> PostgresLoopReader? in
             guard !loops.closed else { return nil }
-            if let reader = loops.readers[reactor.id] { return reader }
+            if let reader = loops.readers[key] { return reader }
             let url = url
             let reader = PostgresLoopReader(
-                reactor: reactor, limit: loopConnections, counts: loopReadCounts, connectingThreads: loopConnecting
+                reactor: reactor, lane: lane, limit: heavy ? loopConnections.heavy : loopConnections.quick, counts: loopReadCounts,
+                connectingThreads: loopConnecting
             ) { [weak self] closed in
                 self?.forget(closed)
             } connect: {
-                try PostgresConnection(url: url, settings: Self.loopReaderSettings)
+                try PostgresConnection(url: url, settings: Self.loopReaderSettings + "; SET application_name = '\(lane.applicationName)'")
             }
-            loops.readers[reactor.id] = reader
+            loops.readers[key] = reader
             return reader
         }
         guard let reader else { return false }
@@ -196,11 +200,17 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
         return reader.read(job)
     }
 
+    /// A loop's reader of one lane.
+    private struct LoopLane: Hashable {
+        let loop: ObjectIdentifier
+        let lane: PostgresLoopReader.Lane
+    }
+
     /// A loop's readers: a reader's, each statement stopping after the least allowance of
-    /// a read (their one statement is the whole read).
-    /// They are named `catalog-loop-reads` where PostgreSQL lists its sessions.
-    private static let loopReaderSettings =
-        readerSettings + "; SET statement_timeout = \(minimumAllowance.components.seconds * 1000); SET application_name = 'catalog-loop-reads'"
+    /// a read (their one statement is the whole read; the expensive reads' allowance is
+    /// the same). They name themselves by lane where PostgreSQL lists its sessions
+    /// (``PostgresLoopReader/Lane/applicationName``).
+    private static let loopReaderSettings = readerSettings + "; SET statement_timeout = \(minimumAllowance.components.seconds * 1000)"
 
     func submit<T: Sendable>(
         _ options: WriteOptions, atomic: Bool, heavy: Bool, _ work: @escaping (any SQLConnection) throws -> T,
@@ -228,7 +238,8 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     /// Lets a closed reader go with its loop (whose identity a later loop may then reuse).
     private func forget(_ reader: PostgresLoopReader) {
         loopReaders.withLock { loops in
-            if loops.readers[reader.reactor.id] === reader { loops.readers[reader.reactor.id] = nil }
+            let key = LoopLane(loop: reader.reactor.id, lane: reader.lane)
+            if loops.readers[key] === reader { loops.readers[key] = nil }
         }
     }
 

@@ -22,7 +22,32 @@ import Synchronization
 /// before it in its batch failed, or ran on a prepared statement a migration made stale, or
 /// whose shared statement failed (a failure none of its reads' alone), goes back to the
 /// head of the line once (then in a statement of its own), and elsewhere the second time.
+///
+/// A loop has two readers, one a ``Lane``: quick reads (by key, list pages) and heavy ones
+/// (searches, geographic lists), which never share a batch, so a search that takes
+/// milliseconds never holds up the GETs sent after it.
 final class PostgresLoopReader: @unchecked Sendable {
+    /// Which reads a reader takes, and how they wait.
+    enum Lane: Sendable {
+        /// Reads by key and plain list pages: tens of microseconds each in PostgreSQL,
+        /// batched up to ``PostgresLoopReader/maxBatch`` a connection, waiting in the line
+        /// for a connection to be free.
+        case quick
+        /// Searches and geographic lists, which may take milliseconds: at most
+        /// ``PostgresLoopReader/heavyBatch`` a batch; while every connection of the lane
+        /// holds a batch out longer than ``PostgresLoopReader/slowBatch``, the reads
+        /// waiting go elsewhere (the expensive reads' pool, where callers take turns)
+        /// rather than wait behind a slow search.
+        case heavy
+
+        /// Reads one batch takes at most.
+        var maxBatch: Int { self == .quick ? PostgresLoopReader.maxBatch : PostgresLoopReader.heavyBatch }
+        /// Reads waiting in the line at most: as many as the lane's connections take at once.
+        var maxWaiting: Int { self == .quick ? PostgresLoopReader.maxWaiting : PostgresLoopReader.heavyConnectionsPerLoop * PostgresLoopReader.heavyBatch }
+        /// What its connections call themselves in `pg_stat_activity`.
+        var applicationName: String { self == .quick ? "catalog-loop-reads" : "catalog-loop-searches" }
+    }
+
     /// A read: its statement, and what receives its rows (`nil`: run it elsewhere). A class:
     /// a read moves through the line, its batch and its statement, and a struct of its five
     /// references was retained and released five times at each move.
@@ -74,11 +99,23 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// Reads a connection sends in one batch at most. PostgreSQL runs them one after
     /// another (a GET by id takes tens of microseconds), so a read waits for those before it.
     static let maxBatch = 16
+    /// Heavy reads (``Lane/heavy``) a connection sends in one batch at most: a search waits
+    /// for at most three others (each within the statement timeout).
+    static let heavyBatch = 4
+    /// Connections of the heavy lane a loop opens at most, whatever the loops.
+    static let heavyConnectionsPerLoop = 2
+    /// Connections of the heavy lane all the loops of a server open at most, but for 1
+    /// per loop beyond four loops (``connections(loops:lane:)``).
+    static let heavyConnectionsPerServer = 4
 
-    /// The connections each of `loops` loops opens at most: 8, fewer with more than two
-    /// loops (16 for all of them), and never fewer than 2.
-    static func connections(loops: Int) -> Int {
-        max(2, min(connectionsPerLoop, connectionsPerServer / max(1, loops)))
+    /// The connections of `lane` each of `loops` loops opens at most: for quick reads 8,
+    /// fewer with more than two loops (16 for all of them), and never fewer than 2; for
+    /// heavy ones 2, fewer with more than two loops (4 for all of them), and never fewer than 1.
+    static func connections(loops: Int, lane: Lane = .quick) -> Int {
+        switch lane {
+        case .quick: max(2, min(connectionsPerLoop, connectionsPerServer / max(1, loops)))
+        case .heavy: max(1, min(heavyConnectionsPerLoop, heavyConnectionsPerServer / max(1, loops)))
+        }
     }
     /// Reads that wait in a loop's line at most (besides those put back in it): as many as
     /// eight connections take at once.
@@ -87,6 +124,7 @@ final class PostgresLoopReader: @unchecked Sendable {
     private static let retryAfter: Duration = .seconds(1)
 
     let reactor: any ReadReactor
+    let lane: Lane
     private let connect: @Sendable () throws -> PostgresConnection
     private let counts: Counts
     /// Connections this loop opens at most.
@@ -107,10 +145,11 @@ final class PostgresLoopReader: @unchecked Sendable {
     private var closed = false
 
     init(
-        reactor: any ReadReactor, limit: Int, counts: Counts, connectingThreads: DispatchGroup,
+        reactor: any ReadReactor, lane: Lane, limit: Int, counts: Counts, connectingThreads: DispatchGroup,
         closing: @escaping @Sendable (PostgresLoopReader) -> Void, connect: @escaping @Sendable () throws -> PostgresConnection
     ) {
         self.reactor = reactor
+        self.lane = lane
         self.limit = limit
         self.counts = counts
         self.connectingThreads = connectingThreads
@@ -121,6 +160,7 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// Counts of every loop's reads of one database (``LoopReadCounts``).
     final class Counts: Sendable {
         let taken = Atomic<Int>(0)
+        let heavy = Atomic<Int>(0)
         let batches = Atomic<Int>(0)
         let sent = Atomic<Int>(0)
         let resent = Atomic<Int>(0)
@@ -131,7 +171,7 @@ final class PostgresLoopReader: @unchecked Sendable {
 
         var snapshot: LoopReadCounts {
             LoopReadCounts(
-                taken: taken.load(ordering: .relaxed), batches: batches.load(ordering: .relaxed), sent: sent.load(ordering: .relaxed),
+                taken: taken.load(ordering: .relaxed), heavy: heavy.load(ordering: .relaxed), batches: batches.load(ordering: .relaxed), sent: sent.load(ordering: .relaxed),
                 resent: resent.load(ordering: .relaxed), shared: shared.load(ordering: .relaxed), declined: declined.load(ordering: .relaxed),
                 handedBack: handedBack.load(ordering: .relaxed), connections: connections.load(ordering: .relaxed))
         }
@@ -143,12 +183,13 @@ final class PostgresLoopReader: @unchecked Sendable {
     func read(_ job: Job) -> Bool {
         guard !closed else { return false }
         if open.isEmpty, !connecting { startConnecting() }
-        if waiting.count - waitingHead >= Self.maxWaiting { dropAbandoned() }
-        guard !open.isEmpty, waiting.count - waitingHead < Self.maxWaiting else {
+        if waiting.count - waitingHead >= lane.maxWaiting { dropAbandoned() }
+        guard !open.isEmpty, waiting.count - waitingHead < lane.maxWaiting else {
             counts.declined.add(1, ordering: .relaxed)
             return false
         }
         counts.taken.add(1, ordering: .relaxed)
+        if lane == .heavy { counts.heavy.add(1, ordering: .relaxed) }
         waiting.append(job)
         serveSoon()
         return true
@@ -224,9 +265,10 @@ final class PostgresLoopReader: @unchecked Sendable {
         serveSoon()
     }
 
-    /// Sends the line's reads in batches on idle connections, up to ``maxBatch`` each, while
-    /// ``mayStartBatch(_:)``; makes another connection when reads are left waiting that may
-    /// go, and hands the line back when no connection is left. Run again when a read
+    /// Sends the line's reads in batches on idle connections, up to the lane's
+    /// ``Lane/maxBatch`` each, while ``mayStartBatch(_:)``; makes another connection when
+    /// reads are left waiting that may go, and hands the line back when no connection is
+    /// left, or, for heavy reads, while every connection holds a slow batch. Run again when a read
     /// arrives, a batch or one of its reads ends, a connection is made or lost, and at the
     /// loop's sweeps.
     private func serveLine() {
@@ -234,19 +276,18 @@ final class PostgresLoopReader: @unchecked Sendable {
         let now = ContinuousClock.now
         while !idle.isEmpty, waiting.count > waitingHead, mayStartBatch(now) {
             var batch: [Job] = []
-            while batch.count < Self.maxBatch, let job = nextWaiting() { batch.append(job) }
+            while batch.count < lane.maxBatch, let job = nextWaiting() { batch.append(job) }
             guard !batch.isEmpty else { break }
             counts.batches.add(1, ordering: .relaxed)
             counts.sent.add(batch.count, ordering: .relaxed)
             idle.removeLast().start(batch)
         }
         guard waiting.count > waitingHead else { return }
+        if !open.isEmpty, !connecting, idle.isEmpty, open.count < limit, mayStartBatch(now) { startConnecting() }
         // With no connection (one may be on its way: connecting can take long), the line
-        // goes to the pool.
-        if open.isEmpty {
+        // goes to the pool; so do heavy reads while every connection of theirs holds a slow batch.
+        if open.isEmpty || (lane == .heavy && idle.isEmpty && !open.contains { $0.hasBatch(sentSince: now - Self.slowBatch) }) {
             while let job = nextWaiting() { handBack(job) }
-        } else if !connecting, idle.isEmpty, open.count < limit, mayStartBatch(now) {
-            startConnecting()
         }
     }
 
