@@ -31,6 +31,8 @@ import Testing
         var way = Way.byKey
         /// What it binds, when not its key.
         var argument: String?
+        /// A heavy read's caller (`nil`: a quick read).
+        var caller: String?
     }
 
     /// The keys of the rows (`v` 1, 2 and 5), one without a row, and the row whose `10 / v` fails.
@@ -115,6 +117,49 @@ import Testing
         }
     }
 
+    /// Heavy reads (searches) leave apart from quick ones, each statement with a `Sync` of
+    /// its own: one that fails costs the reads after it in its batch nothing (a quick
+    /// batch's would be skipped). A caller holds at most four places of a loop's heavy lane:
+    /// its others go elsewhere, while another caller's are taken.
+    @Test(.enabled(if: TestEngine.postgresURL != nil, "needs PostgreSQL"))
+    func heavyReadsFailAloneAndACallerHoldsItsShare() async throws {
+        try await GroupCommitTests.withCatalogStore(.postgresql) { store, _ in
+            let database = store.database
+            let (a, b, c, boom) = (Self.a, Self.b, Self.c, Self.boom)
+            _ = try database.write { db in
+                try db.execute("CREATE TABLE keyed (k text PRIMARY KEY, v integer NOT NULL)", [])
+                try db.execute("INSERT INTO keyed VALUES (?, 1), (?, 2), (?, 5), (?, 0)", [a.rawValue, b.rawValue, c.rawValue, boom.rawValue])
+            }
+            let reactor = try TestReactor()
+            defer { reactor.stop() }
+            // Until the lane has a connection (a read is declined while it connects).
+            var first: [Got] = []
+            for _ in 0..<200 where first != [Self.row(a, 10)] {
+                first = try await Self.send([Read(key: a, way: .alone, caller: "x")], database, reactor)
+                if first != [Self.row(a, 10)] { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(first == [Self.row(a, 10)])
+            var before = store.loopReads
+            let failing = [Read(key: a, way: .alone, caller: "x"), Read(key: boom, way: .alone, caller: "x"), Read(key: b, way: .alone, caller: "x")]
+            #expect(try await Self.send(failing, database, reactor) == [Self.row(a, 10), .failed("22012"), Self.row(b, 5)])
+            var after = store.loopReads
+            #expect(after.heavy.taken == before.heavy.taken + 3 && after.batches == before.batches + 1 && after.resent == before.resent, "\(after)")
+            #expect(after.handedBack == before.handedBack && after.heavy.declined == before.heavy.declined, "\(after)")
+            // Six of one caller's and two of another's in one turn: the first four of the one, and
+            // both of the other, are taken (the other's are answered, or handed back if the
+            // first four keep PostgreSQL silent for 2 ms on a loaded machine).
+            before = after
+            let crowd = (0..<6).map { _ in Read(key: c, way: .alone, caller: "x") } + (0..<2).map { _ in Read(key: b, way: .alone, caller: "y") }
+            let got = try await Self.send(crowd, database, reactor)
+            let expected = Array(repeating: Self.row(c, 2), count: 4) + [.elsewhere, .elsewhere]
+            #expect(Array(got.prefix(6)) == expected && got.suffix(2).allSatisfy { $0 == Self.row(b, 5) || $0 == .elsewhere }, "\(got)")
+            after = store.loopReads
+            #expect(after.heavy.taken == before.heavy.taken + 6 && after.heavy.declined == before.heavy.declined + 2, "\(after)")
+            // Their places are free again once answered.
+            #expect(try await Self.send((0..<4).map { _ in Read(key: a, way: .alone, caller: "x") }, database, reactor) == Array(repeating: Self.row(a, 10), count: 4))
+        }
+    }
+
     /// Sends `reads` from the loop in one turn (so they leave in one batch) and waits for
     /// their outcomes, in order; a read the loop declines is `elsewhere`.
     static func send(_ reads: [Read], _ database: any SQLDatabase, _ reactor: TestReactor) async throws -> [Got] {
@@ -129,7 +174,7 @@ import Testing
                     case .alone: nil
                     }
                 let taken = sendable.database.readOnLoop(
-                    reactor, single, [read.argument ?? read.key.rawValue], sharing: sharing, isAbandoned: { false },
+                    reactor, single, [read.argument ?? read.key.rawValue], sharing: sharing, heavyCaller: read.caller, isAbandoned: { false },
                     { rows in
                         var got: [String] = []
                         while try rows.step() { got.append("\(String(decoding: rows.text(0), as: UTF8.self))=\(rows.integer(1))") }

@@ -42,7 +42,9 @@ enum ImageWork {
 /// The pool for expensive reads: half the cores, so the event loops always keep a core,
 /// and a short queue (a full one answers 503 at once). Callers (a user, or an anonymous
 /// client's address) take turns, each holding at most 8 reads queued or running: one
-/// caller's searches delay another's by a turn, and never fill the queue alone.
+/// caller's searches delay another's by a turn, and never fill the queue alone. On
+/// PostgreSQL a search without a parent is sent from the event loop instead, and comes here
+/// only when the loop's lane for searches cannot take it (``Endpoint/read(isExpensive:_:onLoop:)``).
 enum ExpensiveReads {
     static let threads = max(1, ProcessInfo.processInfo.activeProcessorCount / 2)
     static let pool = WorkPool(name: "reads", threads: threads, queueLimit: 64, perCaller: 8)

@@ -236,7 +236,8 @@ struct Execution: Sendable {
     }
 
     /// Runs the endpoint: its response when it has one now, `nil` when it answers through
-    /// `delivery`. An `expensive` read runs on the expensive reads' pool.
+    /// `delivery`. An `expensive` read runs on the expensive reads' pool, unless it is sent
+    /// from the event loop (PostgreSQL: ``LoopStart``).
     func run(_ request: HTTPRequest, _ caller: Caller, _ delivery: Delivery, expensive: Bool) throws -> HTTPResponse? {
         switch endpoint {
         case let .inline(body):

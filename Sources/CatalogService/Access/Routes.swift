@@ -20,7 +20,7 @@ import HTTPServer
 /// 5. **Authorization**: the caller's role against the route's.
 /// 6. **Idempotency** (`POST`): a replay of the kept answer, or a claim the answer settles.
 /// 7. **The endpoint** (``Endpoint``): inline, a durable write, a wait, blocking work or a
-///    read (expensive ones on ``ExpensiveReads``).
+///    read (expensive ones on ``ExpensiveReads``, or sent from the loop on PostgreSQL).
 /// 8. **The answer** (``Delivery``): its caching (``Caching``), the rate fields, and for a
 ///    claimed key the answer kept in the write's own transaction (the request's writes
 ///    are told so, and where to answer, by ``Delivery/writeOptions``).

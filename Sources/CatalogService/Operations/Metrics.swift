@@ -180,17 +180,19 @@ final class Metrics: Sendable {
         }
         if let counts = loopReads.withLock({ $0 })?() {
             out += "# HELP catalog_db_loop_reads_total Reads of one statement sent from the event loops over their own PostgreSQL connections, "
-            out += "by outcome: taken, declined (the line full, or no connection made yet: read on the database pool), "
+            out += "by outcome: taken, declined (the line full, or no connection made yet: read on a pool), "
             out +=
                 "handed_back (taken, then read on a pool: a connection lost or silent, a read put back once already, a heavy read no connection could take at once, the store closing).\n"
             out += "# TYPE catalog_db_loop_reads_total counter\n"
             out += "catalog_db_loop_reads_total{outcome=\"taken\"} \(counts.taken)\n"
             out += "catalog_db_loop_reads_total{outcome=\"declined\"} \(counts.declined)\n"
             out += "catalog_db_loop_reads_total{outcome=\"handed_back\"} \(counts.handedBack)\n"
-            out += "# HELP catalog_db_loop_heavy_reads_total Of the reads taken, searches and geographic lists, sent on connections of their own "
-            out += "(catalog-loop-searches); one no connection can take at once is handed back, to the expensive reads' pool.\n"
+            out += "# HELP catalog_db_loop_heavy_reads_total Of those reads, the heavy ones (searches, geographic lists), sent on connections "
+            out += "of their own (catalog-loop-searches); declined and handed back, they are read on the expensive reads' pool.\n"
             out += "# TYPE catalog_db_loop_heavy_reads_total counter\n"
-            out += "catalog_db_loop_heavy_reads_total \(counts.heavy)\n"
+            out += "catalog_db_loop_heavy_reads_total{outcome=\"taken\"} \(counts.heavy.taken)\n"
+            out += "catalog_db_loop_heavy_reads_total{outcome=\"declined\"} \(counts.heavy.declined)\n"
+            out += "catalog_db_loop_heavy_reads_total{outcome=\"handed_back\"} \(counts.heavy.handedBack)\n"
             out += "# HELP catalog_db_loop_read_batches_total Batches the event loops sent those reads in, each with one Sync.\n"
             out += "# TYPE catalog_db_loop_read_batches_total counter\n"
             out += "catalog_db_loop_read_batches_total \(counts.batches)\n"

@@ -9,8 +9,8 @@ import HTTPServer
 /// conditional requests.
 ///
 /// Reads run inline on the event loop (a single indexed SQLite statement, rendered
-/// straight from the row to JSON); writes go through the store's group-committing
-/// writer and answer once durable.
+/// straight from the row to JSON), or are sent from it (PostgreSQL); writes go through
+/// the store's group-committing writer and answer once durable.
 struct ResourceEndpoints: Sendable {
     let store: ResourceStore
     let metrics: Metrics
@@ -70,8 +70,8 @@ struct ResourceEndpoints: Sendable {
     func list(scope: (@Sendable (HTTPRequest, Caller) throws(APIError) -> ListRequest.Scope?)? = nil, descending: Bool? = nil) -> Endpoint {
         var options = options
         if let descending { options.descendingByDefault = descending }
-        // A list within a parent reads the parent too: only a plain list is sent from the loop.
-        let onLoop = scope == nil ? plainListOnLoop(options) : nil
+        // A list within a parent reads the parent too: only a list without one is sent from the loop.
+        let onLoop = scope == nil ? listOnLoop(options) : nil
         let body: @Sendable (HTTPRequest, Caller) throws -> HTTPResponse = { [self, options] request, caller in
             let query = try Self.listRequest(request, caller, options, scope: scope?(request, caller))
             let started = Self.now()
@@ -89,12 +89,14 @@ struct ResourceEndpoints: Sendable {
         return query
     }
 
-    /// Sends a plain list's page (no parent) from the event loop (``LoopStart``).
-    private func plainListOnLoop(_ options: ListOptions) -> LoopStart {
+    /// Sends a page of a list without a parent from the event loop (``LoopStart``): a
+    /// search's or a geographic list's as its caller's heavy read (``RateLimiter/partition(_:_:)``).
+    private func listOnLoop(_ options: ListOptions) -> LoopStart {
         { [self] request, caller, reactor, isAbandoned, elsewhere, done in
             let query = try Self.listRequest(request, caller, options)
             let started = Self.now()
-            return try store.renderedListOnLoop(query, reactor: reactor, isAbandoned: isAbandoned) { outcome in
+            let partition = RateLimiter.partition(caller, request)
+            return try store.renderedListOnLoop(query, caller: partition, reactor: reactor, isAbandoned: isAbandoned) { outcome in
                 guard case let .done(result) = outcome else { return elsewhere() }
                 metrics.observeRead(seconds: Self.now() - started)
                 done(result.map { page in Self.page(page, request: request) }.mapError { error -> any Error in error })

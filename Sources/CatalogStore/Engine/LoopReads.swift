@@ -44,9 +44,6 @@ public enum LoopReadOutcome<T> {
 public struct LoopReadCounts: Sendable, Equatable {
     /// Reads a loop took into its line.
     public var taken = 0
-    /// Of those, the heavy ones (searches, geographic lists), sent on connections of their
-    /// own (`catalog-loop-searches`).
-    public var heavy = 0
     /// Batches the loops sent, each with one `Sync` (in one write, when the socket takes it).
     public var batches = 0
     /// Reads sent in those batches (one sent again counts again).
@@ -70,4 +67,18 @@ public struct LoopReadCounts: Sendable, Equatable {
     /// List pages the loops read that PostgreSQL found unchanged since they were kept
     /// (the database still at the snapshot they were read in): answered as kept, no row read.
     public var unchangedPages = 0
+    /// Of the reads taken, declined and handed back, the heavy ones (searches, geographic
+    /// lists), sent on connections of their own (`catalog-loop-searches`).
+    public var heavy = HeavyCounts()
+
+    /// What became of the heavy reads sent from event loops.
+    public struct HeavyCounts: Sendable, Equatable {
+        public var taken = 0
+        /// Not taken: no connection yet, the line full, every connection held by a slow
+        /// batch, or the caller holding its share of the lane (read on the expensive reads' pool).
+        public var declined = 0
+        /// Taken, then read on the expensive reads' pool (every connection held by a slow
+        /// batch by the time the loop got to it, or as any read is handed back).
+        public var handedBack = 0
+    }
 }

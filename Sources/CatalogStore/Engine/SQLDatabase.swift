@@ -29,11 +29,12 @@ protocol SQLDatabase: Sendable {
     /// started nothing, where reads do not wait on a network (SQLite, read on the loop
     /// itself) or the loop cannot take it now (``PostgresLoopReader``). With `sharing`, the
     /// read may be answered by one statement with other reads sent with it
-    /// (``LoopReadSharing``): `body` then sees what `sql` reads, as if run alone. A `heavy`
-    /// read (a search, a geographic list: milliseconds, not microseconds) is sent apart from
-    /// the others, and goes elsewhere rather than wait for a connection.
+    /// (``LoopReadSharing``): `body` then sees what `sql` reads, as if run alone. A heavy
+    /// read (a search, a geographic list: milliseconds, not microseconds) names its caller
+    /// (`heavyCaller`): it is sent apart from the others, a caller holds a few places of
+    /// them at most, and it goes elsewhere rather than wait behind slow ones.
     func readOnLoop<T>(
-        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, heavy: Bool,
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, heavyCaller: String?,
         isAbandoned: @escaping () -> Bool, _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
     ) -> Bool
     /// A number that stays the same while nothing commits to the database and has changed
@@ -69,18 +70,18 @@ extension SQLDatabase {
     }
 
     func readOnLoop<T>(
-        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, heavy: Bool,
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, heavyCaller: String?,
         isAbandoned: @escaping () -> Bool, _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
     ) -> Bool {
         false
     }
 
-    /// ``readOnLoop(_:_:_:sharing:heavy:isAbandoned:_:completion:)`` of a quick read.
+    /// ``readOnLoop(_:_:_:sharing:heavyCaller:isAbandoned:_:completion:)`` of a quick read.
     func readOnLoop<T>(
         _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, isAbandoned: @escaping () -> Bool,
         _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
     ) -> Bool {
-        readOnLoop(reactor, sql, arguments, sharing: sharing, heavy: false, isAbandoned: isAbandoned, body, completion: completion)
+        readOnLoop(reactor, sql, arguments, sharing: sharing, heavyCaller: nil, isAbandoned: isAbandoned, body, completion: completion)
     }
 
     func submit<T: Sendable>(

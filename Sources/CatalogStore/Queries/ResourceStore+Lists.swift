@@ -49,13 +49,14 @@ extension ResourceStore {
     }
 
     /// ``renderedList(_:)`` of a list read in one statement (no parent or distance; a
-    /// search where it is one statement, ``searchIsOneStatement``), read from `reactor`'s
-    /// event loop without blocking it where reads wait on a network (PostgreSQL):
-    /// `completion` runs on the loop with the page, or with ``LoopReadOutcome/elsewhere``
-    /// when the read must run on a thread that may wait. False, having started nothing,
-    /// when it cannot be read so: call ``renderedList(_:)`` then. Throws what a bad cursor
-    /// or filter is. A search or a geographic list is sent as a heavy read, apart from the
-    /// quick ones (``SQLDatabase/readOnLoop(_:_:_:sharing:heavy:isAbandoned:_:completion:)``).
+    /// search where the engine reads nothing first to choose how it runs: PostgreSQL),
+    /// read from `reactor`'s event loop without blocking it where reads wait on a network
+    /// (PostgreSQL): `completion` runs on the loop with the page, or with
+    /// ``LoopReadOutcome/elsewhere`` when the read must run on a thread that may wait.
+    /// False, having started nothing, when it cannot be read so: call ``renderedList(_:)``
+    /// then. Throws what a bad cursor or filter is. A search or a geographic list is sent as
+    /// a heavy read of `caller`'s (who asks, as its budgets name it), apart from the quick
+    /// ones (``SQLDatabase/readOnLoop(_:_:_:sharing:heavyCaller:isAbandoned:_:completion:)``).
     ///
     /// A page of all fields of a plain list is kept (``loopPages``) with the database
     /// snapshot it was read in, and the same request sends that snapshot along: when the
@@ -63,12 +64,10 @@ extension ResourceStore {
     /// (``SQLDialect/unlessUnchanged(_:)``). Any write, through any server, moves the
     /// snapshot on.
     public func renderedListOnLoop(
-        _ request: ListRequest, reactor: any ReadReactor, isAbandoned: @escaping () -> Bool,
+        _ request: ListRequest, caller: String, reactor: any ReadReactor, isAbandoned: @escaping () -> Bool,
         completion: @escaping (LoopReadOutcome<(json: [UInt8], nextCursor: String?, digest: UInt64?)>) -> Void
     ) throws(StoreError) -> Bool {
-        guard request.search == nil || searchIsOneStatement, request.scope?.parent == nil, request.order != .distance, request.near == nil else {
-            return false
-        }
+        guard request.scope?.parent == nil, request.order != .distance, request.near == nil else { return false }
         let heavy = request.search != nil || !request.areas.isEmpty
         let cursor = try decodeCursor(request)
         let epoch = RenderCache.currentEpoch
@@ -84,9 +83,21 @@ extension ResourceStore {
             completion(.done(outcome.mapError { StoreError.from($0) }))
         }
         guard !heavy, let pages = request.fields == .all ? loopPages : nil else {
-            let (sql, arguments) = try listQuery(request, after: cursor)
+            let sql: String, arguments: SQLArguments
+            if request.search != nil {
+                // The statement the pool's read would run, when it would run it first and alone.
+                do {
+                    (sql, arguments) = try searchQuery(NoStatements(dialect: database.dialect), request, after: cursor)
+                } catch is NoStatements.Refused {
+                    return false
+                } catch {
+                    throw StoreError.from(error)
+                }
+            } else {
+                (sql, arguments) = try listQuery(request, after: cursor)
+            }
             return database.readOnLoop(
-                reactor, sql, arguments, sharing: .identical, heavy: heavy, isAbandoned: isAbandoned,
+                reactor, sql, arguments, sharing: .identical, heavyCaller: heavy ? caller : nil, isAbandoned: isAbandoned,
                 { rows in
                     var kept: PageCache.Page?
                     let page = try write(rows, &kept)

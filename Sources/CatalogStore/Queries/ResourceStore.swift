@@ -87,10 +87,6 @@ public final class ResourceStore: Sendable {
     /// Whether the queue holds writes and the ``SQLDialect/writeVersion``, read in one
     /// statement (``searchState(_:)``), where searches read the queue and the engine has versions.
     let searchStateSQL: String?
-    /// Whether a search's page is one statement, read without first asking the database
-    /// how to run it (no queue, versions or sample to read: PostgreSQL), so it can be sent
-    /// from an event loop (``renderedListOnLoop(_:reactor:isAbandoned:completion:)``).
-    var searchIsOneStatement: Bool { !searchesQueue && sampling == nil && database.dialect.writeVersion == nil }
     /// The SQL of the resource's searches, without and with the queue's rows: made once
     /// (``sqlSearch(_:queued:)``).
     let searchShapes: (unqueued: SQLSearchShape?, queued: SQLSearchShape?)

@@ -21,7 +21,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     private let listenerEnded = DispatchSemaphore(value: 0)
     /// Left once ``close()`` has finished: later calls wait for it.
     private let closed = DispatchGroup()
-    /// Each event loop's readers, one a lane (``readOnLoop(_:_:_:sharing:heavy:isAbandoned:_:completion:)``),
+    /// Each event loop's readers, one a lane (``readOnLoop(_:_:_:sharing:heavyCaller:isAbandoned:_:completion:)``),
     /// each made at its first read.
     private let loopReaders = Mutex<(readers: [LoopLane: PostgresLoopReader], closed: Bool)>(([:], false))
     /// Connections each loop opens at most (``PostgresLoopReader/connections(loops:lane:)``): quick reads', heavy reads'.
@@ -172,18 +172,18 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     }
 
     func readOnLoop<T>(
-        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, heavy: Bool,
+        _ reactor: any ReadReactor, _ sql: String, _ arguments: SQLArguments, sharing: LoopReadSharing?, heavyCaller: String?,
         isAbandoned: @escaping () -> Bool, _ body: @escaping (any SQLRows) throws -> T, completion: @escaping (Result<T, any Error>?) -> Void
     ) -> Bool {
         guard reactor.isCurrent else { return false }
-        let lane: PostgresLoopReader.Lane = heavy ? .heavy : .quick
+        let lane: PostgresLoopReader.Lane = heavyCaller == nil ? .quick : .heavy
         let key = LoopLane(loop: reactor.id, lane: lane)
         let reader = loopReaders.withLock { loops -> PostgresLoopReader? in
             guard !loops.closed else { return nil }
             if let reader = loops.readers[key] { return reader }
             let url = url
             let reader = PostgresLoopReader(
-                reactor: reactor, lane: lane, limit: heavy ? loopConnections.heavy : loopConnections.quick, counts: loopReadCounts,
+                reactor: reactor, lane: lane, limit: lane == .heavy ? loopConnections.heavy : loopConnections.quick, counts: loopReadCounts,
                 connectingThreads: loopConnecting
             ) { [weak self] closed in
                 self?.forget(closed)
@@ -194,7 +194,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
             return reader
         }
         guard let reader else { return false }
-        let job = PostgresLoopReader.Job(sql: sql, arguments: arguments, sharing: sharing, isAbandoned: isAbandoned) { outcome in
+        let job = PostgresLoopReader.Job(sql: sql, arguments: arguments, sharing: sharing, caller: heavyCaller, isAbandoned: isAbandoned) { outcome in
             completion(outcome.map { result in result.flatMap { rows in Result { try body(rows) } } })
         }
         return reader.read(job)

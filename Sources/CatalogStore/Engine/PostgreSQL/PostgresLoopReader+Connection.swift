@@ -22,8 +22,9 @@ extension PostgresLoopReader {
             case prepare(name: String, key: StatementKey)
             /// A statement of the batch, run (its reads' own, or shared).
             case run(Statement)
-            /// The end of the batch.
-            case sync
+            /// A `Sync`: the end of the batch when `last`, else of a heavy read's statement
+            /// (what follows runs whatever became of it).
+            case sync(last: Bool)
         }
 
         /// What became of a read asked to join the batch.
@@ -98,25 +99,35 @@ extension PostgresLoopReader {
 
         /// Sends `batch` (an idle connection's): each read's statement, prepared first when
         /// new (reads by key of one kind, and identical reads, as one: ``LoopReadSharing``),
-        /// and one `Sync`, in one write when the socket takes it. Reads refused before sending
-        /// are answered once the rest are sent.
+        /// and one `Sync` (heavy reads: one after each statement, ``Lane/heavy``), in one
+        /// write when the socket takes it. Reads refused before sending are answered once the
+        /// rest are sent.
         func start(_ batch: [Job]) {
             sent = ContinuousClock.now
             heard = sent
             var refused: [(Job, any Error)] = []
             var unsent: [Job] = []
             let statements = Statement.grouping(batch)
+            let syncsEach = reader.lane == .heavy
             for (index, statement) in statements.enumerated() {
-                let flushing = (index + 1) % PostgresLoopReader.readsPerFlush == 0 && index < statements.count - 1
+                let last = index == statements.count - 1
+                let flushing = !syncsEach && (index + 1) % PostgresLoopReader.readsPerFlush == 0 && !last
                 switch queue(statement, flushing: flushing) {
-                case .queued: continue
+                case .queued:
+                    guard syncsEach, !last else { continue }
+                    // Queued: its reads are the batch's now, whatever follows.
+                    if PQpipelineSync(connection.connection) == 1 {
+                        steps.append(.sync(last: false))
+                        continue
+                    }
+                    unsent = statements[(index + 1)...].flatMap(\.jobs)
                 case let .refused(error): refused += statement.jobs.map { ($0, error) }
                 case .failed: unsent = statements[index...].flatMap(\.jobs)
                 }
                 if !unsent.isEmpty { break }
             }
             if unsent.isEmpty, PQpipelineSync(connection.connection) == 1 {
-                steps.append(.sync)
+                steps.append(.sync(last: true))
                 flush()
             } else {
                 lose(unsent: unsent)
@@ -236,11 +247,15 @@ extension PostgresLoopReader {
                         if failure == nil { failure = error(of: next, expecting: PGRES_TUPLES_OK, statement.sql) }
                         PQclear(next)
                     }
-                case .sync:
+                case let .sync(last):
                     let status = next.map(PQresultStatus)
                     if let next { PQclear(next) }
                     // Anything but the batch's end is a state the connection cannot be in.
                     guard status == PGRES_PIPELINE_SYNC else { return lose() }
+                    guard last else {
+                        step += 1
+                        continue
+                    }
                     steps.removeAll(keepingCapacity: true)
                     step = 0
                     want(writable: false)
@@ -255,6 +270,11 @@ extension PostgresLoopReader {
         /// Whether it has a batch in flight, sent at `time` or later.
         func hasBatch(sentSince time: ContinuousClock.Instant) -> Bool {
             isBusy && sent >= time
+        }
+
+        /// Whether a batch is in flight and PostgreSQL has been silent on it since `time`.
+        func isSilent(since time: ContinuousClock.Instant) -> Bool {
+            isBusy && heard < time
         }
 
         /// Whether a batch is in flight and PostgreSQL has been silent past ``hung``.

@@ -34,16 +34,16 @@ final class PostgresLoopReader: @unchecked Sendable {
         /// for a connection to be free.
         case quick
         /// Searches and geographic lists, which may take milliseconds: at most
-        /// ``PostgresLoopReader/heavyBatch`` a batch; while every connection of the lane
-        /// holds a batch out longer than ``PostgresLoopReader/slowBatch``, the reads
-        /// waiting go elsewhere (the expensive reads' pool, where callers take turns)
-        /// rather than wait behind a slow search.
+        /// ``PostgresLoopReader/heavyBatch`` a batch, each statement followed by a `Sync`
+        /// of its own (answered as soon as it has run, and failing alone), and a caller
+        /// holds at most ``PostgresLoopReader/heavyPerCaller`` of a loop's. While every
+        /// connection of the lane holds a batch PostgreSQL has been silent on for longer than
+        /// ``PostgresLoopReader/slowBatch``, reads go elsewhere (the expensive reads' pool,
+        /// where callers take turns) rather than wait behind a slow search.
         case heavy
 
         /// Reads one batch takes at most.
         var maxBatch: Int { self == .quick ? PostgresLoopReader.maxBatch : PostgresLoopReader.heavyBatch }
-        /// Reads waiting in the line at most: as many as the lane's connections take at once.
-        var maxWaiting: Int { self == .quick ? PostgresLoopReader.maxWaiting : PostgresLoopReader.heavyConnectionsPerLoop * PostgresLoopReader.heavyBatch }
         /// What its connections call themselves in `pg_stat_activity`.
         var applicationName: String { self == .quick ? "catalog-loop-reads" : "catalog-loop-searches" }
     }
@@ -56,6 +56,10 @@ final class PostgresLoopReader: @unchecked Sendable {
         let arguments: SQLArguments
         /// How it may share a statement with the batch's other reads.
         let sharing: LoopReadSharing?
+        /// Who asks, for a heavy read (``PostgresLoopReader/heavyPerCaller``).
+        let caller: String?
+        /// Whether it holds one of its caller's places (``PostgresLoopReader/release(_:)``).
+        var holdsPlace = false
         /// Whether nobody waits for the answer any more (a waiting read is then dropped).
         let isAbandoned: () -> Bool
         let completion: (Result<PostgresRows, any Error>?) -> Void
@@ -63,12 +67,13 @@ final class PostgresLoopReader: @unchecked Sendable {
         var resent = false
 
         init(
-            sql: String, arguments: SQLArguments, sharing: LoopReadSharing?, isAbandoned: @escaping () -> Bool,
+            sql: String, arguments: SQLArguments, sharing: LoopReadSharing?, caller: String? = nil, isAbandoned: @escaping () -> Bool,
             completion: @escaping (Result<PostgresRows, any Error>?) -> Void
         ) {
             self.sql = sql
             self.arguments = arguments
             self.sharing = sharing
+            self.caller = caller
             self.isAbandoned = isAbandoned
             self.completion = completion
         }
@@ -100,8 +105,11 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// another (a GET by id takes tens of microseconds), so a read waits for those before it.
     static let maxBatch = 16
     /// Heavy reads (``Lane/heavy``) a connection sends in one batch at most: a search waits
-    /// for at most three others (each within the statement timeout).
+    /// for at most the three before it (each within the statement timeout).
     static let heavyBatch = 4
+    /// Heavy reads one caller (``Job/caller``) holds at most in a loop's lane, waiting or
+    /// sent: half of what its two connections take. Its others go elsewhere, to take turns.
+    static let heavyPerCaller = 4
     /// Connections of the heavy lane a loop opens at most, whatever the loops.
     static let heavyConnectionsPerLoop = 2
     /// Connections of the heavy lane all the loops of a server open at most, but for 1
@@ -118,8 +126,8 @@ final class PostgresLoopReader: @unchecked Sendable {
         }
     }
     /// Reads that wait in a loop's line at most (besides those put back in it): as many as
-    /// eight connections take at once.
-    static let maxWaiting = connectionsPerLoop * maxBatch
+    /// its connections take at once (eight for quick reads).
+    var maxWaiting: Int { lane == .quick ? Self.connectionsPerLoop * Self.maxBatch : limit * Self.heavyBatch }
     /// How long after a failed attempt the next connection is tried.
     private static let retryAfter: Duration = .seconds(1)
 
@@ -140,6 +148,8 @@ final class PostgresLoopReader: @unchecked Sendable {
     private var nextAttempt: ContinuousClock.Instant?
     private var waiting: [Job] = []
     private var waitingHead = 0
+    /// The places each caller holds in a heavy lane (``heavyPerCaller``).
+    private var places: [String: Int] = [:]
     /// Whether the line is to be served once the events at hand are handled.
     private var serving = false
     private var closed = false
@@ -160,7 +170,6 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// Counts of every loop's reads of one database (``LoopReadCounts``).
     final class Counts: Sendable {
         let taken = Atomic<Int>(0)
-        let heavy = Atomic<Int>(0)
         let batches = Atomic<Int>(0)
         let sent = Atomic<Int>(0)
         let resent = Atomic<Int>(0)
@@ -168,12 +177,19 @@ final class PostgresLoopReader: @unchecked Sendable {
         let declined = Atomic<Int>(0)
         let handedBack = Atomic<Int>(0)
         let connections = Atomic<Int>(0)
+        /// Of the reads taken, declined and handed back, the heavy lane's.
+        let heavyTaken = Atomic<Int>(0)
+        let heavyDeclined = Atomic<Int>(0)
+        let heavyHandedBack = Atomic<Int>(0)
 
         var snapshot: LoopReadCounts {
             LoopReadCounts(
-                taken: taken.load(ordering: .relaxed), heavy: heavy.load(ordering: .relaxed), batches: batches.load(ordering: .relaxed), sent: sent.load(ordering: .relaxed),
+                taken: taken.load(ordering: .relaxed), batches: batches.load(ordering: .relaxed), sent: sent.load(ordering: .relaxed),
                 resent: resent.load(ordering: .relaxed), shared: shared.load(ordering: .relaxed), declined: declined.load(ordering: .relaxed),
-                handedBack: handedBack.load(ordering: .relaxed), connections: connections.load(ordering: .relaxed))
+                handedBack: handedBack.load(ordering: .relaxed), connections: connections.load(ordering: .relaxed),
+                heavy: .init(
+                    taken: heavyTaken.load(ordering: .relaxed), declined: heavyDeclined.load(ordering: .relaxed),
+                    handedBack: heavyHandedBack.load(ordering: .relaxed)))
         }
     }
 
@@ -183,16 +199,46 @@ final class PostgresLoopReader: @unchecked Sendable {
     func read(_ job: Job) -> Bool {
         guard !closed else { return false }
         if open.isEmpty, !connecting { startConnecting() }
-        if waiting.count - waitingHead >= lane.maxWaiting { dropAbandoned() }
-        guard !open.isEmpty, waiting.count - waitingHead < lane.maxWaiting else {
+        if waiting.count - waitingHead >= maxWaiting { dropAbandoned() }
+        guard !open.isEmpty, waiting.count - waitingHead < maxWaiting, lane == .quick || mayTakeHeavy(job) else {
             counts.declined.add(1, ordering: .relaxed)
+            if lane == .heavy { counts.heavyDeclined.add(1, ordering: .relaxed) }
             return false
         }
         counts.taken.add(1, ordering: .relaxed)
-        if lane == .heavy { counts.heavy.add(1, ordering: .relaxed) }
+        if lane == .heavy {
+            counts.heavyTaken.add(1, ordering: .relaxed)
+            if let caller = job.caller {
+                places[caller, default: 0] += 1
+                job.holdsPlace = true
+            }
+        }
         waiting.append(job)
         serveSoon()
         return true
+    }
+
+    /// Whether the heavy lane takes `job`: its caller holds fewer than ``heavyPerCaller``
+    /// places, and some connection is free or prompt (else another is made if it may be).
+    private func mayTakeHeavy(_ job: Job) -> Bool {
+        if let caller = job.caller, places[caller, default: 0] >= Self.heavyPerCaller { return false }
+        guard isHeld(at: ContinuousClock.now) else { return true }
+        if !connecting, open.count < limit { startConnecting() }
+        return false
+    }
+
+    /// Whether every connection holds a batch that PostgreSQL has been silent on for
+    /// longer than ``slowBatch`` (a heavy batch's statements are answered one by one).
+    private func isHeld(at now: ContinuousClock.Instant) -> Bool {
+        idle.isEmpty && open.allSatisfy { $0.isSilent(since: now - Self.slowBatch) }
+    }
+
+    /// `job` leaves the line (answered, handed back or dropped): its caller's place is free.
+    private func release(_ job: Job) {
+        guard job.holdsPlace, let caller = job.caller else { return }
+        job.holdsPlace = false
+        let held = places[caller, default: 1] - 1
+        places[caller] = held > 0 ? held : nil
     }
 
     /// Serves the line once the events at hand are handled: the reads they brought leave
@@ -216,12 +262,18 @@ final class PostgresLoopReader: @unchecked Sendable {
     private func dropAbandoned() {
         waiting.removeFirst(waitingHead)
         waitingHead = 0
-        waiting.removeAll { $0.isAbandoned() }
+        waiting.removeAll { job in
+            guard job.isAbandoned() else { return false }
+            release(job)
+            return true
+        }
     }
 
     /// Hands `job` back to run elsewhere.
     private func handBack(_ job: Job) {
+        release(job)
         counts.handedBack.add(1, ordering: .relaxed)
+        if lane == .heavy { counts.heavyHandedBack.add(1, ordering: .relaxed) }
         job.completion(nil)
     }
 
@@ -232,7 +284,9 @@ final class PostgresLoopReader: @unchecked Sendable {
 
     /// A read of a batch is done: its outcome (`nil`: run it elsewhere).
     func finished(_ job: Job, _ outcome: Result<PostgresRows, any Error>?) {
-        if let outcome { job.completion(outcome) } else { handBack(job) }
+        guard let outcome else { return handBack(job) }
+        release(job)
+        job.completion(outcome)
     }
 
     /// `connection`'s batch is done, with `skipped`, the reads PostgreSQL did not run (a
@@ -286,7 +340,7 @@ final class PostgresLoopReader: @unchecked Sendable {
         if !open.isEmpty, !connecting, idle.isEmpty, open.count < limit, mayStartBatch(now) { startConnecting() }
         // With no connection (one may be on its way: connecting can take long), the line
         // goes to the pool; so do heavy reads while every connection of theirs holds a slow batch.
-        if open.isEmpty || (lane == .heavy && idle.isEmpty && !open.contains { $0.hasBatch(sentSince: now - Self.slowBatch) }) {
+        if open.isEmpty || (lane == .heavy && isHeld(at: now)) {
             while let job = nextWaiting() { handBack(job) }
         }
     }
@@ -323,6 +377,7 @@ final class PostgresLoopReader: @unchecked Sendable {
                 waitingHead = 0
             }
             if !job.isAbandoned() { return job }
+            release(job)
         }
         return nil
     }
@@ -342,8 +397,9 @@ final class PostgresLoopReader: @unchecked Sendable {
         Thread.detachNewThread { [self] in
             defer { connectingThreads.leave() }
             let made = Made(result: Result { try connect() })
-            // Dropped (and closed) here when the loop has stopped.
-            _ = reactor.execute { [self] in adopt(made.result) }
+            // Dropped (and closed) here when the loop has stopped, and the reader let go
+            // with it (one that had made no connection was never told it stopped).
+            if !reactor.execute({ [self] in adopt(made.result) }) { closing(self) }
         }
     }
 
