@@ -119,8 +119,8 @@ import Testing
 
     /// Heavy reads (searches) leave apart from quick ones, each statement with a `Sync` of
     /// its own: one that fails costs the reads after it in its batch nothing (a quick
-    /// batch's would be skipped). A caller holds at most four places of a loop's heavy lane:
-    /// its others go elsewhere, while another caller's are taken.
+    /// batch's would be skipped). A caller holds at most eight places of a loop's heavy lane
+    /// (of its line of 16): its others go elsewhere, while another caller's are taken.
     @Test(.enabled(if: TestEngine.postgresURL != nil, "needs PostgreSQL"))
     func heavyReadsFailAloneAndACallerHoldsItsShare() async throws {
         try await GroupCommitTests.withCatalogStore(.postgresql) { store, _ in
@@ -145,16 +145,18 @@ import Testing
             var after = store.loopReads
             #expect(after.heavy.taken == before.heavy.taken + 3 && after.batches == before.batches + 1 && after.resent == before.resent, "\(after)")
             #expect(after.handedBack == before.handedBack && after.heavy.declined == before.heavy.declined, "\(after)")
-            // Six of one caller's and two of another's in one turn: the first four of the one, and
-            // both of the other, are taken (the other's are answered, or handed back if the
-            // first four keep PostgreSQL silent for 2 ms on a loaded machine).
+            // Ten of one caller's and two of another's in one turn: the first eight of the one
+            // (what the lane's two connections take at once), and both of the other, are taken
+            // (answered, or handed back if PostgreSQL keeps silent for 2 ms on a loaded machine).
             before = after
-            let crowd = (0..<6).map { _ in Read(key: c, way: .alone, caller: "x") } + (0..<2).map { _ in Read(key: b, way: .alone, caller: "y") }
+            let share = PostgresLoopReader.connections(loops: 1, lane: .heavy) * PostgresLoopReader.heavyBatch
+            #expect(share == 8)
+            let crowd = (0..<10).map { _ in Read(key: c, way: .alone, caller: "x") } + (0..<2).map { _ in Read(key: b, way: .alone, caller: "y") }
             let got = try await Self.send(crowd, database, reactor)
-            let expected = Array(repeating: Self.row(c, 2), count: 4) + [.elsewhere, .elsewhere]
-            #expect(Array(got.prefix(6)) == expected && got.suffix(2).allSatisfy { $0 == Self.row(b, 5) || $0 == .elsewhere }, "\(got)")
+            let answered = got.prefix(8).allSatisfy { $0 == Self.row(c, 2) || $0 == .elsewhere } && got.suffix(2).allSatisfy { $0 == Self.row(b, 5) || $0 == .elsewhere }
+            #expect(answered && got[8] == .elsewhere && got[9] == .elsewhere, "\(got)")
             after = store.loopReads
-            #expect(after.heavy.taken == before.heavy.taken + 6 && after.heavy.declined == before.heavy.declined + 2, "\(after)")
+            #expect(after.heavy.taken == before.heavy.taken + 10 && after.heavy.declined == before.heavy.declined + 2, "\(after)")
             // Their places are free again once answered.
             #expect(try await Self.send((0..<4).map { _ in Read(key: a, way: .alone, caller: "x") }, database, reactor) == Array(repeating: Self.row(a, 10), count: 4))
         }

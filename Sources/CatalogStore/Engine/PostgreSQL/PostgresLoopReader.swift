@@ -107,9 +107,6 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// Heavy reads (``Lane/heavy``) a connection sends in one batch at most: a search waits
     /// for at most the three before it (each within the statement timeout).
     static let heavyBatch = 4
-    /// Heavy reads one caller (``Job/caller``) holds at most in a loop's lane, waiting or
-    /// sent: half of what its two connections take. Its others go elsewhere, to take turns.
-    static let heavyPerCaller = 4
     /// Connections of the heavy lane a loop opens at most, whatever the loops.
     static let heavyConnectionsPerLoop = 2
     /// Connections of the heavy lane all the loops of a server open at most, but for 1
@@ -126,8 +123,13 @@ final class PostgresLoopReader: @unchecked Sendable {
         }
     }
     /// Reads that wait in a loop's line at most (besides those put back in it): as many as
-    /// its connections take at once (eight for quick reads).
-    var maxWaiting: Int { lane == .quick ? Self.connectionsPerLoop * Self.maxBatch : limit * Self.heavyBatch }
+    /// eight connections take at once for quick reads; for heavy ones, twice what its
+    /// connections take at once (16 with two).
+    var maxWaiting: Int { lane == .quick ? Self.connectionsPerLoop * Self.maxBatch : 2 * limit * Self.heavyBatch }
+    /// Heavy reads one caller (``Job/caller``) holds at most in a loop's lane, waiting or
+    /// sent: what its connections take at once (8 with two), half of its line, as many
+    /// as a caller's places on the expensive reads' pool. Its others go elsewhere, to take turns.
+    var heavyPerCaller: Int { limit * Self.heavyBatch }
     /// How long after a failed attempt the next connection is tried.
     private static let retryAfter: Duration = .seconds(1)
 
@@ -221,7 +223,7 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// Whether the heavy lane takes `job`: its caller holds fewer than ``heavyPerCaller``
     /// places, and some connection is free or prompt (else another is made if it may be).
     private func mayTakeHeavy(_ job: Job) -> Bool {
-        if let caller = job.caller, places[caller, default: 0] >= Self.heavyPerCaller { return false }
+        if let caller = job.caller, places[caller, default: 0] >= heavyPerCaller { return false }
         guard isHeld(at: ContinuousClock.now) else { return true }
         if !connecting, open.count < limit { startConnecting() }
         return false
