@@ -10,10 +10,13 @@ extension PostgresLoopReader {
     /// ``PostgresLoopReader/readsPerFlush`` of them, so that PostgreSQL sends their rows as
     /// soon as it has run them, and one `Sync`. PostgreSQL runs them one after another, in
     /// one implicit transaction, each with a snapshot of its own (`READ COMMITTED`; the reads
-    /// that share a statement share its snapshot, taken once all of them were asked); the locks they take on the tables they read are held until the `Sync`
-    /// (a migration's exclusive lock waits for the batch). When a statement fails (its own
-    /// preparation, say), those after it in the batch are not run: their reads go back to
-    /// the reader (``PostgresLoopReader/batchEnded(_:skipped:)``).
+    /// that share a statement share its snapshot, taken once all of them were asked); the
+    /// locks they take on the tables they read are held until the `Sync` (a migration's
+    /// exclusive lock waits for the batch). When a statement fails (its own preparation,
+    /// say), those after it in the batch are not run: their reads go back to the reader
+    /// (``PostgresLoopReader/batchEnded(_:skipped:)``). Heavy reads (``PostgresLoopReader/Lane/heavy``)
+    /// have a `Sync` each instead (libpq writes at each): each statement is its own
+    /// transaction, answered once run, and fails alone.
     final class Connection: ReactorWatcher {
         /// What the connection waits to hear, in the order it was sent.
         private enum Step {
@@ -99,9 +102,9 @@ extension PostgresLoopReader {
 
         /// Sends `batch` (an idle connection's): each read's statement, prepared first when
         /// new (reads by key of one kind, and identical reads, as one: ``LoopReadSharing``),
-        /// and one `Sync` (heavy reads: one after each statement, ``Lane/heavy``), in one
-        /// write when the socket takes it. Reads refused before sending are answered once the
-        /// rest are sent.
+        /// and one `Sync`, in one write when the socket takes it (heavy reads: a `Sync` after
+        /// each statement, ``Lane/heavy``, and libpq writes at each). Reads refused before
+        /// sending are answered once the rest are sent.
         func start(_ batch: [Job]) {
             sent = ContinuousClock.now
             heard = sent
@@ -316,19 +319,22 @@ extension PostgresLoopReader {
             failure = nil
             let key = StatementKey(statement.sql)
             var again = wasSkipped && !unprepared.contains(key)
+            var unpreparedRun = false
             if statement.failureIsShared, case .failure = outcome, !wasSkipped { again = true }
             if case let .failure(error as SQLError) = outcome {
                 if error.kind == .connection { connection.isBroken = true }
                 if PostgresConnection.staleStatement.contains(error.code) {
                     // Prepared before a migration changed what it reads (or dropped on the
-                    // server): prepared again when it is sent again.
+                    // server): prepared again when it is sent again. One whose preparation
+                    // failed in this batch (before a heavy read's `Sync`, so it ran on no
+                    // statement) goes elsewhere, as its preparation's failure says.
                     prepared[key] = nil
-                    again = true
+                    if unprepared.contains(key) { unpreparedRun = true } else { again = true }
                 }
             }
             let jobs = statement.jobs
             if connection.isBroken || again || wasSkipped, case let .success(result) = outcome { PQclear(result) }
-            if connection.isBroken {
+            if connection.isBroken || unpreparedRun {
                 for job in jobs { reader.finished(job, nil) }
             } else if again {
                 skipped += jobs

@@ -223,7 +223,11 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// Whether the heavy lane takes `job`: its caller holds fewer than ``heavyPerCaller``
     /// places, and some connection is free or prompt (else another is made if it may be).
     private func mayTakeHeavy(_ job: Job) -> Bool {
-        if let caller = job.caller, places[caller, default: 0] >= heavyPerCaller { return false }
+        if let caller = job.caller, places[caller, default: 0] >= heavyPerCaller {
+            // Its reads whose clients have gone give their places back first.
+            dropAbandoned()
+            if places[caller, default: 0] >= heavyPerCaller { return false }
+        }
         guard isHeld(at: ContinuousClock.now) else { return true }
         if !connecting, open.count < limit { startConnecting() }
         return false
@@ -413,9 +417,14 @@ final class PostgresLoopReader: @unchecked Sendable {
     private func adopt(_ result: Result<PostgresConnection, any Error>) {
         connecting = false
         guard !closed else { return }
-        if case let .success(made) = result, PQsetnonblocking(made.connection, 1) == 0, PQenterPipelineMode(made.connection) == 1,
-            let connection = try? Connection(made, reader: self)
-        {
+        if case let .success(made) = result, PQsetnonblocking(made.connection, 1) == 0, PQenterPipelineMode(made.connection) == 1 {
+            guard let connection = try? Connection(made, reader: self) else {
+                // The loop watches nothing more: it is stopping, and lets a reader with
+                // no connection go (one with connections is closed with them).
+                if open.isEmpty { return close() }
+                nextAttempt = ContinuousClock.now + Self.retryAfter
+                return serveLine()
+            }
             open.append(connection)
             idle.append(connection)
             nextAttempt = nil
