@@ -80,6 +80,18 @@ import Testing
         }
     }
 
+    /// Each of `paths` is refused (400) from the loop as the pool refuses it, with the same problem code.
+    private static func expectRefusedAsByThePool(_ paths: [String], _ catalog: TestCatalog) async throws {
+        let port = catalog.client.baseURL.port ?? 0
+        for path in paths {
+            let pool = try await catalog.inProcess.get(path)
+            let loop = Self.parts(try await onThread { try Self.get(port, path) })
+            #expect(loop.status == pool.status && loop.status == 400, "\(path)")
+            let code = { (body: String) in (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["code"] as? String }
+            #expect(code(loop.body) == code(String(decoding: pool.body, as: UTF8.self)), "\(path): \(loop.body)")
+        }
+    }
+
     /// The heavy reads that went to the expensive reads' pool.
     private static func elsewhere(_ counts: LoopReadCounts) -> Int { counts.heavy.declined + counts.heavy.handedBack }
 
@@ -221,13 +233,7 @@ import Testing
             }
             #expect(catalog.application.store.loopReads.shared > sharedBefore, "\(catalog.application.store.loopReads)")
             // Refused on the loop as on the pool: a bad cursor, a bad filter.
-            for path in ["/v1/playable-items?cursor=AAAA", "/v1/playable-items?limit=0", "/v1/playable-items?sort=nothing"] {
-                let pool = try await catalog.inProcess.get(path)
-                let loop = Self.parts(try await onThread { try Self.get(port, path) })
-                #expect(loop.status == pool.status && loop.status == 400, "\(path)")
-                let code = { (body: String) in (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["code"] as? String }
-                #expect(code(loop.body) == code(String(decoding: pool.body, as: UTF8.self)), "\(path): \(loop.body)")
-            }
+            try await Self.expectRefusedAsByThePool(["/v1/playable-items?cursor=AAAA", "/v1/playable-items?limit=0", "/v1/playable-items?sort=nothing"], catalog)
             let counts = catalog.application.store.loopReads
             #expect(counts.taken == before.taken + fromLoop && counts.declined == before.declined && counts.handedBack == 0, "\(counts)")
         }
@@ -273,13 +279,8 @@ import Testing
             }
             #expect(checked > 20, "pages followed by their cursors")
             // Refused on the loop as on the pool.
-            for path in ["/v1/playable-items?q=number&cursor=AAAA", "/v1/playable-items?q=number&limit=0", "/v1/playable-items?sort=relevance"] {
-                let pool = try await catalog.inProcess.get(path)
-                let loop = Self.parts(try await onThread { try Self.get(port, path) })
-                #expect(loop.status == pool.status && loop.status == 400, "\(path)")
-                let code = { (body: String) in (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["code"] as? String }
-                #expect(code(loop.body) == code(String(decoding: pool.body, as: UTF8.self)), "\(path): \(loop.body)")
-            }
+            try await Self.expectRefusedAsByThePool(
+                ["/v1/playable-items?q=number&cursor=AAAA", "/v1/playable-items?q=number&limit=0", "/v1/playable-items?sort=relevance"], catalog)
             let sequential = catalog.application.store.loopReads
             // The refusals' bad cursor and limit are found before anything is sent.
             #expect(sequential.heavy.taken == before.heavy.taken + checked && sequential.taken == before.taken + checked, "\(before) → \(sequential)")
