@@ -9,7 +9,7 @@ import Synchronization
 /// A read waits in the loop's line (at most ``maxWaiting`` long) until the loop has handled
 /// the events at hand; then a connection without a batch in flight takes up to ``maxBatch``
 /// of the line and sends them in libpq's pipeline mode with one `Sync` (``Connection``),
-/// ``promptBatches`` at a time while PostgreSQL answers promptly, more when it is slow
+/// the lane's ``Lane/promptBatches`` at a time while PostgreSQL answers promptly, more when it is slow
 /// (``mayStartBatch(_:)``). At most ``limit`` connections: another is made when reads wait
 /// that may leave and no connection is free to take them. A read that finds the line full,
 /// or no connection made yet, is not taken (its caller runs it on a pool, as before).
@@ -44,6 +44,12 @@ final class PostgresLoopReader: @unchecked Sendable {
 
         /// Reads one batch takes at most.
         var maxBatch: Int { self == .quick ? PostgresLoopReader.maxBatch : PostgresLoopReader.heavyBatch }
+        /// Batches a loop keeps in flight at most while PostgreSQL answers them within
+        /// ``PostgresLoopReader/slowBatch`` and the line holds less than a batch
+        /// (``PostgresLoopReader/mayStartBatch(_:)``): one of quick reads, whose batch is
+        /// mostly one statement (`GET`s by id share one, and so do reads of one page); two
+        /// of searches, which PostgreSQL then runs side by side.
+        var promptBatches: Int { self == .quick ? 1 : 2 }
         /// What its connections call themselves in `pg_stat_activity`.
         var applicationName: String { self == .quick ? "catalog-loop-reads" : "catalog-loop-searches" }
     }
@@ -96,9 +102,6 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// by id, after every fourth about 25 µs and the loop no more (Benchmarks/README.md,
     /// eleventh part), while a read waits for at most three others before its rows leave.
     static let readsPerFlush = 4
-    /// Batches a loop keeps in flight at most while PostgreSQL answers them within
-    /// ``slowBatch`` (``mayStartBatch(_:)``).
-    static let promptBatches = 2
     /// How long a batch in flight may take before it counts as slow.
     static let slowBatch: Duration = .milliseconds(2)
     /// Reads a connection sends in one batch at most. PostgreSQL runs them one after
@@ -351,20 +354,25 @@ final class PostgresLoopReader: @unchecked Sendable {
         }
     }
 
-    /// Whether another batch may leave now: while fewer than ``promptBatches`` are in
-    /// flight, or once every batch in flight has been out longer than ``slowBatch``.
+    /// Whether another batch may leave now: while fewer than the lane's
+    /// ``Lane/promptBatches`` are in flight, while the line holds a whole batch, or once
+    /// every batch in flight has been out longer than ``slowBatch``.
     ///
-    /// Reads of one statement are quick; while PostgreSQL answers them promptly, two
-    /// sessions a loop, each taking all the line holds, keep up with the loop, and fewer,
-    /// fuller batches cost both sides less CPU a read. More sessions busy at once only add
-    /// runnable processes: on a machine PostgreSQL shares, batches on up to eight sessions
-    /// at once took the 99th percentile of list pages from about 5 ms to 25–300 ms
-    /// (Benchmarks/README.md, tenth part).
+    /// Reads of one statement are quick; while PostgreSQL answers them promptly, one
+    /// session a loop, taking all the line holds, keeps up with the loop, and fewer,
+    /// fuller batches cost both sides less CPU a read (a batch of `GET`s by id is one
+    /// statement): one batch in flight rather than two took `GET`s from 8.6–9.7 to 13.3–13.8
+    /// reads a batch and our CPU a `GET` from 22.8–23.0 to 20.5–20.9 µs (Benchmarks/README.md,
+    /// fifteenth part). More sessions busy at once only add runnable processes: on a
+    /// machine PostgreSQL shares, batches on up to eight sessions at once took the 99th
+    /// percentile of list pages from about 5 ms to 25–300 ms (tenth part). A line that
+    /// holds a whole batch (more reads than one batch a round trip takes: a database
+    /// across a network) sends it on another session at once.
     /// When answers are slow (a database reading from disk, or waiting for locks), more
     /// sessions run reads side by side, up to the loop's ``limit``.
     private func mayStartBatch(_ now: ContinuousClock.Instant) -> Bool {
         let inFlight = open.count - idle.count
-        guard inFlight >= Self.promptBatches else { return true }
+        guard inFlight >= lane.promptBatches, waiting.count - waitingHead < lane.maxBatch else { return true }
         return !open.contains { $0.hasBatch(sentSince: now - Self.slowBatch) }
     }
 
