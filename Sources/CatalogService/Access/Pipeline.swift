@@ -278,7 +278,7 @@ struct Execution: Sendable {
                 elsewhere = { delivery.run(on: pool, for: RateLimiter.partition(caller, request)) { try body(request, caller) } }
             }
             // Sent from the loop where reads wait on a network, an expensive one as a heavy
-            // read (``ResourceStore/renderedListOnLoop(_:reactor:isAbandoned:completion:)``);
+            // read (``ResourceStore/renderedListOnLoop(_:caller:reactor:isAbandoned:completion:)``);
             // elsewhere when answered in process (no loop), off the loop's thread, or when the
             // loop cannot take it.
             guard pool != nil, let onLoop, let loop = responder.loop, loop.isCurrent else {

@@ -95,8 +95,8 @@ struct ResourceEndpoints: Sendable {
         { [self] request, caller, reactor, isAbandoned, elsewhere, done in
             let query = try Self.listRequest(request, caller, options)
             let started = Self.now()
-            let partition = RateLimiter.partition(caller, request)
-            return try store.renderedListOnLoop(query, caller: partition, reactor: reactor, isAbandoned: isAbandoned) { outcome in
+            return try store.renderedListOnLoop(query, caller: RateLimiter.partition(caller, request), reactor: reactor, isAbandoned: isAbandoned) {
+                outcome in
                 guard case let .done(result) = outcome else { return elsewhere() }
                 metrics.observeRead(seconds: Self.now() - started)
                 done(result.map { page in Self.page(page, request: request) }.mapError { error -> any Error in error })

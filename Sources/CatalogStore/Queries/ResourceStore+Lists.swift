@@ -55,7 +55,7 @@ extension ResourceStore {
     /// ``LoopReadOutcome/elsewhere`` when the read must run on a thread that may wait.
     /// False, having started nothing, when it cannot be read so: call ``renderedList(_:)``
     /// then. Throws what a bad cursor or filter is. A search or a geographic list is sent as
-    /// a heavy read of `caller`'s (who asks, as its budgets name it), apart from the quick
+    /// a heavy read of `caller`'s (who asks, as its budgets name it: made only for such a read), apart from the quick
     /// ones (``SQLDatabase/readOnLoop(_:_:_:sharing:heavyCaller:isAbandoned:_:completion:)``).
     ///
     /// A page of all fields of a plain list is kept (``loopPages``) with the database
@@ -64,7 +64,7 @@ extension ResourceStore {
     /// (``SQLDialect/unlessUnchanged(_:)``). Any write, through any server, moves the
     /// snapshot on.
     public func renderedListOnLoop(
-        _ request: ListRequest, caller: String, reactor: any ReadReactor, isAbandoned: @escaping () -> Bool,
+        _ request: ListRequest, caller: @autoclosure () -> String, reactor: any ReadReactor, isAbandoned: @escaping () -> Bool,
         completion: @escaping (LoopReadOutcome<(json: [UInt8], nextCursor: String?, digest: UInt64?)>) -> Void
     ) throws(StoreError) -> Bool {
         guard request.scope?.parent == nil, request.order != .distance, request.near == nil else { return false }
@@ -97,7 +97,7 @@ extension ResourceStore {
                 (sql, arguments) = try listQuery(request, after: cursor)
             }
             return database.readOnLoop(
-                reactor, sql, arguments, sharing: .identical, heavyCaller: heavy ? caller : nil, isAbandoned: isAbandoned,
+                reactor, sql, arguments, sharing: .identical, heavyCaller: heavy ? caller() : nil, isAbandoned: isAbandoned,
                 { rows in
                     var kept: PageCache.Page?
                     let page = try write(rows, &kept)

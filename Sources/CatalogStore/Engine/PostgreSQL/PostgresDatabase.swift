@@ -24,8 +24,8 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     /// Each event loop's readers, one a lane (``readOnLoop(_:_:_:sharing:heavyCaller:isAbandoned:_:completion:)``),
     /// each made at its first read.
     private let loopReaders = Mutex<(readers: [LoopLane: PostgresLoopReader], closed: Bool)>(([:], false))
-    /// Connections each loop opens at most (``PostgresLoopReader/connections(loops:lane:)``): quick reads', heavy reads'.
-    private let loopConnections: (quick: Int, heavy: Int)
+    /// The event loops that may read (``PostgresLoopReader/connections(loops:lane:)``).
+    private let loopCount: Int
     /// The loops' threads making connections (``close()`` waits for them).
     private let loopConnecting = DispatchGroup()
     /// What became of the loops' reads.
@@ -43,7 +43,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
     /// be reached. `loops` event loops may read through connections of their own.
     init(url: String, readers: Int, loops: Int) throws {
         self.url = url
-        loopConnections = (PostgresLoopReader.connections(loops: loops, lane: .quick), PostgresLoopReader.connections(loops: loops, lane: .heavy))
+        loopCount = loops
         let first: PostgresConnection
         do {
             first = try PostgresConnection(url: url, settings: Self.readerSettings)
@@ -183,7 +183,7 @@ final class PostgresDatabase: SQLDatabase, @unchecked Sendable {
             if let reader = loops.readers[key] { return reader }
             let url = url
             let reader = PostgresLoopReader(
-                reactor: reactor, lane: lane, limit: lane == .heavy ? loopConnections.heavy : loopConnections.quick, counts: loopReadCounts,
+                reactor: reactor, lane: lane, limit: PostgresLoopReader.connections(loops: loopCount, lane: lane), counts: loopReadCounts,
                 connectingThreads: loopConnecting
             ) { [weak self] closed in
                 self?.forget(closed)

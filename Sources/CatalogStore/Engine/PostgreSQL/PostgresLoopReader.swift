@@ -27,64 +27,6 @@ import Synchronization
 /// (searches, geographic lists), which never share a batch, so a search that takes
 /// milliseconds never holds up the GETs sent after it.
 final class PostgresLoopReader: @unchecked Sendable {
-    /// Which reads a reader takes, and how they wait.
-    enum Lane: Sendable {
-        /// Reads by key and plain list pages: tens of microseconds each in PostgreSQL,
-        /// batched up to ``PostgresLoopReader/maxBatch`` a connection, waiting in the line
-        /// for a connection to be free.
-        case quick
-        /// Searches and geographic lists, which may take milliseconds: at most
-        /// ``PostgresLoopReader/heavyBatch`` a batch, each statement followed by a `Sync`
-        /// of its own (answered as soon as it has run, and failing alone), and a caller
-        /// holds at most ``PostgresLoopReader/heavyPerCaller`` of a loop's. While every
-        /// connection of the lane holds a batch PostgreSQL has been silent on for longer than
-        /// ``PostgresLoopReader/slowBatch``, reads go elsewhere (the expensive reads' pool,
-        /// where callers take turns) rather than wait behind a slow search.
-        case heavy
-
-        /// Reads one batch takes at most.
-        var maxBatch: Int { self == .quick ? PostgresLoopReader.maxBatch : PostgresLoopReader.heavyBatch }
-        /// Batches a loop keeps in flight at most while PostgreSQL answers them within
-        /// ``PostgresLoopReader/slowBatch`` and the line holds less than a batch
-        /// (``PostgresLoopReader/mayStartBatch(_:)``): one of quick reads, whose batch is
-        /// mostly one statement (`GET`s by id share one, and so do reads of one page); two
-        /// of searches, which PostgreSQL then runs side by side.
-        var promptBatches: Int { self == .quick ? 1 : 2 }
-        /// What its connections call themselves in `pg_stat_activity`.
-        var applicationName: String { self == .quick ? "catalog-loop-reads" : "catalog-loop-searches" }
-    }
-
-    /// A read: its statement, and what receives its rows (`nil`: run it elsewhere). A class:
-    /// a read moves through the line, its batch and its statement, and a struct of its five
-    /// references was retained and released five times at each move.
-    final class Job {
-        let sql: String
-        let arguments: SQLArguments
-        /// How it may share a statement with the batch's other reads.
-        let sharing: LoopReadSharing?
-        /// Who asks, for a heavy read (``PostgresLoopReader/heavyPerCaller``).
-        let caller: String?
-        /// Whether it holds one of its caller's places (``PostgresLoopReader/release(_:)``).
-        var holdsPlace = false
-        /// Whether nobody waits for the answer any more (a waiting read is then dropped).
-        let isAbandoned: () -> Bool
-        let completion: (Result<PostgresRows, any Error>?) -> Void
-        /// Whether it was put back in the line once already (``batchEnded(_:skipped:)``).
-        var resent = false
-
-        init(
-            sql: String, arguments: SQLArguments, sharing: LoopReadSharing?, caller: String? = nil, isAbandoned: @escaping () -> Bool,
-            completion: @escaping (Result<PostgresRows, any Error>?) -> Void
-        ) {
-            self.sql = sql
-            self.arguments = arguments
-            self.sharing = sharing
-            self.caller = caller
-            self.isAbandoned = isAbandoned
-            self.completion = completion
-        }
-    }
-
     /// Connections a loop opens at most, whatever the loops: each is a session on the
     /// database server.
     static let connectionsPerLoop = 8
@@ -107,24 +49,6 @@ final class PostgresLoopReader: @unchecked Sendable {
     /// Reads a connection sends in one batch at most. PostgreSQL runs them one after
     /// another (a GET by id takes tens of microseconds), so a read waits for those before it.
     static let maxBatch = 16
-    /// Heavy reads (``Lane/heavy``) a connection sends in one batch at most: a search waits
-    /// for at most the three before it (each within the statement timeout).
-    static let heavyBatch = 4
-    /// Connections of the heavy lane a loop opens at most, whatever the loops.
-    static let heavyConnectionsPerLoop = 2
-    /// Connections of the heavy lane all the loops of a server open at most, but for 1
-    /// per loop beyond four loops (``connections(loops:lane:)``).
-    static let heavyConnectionsPerServer = 4
-
-    /// The connections of `lane` each of `loops` loops opens at most: for quick reads 8,
-    /// fewer with more than two loops (16 for all of them), and never fewer than 2; for
-    /// heavy ones 2, fewer with more than two loops (4 for all of them), and never fewer than 1.
-    static func connections(loops: Int, lane: Lane = .quick) -> Int {
-        switch lane {
-        case .quick: max(2, min(connectionsPerLoop, connectionsPerServer / max(1, loops)))
-        case .heavy: max(1, min(heavyConnectionsPerLoop, heavyConnectionsPerServer / max(1, loops)))
-        }
-    }
     /// Reads that wait in a loop's line at most (besides those put back in it): as many as
     /// eight connections take at once for quick reads; for heavy ones, twice what its
     /// connections take at once (16 with two).
@@ -170,32 +94,6 @@ final class PostgresLoopReader: @unchecked Sendable {
         self.connectingThreads = connectingThreads
         self.closing = closing
         self.connect = connect
-    }
-
-    /// Counts of every loop's reads of one database (``LoopReadCounts``).
-    final class Counts: Sendable {
-        let taken = Atomic<Int>(0)
-        let batches = Atomic<Int>(0)
-        let sent = Atomic<Int>(0)
-        let resent = Atomic<Int>(0)
-        let shared = Atomic<Int>(0)
-        let declined = Atomic<Int>(0)
-        let handedBack = Atomic<Int>(0)
-        let connections = Atomic<Int>(0)
-        /// Of the reads taken, declined and handed back, the heavy lane's.
-        let heavyTaken = Atomic<Int>(0)
-        let heavyDeclined = Atomic<Int>(0)
-        let heavyHandedBack = Atomic<Int>(0)
-
-        var snapshot: LoopReadCounts {
-            LoopReadCounts(
-                taken: taken.load(ordering: .relaxed), batches: batches.load(ordering: .relaxed), sent: sent.load(ordering: .relaxed),
-                resent: resent.load(ordering: .relaxed), shared: shared.load(ordering: .relaxed), declined: declined.load(ordering: .relaxed),
-                handedBack: handedBack.load(ordering: .relaxed), connections: connections.load(ordering: .relaxed),
-                heavy: .init(
-                    taken: heavyTaken.load(ordering: .relaxed), declined: heavyDeclined.load(ordering: .relaxed),
-                    handedBack: heavyHandedBack.load(ordering: .relaxed)))
-        }
     }
 
     /// Takes `job` into the line, sent once the events at hand are handled (on the loop's
