@@ -198,6 +198,22 @@ import Testing
         #expect(response.text == "a b/c")
     }
 
+    /// Routing compares decoded segments: a literal written with escapes is the literal,
+    /// an escaped `/` stays inside its segment, and a parameter may hold any UTF-8.
+    @Test func escapedSegmentsAreMatchedDecoded() async throws {
+        let server = try TestServer()
+        let (hello, _) = try await onThread { try exchange(server, "GET /h%65llo HTTP/1.1\r\nHost: x\r\n\r\n") }
+        #expect(hello.status == 200)
+        #expect(hello.text == "hello")
+        let (split, _) = try await onThread { try exchange(server, "GET /items%2Fx HTTP/1.1\r\nHost: x\r\n\r\n") }
+        #expect(split.status == 404, "an escaped slash does not split a segment")
+        let (item, _) = try await onThread { try exchange(server, "GET /%69tems/%C3%A9t%C3%A9 HTTP/1.1\r\nHost: x\r\n\r\n") }
+        #expect(item.text == "été")
+        let (invalid, _) = try await onThread { try exchange(server, "GET /items/%C3 HTTP/1.1\r\nHost: x\r\n\r\n") }
+        #expect(invalid.status == 400)
+        #expect(invalid.problemCode == "invalidPath")
+    }
+
     @Test func queryItemsAreDecoded() async throws {
         let server = try TestServer()
         let (response, _) = try await onThread { try exchange(server, "GET /query?a=1&b=x+y&c=%C3%A9&d HTTP/1.1\r\nHost: x\r\n\r\n") }

@@ -379,12 +379,15 @@ extension ResourceStore {
             return "SELECT candidate FROM (\(candidates)) c \(order) LIMIT \(SearchLists.listLimit + 1)"
         }
         // Exactly the page's rows are read whole, each by its key as the page yields it (no
-        // temporary table of the page): its order is what the outer query sorts.
+        // temporary table of the page). The outer query sorts them again unless the engine
+        // keeps the sorted page's order through the join (``SQLDialect/keepsCrossJoinOrder``).
         // `.rows` holds the page already (at most `limit + 1`): no top-n sort to keep.
         var page = "SELECT candidate, sort_key, id FROM (\(candidates)) c\(outerFilter)"
         if shape.way != .rows { page += " \(order) LIMIT ?" }
-        return "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), p.sort_key FROM (\(page)) p"
-            + " CROSS JOIN \(schema.table) t WHERE t.pk = p.candidate) t \(order)"
+        let joined =
+            "SELECT \(columns), t.sort_key FROM (SELECT t.*\(revision), p.sort_key FROM (\(page)) p"
+            + " CROSS JOIN \(schema.table) t WHERE t.pk = p.candidate) t"
+        return shape.way != .rows && database.dialect.keepsCrossJoinOrder ? joined : "\(joined) \(order)"
     }
 
     /// The sort key of `request`'s order over a row of `t` (its `?` bound to `arguments`),

@@ -99,22 +99,20 @@ extension Connection {
     /// within that limit and past the route's admission check (a credential checked from
     /// the head alone). Otherwise the refusal is answered, the body skipped when it has
     /// all arrived and the connection closed when not, and the result is `nil`.
-    func admitBody(_ head: RequestHead) -> (limit: Int, admitted: (any AnyObject & Sendable)?, streams: Bool)? {
+    func admitBody(_ head: RequestHead) -> BodyAdmission? {
         do {
             // A method the server does not implement is answered from its head; no handler reads
             // a body for OPTIONS.
             guard let method = head.method else { throw unimplementedMethodError(path: head.path) }
-            var limit = 0
-            var admitted: (any AnyObject & Sendable)?
-            var streams = false
-            if case let .handler(route, _) = try loop.core.router.resolve(method: method, path: head.path) {
+            var admission = BodyAdmission(limit: 0, resolution: try loop.core.router.resolve(method: method, path: head.path))
+            if case let .handler(route, _) = admission.resolution {
                 let handler = route.handler
-                if let admission = handler.admission { admitted = try admission(request(head, body: [])) }
-                limit = handler.bodyLimit(server: loop.core.configuration.limits.maxBody)
-                streams = handler.streamsBody
+                if let admit = handler.admission { admission.admitted = try admit(request(head, body: [])) }
+                admission.limit = handler.bodyLimit(server: loop.core.configuration.limits.maxBody)
+                admission.streams = handler.streamsBody
             }
-            if case let .length(length) = head.framing, length > limit { throw HTTPError.contentTooLarge(limit: limit) }
-            return (limit, admitted, streams)
+            if case let .length(length) = head.framing, length > admission.limit { throw HTTPError.contentTooLarge(limit: admission.limit) }
+            return admission
         } catch {
             var context = responseContext(head)
             if case let .length(length) = head.framing, input.readableCount >= length {

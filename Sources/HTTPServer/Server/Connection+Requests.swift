@@ -44,25 +44,25 @@ extension Connection {
                 if head.framing == .none {
                     dispatch(head, body: [])
                 } else {
-                    guard let (limit, admitted, streams) = admitBody(head) else { continue }
+                    guard let admission = admitBody(head) else { continue }
                     var limits = parser.limits
-                    limits.maxBody = limit
+                    limits.maxBody = admission.limit
                     let decoder = head.framing == .chunked ? ChunkedDecoder(limits: limits) : nil
-                    if streams {
+                    if admission.streams {
                         // The handler sees the head now and takes the body when it wants it.
                         var remaining: Int?
                         if case let .length(length) = head.framing { remaining = length }
-                        unreadBody = UnreadBody(remaining: remaining, decoder: decoder, expectsContinue: head.expectsContinue, limit: limit)
-                        dispatch(head, body: [], admitted: admitted)
+                        unreadBody = UnreadBody(remaining: remaining, decoder: decoder, expectsContinue: head.expectsContinue, limit: admission.limit)
+                        dispatch(head, body: [], admission: admission)
                         continue
                     }
                     if head.expectsContinue, input.isEmpty { output.append(ResponseWriter.continueLine) }
-                    bodyLimit = limit
+                    bodyLimit = admission.limit
                     chunkedDecoder = decoder
-                    phase = .body(head, admitted: admitted)
+                    phase = .body(head, admission)
                     deadlines = deadlines.bodyBegan(at: loop.now)
                 }
-            case let .body(head, admitted):
+            case let .body(head, admission):
                 // The bytes of a body still arriving are held against the server-wide budget,
                 // as they arrive: a client must send what it holds.
                 var held = input.readableCount + pendingChunkedBody.count
@@ -101,7 +101,7 @@ extension Connection {
                     }
                 }
                 releaseBody()
-                dispatch(head, body: body, admitted: admitted)
+                dispatch(head, body: body, admission: admission)
             }
         }
     }
@@ -141,11 +141,17 @@ extension Connection {
         return request
     }
 
-    func dispatch(_ head: RequestHead, body: [UInt8], admitted: (any AnyObject & Sendable)? = nil) {
+    /// Runs the handler of `head`'s route with `body`; a request with a body brings the
+    /// route its admission resolved.
+    func dispatch(_ head: RequestHead, body: [UInt8], admission: BodyAdmission? = nil) {
         let resolution: Router.Resolution
         do {
-            guard let method = head.method else { throw unimplementedMethodError(path: head.path) }
-            resolution = try loop.core.router.resolve(method: method, path: head.path)
+            if let admission {
+                resolution = admission.resolution
+            } else {
+                guard let method = head.method else { throw unimplementedMethodError(path: head.path) }
+                resolution = try loop.core.router.resolve(method: method, path: head.path)
+            }
         } catch {
             let context = responseContext(head)
             write(loop.core.render(error, path: head.path, requestID: context.requestID), context)
@@ -165,7 +171,7 @@ extension Connection {
         case let .handler(route, parameters):
             var context = responseContext(head, route: route.pattern.description)
             context.timeout = route.handler.timeout?.milliseconds
-            let request = request(head, body: body, requestID: context.requestID, parameters: parameters, admitted: admitted)
+            let request = request(head, body: body, requestID: context.requestID, parameters: parameters, admitted: admission?.admitted)
             do {
                 switch route.handler.kind {
                 case let .inline(handle):

@@ -15,8 +15,8 @@ final class Connection {
         /// Waiting for (the rest of) a request head.
         case head
         /// Reading the body of a request whose head is complete, with what its admission
-        /// check found (``Handler/admitting(_:)``).
-        case body(RequestHead, admitted: (any AnyObject & Sendable)?)
+        /// found (its route, and what ``Handler/admitting(_:)`` returned).
+        case body(RequestHead, BodyAdmission)
         /// A deferred handler is working on the request; what arrives meanwhile (a
         /// pipelined request) is only read into the input, up to ``readChunk``, and a
         /// hang-up abandons the work.
@@ -30,6 +30,19 @@ final class Connection {
         /// The final response is sent and our side is shut down; input is discarded until
         /// the client closes or the linger timeout ends.
         case lingering
+    }
+
+    /// What ``admitBody(_:)`` found for a request with a body: its route, resolved once for
+    /// both the admission and the dispatch, and what the route allows.
+    struct BodyAdmission {
+        /// The largest body the route takes.
+        var limit: Int
+        /// The router's answer for the request's method and path.
+        var resolution: Router.Resolution
+        /// What the route's admission check returned (``Handler/admitting(_:)``).
+        var admitted: (any AnyObject & Sendable)? = nil
+        /// Whether the handler takes the body as it arrives (``RequestBodySink``).
+        var streams = false
     }
 
     /// What writing a response needs to know about the request it answers.

@@ -7,6 +7,7 @@ struct PostgreSQLDialect: SQLDialect {
     var mayBeShared: Bool { true }
     var queuesSearchIndexWrites: Bool { false }
     var spatialIndex: SpatialIndex { .pointGiST }
+    var keepsCrossJoinOrder: Bool { false }
 
     var greatest: String { "greatest" }
     var least: String { "least" }

@@ -7,6 +7,7 @@ struct SQLiteDialect: SQLDialect {
     var mayBeShared: Bool { false }
     var queuesSearchIndexWrites: Bool { true }
     var spatialIndex: SpatialIndex { .rtree }
+    var keepsCrossJoinOrder: Bool { true }
 
     var greatest: String { "max" }
     var least: String { "min" }
