@@ -103,8 +103,7 @@ extension Connection {
         do {
             // A method the server does not implement is answered from its head; no handler reads
             // a body for OPTIONS.
-            guard let method = head.method else { throw unimplementedMethodError(path: head.path) }
-            var admission = BodyAdmission(limit: 0, resolution: try loop.core.router.resolve(method: method, path: head.path))
+            var admission = BodyAdmission(limit: 0, resolution: try route(head))
             if case let .handler(route, _) = admission.resolution {
                 let handler = route.handler
                 if let admit = handler.admission { admission.admitted = try admit(request(head, body: [])) }

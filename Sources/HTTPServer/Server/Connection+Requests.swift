@@ -146,12 +146,7 @@ extension Connection {
     func dispatch(_ head: RequestHead, body: [UInt8], admission: BodyAdmission? = nil) {
         let resolution: Router.Resolution
         do {
-            if let admission {
-                resolution = admission.resolution
-            } else {
-                guard let method = head.method else { throw unimplementedMethodError(path: head.path) }
-                resolution = try loop.core.router.resolve(method: method, path: head.path)
-            }
+            resolution = try admission?.resolution ?? route(head)
         } catch {
             let context = responseContext(head)
             write(loop.core.render(error, path: head.path, requestID: context.requestID), context)
@@ -283,6 +278,13 @@ extension Connection {
 
     /// A method token the server does not implement: 405 with `Allow` on a known path,
     /// 501 elsewhere.
+    /// The router's answer for `head`'s method and path (a method the server does not
+    /// implement is answered from its path alone).
+    func route(_ head: RequestHead) throws(HTTPError) -> Router.Resolution {
+        guard let method = head.method else { throw unimplementedMethodError(path: head.path) }
+        return try loop.core.router.resolve(method: method, path: head.path)
+    }
+
     func unimplementedMethodError(path: String) -> HTTPError {
         guard case let .options(allow, _)? = try? loop.core.router.resolve(method: .OPTIONS, path: path) else { return .methodNotImplemented }
         return HTTPError(
